@@ -164,7 +164,7 @@ class ManagedProcess:
                 if stream is not None:
                     try:
                         await stream.aclose()
-                    except Exception:  # noqa: BLE001 - closing a broken pipe is not worth an error
+                    except Exception:
                         pass
 
     def kill(self) -> None:

@@ -21,8 +21,8 @@ from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig
-from tether.hookspecs import hookimpl
 from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
+from tether.hookspecs import hookimpl
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.tiers import BUILTIN_SURFACES, Tier
@@ -356,7 +356,7 @@ class Run:
             with anyio.move_on_after(self.core.close_timeout_s) as scope:
                 try:
                     await closer()
-                except Exception as exc:  # noqa: BLE001 - closing goes on for the others
+                except Exception as exc:
                     self.problems.append(
                         f"closing resource {name!r} failed: {type(exc).__name__}: {exc}"
                     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -39,7 +39,7 @@ class Image:
         }
 
 
-Content = Union[Text, Image]
+Content = Text | Image
 
 
 @attrs.frozen

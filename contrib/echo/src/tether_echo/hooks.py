@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tether
+
 from tether_echo.tools import echo_tools
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import anyio
 import attrs
-
 import tether
 from tether.fsutil import atomic_write
 

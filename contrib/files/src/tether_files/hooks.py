@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tether
+
 from tether_files.tools import file_tools
 
 
