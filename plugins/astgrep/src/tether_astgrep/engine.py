@@ -1,0 +1,328 @@
+"""The search engine: a per-process parse cache, a literal prefilter, and worker processes.
+
+Parsing holds the GIL, so large searches are sharded over forked worker processes by a
+stable hash of the path; each worker keeps its own bounded cache of parsed trees, so a later
+search in the same run finds most trees already parsed where it needs them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import attrs
+import tree_sitter as ts
+
+from tether_astgrep.grammars import Grammar, GrammarRegistry
+from tether_astgrep.matcher import Match, Matcher
+from tether_astgrep.pattern import CompiledPattern
+from tether_astgrep.rewrite import apply_matches, error_lines
+
+# A parsed tree costs about this many bytes per byte of source (measured on CPython's stdlib).
+TREE_BYTES_PER_SOURCE_BYTE = 28
+BINARY_SNIFF_BYTES = 8192
+
+
+@attrs.frozen
+class Task:
+    mode: str  # "search" or "edit"
+    pattern: CompiledPattern
+    rewrite: str | None
+    max_file_bytes: int
+
+
+@attrs.frozen
+class FileResult:
+    path: str
+    skipped: str | None = None  # "binary", "too large", "unreadable"
+    matches: tuple[tuple[Any, ...], ...] = ()  # (line, col, end_line, end_col, text, captures)
+    parse_errors: bool = False
+    # edit mode
+    original: bytes | None = None
+    new: bytes | None = None
+    replaced: int = 0
+    skipped_inner: int = 0
+    new_error_lines: tuple[int, ...] = ()
+
+
+class _Entry:
+    __slots__ = ("cost", "mtime_ns", "size", "source", "tree")
+
+    def __init__(self, mtime_ns: int, size: int, source: bytes) -> None:
+        self.mtime_ns = mtime_ns
+        self.size = size
+        self.source = source
+        self.tree: ts.Tree | None = None
+        self.cost = len(source)
+
+
+class FileCache:
+    """Sources and parsed trees keyed by (path, mtime, size), bounded by an estimated byte budget."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget = budget_bytes
+        self.used = 0
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+
+    def get(self, path: str, st: os.stat_result) -> _Entry | None:
+        entry = self._entries.get(path)
+        if entry is None:
+            return None
+        if entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
+            self._drop(path)
+            return None
+        self._entries.move_to_end(path)
+        return entry
+
+    def put(self, path: str, entry: _Entry) -> None:
+        self._drop(path)
+        self._entries[path] = entry
+        self.used += entry.cost
+
+    def set_tree(self, path: str, entry: _Entry, tree: ts.Tree) -> None:
+        if path not in self._entries:
+            return
+        extra = len(entry.source) * TREE_BYTES_PER_SOURCE_BYTE
+        entry.tree = tree
+        entry.cost += extra
+        self.used += extra
+        self._evict(keep=path)
+
+    def _drop(self, path: str) -> None:
+        entry = self._entries.pop(path, None)
+        if entry is not None:
+            self.used -= entry.cost
+
+    def _evict(self, keep: str) -> None:
+        # Drop trees first (sources are cheap and keep the prefilter fast), oldest first.
+        for path, entry in list(self._entries.items()):
+            if self.used <= self.budget:
+                return
+            if path != keep and entry.tree is not None:
+                freed = entry.cost - len(entry.source)
+                entry.tree = None
+                entry.cost -= freed
+                self.used -= freed
+        for path in list(self._entries):
+            if self.used <= self.budget:
+                return
+            if path != keep:
+                self._drop(path)
+
+
+class ProcessState:
+    """What one process (the run's own, or a worker) keeps between searches."""
+
+    def __init__(self, registry: GrammarRegistry, cache_bytes: int) -> None:
+        self.registry = registry
+        self.cache = FileCache(cache_bytes)
+        self._parsers: dict[str, ts.Parser] = {}
+        self._matchers: dict[tuple[str, str], Matcher] = {}
+
+    def parser(self, grammar: Grammar) -> ts.Parser:
+        parser = self._parsers.get(grammar.id)
+        if parser is None:
+            parser = self._parsers[grammar.id] = grammar.parser()
+        return parser
+
+    def matcher(self, pattern: CompiledPattern, grammar: Grammar) -> Matcher:
+        key = (grammar.id, pattern.source)
+        matcher = self._matchers.get(key)
+        if matcher is None or matcher.pattern != pattern:
+            if len(self._matchers) > 64:
+                self._matchers.clear()
+            matcher = self._matchers[key] = Matcher(pattern, grammar)
+        return matcher
+
+    def run(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
+        grammar = self.registry.get(task.pattern.grammar_id)
+        assert grammar is not None
+        matcher = self.matcher(task.pattern, grammar)
+        return [self._one(task, grammar, matcher, root, p) for p in paths]
+
+    def _one(
+        self, task: Task, grammar: Grammar, matcher: Matcher, root: str, path: str
+    ) -> FileResult:
+        full = os.path.join(root, path)
+        try:
+            st = os.stat(full)
+        except OSError:
+            return FileResult(path, skipped="unreadable")
+        if st.st_size > task.max_file_bytes:
+            return FileResult(path, skipped="too large")
+        entry = self.cache.get(path, st)
+        if entry is None:
+            try:
+                with open(full, "rb") as f:
+                    source = f.read()
+            except OSError:
+                return FileResult(path, skipped="unreadable")
+            if b"\0" in source[:BINARY_SNIFF_BYTES]:
+                return FileResult(path, skipped="binary")
+            entry = _Entry(st.st_mtime_ns, st.st_size, source)
+            self.cache.put(path, entry)
+        source = entry.source
+        for literal in task.pattern.literals:
+            if literal not in source:
+                return FileResult(path)
+        tree = entry.tree
+        if tree is None:
+            tree = self.parser(grammar).parse(source)
+            self.cache.set_tree(path, entry, tree)
+        found = matcher.find(tree)
+        has_errors = tree.root_node.has_error
+        if task.mode == "edit":
+            if not found:
+                return FileResult(path, parse_errors=has_errors)
+            assert task.rewrite is not None
+            new, replaced, inner = apply_matches(task.rewrite, found, source, tree, grammar)
+            before = len(error_lines(tree)) if has_errors else 0
+            new_tree = self.parser(grammar).parse(new)
+            after = error_lines(new_tree) if new_tree.root_node.has_error else []
+            return FileResult(
+                path,
+                parse_errors=has_errors,
+                original=source,
+                new=new,
+                replaced=replaced,
+                skipped_inner=inner,
+                new_error_lines=tuple(after) if len(after) > before else (),
+            )
+        return FileResult(
+            path,
+            matches=tuple(_describe(m, source) for m in found),
+            parse_errors=has_errors,
+        )
+
+
+def _describe(m: Match, source: bytes) -> tuple[Any, ...]:
+    caps = {}
+    for name, (start, end) in m.captures.items():
+        caps[name] = "" if start < 0 else source[start:end].decode("utf-8", "replace")
+    return (
+        m.start_point[0] + 1,
+        m.start_point[1] + 1,
+        m.end_point[0] + 1,
+        m.end_point[1] + 1,
+        source[m.start_byte : m.end_byte].decode("utf-8", "replace"),
+        caps,
+    )
+
+
+def _worker_main(conn: Connection, registry: GrammarRegistry, cache_bytes: int) -> None:
+    state = ProcessState(registry, cache_bytes)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return  # the run's process is gone: so are we
+        if msg is None:
+            return
+        task_id, task, root, paths = msg
+        try:
+            conn.send((task_id, state.run(task, root, paths), None))
+        except Exception as exc:
+            conn.send((task_id, None, f"{type(exc).__name__}: {exc}"))
+
+
+class WorkerError(Exception):
+    pass
+
+
+class WorkerPool:
+    """Forked worker processes, each owning the files whose path hashes to it."""
+
+    def __init__(self, registry: GrammarRegistry, workers: int, cache_bytes: int) -> None:
+        self.registry = registry
+        self.size = workers
+        self.cache_bytes = cache_bytes
+        self._procs: list[Any] = []
+        self._conns: list[Connection] = []
+        self._lock = threading.Lock()
+        self._next_id = 0
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs if p.pid is not None]
+
+    def _start(self) -> None:
+        ctx = mp.get_context("fork")
+        per_worker = self.cache_bytes // self.size
+        for _ in range(self.size):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(
+                target=_worker_main,
+                args=(child, self.registry, per_worker),
+                daemon=True,
+                name="tether-astgrep-worker",
+            )
+            proc.start()
+            child.close()
+            self._procs.append(proc)
+            self._conns.append(parent)
+
+    def run(
+        self, task: Task, root: str, paths: Sequence[str], timeout_s: float
+    ) -> list[FileResult]:
+        with self._lock:
+            if not self._procs:
+                self._start()
+            self._next_id += 1
+            task_id = self._next_id
+            shards: list[list[str]] = [[] for _ in range(self.size)]
+            for p in paths:
+                shards[zlib.crc32(p.encode()) % self.size].append(p)
+            deadline = time.monotonic() + timeout_s
+            try:
+                for conn, shard in zip(self._conns, shards, strict=True):
+                    conn.send((task_id, task, root, shard))
+                results: list[FileResult] = []
+                for conn in self._conns:
+                    while True:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0 or not conn.poll(remaining):
+                            raise WorkerError(f"search workers gave no answer in {timeout_s:.0f} s")
+                        got_id, got, error = conn.recv()
+                        if got_id == task_id:
+                            break
+                    if error is not None:
+                        raise WorkerError(f"search worker failed: {error}")
+                    results.extend(got)
+            except (WorkerError, EOFError, OSError):
+                self._stop_locked()
+                raise
+            return results
+
+    def _stop_locked(self) -> None:
+        for conn in self._conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for proc in self._procs:
+            proc.join(timeout=1.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=1.0)
+        for conn in self._conns:
+            conn.close()
+        self._procs.clear()
+        self._conns.clear()
+
+    def stop(self) -> None:
+        if self._lock.acquire(timeout=2.0):
+            try:
+                self._stop_locked()
+            finally:
+                self._lock.release()
+            return
+        # A search is still running in a thread: end the workers under it.
+        for proc in list(self._procs):
+            proc.kill()

@@ -1,0 +1,79 @@
+"""Which files a search covers: `git ls-files` in a checkout, else a walk honouring .gitignore."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pathspec
+
+GIT_TIMEOUT_S = 30.0
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked plus untracked-not-ignored files under `root`, relative to it; None if no git."""
+    try:
+        proc = subprocess.run(
+            ["git", "ls-files", "-z", "-co", "--exclude-standard", "--", "."],
+            cwd=root,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return sorted({n for n in names if n and (root / n).is_file()})
+
+
+def _walk_files(root: Path) -> list[str]:
+    out: list[str] = []
+    # (directory relative to root, spec) for every .gitignore seen on the way down
+    specs: list[tuple[str, pathspec.PathSpec]] = []
+
+    def ignored(rel: str, is_dir: bool) -> bool:
+        for base, spec in specs:
+            if base and not rel.startswith(base + "/"):
+                continue
+            sub = rel[len(base) + 1 :] if base else rel
+            if spec.match_file(sub + ("/" if is_dir else "")):
+                return True
+        return False
+
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        if ".gitignore" in filenames:
+            try:
+                lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
+                specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+            except OSError:
+                pass
+        keep = []
+        for d in sorted(dirnames):
+            rel = f"{rel_dir}/{d}" if rel_dir else d
+            if d == ".git" or ignored(rel, True):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            rel = f"{rel_dir}/{f}" if rel_dir else f
+            if not ignored(rel, False) and os.path.isfile(os.path.join(dirpath, f)):
+                out.append(rel)
+    return out
+
+
+def list_files(workdir: Path, target: Path) -> list[str]:
+    """Files under `target` (a file or directory inside `workdir`), relative to `workdir`."""
+    if target.is_file():
+        return [target.relative_to(workdir).as_posix()]
+    names = _git_files(target)
+    if names is None:
+        names = _walk_files(target)
+    prefix = target.relative_to(workdir).as_posix()
+    if prefix in ("", "."):
+        return names
+    return [f"{prefix}/{n}" for n in names]

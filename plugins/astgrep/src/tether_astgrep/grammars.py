@@ -1,0 +1,239 @@
+"""Grammar descriptions (language object, extensions, scaffold ladder) and the built-in set.
+
+A grammar is plain data so that third-party plugins can contribute one through the
+`tether_grammars()` hook, and so that forked worker processes can use it unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import cached_property
+from typing import Any
+
+import attrs
+import tree_sitter as ts
+
+RUNGS = ("statement", "expression", "class member", "declaration")
+
+
+@attrs.frozen
+class Scaffold:
+    """One rung of a grammar's ladder: the code put around a pattern fragment.
+
+    The fragment is indented with `indent` and placed between `prefix` and `suffix`.
+    Each of `terminators` is tried in turn after the fragment: `("", ";")` lets a
+    statement rung supply the `;` that a grammar needs after a bare statement.
+    """
+
+    rung: str
+    prefix: str
+    suffix: str
+    indent: str = ""
+    terminators: tuple[str, ...] = ("",)
+
+
+@attrs.frozen(eq=False)
+class Grammar:
+    """A language that `ast_grep` can search.
+
+    `language` returns a `tree_sitter.Language` (or the capsule a grammar package's
+    `language()` returns). `string_kinds` are literal nodes whose inside is never searched,
+    except for children whose kind is in `code_in_string_kinds` (interpolations).
+    """
+
+    id: str
+    extensions: tuple[str, ...]
+    language: Callable[[], Any]
+    scaffolds: tuple[Scaffold, ...]
+    string_kinds: frozenset[str] = frozenset()
+    code_in_string_kinds: frozenset[str] = frozenset()
+    # Undelimited statement containers (Python's indented block): `$$$X` alone in one
+    # stands for the statements inside it, not for the block among its siblings.
+    block_kinds: frozenset[str] = frozenset()
+
+    @cached_property
+    def ts_language(self) -> ts.Language:
+        lang = self.language()
+        return lang if isinstance(lang, ts.Language) else ts.Language(lang)
+
+    @cached_property
+    def kind_names(self) -> tuple[str, ...]:
+        lang = self.ts_language
+        return tuple(lang.node_kind_for_id(i) or "" for i in range(lang.node_kind_count))
+
+    @cached_property
+    def comma_ids(self) -> frozenset[int]:
+        lang = self.ts_language
+        return frozenset(
+            i
+            for i in range(lang.node_kind_count)
+            if self.kind_names[i] == "," and not lang.node_kind_is_named(i)
+        )
+
+    @cached_property
+    def string_ids(self) -> frozenset[int]:
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in self.string_kinds)
+
+    @cached_property
+    def code_in_string_ids(self) -> frozenset[int]:
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in self.code_in_string_kinds)
+
+    def parser(self) -> ts.Parser:
+        return ts.Parser(self.ts_language)
+
+
+def _lang(module: str, attr: str = "language") -> Callable[[], Any]:
+    def load() -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), attr)()
+
+    load.__qualname__ = f"load_{module}_{attr}"
+    return load
+
+
+def _c_like(prefix_fn: str, member: tuple[str, str], *, semicolon: bool) -> tuple[Scaffold, ...]:
+    terms = ("", ";") if semicolon else ("",)
+    return (
+        Scaffold("statement", prefix_fn + " {\n", "\n}", terminators=terms),
+        Scaffold("expression", prefix_fn + " { (\n", "\n); }"),
+        Scaffold("class member", member[0], member[1], terminators=terms),
+        Scaffold("declaration", "", "", terminators=terms),
+    )
+
+
+_JS_STRINGS = frozenset({"string", "template_string", "regex"})
+_JS_CODE = frozenset({"template_substitution"})
+
+
+def builtin_grammars() -> list[Grammar]:
+    """The grammars shipped with tether-astgrep (one PyPI grammar package each)."""
+    js_ladder = _c_like("function _t()", ("class _T {\n", "\n}"), semicolon=True)
+    return [
+        Grammar(
+            id="python",
+            extensions=(".py", ".pyi"),
+            language=_lang("tree_sitter_python"),
+            scaffolds=(
+                Scaffold("statement", "", ""),
+                Scaffold("expression", "_ = (\n", "\n)"),
+                Scaffold("class member", "class _T:\n", "\n", indent="    "),
+                Scaffold("declaration", "def _t():\n", "\n", indent="    "),
+            ),
+            string_kinds=frozenset({"string"}),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            block_kinds=frozenset({"block"}),
+        ),
+        Grammar(
+            id="javascript",
+            extensions=(".js", ".mjs", ".cjs", ".jsx"),
+            language=_lang("tree_sitter_javascript"),
+            scaffolds=js_ladder,
+            string_kinds=_JS_STRINGS,
+            code_in_string_kinds=_JS_CODE,
+        ),
+        Grammar(
+            id="typescript",
+            extensions=(".ts", ".mts", ".cts"),
+            language=_lang("tree_sitter_typescript", "language_typescript"),
+            scaffolds=js_ladder,
+            string_kinds=_JS_STRINGS,
+            code_in_string_kinds=_JS_CODE,
+        ),
+        Grammar(
+            id="tsx",
+            extensions=(".tsx",),
+            language=_lang("tree_sitter_typescript", "language_tsx"),
+            scaffolds=js_ladder,
+            string_kinds=_JS_STRINGS,
+            code_in_string_kinds=_JS_CODE,
+        ),
+        Grammar(
+            id="rust",
+            extensions=(".rs",),
+            language=_lang("tree_sitter_rust"),
+            scaffolds=(
+                Scaffold("statement", "fn _t() {\n", "\n}", terminators=("", ";")),
+                Scaffold("expression", "fn _t() { let _ = (\n", "\n); }"),
+                Scaffold("class member", "impl _T {\n", "\n}", terminators=("", ";")),
+                Scaffold("declaration", "", "", terminators=("", ";")),
+            ),
+            string_kinds=frozenset({"string_literal", "raw_string_literal", "char_literal"}),
+        ),
+        Grammar(
+            id="c",
+            extensions=(".c", ".h"),
+            language=_lang("tree_sitter_c"),
+            scaffolds=_c_like("void _t(void)", ("struct _T {\n", "\n};"), semicolon=True),
+            string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
+        ),
+        Grammar(
+            id="go",
+            extensions=(".go",),
+            language=_lang("tree_sitter_go"),
+            scaffolds=(
+                Scaffold("statement", "package _t\nfunc _t() {\n", "\n}"),
+                Scaffold("expression", "package _t\nvar _ = ", "\n"),
+                Scaffold("class member", "package _t\ntype _T struct {\n", "\n}"),
+                Scaffold("declaration", "package _t\n", "\n"),
+            ),
+            string_kinds=frozenset(
+                {"interpreted_string_literal", "raw_string_literal", "rune_literal"}
+            ),
+        ),
+        Grammar(
+            id="dart",
+            extensions=(".dart",),
+            language=_lang("tree_sitter_dart"),
+            scaffolds=(
+                Scaffold("statement", "void _t() {\n", "\n}", terminators=("", ";")),
+                Scaffold("expression", "var _t = (\n", "\n);"),
+                Scaffold("class member", "class _T {\n", "\n}", terminators=("", ";")),
+                Scaffold("declaration", "", "", terminators=("", ";")),
+            ),
+            string_kinds=frozenset({"string_literal"}),
+            code_in_string_kinds=frozenset({"template_substitution"}),
+        ),
+    ]
+
+
+class GrammarError(Exception):
+    """A grammar contributed through `tether_grammars()` is unusable."""
+
+
+class GrammarRegistry:
+    """Grammars by id and by file extension; duplicates are refused, naming both."""
+
+    def __init__(self, grammars: Iterable[Grammar] = ()) -> None:
+        self._by_id: dict[str, Grammar] = {}
+        self._by_ext: dict[str, Grammar] = {}
+        for grammar in grammars:
+            self.add(grammar)
+
+    def add(self, grammar: Grammar) -> None:
+        if not isinstance(grammar, Grammar):
+            raise GrammarError(f"tether_grammars() returned {grammar!r}, not a Grammar")
+        if grammar.id in self._by_id:
+            raise GrammarError(f"grammar {grammar.id!r} is contributed twice")
+        rungs = [s.rung for s in grammar.scaffolds]
+        if not rungs:
+            raise GrammarError(f"grammar {grammar.id!r} has an empty scaffold ladder")
+        self._by_id[grammar.id] = grammar
+        for ext in grammar.extensions:
+            self._by_ext.setdefault(ext.lower(), grammar)
+
+    def get(self, grammar_id: str) -> Grammar | None:
+        return self._by_id.get(grammar_id)
+
+    def for_path(self, path: str) -> Grammar | None:
+        dot = path.rfind(".")
+        if dot < 0 or "/" in path[dot:]:
+            return None
+        return self._by_ext.get(path[dot:].lower())
+
+    @property
+    def ids(self) -> list[str]:
+        return sorted(self._by_id)
+
+    def __iter__(self) -> Iterable[Grammar]:  # type: ignore[override]
+        return iter(self._by_id.values())

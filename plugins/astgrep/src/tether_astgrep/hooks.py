@@ -1,0 +1,36 @@
+"""Hook implementations of tether-astgrep."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+import tether
+
+from tether_astgrep.grammars import Grammar, builtin_grammars
+
+
+@tether.hookimpl
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    from tether_astgrep import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@tether.hookimpl
+def tether_grammars() -> list[Grammar]:
+    return builtin_grammars()
+
+
+@tether.hookimpl
+def tether_resources(run: tether.Run) -> dict[str, Any] | None:
+    from tether_astgrep.tools import make_service
+
+    return {"parser_registry": make_service(run)}
+
+
+@tether.hookimpl
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
+    from tether_astgrep.tools import astgrep_tools
+
+    return astgrep_tools()

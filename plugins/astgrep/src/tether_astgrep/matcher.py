@@ -1,0 +1,237 @@
+"""Match a compiled pattern against a parsed file.
+
+Semantics (documented in the README): kinds must be equal, leaves compare by exact text,
+an inner node must account for all of the candidate's children (no leftovers) except
+comments and commas (so a trailing comma is insignificant), `$X` matches one named node,
+`$$$X` a lazy, possibly empty run of siblings, a repeated metavariable must capture the
+same tokens, and nothing inside a string literal or a comment is ever a candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import tree_sitter as ts
+
+from tether_astgrep.grammars import Grammar
+from tether_astgrep.pattern import CompiledPattern, MetaVar, PItem, PNode
+
+Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
+
+
+@attrs.frozen
+class Match:
+    start_byte: int
+    end_byte: int
+    start_point: tuple[int, int]
+    end_point: tuple[int, int]
+    captures: dict[str, tuple[int, int]]  # name -> byte range (multi: first..last, may be empty)
+
+
+class _N:
+    __slots__ = ("children", "ids", "text")
+
+    def __init__(self, ids: frozenset[int], text: bytes | None, children: tuple[Any, ...]):
+        self.ids = ids
+        self.text = text
+        self.children = children
+
+
+class Matcher:
+    """A pattern prepared for one grammar (kind names resolved to kind ids)."""
+
+    def __init__(self, pattern: CompiledPattern, grammar: Grammar) -> None:
+        self.pattern = pattern
+        self.grammar = grammar
+        lang = grammar.ts_language
+        self._ids: dict[tuple[str, bool], frozenset[int]] = {}
+        for i, name in enumerate(grammar.kind_names):
+            key = (name, lang.node_kind_is_named(i))
+            self._ids[key] = self._ids.get(key, frozenset()) | {i}
+        self.items = tuple(self._prep(i) for i in pattern.items)
+        self.comma_ids = grammar.comma_ids
+        self.string_ids = grammar.string_ids
+        self.code_ids = grammar.code_in_string_ids
+        first = pattern.items[0]
+        self._query: ts.Query | None = None
+        if isinstance(first, PNode):
+            kind = first.kind.replace("\\", "\\\\").replace('"', '\\"')
+            source = f"({first.kind}) @c" if first.named else f'"{kind}" @c'
+            try:
+                self._query = ts.Query(lang, source)
+            except Exception:  # an alias the query language cannot name: walk instead
+                self._query = None
+
+    def _prep(self, item: PItem) -> Any:
+        if isinstance(item, MetaVar):
+            return item
+        ids = self._ids.get((item.kind, item.named), frozenset())
+        return _N(ids, item.text, tuple(self._prep(c) for c in item.children))
+
+    # -- candidates -----------------------------------------------------------------
+
+    def _candidates(self, root: ts.Node) -> list[ts.Node]:
+        if self._query is not None:
+            caps = ts.QueryCursor(self._query).captures(root)
+            found = caps.get("c", [])
+            string_ids, code_ids = self.string_ids, self.code_ids
+            if not string_ids:
+                return found
+            out = []
+            for node in found:
+                parent = node.parent
+                if (
+                    parent is not None
+                    and parent.kind_id in string_ids
+                    and node.kind_id not in code_ids
+                ):
+                    continue
+                out.append(node)
+            return out
+        return list(self._walk(root))
+
+    def _walk(self, root: ts.Node) -> Any:
+        stack = [root]
+        string_ids, code_ids = self.string_ids, self.code_ids
+        while stack:
+            node = stack.pop()
+            if node.is_extra:
+                continue
+            if node.is_named:
+                yield node
+            if node.kind_id in string_ids:
+                stack.extend(reversed([c for c in node.children if c.kind_id in code_ids]))
+            else:
+                stack.extend(reversed(node.children))
+
+    # -- matching ---------------------------------------------------------------------
+
+    def _sig(self, node: ts.Node) -> list[ts.Node]:
+        comma = self.comma_ids
+        return [c for c in node.children if not c.is_extra and c.kind_id not in comma]
+
+    def _tokens(self, nodes: list[ts.Node]) -> tuple[bytes, ...]:
+        out: list[bytes] = []
+        comma = self.comma_ids
+        stack = list(reversed(nodes))
+        while stack:
+            node = stack.pop()
+            if node.is_extra or node.kind_id in comma:
+                continue
+            if node.child_count == 0:
+                out.append(node.text or b"")
+            else:
+                stack.extend(reversed(node.children))
+        return tuple(out)
+
+    def _bind(self, var: MetaVar, value: Any, env: Env) -> Env | None:
+        if var.name is None:
+            return env
+        old = env.get(var.name)
+        if old is None:
+            new = dict(env)
+            new[var.name] = value
+            return new
+        as_list_old = old if isinstance(old, list) else [old]
+        as_list_new = value if isinstance(value, list) else [value]
+        if self._tokens(as_list_old) != self._tokens(as_list_new):
+            return None
+        return env
+
+    def _node(self, p: Any, n: ts.Node, env: Env) -> Env | None:
+        if isinstance(p, MetaVar):
+            if not n.is_named:
+                return None
+            return self._bind(p, n, env)
+        if n.kind_id not in p.ids:
+            return None
+        if p.text is not None:
+            return env if n.child_count == 0 and n.text == p.text else None
+        return self._seq(p.children, 0, self._sig(n), 0, env, whole=True)
+
+    def _seq(
+        self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env, *, whole: bool
+    ) -> Env | None:
+        while True:
+            if i == len(ps):
+                if whole and j != len(cs):
+                    return None
+                if not whole:
+                    env = dict(env)
+                    env["\0end"] = j
+                return env
+            p = ps[i]
+            if isinstance(p, MetaVar) and p.multi:
+                last = i == len(ps) - 1
+                ks = [len(cs)] if last and whole else range(j, len(cs) + 1)
+                for k in ks:
+                    e2 = self._bind(p, cs[j:k], env)
+                    if e2 is None:
+                        continue
+                    r = self._seq(ps, i + 1, cs, k, e2, whole=whole)
+                    if r is not None:
+                        return r
+                return None
+            if j == len(cs):
+                return None
+            e2 = self._node(p, cs[j], env)
+            if e2 is None:
+                return None
+            env, i, j = e2, i + 1, j + 1
+
+    def find(self, tree: ts.Tree) -> list[Match]:
+        root = tree.root_node
+        out: list[Match] = []
+        if len(self.items) == 1:
+            p = self.items[0]
+            for cand in self._candidates(root):
+                env = self._node(p, cand, {})
+                if env is not None:
+                    out.append(self._match([cand], env))
+        else:
+            first = self.items[0]
+            seen: set[tuple[int, int]] = set()
+            for cand in self._candidates(root):
+                parent = cand.parent
+                if parent is None:
+                    continue
+                kids = self._sig(parent)
+                idx = next((k for k, c in enumerate(kids) if c == cand), None)
+                if idx is None or (isinstance(first, MetaVar) and (parent.id, idx) in seen):
+                    continue
+                seen.add((parent.id, idx))
+                env = self._seq(self.items, 0, kids, idx, {}, whole=False)
+                if env is None:
+                    continue
+                end = env.pop("\0end")
+                matched = kids[idx:end]
+                if matched:
+                    out.append(self._match(matched, env))
+        out.sort(key=lambda m: (m.start_byte, -m.end_byte))
+        unique: list[Match] = []
+        for m in out:  # one node wrapping another of the same span is one match
+            if not unique or (unique[-1].start_byte, unique[-1].end_byte) != (
+                m.start_byte,
+                m.end_byte,
+            ):
+                unique.append(m)
+        return unique
+
+    def _match(self, nodes: list[ts.Node], env: Env) -> Match:
+        caps: dict[str, tuple[int, int]] = {}
+        for name, value in env.items():
+            if isinstance(value, list):
+                if value:
+                    caps[name] = (value[0].start_byte, value[-1].end_byte)
+                else:
+                    caps[name] = (-1, -1)
+            else:
+                caps[name] = (value.start_byte, value.end_byte)
+        return Match(
+            nodes[0].start_byte,
+            nodes[-1].end_byte,
+            tuple(nodes[0].start_point),  # type: ignore[arg-type]
+            tuple(nodes[-1].end_point),  # type: ignore[arg-type]
+            caps,
+        )

@@ -1,0 +1,215 @@
+"""Pattern compiler: a code fragment with metavariables → a tree to match.
+
+The fragment is parsed with the target grammar inside each rung of the grammar's scaffold
+ladder; the first rung that parses with no ERROR or MISSING node is used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import attrs
+import tree_sitter as ts
+
+from tether_astgrep.grammars import Grammar
+
+# `$NAME`, `$$$NAME`, `$_`, `$_NAME`, `$$$`: ast-grep's spelling.
+METAVAR_RE = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)?|\$([A-Z_][A-Z0-9_]*)")
+
+
+class PatternError(Exception):
+    """The pattern cannot be used; the message says why."""
+
+
+@attrs.frozen
+class MetaVar:
+    """`name` None means a wildcard that binds nothing."""
+
+    name: str | None
+    multi: bool
+
+
+@attrs.frozen
+class PNode:
+    """A pattern node: a leaf compares by text, an inner node by kind and children."""
+
+    kind: str
+    named: bool
+    text: bytes | None
+    children: tuple[PNode | MetaVar, ...] = ()
+
+
+PItem = PNode | MetaVar
+
+
+@attrs.frozen
+class CompiledPattern:
+    source: str
+    grammar_id: str
+    items: tuple[PItem, ...]  # one item: a node pattern; several: consecutive siblings
+    rung: str
+    interpretation: str
+    literals: tuple[bytes, ...]  # every token the match must contain verbatim
+    var_names: frozenset[str]  # binding metavariables (single or multi)
+
+    @property
+    def is_sequence(self) -> bool:
+        return len(self.items) > 1
+
+    @property
+    def root(self) -> PItem:
+        return self.items[0]
+
+
+def placeholders_for(pattern: str) -> tuple[str, dict[bytes, MetaVar]]:
+    """Replace metavariables by identifiers the grammar can parse."""
+    mapping: dict[bytes, MetaVar] = {}
+    anonymous = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal anonymous
+        multi = m.group(0).startswith("$$$")
+        name = m.group(1) if multi else m.group(2)
+        if name is None or name.startswith("_"):
+            anonymous += 1
+            ident = f"__tmv{'s' if multi else ''}__{anonymous}"
+            mapping[ident.encode()] = MetaVar(None, multi)
+        else:
+            ident = f"__tmv{'s' if multi else ''}_{name}"
+            mapping[ident.encode()] = MetaVar(name, multi)
+        return ident
+
+    return METAVAR_RE.sub(sub, pattern), mapping
+
+
+def significant_children(node: ts.Node, comma_ids: frozenset[int]) -> list[ts.Node]:
+    return [c for c in node.children if not c.is_extra and c.kind_id not in comma_ids]
+
+
+def _locate(root: ts.Node, start: int, end: int, comma_ids: frozenset[int]) -> list[ts.Node]:
+    node = root.descendant_for_byte_range(start, end)
+    if node is None:
+        return []
+    if node.start_byte == start and node.end_byte == end:
+        while (
+            node.parent is not None
+            and node.parent.start_byte == start
+            and node.parent.end_byte == end
+            and node.parent != root
+        ):
+            node = node.parent
+        if node == root:
+            return significant_children(node, comma_ids)
+        return [node]
+    kids = significant_children(node, comma_ids)
+    first = next((i for i, k in enumerate(kids) if k.start_byte == start), None)
+    last = next((i for i, k in enumerate(kids) if k.end_byte == end), None)
+    if first is None or last is None or last < first:
+        return []
+    return kids[first : last + 1]
+
+
+def _strip(nodes: list[ts.Node], terminator: bytes, comma_ids: frozenset[int]) -> list[ts.Node]:
+    """Drop a terminator we added, and wrappers that add nothing (statement → expression)."""
+    if terminator:
+        if len(nodes) == 1:
+            kids = significant_children(nodes[0], comma_ids)
+            if kids and not kids[-1].is_named and kids[-1].text == terminator:
+                nodes = kids[:-1]
+        elif nodes and not nodes[-1].is_named and nodes[-1].text == terminator:
+            nodes = nodes[:-1]
+    while len(nodes) == 1:
+        kids = significant_children(nodes[0], comma_ids)
+        only = nodes[0]
+        if (
+            len(kids) == 1
+            and kids[0].start_byte == only.start_byte
+            and kids[0].end_byte == only.end_byte
+        ):
+            nodes = kids
+        else:
+            break
+    return nodes
+
+
+def _convert(
+    node: ts.Node,
+    mapping: dict[bytes, MetaVar],
+    grammar: Grammar,
+    literals: list[bytes],
+) -> PItem:
+    comma_ids = grammar.comma_ids
+    text = node.text or b""
+    mv = mapping.get(text)
+    if mv is not None:
+        if mv.multi and node.type in grammar.block_kinds:
+            return PNode(node.type, node.is_named, None, (mv,))
+        return mv
+    if node.child_count == 0:
+        literals.append(text)
+        return PNode(node.type, node.is_named, text)
+    kids = significant_children(node, comma_ids)
+    return PNode(
+        node.type,
+        node.is_named,
+        None,
+        tuple(_convert(k, mapping, grammar, literals) for k in kids),
+    )
+
+
+def _kind_words(item: PItem) -> str:
+    if isinstance(item, MetaVar):
+        return "any node" if not item.multi else "any nodes"
+    return item.kind.replace("_", " ") if item.named else repr(item.kind)
+
+
+def compile_pattern(
+    pattern: str, grammar: Grammar, rungs: Sequence[str] | None = None
+) -> CompiledPattern:
+    """Parse `pattern` in the first scaffold rung that accepts it cleanly."""
+    text = pattern.strip()
+    if not text:
+        raise PatternError("pattern: must not be empty")
+    substituted, mapping = placeholders_for(text)
+    parser = grammar.parser()
+    comma_ids = grammar.comma_ids
+    tried: list[str] = []
+    for scaffold in grammar.scaffolds:
+        if rungs is not None and scaffold.rung not in rungs:
+            continue
+        for terminator in scaffold.terminators:
+            body = substituted + terminator
+            indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
+            prefix = (scaffold.prefix + scaffold.indent).encode()
+            src = (scaffold.prefix + indented + scaffold.suffix).encode()
+            end = len((scaffold.prefix + indented).encode())
+            tree = parser.parse(src)
+            tried.append(scaffold.rung + (f" (+{terminator!r})" if terminator else ""))
+            if tree.root_node.has_error:
+                continue
+            nodes = _locate(tree.root_node, len(prefix), end, comma_ids)
+            nodes = _strip(nodes, terminator.encode(), comma_ids)
+            if not nodes:
+                continue
+            literals: list[bytes] = []
+            items = tuple(_convert(n, mapping, grammar, literals) for n in nodes)
+            if len(items) == 1:
+                what = _kind_words(items[0])
+            else:
+                what = "sequence of " + ", ".join(_kind_words(i) for i in items)
+            names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
+            return CompiledPattern(
+                source=text,
+                grammar_id=grammar.id,
+                items=items,
+                rung=scaffold.rung,
+                interpretation=f"{what} (as a {scaffold.rung})",
+                literals=tuple(sorted(set(literals), key=len, reverse=True)),
+                var_names=names,
+            )
+    raise PatternError(
+        f"pattern: not parseable as {grammar.id} in any context "
+        f"(tried {', '.join(tried) or 'no rung'}); "
+        "write one complete statement, expression, member or declaration"
+    )

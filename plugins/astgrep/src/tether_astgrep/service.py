@@ -1,0 +1,178 @@
+"""The `parser_registry` resource: grammars, the search engine and the staged edits of a run."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import attrs
+import tether
+from tether.paths import confine
+
+from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
+from tether_astgrep.files import list_files
+from tether_astgrep.grammars import Grammar, GrammarRegistry
+from tether_astgrep.pattern import CompiledPattern, PatternError, compile_pattern
+
+
+@attrs.frozen
+class AstgrepConfig:
+    """The `[astgrep]` table."""
+
+    max_file_bytes: int = 2_000_000  # larger files are skipped (and counted)
+    workers: int = 2  # parse/match worker processes for large searches; 0 = in-process only
+    parallel_min_files: int = 200  # fewer candidate files than this: search in-process
+    cache_mb: int = 640  # estimated bytes of sources + parsed trees kept per run, all processes
+    search_timeout_s: float = 100.0
+    preview_chars: int = 6000  # unified diff shown by ast_edit
+
+
+@attrs.frozen
+class SearchOutcome:
+    pattern: CompiledPattern
+    grammar: Grammar
+    files: list[FileResult]
+    searched: int
+    skipped: Counter[str]
+
+
+@attrs.frozen
+class StagedEdit:
+    edit_id: str
+    changes: tuple[tuple[Path, bytes, bytes], ...]  # (absolute path, content at staging, new)
+
+
+class AstgrepService:
+    """One per run; wired as the `parser_registry` resource."""
+
+    def __init__(self, workdir: Path, registry: GrammarRegistry, config: AstgrepConfig) -> None:
+        self.workdir = workdir
+        self.registry = registry
+        self.config = config
+        cache = config.cache_mb * 1024 * 1024
+        self._local = ProcessState(registry, cache // (config.workers + 1))
+        self._local_lock = anyio.Lock()
+        self._pool = (
+            WorkerPool(registry, config.workers, cache - cache // (config.workers + 1))
+            if config.workers > 0
+            else None
+        )
+        self.staged: dict[str, StagedEdit] = {}
+        self.resolved: dict[str, str] = {}  # edit id -> accepted / discarded / rejected / failed
+        self._edit_ids = itertools.count(1)
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._pool.stop)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return self._pool.pids if self._pool is not None else []
+
+    # -- choosing files and grammar --------------------------------------------------------
+
+    def _target(self, path: str | None) -> Path:
+        if path is None:
+            return self.workdir
+        target = confine(self.workdir, path, field="path")
+        if not target.exists():
+            raise tether.ArgumentError("path", f"{path!r} does not exist")
+        return target
+
+    def _grammar(self, language: str | None, target: Path, files: list[str]) -> Grammar:
+        if language is not None:
+            grammar = self.registry.get(language)
+            if grammar is None:
+                raise tether.ArgumentError(
+                    "language",
+                    f"unknown language {language!r}; known: {', '.join(self.registry.ids)}",
+                )
+            return grammar
+        if target.is_file():
+            grammar = self.registry.for_path(target.name)
+            if grammar is None:
+                raise tether.ArgumentError(
+                    "language",
+                    f"required: cannot infer it from {target.name!r}; known: {', '.join(self.registry.ids)}",
+                )
+            return grammar
+        seen = Counter(g.id for f in files if (g := self.registry.for_path(f)) is not None)
+        if len(seen) == 1:
+            only = next(iter(seen))
+            grammar = self.registry.get(only)
+            assert grammar is not None
+            return grammar
+        if not seen:
+            raise tether.ArgumentError(
+                "language", "required: no file under path has a known extension"
+            )
+        mix = ", ".join(f"{k}: {v} files" for k, v in seen.most_common())
+        raise tether.ArgumentError(
+            "language", f"required: the files under path are in several languages ({mix})"
+        )
+
+    # -- search -------------------------------------------------------------------------
+
+    async def search(
+        self,
+        pattern: str,
+        path: str | None,
+        language: str | None,
+        *,
+        mode: str = "search",
+        rewrite: str | None = None,
+    ) -> SearchOutcome:
+        target = self._target(path)
+        files = await anyio.to_thread.run_sync(list_files, self.workdir, target)
+        grammar = self._grammar(language, target, files)
+        if target.is_file():
+            files = [target.relative_to(self.workdir).as_posix()]
+        else:
+            files = [f for f in files if self.registry.for_path(f) is grammar]
+        try:
+            compiled = compile_pattern(pattern, grammar)
+        except PatternError as exc:
+            raise tether.ToolError(str(exc)) from None
+        if rewrite is not None:
+            from tether_astgrep.rewrite import template_vars
+
+            unbound = [v for v in template_vars(rewrite) if v not in compiled.var_names]
+            if unbound:
+                names = ", ".join(f"${v}" for v in dict.fromkeys(unbound))
+                raise tether.ArgumentError(
+                    "rewrite", f"uses {names}, which the pattern does not bind"
+                )
+        task = Task(mode, compiled, rewrite, self.config.max_file_bytes)
+        root = str(self.workdir)
+        timeout = self.config.search_timeout_s
+        if self._pool is not None and len(files) >= self.config.parallel_min_files:
+            pool = self._pool
+            try:
+                results = await anyio.to_thread.run_sync(
+                    lambda: pool.run(task, root, files, timeout), abandon_on_cancel=True
+                )
+            except WorkerError as exc:
+                raise tether.ToolError(str(exc)) from None
+        else:
+            async with self._local_lock:
+                results = await anyio.to_thread.run_sync(self._local.run, task, root, files)
+        results.sort(key=lambda r: r.path)
+        skipped = Counter(r.skipped for r in results if r.skipped)
+        return SearchOutcome(
+            compiled, grammar, results, len(files) - sum(skipped.values()), skipped
+        )
+
+    def stage(self, outcome: SearchOutcome) -> StagedEdit:
+        edit_id = f"edit_{next(self._edit_ids)}"
+        changes = tuple(
+            (self.workdir / r.path, r.original, r.new)
+            for r in outcome.files
+            if r.original is not None and r.new is not None and r.new != r.original
+        )
+        staged = StagedEdit(edit_id, changes)
+        self.staged[edit_id] = staged
+        return staged

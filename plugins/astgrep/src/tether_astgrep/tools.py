@@ -1,0 +1,257 @@
+"""The three tools: `ast_grep` (read), `ast_edit` and `resolve` (write)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+import anyio.to_thread
+import attrs
+import tether
+from tether.fsutil import FileChange, StaleFiles, apply_changes
+from tether.text import cap, truncate
+
+from tether_astgrep.grammars import GrammarRegistry
+from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
+
+RESOURCE = "parser_registry"
+MATCH_TEXT_CHARS = 400
+CAPTURE_CHARS = 200
+
+
+def make_service(run: tether.Run) -> AstgrepService:
+    config = run.config("astgrep", AstgrepConfig)
+    registry = GrammarRegistry()
+    for contributed in run.pm.hook.tether_grammars():
+        for grammar in contributed or ():
+            registry.add(grammar)
+    return AstgrepService(run.workdir, registry, config)
+
+
+def _service(call: tether.CallContext) -> AstgrepService:
+    service: AstgrepService = call.run.resources[RESOURCE]
+    return service
+
+
+@attrs.frozen
+class AstGrepArgs:
+    pattern: str = tether.arg(
+        description="Code with metavariables: $NAME one node, $$$NAME a run of siblings, $_ any node"
+    )
+    path: str | None = tether.arg(
+        None, description="File or directory to search, relative to the workdir; default: all of it"
+    )
+    language: str | None = tether.arg(
+        None,
+        description="Grammar id (python, dart, rust, c, go, javascript, typescript, tsx…); inferred from a file path",
+    )
+    max_results: int = tether.arg(50, description="How many matches to show", minimum=1)
+
+
+@attrs.frozen
+class AstEditArgs:
+    pattern: str = tether.arg(description="What to match (same syntax as ast_grep)")
+    rewrite: str = tether.arg(
+        description="What to put in its place; $NAME is replaced by its capture"
+    )
+    path: str | None = tether.arg(
+        None, description="Scope, relative to the workdir; default: all of it"
+    )
+    language: str | None = tether.arg(None, description="Grammar id; inferred from a file path")
+
+
+@attrs.frozen
+class ResolveArgs:
+    edit_id: str = tether.arg(description='The id from an ast_edit result, e.g. "edit_1"')
+    action: Literal["accept", "discard"] = tether.arg(
+        description="accept: write every file (all or nothing); discard: drop the staged edit"
+    )
+
+
+def _header(outcome: SearchOutcome) -> str:
+    return f"interpreted as: {outcome.pattern.interpretation}"
+
+
+def _skips(outcome: SearchOutcome, max_bytes: int) -> str | None:
+    if not outcome.skipped:
+        return None
+    words = {"binary": "binary", "too large": f"over {max_bytes} bytes", "unreadable": "unreadable"}
+    parts = [f"{n} {words.get(k, k)}" for k, n in sorted(outcome.skipped.items())]
+    return "skipped files: " + ", ".join(parts)
+
+
+async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether.ToolResult:
+    service = _service(call)
+    outcome = await service.search(args.pattern, args.path, args.language)
+    rows = [(r, m) for r in outcome.files for m in r.matches]
+    files_with = len({r.path for r, _ in rows})
+    lines = [
+        f"{len(rows)} matches in {files_with} files ({outcome.searched} {outcome.grammar.id} files searched); "
+        + _header(outcome)
+    ]
+    shown, note = cap(rows, args.max_results)
+    structured = []
+    for result, (line, col, end_line, end_col, text, caps) in shown:
+        lines.append(f"{result.path}:{line}:{col}: {truncate(text.strip(), MATCH_TEXT_CHARS)}")
+        for name, value in caps.items():
+            lines.append(f"    ${name} = {truncate(value, CAPTURE_CHARS)}")
+        structured.append(
+            {
+                "path": result.path,
+                "line": line,
+                "column": col,
+                "end_line": end_line,
+                "end_column": end_col,
+                "text": text,
+                "captures": caps,
+            }
+        )
+    if note:
+        lines.append(note)
+    broken = sum(1 for r in outcome.files if r.parse_errors and r.matches)
+    if broken:
+        lines.append(
+            f"{broken} files with matches have syntax errors (matched in their well-formed parts)"
+        )
+    skip = _skips(outcome, service.config.max_file_bytes)
+    if skip:
+        lines.append(skip)
+    return tether.ToolResult.text(
+        "\n".join(lines),
+        total=len(rows),
+        shown=len(shown),
+        interpreted_as=outcome.pattern.interpretation,
+        matches=structured,
+    )
+
+
+async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
+    service = _service(call)
+    outcome = await service.search(
+        args.pattern, args.path, args.language, mode="edit", rewrite=args.rewrite
+    )
+    changed = [r for r in outcome.files if r.new is not None and r.new != r.original]
+    replaced = sum(r.replaced for r in changed)
+    if not changed:
+        raise tether.ToolError(
+            f"nothing staged: no match changes anything in {outcome.searched} "
+            f"{outcome.grammar.id} files ({_header(outcome)})"
+        )
+    staged = service.stage(outcome)
+    lines = [
+        f"(proposed) {replaced} replacements in {len(changed)} files; nothing written yet: "
+        f'call resolve with edit_id "{staged.edit_id}" and action "accept" or "discard"',
+        _header(outcome),
+    ]
+    inner = sum(r.skipped_inner for r in changed)
+    if inner:
+        lines.append(f"{inner} inner matches skipped (an enclosing match is rewritten instead)")
+    broken = [r for r in changed if r.new_error_lines]
+    for r in broken:
+        where = ", ".join(str(n) for n in r.new_error_lines[:10])
+        lines.append(f"warning: {r.path} has new syntax errors after the rewrite (lines {where})")
+    diff = []
+    for r in changed:
+        assert r.original is not None and r.new is not None
+        diff.extend(
+            difflib.unified_diff(
+                r.original.decode("utf-8", "replace").splitlines(keepends=True),
+                r.new.decode("utf-8", "replace").splitlines(keepends=True),
+                fromfile=f"a/{r.path}",
+                tofile=f"b/{r.path}",
+            )
+        )
+    preview = "".join(d if d.endswith("\n") else d + "\n" for d in diff)
+    lines.append(truncate(preview, service.config.preview_chars))
+    return tether.ToolResult.text(
+        "\n".join(lines),
+        edit_id=staged.edit_id,
+        replacements=replaced,
+        files=[r.path for r in changed],
+        new_syntax_errors={r.path: list(r.new_error_lines) for r in broken},
+    )
+
+
+async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.ToolResult:
+    service = _service(call)
+    staged = service.staged.get(args.edit_id)
+    if staged is None:
+        done = service.resolved.get(args.edit_id)
+        if done is not None:
+            raise tether.ToolError(f"{args.edit_id} was already resolved ({done}); nothing to do")
+        known = ", ".join(service.staged) or "none"
+        raise tether.ArgumentError("edit_id", f"unknown edit {args.edit_id!r} (staged: {known})")
+    del service.staged[args.edit_id]
+    names = [p.relative_to(service.workdir).as_posix() for p, _, _ in staged.changes]
+    if args.action == "discard":
+        service.resolved[args.edit_id] = "discarded"
+        return tether.ToolResult.text(f"{args.edit_id} discarded; no file was changed")
+    changes = [FileChange(path, old, new) for path, old, new in staged.changes]
+    try:
+        await anyio.to_thread.run_sync(apply_changes, changes)
+    except StaleFiles as exc:
+        service.resolved[args.edit_id] = "rejected"
+        stale = ", ".join(p.relative_to(service.workdir).as_posix() for p in exc.paths)
+        raise tether.ToolError(
+            f"{args.edit_id} rejected, nothing written: changed since staging: {stale}. "
+            "Run ast_edit again on the current files."
+        ) from None
+    except OSError as exc:
+        service.resolved[args.edit_id] = "failed"
+        raise tether.ToolError(
+            f"{args.edit_id} failed while writing ({exc}); the files already written were restored"
+        ) from None
+    service.resolved[args.edit_id] = "accepted"
+    return tether.ToolResult.text(
+        f"{args.edit_id} applied to {len(names)} files: {', '.join(names)}", files=names
+    )
+
+
+GREP_DOC = (
+    "Structural code search: finds code by its syntax tree, not its text. The pattern is parsed "
+    "with the file's grammar (trying statement, expression, class member, declaration contexts; "
+    "the result says which was used). $NAME matches one node, $$$NAME a run of siblings, $_ any "
+    "node; a repeated $NAME must capture the same code. Whitespace and comments are ignored; "
+    "strings and comments are never searched inside; a node must match all its children "
+    "(an `if` without `else` does not match an `if` with one). Returns file:line:column, the "
+    "matched code and the captures."
+)
+EDIT_DOC = (
+    "Structural rewrite, staged: matches like ast_grep and replaces each match with `rewrite` "
+    "($NAME substituted, re-indented). Writes nothing; returns a diff preview and an edit_id "
+    "for resolve."
+)
+RESOLVE_DOC = (
+    "Accept or discard an edit staged by ast_edit. Accept writes every file or none: if any file "
+    "changed since staging, the whole edit is rejected."
+)
+
+
+def astgrep_tools() -> list[tether.ToolSpec]:
+    return [
+        tether.ToolSpec(
+            name="ast_grep",
+            tier=tether.Tier.READ,
+            args=AstGrepArgs,
+            handler=handle_ast_grep,
+            description=GREP_DOC,
+            requires=(RESOURCE,),
+        ),
+        tether.ToolSpec(
+            name="ast_edit",
+            tier=tether.Tier.WRITE,
+            args=AstEditArgs,
+            handler=handle_ast_edit,
+            description=EDIT_DOC,
+            requires=(RESOURCE,),
+        ),
+        tether.ToolSpec(
+            name="resolve",
+            tier=tether.Tier.WRITE,
+            args=ResolveArgs,
+            handler=handle_resolve,
+            description=RESOLVE_DOC,
+            requires=(RESOURCE,),
+            parallel_safe=False,
+        ),
+    ]
