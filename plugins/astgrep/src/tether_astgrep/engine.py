@@ -101,6 +101,8 @@ class FileCache:
             self.used -= entry.cost
 
     def _evict(self, keep: str) -> None:
+        if self.used <= self.budget:
+            return
         # Drop trees first (sources are cheap and keep the prefilter fast), oldest first.
         for path, entry in list(self._entries.items()):
             if self.used <= self.budget:
@@ -176,7 +178,7 @@ class ProcessState:
         if tree is None:
             tree = self.parser(grammar).parse(source)
             self.cache.set_tree(path, entry, tree)
-        found = matcher.find(tree)
+        found = matcher.find(tree, source)
         has_errors = tree.root_node.has_error
         if task.mode == "edit":
             if not found:

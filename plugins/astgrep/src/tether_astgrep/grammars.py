@@ -50,6 +50,9 @@ class Grammar:
     # Undelimited statement containers (Python's indented block): `$$$X` alone in one
     # stands for the statements inside it, not for the block among its siblings.
     block_kinds: frozenset[str] = frozenset()
+    # Tokens that are insignificant as the last child of a node (JavaScript's `;`, which
+    # automatic semicolon insertion makes optional).
+    optional_trailing: frozenset[str] = frozenset()
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -69,6 +72,23 @@ class Grammar:
             for i in range(lang.node_kind_count)
             if self.kind_names[i] == "," and not lang.node_kind_is_named(i)
         )
+
+    @cached_property
+    def trailing_ids(self) -> frozenset[int]:
+        lang = self.ts_language
+        return frozenset(
+            i
+            for i in range(lang.node_kind_count)
+            if self.kind_names[i] in self.optional_trailing and not lang.node_kind_is_named(i)
+        )
+
+    def significant(self, node: ts.Node) -> list[ts.Node]:
+        """Children that take part in matching: no comments, no commas, no optional `;` last."""
+        comma = self.comma_ids
+        kids = [c for c in node.children if not c.is_extra and c.kind_id not in comma]
+        if kids and kids[-1].kind_id in self.trailing_ids:
+            kids.pop()
+        return kids
 
     @cached_property
     def string_ids(self) -> frozenset[int]:
@@ -131,6 +151,7 @@ def builtin_grammars() -> list[Grammar]:
             scaffolds=js_ladder,
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
+            optional_trailing=frozenset({";"}),
         ),
         Grammar(
             id="typescript",
@@ -139,6 +160,7 @@ def builtin_grammars() -> list[Grammar]:
             scaffolds=js_ladder,
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
+            optional_trailing=frozenset({";"}),
         ),
         Grammar(
             id="tsx",
@@ -147,6 +169,7 @@ def builtin_grammars() -> list[Grammar]:
             scaffolds=js_ladder,
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
+            optional_trailing=frozenset({";"}),
         ),
         Grammar(
             id="rust",
@@ -172,9 +195,9 @@ def builtin_grammars() -> list[Grammar]:
             extensions=(".go",),
             language=_lang("tree_sitter_go"),
             scaffolds=(
-                Scaffold("statement", "package _t\nfunc _t() {\n", "\n}"),
+                Scaffold("statement", "package _t\nfunc _t() {\n", "\n}\n"),
                 Scaffold("expression", "package _t\nvar _ = ", "\n"),
-                Scaffold("class member", "package _t\ntype _T struct {\n", "\n}"),
+                Scaffold("class member", "package _t\ntype _T struct {\n", "\n}\n"),
                 Scaffold("declaration", "package _t\n", "\n"),
             ),
             string_kinds=frozenset(

@@ -38,6 +38,44 @@ class _N:
         self.children = children
 
 
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def query_source(root: PNode, budget: int = 48) -> str:
+    """A tree-sitter query that every match of `root` satisfies (and most non-matches fail).
+
+    Children are listed in order without anchors, so comments and other extras in the
+    candidate do not matter; `$$$` runs are left out; leaves with text get an `#eq?`
+    predicate. It only prunes candidates in C: the matcher still decides.
+    """
+    counter = 0
+
+    def render(node: PNode | MetaVar, depth: int) -> str:
+        nonlocal counter, budget
+        budget -= 1
+        if isinstance(node, MetaVar):
+            return "(_)"
+        if not node.named:
+            return _quote(node.kind)
+        if node.text is not None:
+            counter += 1
+            name = f"@t{counter}"
+            text = node.text.decode("utf-8", "replace")
+            return f"(({node.kind}) {name} (#eq? {name} {_quote(text)}))"
+        parts = []
+        if depth < 6 and budget > 0:
+            for child in node.children:
+                if isinstance(child, MetaVar) and child.multi:
+                    continue
+                if budget <= 0:
+                    break
+                parts.append(render(child, depth + 1))
+        return "(" + " ".join([node.kind, *parts]) + ")"
+
+    return render(root, 0)
+
+
 class Matcher:
     """A pattern prepared for one grammar (kind names resolved to kind ids)."""
 
@@ -53,14 +91,28 @@ class Matcher:
         self.comma_ids = grammar.comma_ids
         self.string_ids = grammar.string_ids
         self.code_ids = grammar.code_in_string_ids
-        first = pattern.items[0]
         self._query: ts.Query | None = None
+        first = pattern.items[0]
+        # Anchors: each literal leaf of a single-node pattern with its depth(s) below the root.
+        # A match contains that leaf verbatim, and its root is exactly that many parents up.
+        anchors: dict[bytes, set[int]] = {}
+        if len(pattern.items) == 1 and isinstance(first, PNode):
+            stack: list[tuple[PItem, int]] = [(first, 0)]
+            while stack:
+                node, depth = stack.pop()
+                if isinstance(node, MetaVar):
+                    continue
+                if node.text is not None:
+                    if node.text:
+                        anchors.setdefault(node.text, set()).add(depth)
+                else:
+                    stack.extend((c, depth + 1) for c in node.children)
+        self._anchors = [(lit, tuple(sorted(d))) for lit, d in anchors.items()]
+        self._root_ids = self.items[0].ids if isinstance(self.items[0], _N) else frozenset()
         if isinstance(first, PNode):
-            kind = first.kind.replace("\\", "\\\\").replace('"', '\\"')
-            source = f"({first.kind}) @c" if first.named else f'"{kind}" @c'
             try:
-                self._query = ts.Query(lang, source)
-            except Exception:  # an alias the query language cannot name: walk instead
+                self._query = ts.Query(lang, query_source(first) + " @c")
+            except Exception:  # a kind the query language cannot name: fall back to a walk
                 self._query = None
 
     def _prep(self, item: PItem) -> Any:
@@ -71,10 +123,36 @@ class Matcher:
 
     # -- candidates -----------------------------------------------------------------
 
-    def _candidates(self, root: ts.Node) -> list[ts.Node]:
-        if self._query is not None:
-            caps = ts.QueryCursor(self._query).captures(root)
-            found = caps.get("c", [])
+    def _anchored(self, root: ts.Node, source: bytes) -> list[ts.Node]:
+        literal, depths = min(self._anchors, key=lambda a: source.count(a[0]))
+        size = len(literal)
+        root_ids = self._root_ids
+        found: dict[int, ts.Node] = {}
+        pos = source.find(literal)
+        while pos >= 0:
+            leaf = root.descendant_for_byte_range(pos, pos + size)
+            if (
+                leaf is not None
+                and leaf.start_byte == pos
+                and leaf.end_byte == pos + size
+                and leaf.child_count == 0
+            ):
+                for depth in depths:
+                    node: ts.Node | None = leaf
+                    for _ in range(depth):
+                        node = node.parent if node is not None else None
+                    if node is not None and node.kind_id in root_ids:
+                        found[node.id] = node
+            pos = source.find(literal, pos + 1)
+        return list(found.values())
+
+    def _candidates(self, root: ts.Node, source: bytes | None = None) -> list[ts.Node]:
+        found: list[ts.Node] | None = None
+        if self._anchors and source is not None:
+            found = self._anchored(root, source)
+        elif self._query is not None:
+            found = ts.QueryCursor(self._query).captures(root).get("c", [])
+        if found is not None:
             string_ids, code_ids = self.string_ids, self.code_ids
             if not string_ids:
                 return found
@@ -98,7 +176,7 @@ class Matcher:
             node = stack.pop()
             if node.is_extra:
                 continue
-            if node.is_named:
+            if node.is_named and node != root:
                 yield node
             if node.kind_id in string_ids:
                 stack.extend(reversed([c for c in node.children if c.kind_id in code_ids]))
@@ -108,8 +186,7 @@ class Matcher:
     # -- matching ---------------------------------------------------------------------
 
     def _sig(self, node: ts.Node) -> list[ts.Node]:
-        comma = self.comma_ids
-        return [c for c in node.children if not c.is_extra and c.kind_id not in comma]
+        return self.grammar.significant(node)
 
     def _tokens(self, nodes: list[ts.Node]) -> tuple[bytes, ...]:
         out: list[bytes] = []
@@ -180,12 +257,13 @@ class Matcher:
                 return None
             env, i, j = e2, i + 1, j + 1
 
-    def find(self, tree: ts.Tree) -> list[Match]:
+    def find(self, tree: ts.Tree, source: bytes | None = None) -> list[Match]:
+        """Every match in `tree`; `source` (the parsed bytes) enables the literal anchors."""
         root = tree.root_node
         out: list[Match] = []
         if len(self.items) == 1:
             p = self.items[0]
-            for cand in self._candidates(root):
+            for cand in self._candidates(root, source):
                 env = self._node(p, cand, {})
                 if env is not None:
                     out.append(self._match([cand], env))

@@ -83,11 +83,7 @@ def placeholders_for(pattern: str) -> tuple[str, dict[bytes, MetaVar]]:
     return METAVAR_RE.sub(sub, pattern), mapping
 
 
-def significant_children(node: ts.Node, comma_ids: frozenset[int]) -> list[ts.Node]:
-    return [c for c in node.children if not c.is_extra and c.kind_id not in comma_ids]
-
-
-def _locate(root: ts.Node, start: int, end: int, comma_ids: frozenset[int]) -> list[ts.Node]:
+def _locate(root: ts.Node, start: int, end: int, grammar: Grammar) -> list[ts.Node]:
     node = root.descendant_for_byte_range(start, end)
     if node is None:
         return []
@@ -100,9 +96,9 @@ def _locate(root: ts.Node, start: int, end: int, comma_ids: frozenset[int]) -> l
         ):
             node = node.parent
         if node == root:
-            return significant_children(node, comma_ids)
+            return grammar.significant(node)
         return [node]
-    kids = significant_children(node, comma_ids)
+    kids = grammar.significant(node)
     first = next((i for i, k in enumerate(kids) if k.start_byte == start), None)
     last = next((i for i, k in enumerate(kids) if k.end_byte == end), None)
     if first is None or last is None or last < first:
@@ -110,17 +106,15 @@ def _locate(root: ts.Node, start: int, end: int, comma_ids: frozenset[int]) -> l
     return kids[first : last + 1]
 
 
-def _strip(nodes: list[ts.Node], terminator: bytes, comma_ids: frozenset[int]) -> list[ts.Node]:
+def _strip(nodes: list[ts.Node], terminator: bytes, grammar: Grammar) -> list[ts.Node]:
     """Drop a terminator we added, and wrappers that add nothing (statement → expression)."""
-    if terminator:
-        if len(nodes) == 1:
-            kids = significant_children(nodes[0], comma_ids)
-            if kids and not kids[-1].is_named and kids[-1].text == terminator:
-                nodes = kids[:-1]
-        elif nodes and not nodes[-1].is_named and nodes[-1].text == terminator:
-            nodes = nodes[:-1]
+    if terminator and len(nodes) == 1 and nodes[0].type.endswith("expression_statement"):
+        # The user wrote an expression; we added the `;` only to make it parse.
+        kids = [c for c in nodes[0].children if not c.is_extra]
+        if kids and not kids[-1].is_named and kids[-1].text == terminator:
+            nodes = kids[:-1]
     while len(nodes) == 1:
-        kids = significant_children(nodes[0], comma_ids)
+        kids = grammar.significant(nodes[0])
         only = nodes[0]
         if (
             len(kids) == 1
@@ -139,7 +133,6 @@ def _convert(
     grammar: Grammar,
     literals: list[bytes],
 ) -> PItem:
-    comma_ids = grammar.comma_ids
     text = node.text or b""
     mv = mapping.get(text)
     if mv is not None:
@@ -149,7 +142,7 @@ def _convert(
     if node.child_count == 0:
         literals.append(text)
         return PNode(node.type, node.is_named, text)
-    kids = significant_children(node, comma_ids)
+    kids = grammar.significant(node)
     return PNode(
         node.type,
         node.is_named,
@@ -173,7 +166,6 @@ def compile_pattern(
         raise PatternError("pattern: must not be empty")
     substituted, mapping = placeholders_for(text)
     parser = grammar.parser()
-    comma_ids = grammar.comma_ids
     tried: list[str] = []
     for scaffold in grammar.scaffolds:
         if rungs is not None and scaffold.rung not in rungs:
@@ -188,8 +180,8 @@ def compile_pattern(
             tried.append(scaffold.rung + (f" (+{terminator!r})" if terminator else ""))
             if tree.root_node.has_error:
                 continue
-            nodes = _locate(tree.root_node, len(prefix), end, comma_ids)
-            nodes = _strip(nodes, terminator.encode(), comma_ids)
+            nodes = _locate(tree.root_node, len(prefix), end, grammar)
+            nodes = _strip(nodes, terminator.encode(), grammar)
             if not nodes:
                 continue
             literals: list[bytes] = []

@@ -53,12 +53,12 @@ class AstgrepService:
         self.registry = registry
         self.config = config
         cache = config.cache_mb * 1024 * 1024
-        self._local = ProcessState(registry, cache // (config.workers + 1))
+        # Large searches run in the workers, so they get most of the budget.
+        local = cache if config.workers <= 0 else min(cache // 8, 64 * 1024 * 1024)
+        self._local = ProcessState(registry, local)
         self._local_lock = anyio.Lock()
         self._pool = (
-            WorkerPool(registry, config.workers, cache - cache // (config.workers + 1))
-            if config.workers > 0
-            else None
+            WorkerPool(registry, config.workers, cache - local) if config.workers > 0 else None
         )
         self.staged: dict[str, StagedEdit] = {}
         self.resolved: dict[str, str] = {}  # edit id -> accepted / discarded / rejected / failed

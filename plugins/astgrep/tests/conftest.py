@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tether
+import tether_astgrep.hooks
+from tether_astgrep.grammars import GrammarRegistry, builtin_grammars
+
+AUTO = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}}
+
+
+@pytest.fixture(scope="session")
+def registry() -> GrammarRegistry:
+    return GrammarRegistry(builtin_grammars())
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content).lstrip("\n"))
+
+
+@pytest.fixture
+def astgrep_run(
+    open_test_run: Callable[..., AbstractAsyncContextManager[tether.Run]],
+    tether_workdir: Path,
+) -> Callable[..., AbstractAsyncContextManager[tether.Run]]:
+    """`async with astgrep_run({"a.py": "..."}, config={...}) as run`: only this plugin loaded."""
+
+    @asynccontextmanager
+    async def factory(
+        files: dict[str, str | bytes] | None = None, config: dict[str, Any] | None = None, **kw: Any
+    ) -> AsyncIterator[tether.Run]:
+        write_tree(tether_workdir, files or {})
+        merged: dict[str, Any] = {**AUTO, **(config or {})}
+        async with open_test_run(
+            entry_points=False, plugins=[tether_astgrep.hooks], config=merged, **kw
+        ) as run:
+            yield run
+
+    return factory

@@ -1,0 +1,105 @@
+"""Every rung of every built-in grammar's scaffold ladder, and the ladder's order."""
+
+from __future__ import annotations
+
+import pytest
+from tether_astgrep.grammars import RUNGS, GrammarRegistry
+from tether_astgrep.pattern import PatternError, compile_pattern
+
+# (language, rung) -> (fragment, expected interpretation prefix)
+RUNG_CASES: dict[tuple[str, str], tuple[str, str]] = {
+    ("python", "statement"): ("return $X", "return statement"),
+    ("python", "expression"): ("$A + $B", "binary operator"),
+    ("python", "class member"): ("def $M(self): $$$B", "function definition"),
+    ("python", "declaration"): ("yield $X", "yield"),
+    ("javascript", "statement"): ("return $X", "return statement"),
+    ("javascript", "expression"): ("{ a: $X }", "object"),
+    ("javascript", "class member"): ("$M($$$P) { $$$B }", "method definition"),
+    ("javascript", "declaration"): ("import $X from 'y'", "import statement"),
+    ("typescript", "statement"): ("let $X: number = 1", "lexical declaration"),
+    ("typescript", "expression"): ("$X as string", "as expression"),
+    ("typescript", "class member"): ("private $F: string", "public field definition"),
+    ("typescript", "declaration"): ("export type $T = string", "export statement"),
+    ("tsx", "statement"): ("return <div>{$X}</div>", "return statement"),
+    ("tsx", "expression"): ("<b>{$X}</b>", "jsx element"),
+    ("tsx", "class member"): ("render() { return $X }", "method definition"),
+    ("tsx", "declaration"): ("export default $X", "export statement"),
+    ("rust", "statement"): ("let $X = $Y", "let declaration"),
+    ("rust", "expression"): ("$A + $B", "binary expression"),
+    ("rust", "class member"): ("fn $M(&self) {}", "function item"),
+    ("rust", "declaration"): ("use $X::y", "use declaration"),
+    ("c", "statement"): ("return $X", "return statement"),
+    ("c", "expression"): ("$A + $B", "binary expression"),
+    ("c", "class member"): ("int $F", "field declaration"),
+    ("c", "declaration"): ("typedef int $T;", "type definition"),
+    ("go", "statement"): ("defer $F()", "defer statement"),
+    ("go", "expression"): ("$A + $B", "binary expression"),
+    ("go", "class member"): ("$F int", "field declaration"),
+    ("go", "declaration"): ("func $F() {}", "function declaration"),
+    ("dart", "statement"): ("if ($X != null) $X.dispose()", "if statement"),
+    ("dart", "expression"): ("$A + $B", "additive expression"),
+    ("dart", "class member"): ("int $F = 0", "sequence of declaration"),
+    ("dart", "declaration"): ("import 'package:x/y.dart'", "import specification"),
+}
+
+
+def test_every_builtin_grammar_has_the_four_rungs(registry: GrammarRegistry) -> None:
+    for gid in ("python", "javascript", "typescript", "tsx", "rust", "c", "go", "dart"):
+        grammar = registry.get(gid)
+        assert grammar is not None, gid
+        assert tuple(s.rung for s in grammar.scaffolds) == RUNGS, gid
+        assert any(k[0] == gid for k in RUNG_CASES)
+
+
+@pytest.mark.parametrize(("language", "rung"), sorted(RUNG_CASES))
+def test_rung_parses_its_fragment(registry: GrammarRegistry, language: str, rung: str) -> None:
+    fragment, expected = RUNG_CASES[(language, rung)]
+    grammar = registry.get(language)
+    assert grammar is not None
+    compiled = compile_pattern(fragment, grammar, rungs=[rung])
+    assert compiled.rung == rung
+    assert compiled.interpretation.startswith(expected), compiled.interpretation
+    assert compiled.interpretation.endswith(f"(as a {rung})")
+
+
+def test_ladder_order_statement_first(registry: GrammarRegistry) -> None:
+    dart = registry.get("dart")
+    assert dart is not None
+    # At the top level of Dart this is a function signature; the statement rung reads it as a call.
+    compiled = compile_pattern("dispose(x)", dart)
+    assert compiled.rung == "statement"
+    assert "function signature" not in compiled.interpretation
+    assert compiled.interpretation.startswith("sequence of identifier, selector")
+
+
+def test_ladder_falls_through_to_later_rungs(registry: GrammarRegistry) -> None:
+    python = registry.get("python")
+    assert python is not None
+    assert compile_pattern("x for x in y", python).rung == "expression"
+    js = registry.get("javascript")
+    assert js is not None
+    assert compile_pattern("static $M() { $$$B }", js).rung == "class member"
+
+
+@pytest.mark.parametrize(
+    ("language", "pattern"),
+    [
+        ("python", "def f(:"),
+        ("dart", "if ($X != null"),
+        ("rust", "fn ( {"),
+        ("c", "int int int"),
+        ("go", "func ) {"),
+        ("javascript", "a +* b"),
+    ],
+)
+def test_unparseable_pattern_is_an_error_naming_the_rungs(
+    registry: GrammarRegistry, language: str, pattern: str
+) -> None:
+    grammar = registry.get(language)
+    assert grammar is not None
+    with pytest.raises(PatternError) as info:
+        compile_pattern(pattern, grammar)
+    message = str(info.value)
+    assert f"not parseable as {language}" in message
+    for rung in RUNGS:
+        assert rung in message

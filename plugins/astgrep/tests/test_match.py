@@ -1,0 +1,248 @@
+"""Matching semantics, per language: the seed's examples and the documented rules."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from tether_astgrep.grammars import GrammarRegistry
+from tether_astgrep.matcher import Matcher
+from tether_astgrep.pattern import compile_pattern
+
+
+def find(registry: GrammarRegistry, language: str, pattern: str, code: str) -> list[str]:
+    grammar = registry.get(language)
+    assert grammar is not None
+    source = textwrap.dedent(code).encode()
+    tree = grammar.parser().parse(source)
+    matcher = Matcher(compile_pattern(pattern, grammar), grammar)
+    # Both candidate strategies (literal anchors and the kind query) must agree.
+    with_anchors = matcher.find(tree, source)
+    without = matcher.find(tree)
+    assert with_anchors == without
+    return [source[m.start_byte : m.end_byte].decode() for m in with_anchors]
+
+
+def captures(
+    registry: GrammarRegistry, language: str, pattern: str, code: str
+) -> list[dict[str, str]]:
+    grammar = registry.get(language)
+    assert grammar is not None
+    source = textwrap.dedent(code).encode()
+    tree = grammar.parser().parse(source)
+    matcher = Matcher(compile_pattern(pattern, grammar), grammar)
+    return [
+        {k: "" if a < 0 else source[a:b].decode() for k, (a, b) in m.captures.items()}
+        for m in matcher.find(tree, source)
+    ]
+
+
+DART = """
+void main() {
+  if (c != null) c.dispose();
+  if (d != null) c.dispose();
+  if (c != null) { c.dispose(); }
+  if (c != null) c.dispose(); else c.keep();
+  print("if (c != null) c.dispose();"); // if (c != null) c.dispose();
+}
+"""
+
+
+def test_dart_seed_guard_then_dispose(registry: GrammarRegistry) -> None:
+    found = find(registry, "dart", "if ($X != null) $X.dispose()", DART)
+    assert found == ["if (c != null) c.dispose();"]
+
+
+def test_dart_seed_dispose_call_is_not_a_function_signature(registry: GrammarRegistry) -> None:
+    code = """
+    dispose(x) {}
+    void main() {
+      dispose(x);
+      var y = dispose(x);
+      dispose(y);
+      print('dispose(x)');
+    }
+    """
+    found = find(registry, "dart", "dispose(x)", code)
+    assert found == ["dispose(x)", "dispose(x)"]
+    caps = captures(registry, "dart", "dispose($A)", code)
+    assert [c["A"] for c in caps] == ["x", "x", "y"]
+
+
+# The same shapes (guard then release the same variable) in the other languages: the guarded
+# release of the same variable matches; releasing another variable, the braced form and the
+# form with an else branch do not.
+SAME_SHAPES = {
+    "python": (
+        "if $X is not None: $X.close()",
+        """
+        if f is not None: f.close()
+        if g is not None: f.close()
+        if f is not None:
+            f.close()
+            other()
+        if f is not None: f.close()
+        else: pass
+        s = "if f is not None: f.close()"  # if f is not None: f.close()
+        """,
+        ["if f is not None: f.close()"],
+    ),
+    "javascript": (
+        "if ($X != null) $X.dispose()",
+        """
+        if (c != null) c.dispose();
+        if (d != null) c.dispose();
+        if (c != null) { c.dispose(); }
+        if (c != null) c.dispose(); else c.keep();
+        const s = "if (c != null) c.dispose();"; // if (c != null) c.dispose();
+        """,
+        ["if (c != null) c.dispose();"],
+    ),
+    "rust": (
+        "if let Some($X) = $Y { drop($X) }",
+        """
+        fn main() {
+            if let Some(c) = o { drop(c) }
+            if let Some(c) = o { drop(d) }
+            if let Some(c) = o { drop(c) } else { keep() }
+            let s = "if let Some(c) = o { drop(c) }"; // if let Some(c) = o { drop(c) }
+        }
+        """,
+        ["if let Some(c) = o { drop(c) }"],
+    ),
+    "go": (
+        "if $X != nil { $X.Close() }",
+        """
+        package main
+        func main() {
+            if c != nil { c.Close() }
+            if d != nil { c.Close() }
+            if c != nil { c.Close() } else { keep() }
+            s := "if c != nil { c.Close() }" // if c != nil { c.Close() }
+        }
+        """,
+        ["if c != nil { c.Close() }"],
+    ),
+    "c": (
+        "if ($X != NULL) free($X);",
+        """
+        void f(void) {
+            if (p != NULL) free(p);
+            if (q != NULL) free(p);
+            if (p != NULL) { free(p); }
+            if (p != NULL) free(p); else keep();
+            char *s = "if (p != NULL) free(p);"; /* if (p != NULL) free(p); */
+        }
+        """,
+        ["if (p != NULL) free(p);"],
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(SAME_SHAPES))
+def test_same_shapes_per_language(registry: GrammarRegistry, language: str) -> None:
+    pattern, code, expected = SAME_SHAPES[language]
+    assert find(registry, language, pattern, code) == expected
+
+
+def test_repeated_metavariable_compares_tokens_ignoring_space_and_comments(
+    registry: GrammarRegistry,
+) -> None:
+    code = """
+    g(f(a,b), f(a, b))
+    g(f(a, /* c */ b), f(a,b))
+    g(f(a, b), f(a, c))
+    g(x.y, x.y)
+    g(x.y, x.z)
+    """
+    found = find(registry, "javascript", "g($X, $X)", code)
+    assert found == ["g(f(a,b), f(a, b))", "g(f(a, /* c */ b), f(a,b))", "g(x.y, x.y)"]
+
+
+def test_repeated_multi_metavariable(registry: GrammarRegistry) -> None:
+    code = """
+    pair(f(1, 2), f(1,2))
+    pair(f(1, 2), f(2, 1))
+    """
+    assert find(registry, "python", "pair(f($$$A), f($$$A))", code) == ["pair(f(1, 2), f(1,2))"]
+
+
+def test_multi_metavariable_in_argument_lists(registry: GrammarRegistry) -> None:
+    code = """
+    f(key=1)
+    f(a, key=2)
+    f(a, b, key=3, c=4)
+    f(a, key=5,)
+    f(a, b)
+    """
+    caps = captures(registry, "python", "f($$$A, key=$K, $$$B)", code)
+    assert caps == [
+        {"A": "", "K": "1", "B": ""},
+        {"A": "a", "K": "2", "B": ""},
+        {"A": "a, b", "K": "3", "B": "c=4"},
+        {"A": "a", "K": "5", "B": ""},
+    ]
+    assert find(registry, "python", "f($$$ARGS)", "f()\nf(1)\nf(1, 2,)\n") == [
+        "f()",
+        "f(1)",
+        "f(1, 2,)",
+    ]
+
+
+def test_trailing_comma_is_insignificant(registry: GrammarRegistry) -> None:
+    code = "f(a, b,)\nf(a, b)\nf(a, b, c)\n"
+    assert find(registry, "python", "f($A, $B)", code) == ["f(a, b,)", "f(a, b)"]
+    assert find(registry, "rust", "f($A, $B)", "fn m() { f(a, b,); f(a, b); }") == [
+        "f(a, b,)",
+        "f(a, b)",
+    ]
+
+
+def test_no_leftover_children(registry: GrammarRegistry) -> None:
+    code = """
+    if a:
+        x()
+    if a:
+        x()
+    else:
+        y()
+    """
+    assert find(registry, "python", "if $C: $$$B", code) == ["if a:\n    x()"]
+
+
+def test_strings_and_comments_are_never_matched(registry: GrammarRegistry) -> None:
+    code = '''
+    # foo(1)
+    s = "foo(1)"
+    t = """
+    foo(1)
+    """
+    u = f"{foo(1)}"
+    foo(1)
+    '''
+    found = find(registry, "python", "foo($A)", code)
+    assert found == ["foo(1)", "foo(1)"]  # the f-string interpolation is code; the rest is not
+    assert find(
+        registry, "javascript", "foo($A)", "// foo(1)\n/* foo(2) */ x = 'foo(3)'; `${foo(4)}`"
+    ) == ["foo(4)"]
+    # a bare metavariable never reports string content or comments either
+    assert find(registry, "python", "$X", "'abc'  # c\n") == ["'abc'"]
+
+
+def test_comments_inside_a_candidate_are_ignored(registry: GrammarRegistry) -> None:
+    code = "foo(1, # one\n    2)\n"
+    assert find(registry, "python", "foo(1, 2)", code) == ["foo(1, # one\n    2)"]
+
+
+def test_nested_matches_are_all_reported(registry: GrammarRegistry) -> None:
+    assert find(registry, "python", "f($X)", "f(f(f(1)))\n") == ["f(f(f(1)))", "f(f(1))", "f(1)"]
+
+
+def test_literal_strings_compare_by_text(registry: GrammarRegistry) -> None:
+    code = "open('a')\nopen('b')\nopen(\"a\")\n"
+    assert find(registry, "python", "open('a')", code) == ["open('a')"]
+
+
+def test_files_with_syntax_errors_are_still_searched(registry: GrammarRegistry) -> None:
+    code = "foo(1)\ndef broken(:\n    pass\nfoo(2)\n"
+    assert find(registry, "python", "foo($A)", code) == ["foo(1)", "foo(2)"]
