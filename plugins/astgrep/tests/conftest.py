@@ -42,9 +42,8 @@ def astgrep_run(
     ) -> AsyncIterator[tether.Run]:
         write_tree(tether_workdir, files or {})
         merged: dict[str, Any] = {**AUTO, **(config or {})}
-        async with open_test_run(
-            entry_points=False, plugins=[tether_astgrep.hooks], config=merged, **kw
-        ) as run:
+        plugins = [tether_astgrep.hooks, *kw.pop("plugins", [])]
+        async with open_test_run(entry_points=False, plugins=plugins, config=merged, **kw) as run:
             yield run
 
     return factory

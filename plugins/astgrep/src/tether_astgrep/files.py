@@ -32,7 +32,7 @@ def _git_files(root: Path) -> list[str] | None:
 def _walk_files(root: Path) -> list[str]:
     out: list[str] = []
     # (directory relative to root, spec) for every .gitignore seen on the way down
-    specs: list[tuple[str, pathspec.PathSpec]] = []
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
 
     def ignored(rel: str, is_dir: bool) -> bool:
         for base, spec in specs:
@@ -49,7 +49,7 @@ def _walk_files(root: Path) -> list[str]:
         if ".gitignore" in filenames:
             try:
                 lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
-                specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
             except OSError:
                 pass
         keep = []
