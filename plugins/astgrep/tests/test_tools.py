@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 import tether
 from tether.testing import check_plugin_contract, require_real
@@ -153,7 +153,7 @@ async def test_git_checkout_lists_tracked_and_untracked_not_ignored(
             "PATH": "/usr/bin:/bin",
         }
         for cmd in (["init", "-q"], ["add", "tracked.py", ".gitignore"], ["commit", "-qm", "x"]):
-            subprocess.run(["git", *cmd], cwd=tether_workdir, check=True, env=env, timeout=30)
+            await anyio.run_process(["git", *cmd], cwd=tether_workdir, check=True, env=env)
         (tether_workdir / "untracked.py").write_text("f(3)\n")
         result = await run.call("ast_grep", {"pattern": "f($A)"})
         paths = sorted(m["path"] for m in result.meta["matches"])
