@@ -7,14 +7,14 @@ search in the same run finds most trees already parsed where it needs them.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
+import signal
 import threading
 import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 import attrs
@@ -238,6 +238,35 @@ class WorkerError(Exception):
     pass
 
 
+def _max_fd() -> int:
+    try:
+        return int(os.sysconf("SC_OPEN_MAX"))
+    except (ValueError, OSError):
+        return 4096
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _reap_blocking(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)  # SIGKILLed: returns at once
+    except ChildProcessError:
+        pass
+
+
 class WorkerPool:
     """Forked worker processes, each owning the files whose path hashes to it."""
 
@@ -245,29 +274,39 @@ class WorkerPool:
         self.registry = registry
         self.size = workers
         self.cache_bytes = cache_bytes
-        self._procs: list[Any] = []
+        self._procs: list[int] = []
         self._conns: list[Connection] = []
         self._lock = threading.Lock()
         self._next_id = 0
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self._procs if p.pid is not None]
+        return list(self._procs)
 
     def _start(self) -> None:
-        ctx = mp.get_context("fork")
+        # A bare fork, not multiprocessing's Process: its bootstrap closes stdin and flushes
+        # stdout, which deadlocks when another thread of the run (a stdio session reader)
+        # holds those locks at fork time. The child touches only its pipe and tree-sitter.
         per_worker = self.cache_bytes // self.size
         for _ in range(self.size):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(
-                target=_worker_main,
-                args=(child, self.registry, per_worker),
-                daemon=True,
-                name="tether-astgrep-worker",
-            )
-            proc.start()
+            parent, child = Pipe(duplex=True)
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the worker
+                code = 0
+                try:
+                    keep = child.fileno()
+                    os.closerange(3, keep)
+                    os.closerange(keep + 1, _max_fd())
+                    devnull = os.open(os.devnull, os.O_RDWR)
+                    for fd in (0, 1):
+                        os.dup2(devnull, fd)
+                    _worker_main(child, self.registry, per_worker)
+                except BaseException:
+                    code = 1
+                finally:
+                    os._exit(code)
             child.close()
-            self._procs.append(proc)
+            self._procs.append(pid)
             self._conns.append(parent)
 
     def run(
@@ -308,11 +347,13 @@ class WorkerPool:
                 conn.send(None)
             except OSError:
                 pass
-        for proc in self._procs:
-            proc.join(timeout=1.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=1.0)
+        deadline = time.monotonic() + 1.0
+        for pid in self._procs:
+            while not _reaped(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not _reaped(pid):
+                _kill(pid)
+                _reap_blocking(pid)
         for conn in self._conns:
             conn.close()
         self._procs.clear()
@@ -326,5 +367,6 @@ class WorkerPool:
                 self._lock.release()
             return
         # A search is still running in a thread: end the workers under it.
-        for proc in list(self._procs):
-            proc.kill()
+        for pid in list(self._procs):
+            _kill(pid)
+            _reap_blocking(pid)
