@@ -207,3 +207,27 @@ async def test_third_party_grammar_through_the_hook(astgrep_run) -> None:
         assert not result.is_error, result.text_content
         assert "m.pyx:1:1: f(1)" in result.text_content
         assert "(1 pyx files searched)" in result.text_content
+
+
+async def test_prefilter_keeps_matches_split_by_comments_continuations_and_commas(
+    astgrep_run,
+) -> None:
+    files = {
+        "a.py": "n = len(  # count\n    items,\n) == \\\n    0\n",
+        "b.js": "a . /* why */ b(1, 2,)\n",
+    }
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "len($X) == 0", "language": "python"})
+        assert result.meta["total"] == 1, result.text_content
+        result = await run.call("ast_grep", {"pattern": "a.b($X, $Y)", "language": "javascript"})
+        assert result.meta["total"] == 1, result.text_content
+
+
+async def test_prefilter_does_not_backtrack_on_comment_runs(astgrep_run) -> None:
+    # `self` then a long run of `#` and no `.`: a backtracking gap regex would never finish.
+    files = {"a.py": "self  " + "#" * 300 + "\nself.x = 1\n", "b.js": "a /" + "*" * 300 + "\n"}
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "self.$A = $B", "language": "python"})
+        assert result.meta["total"] == 1, result.text_content
+        result = await run.call("ast_grep", {"pattern": "a.b()", "language": "javascript"})
+        assert result.meta["total"] == 0, result.text_content

@@ -8,6 +8,7 @@ search in the same run finds most trees already parsed where it needs them.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import time
@@ -85,38 +86,32 @@ class FileCache:
         self._drop(path)
         self._entries[path] = entry
         self.used += entry.cost
+        if self.used > self.budget:
+            self.trim()
 
     def set_tree(self, path: str, entry: _Entry, tree: ts.Tree) -> None:
         if path not in self._entries:
             return
         extra = len(entry.source) * TREE_BYTES_PER_SOURCE_BYTE
+        if self.used + extra > self.budget:
+            # Full: keep the trees we have. Searches scan the same files in the same order,
+            # and evicting old trees for new ones (LRU) would leave none of the next scan's.
+            return
         entry.tree = tree
         entry.cost += extra
         self.used += extra
-        self._evict(keep=path)
 
     def _drop(self, path: str) -> None:
         entry = self._entries.pop(path, None)
         if entry is not None:
             self.used -= entry.cost
 
-    def _evict(self, keep: str) -> None:
-        if self.used <= self.budget:
-            return
-        # Drop trees first (sources are cheap and keep the prefilter fast), oldest first.
-        for path, entry in list(self._entries.items()):
-            if self.used <= self.budget:
-                return
-            if path != keep and entry.tree is not None:
-                freed = entry.cost - len(entry.source)
-                entry.tree = None
-                entry.cost -= freed
-                self.used -= freed
+    def trim(self) -> None:
+        """Drop the oldest sources while over budget (trees are never admitted over it)."""
         for path in list(self._entries):
             if self.used <= self.budget:
                 return
-            if path != keep:
-                self._drop(path)
+            self._drop(path)
 
 
 class ProcessState:
@@ -127,12 +122,19 @@ class ProcessState:
         self.cache = FileCache(cache_bytes)
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str], Matcher] = {}
+        self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
 
     def parser(self, grammar: Grammar) -> ts.Parser:
         parser = self._parsers.get(grammar.id)
         if parser is None:
             parser = self._parsers[grammar.id] = grammar.parser()
         return parser
+
+    def chains(self, pattern: CompiledPattern) -> list[re.Pattern[bytes]]:
+        found = self._chains.get(pattern.chains)
+        if found is None:
+            found = self._chains[pattern.chains] = [re.compile(c) for c in pattern.chains]
+        return found
 
     def matcher(self, pattern: CompiledPattern, grammar: Grammar) -> Matcher:
         key = (grammar.id, pattern.source)
@@ -173,6 +175,9 @@ class ProcessState:
         source = entry.source
         for literal in task.pattern.literals:
             if literal not in source:
+                return FileResult(path)
+        for chain in self.chains(task.pattern):
+            if chain.search(source) is None:
                 return FileResult(path)
         tree = entry.tree
         if tree is None:

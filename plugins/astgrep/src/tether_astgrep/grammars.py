@@ -53,6 +53,10 @@ class Grammar:
     # Tokens that are insignificant as the last child of a node (JavaScript's `;`, which
     # automatic semicolon insertion makes optional).
     optional_trailing: frozenset[str] = frozenset()
+    # A regex for one comment, used by the prefilter that skips files before parsing them
+    # (adjacent pattern tokens may be separated only by whitespace, commas, `;` and comments).
+    # None turns that prefilter off for the grammar (e.g. nested comments a regex cannot span).
+    comment_regex: str | None = None
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -122,6 +126,8 @@ def _c_like(prefix_fn: str, member: tuple[str, str], *, semicolon: bool) -> tupl
     )
 
 
+# Possessive (`*+`) so that a run of comments has one way to match: no backtracking blow-up.
+_C_COMMENT = r"//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
 _JS_STRINGS = frozenset({"string", "template_string", "regex"})
 _JS_CODE = frozenset({"template_substitution"})
 
@@ -143,6 +149,7 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=frozenset({"string"}),
             code_in_string_kinds=frozenset({"interpolation"}),
             block_kinds=frozenset({"block"}),
+            comment_regex=r"#[^\n]*+",
         ),
         Grammar(
             id="javascript",
@@ -152,6 +159,7 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
+            comment_regex=_C_COMMENT,
         ),
         Grammar(
             id="typescript",
@@ -161,6 +169,7 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
+            comment_regex=_C_COMMENT,
         ),
         Grammar(
             id="tsx",
@@ -170,6 +179,7 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
+            comment_regex=_C_COMMENT,
         ),
         Grammar(
             id="rust",
@@ -188,6 +198,7 @@ def builtin_grammars() -> list[Grammar]:
             extensions=(".c", ".h"),
             language=_lang("tree_sitter_c"),
             scaffolds=_c_like("void _t(void)", ("struct _T {\n", "\n};"), semicolon=True),
+            comment_regex=_C_COMMENT,
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
         ),
         Grammar(
@@ -203,6 +214,7 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=frozenset(
                 {"interpreted_string_literal", "raw_string_literal", "rune_literal"}
             ),
+            comment_regex=_C_COMMENT,
         ),
         Grammar(
             id="dart",
@@ -216,6 +228,7 @@ def builtin_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string_literal"}),
             code_in_string_kinds=frozenset({"template_substitution"}),
+            comment_regex=_C_COMMENT,
         ),
     ]
 

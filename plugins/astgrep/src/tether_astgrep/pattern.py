@@ -52,6 +52,9 @@ class CompiledPattern:
     interpretation: str
     literals: tuple[bytes, ...]  # every token the match must contain verbatim
     var_names: frozenset[str]  # binding metavariables (single or multi)
+    # Regexes (bytes) that every file holding a match contains: runs of consecutive tokens
+    # with only whitespace, comments and insignificant punctuation between them.
+    chains: tuple[bytes, ...] = ()
 
     @property
     def is_sequence(self) -> bool:
@@ -131,16 +134,17 @@ def _convert(
     node: ts.Node,
     mapping: dict[bytes, MetaVar],
     grammar: Grammar,
-    literals: list[bytes],
+    literals: list[tuple[bytes, int, int]],
 ) -> PItem:
     text = node.text or b""
     mv = mapping.get(text)
     if mv is not None:
+        literals.append((b"", 0, 0))  # a chain break: anything may stand here
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
     if node.child_count == 0:
-        literals.append(text)
+        literals.append((text, node.start_byte, node.end_byte))
         return PNode(node.type, node.is_named, text)
     kids = grammar.significant(node)
     return PNode(
@@ -149,6 +153,33 @@ def _convert(
         None,
         tuple(_convert(k, mapping, grammar, literals) for k in kids),
     )
+
+
+def _chains(
+    tokens: list[tuple[bytes, int, int]], src: bytes, grammar: Grammar, sequence: bool
+) -> tuple[bytes, ...]:
+    """Regexes for runs of adjacent pattern tokens (b"" in `tokens` marks a metavariable).
+
+    Two tokens chain only if the pattern text between them is itself nothing but gap
+    characters, so a token the grammar hides from the tree always breaks the chain.
+    """
+    if grammar.comment_regex is None or sequence:
+        return ()
+    gap = rb"(?:[\s,;\\]|" + grammar.comment_regex.encode() + rb")*"
+    gap_re = re.compile(gap)
+    out: list[bytes] = []
+    run: list[bytes] = []
+    last_end = -1
+    for text, start, end in [*tokens, (b"", 0, 0)]:
+        if text and run and gap_re.fullmatch(src, last_end, start) is not None:
+            run.append(text)
+            last_end = end
+            continue
+        if len(run) > 1:
+            out.append(gap.join(re.escape(t) for t in run))
+        run = [text] if text else []
+        last_end = end
+    return tuple(out)
 
 
 def _kind_words(item: PItem) -> str:
@@ -184,21 +215,23 @@ def compile_pattern(
             nodes = _strip(nodes, terminator.encode(), grammar)
             if not nodes:
                 continue
-            literals: list[bytes] = []
+            literals: list[tuple[bytes, int, int]] = []
             items = tuple(_convert(n, mapping, grammar, literals) for n in nodes)
             if len(items) == 1:
                 what = _kind_words(items[0])
             else:
                 what = "sequence of " + ", ".join(_kind_words(i) for i in items)
             names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
+            chains = _chains(literals, src, grammar, len(items) > 1)
             return CompiledPattern(
                 source=text,
                 grammar_id=grammar.id,
                 items=items,
                 rung=scaffold.rung,
                 interpretation=f"{what} (as a {scaffold.rung})",
-                literals=tuple(sorted(set(literals), key=len, reverse=True)),
+                literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
                 var_names=names,
+                chains=chains,
             )
     raise PatternError(
         f"pattern: not parseable as {grammar.id} in any context "

@@ -25,7 +25,7 @@ class AstgrepConfig:
     max_file_bytes: int = 2_000_000  # larger files are skipped (and counted)
     workers: int = 2  # parse/match worker processes for large searches; 0 = in-process only
     parallel_min_files: int = 200  # fewer candidate files than this: search in-process
-    cache_mb: int = 640  # estimated bytes of sources + parsed trees kept per run, all processes
+    cache_mb: int = 820  # estimated MB of sources + parsed trees kept per run, all processes
     search_timeout_s: float = 100.0
     preview_chars: int = 6000  # unified diff shown by ast_edit
 
