@@ -15,7 +15,13 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
 from cattrs.gen import make_dict_structure_fn
 
 from tether.errors import ArgumentError, ArgumentErrors
@@ -118,6 +124,9 @@ def _make_converter() -> cattrs.Converter:
         return value
 
     def structure_int(value: Any, _: Any) -> int:
+        # JSON has one number type: 3.0 is the integer 3 (as JSON Schema says), 3.5 is not
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise _Mismatch("integer", value)
         return value
@@ -218,12 +227,10 @@ def _flatten(exc: BaseException, path: str) -> list[ArgumentError]:
         for sub in exc.exceptions:
             sub_path = path
             for note in getattr(sub, "__notes__", []):
-                name = getattr(note, "name", None)
-                index = getattr(note, "index", None)
-                if name is not None:
-                    sub_path = join(path, name)
-                elif index is not None:
-                    sub_path = f"{path}[{index}]"
+                if isinstance(note, AttributeValidationNote):
+                    sub_path = join(path, note.name)
+                elif isinstance(note, IterableValidationNote):
+                    sub_path = f"{path}[{note.index}]"
                 elif isinstance(note, str) and note.startswith("@index "):
                     sub_path = f"{path}[{note[7:]}]"
             out.extend(_flatten(sub, sub_path))

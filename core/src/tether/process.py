@@ -72,8 +72,12 @@ def is_alive(pid: int) -> bool:
         return False
 
 
+# children started by spawn(): the event loop's child watcher reaps them, never us
+_spawned: set[int] = set()
+
+
 def _reap(pids: set[int]) -> None:
-    for pid in pids:
+    for pid in pids - _spawned:
         try:
             os.waitpid(pid, os.WNOHANG)
         except (ChildProcessError, OSError):
@@ -121,6 +125,20 @@ async def terminate_tree(pid: int, grace_s: float = 1.0) -> None:
     _reap(tree)
 
 
+def kill_orphans() -> set[int]:
+    """Kill every remaining descendant of this process and reap it.
+
+    For a process that owns all its children (the CLI, a subreaper): daemonised grandchildren
+    that escaped their tree were re-parented here and are found this way.
+    """
+    killed: set[int] = set()
+    for pid in descendants(os.getpid()):
+        if is_alive(pid):
+            killed |= kill_tree(pid)
+    _reap(killed)
+    return killed
+
+
 class ManagedProcess:
     """A child started by :func:`spawn`: pipes, a bounded stderr tail, tree termination."""
 
@@ -159,13 +177,11 @@ class ManagedProcess:
             if self.process.returncode is None or descendants(self.pid):
                 await terminate_tree(self.pid, grace_s)
             with anyio.move_on_after(max(grace_s, 0.5)):
-                await self.process.wait()
-            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-                if stream is not None:
-                    try:
-                        await stream.aclose()
-                    except Exception:
-                        pass
+                await self.process.aclose()  # closes the pipes and the transport, reaps the child
+            _spawned.discard(self.pid)
+
+    def forget(self) -> None:
+        _spawned.discard(self.pid)
 
     def kill(self) -> None:
         """SIGKILL the whole tree now (synchronous)."""
@@ -200,6 +216,7 @@ async def spawn(
     )
     tail = TailBuffer(stderr_bytes)
     managed = ManagedProcess(process, argv, tail)
+    _spawned.add(process.pid)
 
     async def drain() -> None:
         assert process.stderr is not None

@@ -394,25 +394,38 @@ async def open_run(
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     pm.register(_CoreHooks(), name="tether.core")
-    async with anyio.create_task_group() as tg:
-        run = Run(
-            workdir=root,
-            conversation_id=conversation_id,
-            pm=pm,
-            config=config or {},
-            vibe=vibe,
-            task_group=tg,
-        )
-        try:
-            run._wire()
-            yield run
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(run.core.close_timeout_s * 2):
-                await run._close()
-            # the close may have been cut short: make sure no child survives
-            for proc in run._processes:
-                proc.kill()
-            tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            run = Run(
+                workdir=root,
+                conversation_id=conversation_id,
+                pm=pm,
+                config=config or {},
+                vibe=vibe,
+                task_group=tg,
+            )
+            try:
+                run._wire()
+                yield run
+            finally:
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(run.core.close_timeout_s * 2),
+                ):
+                    await run._close()
+                # the close may have been cut short: make sure no child survives
+                for proc in run._processes:
+                    proc.kill()
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the run's task group is an implementation detail: give the harness its own exception
+        raise _single(group) from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+        group = group.exceptions[0]  # type: ignore[assignment]
+    return group
 
 
 class SyncRun:

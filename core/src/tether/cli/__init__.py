@@ -18,7 +18,7 @@ from tether.config import load_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.plugins import make_plugin_manager
-from tether.process import become_subreaper
+from tether.process import become_subreaper, kill_orphans
 from tether.run import open_run
 from tether.tiers import Tier
 
@@ -170,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "plugins":
             return cmd_plugins(ns)
         command = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}[ns.command]
-        return anyio.run(command, ns)
+        try:
+            return anyio.run(command, ns)
+        finally:
+            # the CLI owns every child: orphans re-parented to it (it is a subreaper) go too
+            kill_orphans()
     except (ConfigError, PluginError, TetherError) as exc:
         print(f"tether {ns.command}: {exc}", file=sys.stderr)
         return 2
