@@ -119,3 +119,19 @@ def test_tail_buffer_cap_truncate():
     assert len(shown) == 50 and note == "50 of 312 shown"
     assert cap([1, 2], 50) == ([1, 2], None)
     assert truncate("abcdef", 3) == "abc… (3 more characters)"
+
+
+async def test_terminate_reaches_the_group_after_its_leader_exited():
+    """A leader that started a background job and exited: the job left its tree but not its group."""
+    async with anyio.create_task_group() as tg:
+        proc = await spawn(
+            ["sh", "-c", "sleep 300 & sleep 301 & exit 0"], task_group=tg, stdin=False
+        )
+        await proc.wait()
+        from tether.process import group_members
+
+        stragglers = group_members(proc.pid)
+        assert len(stragglers) == 2
+        await proc.terminate(grace_s=0.3)
+        assert not [p for p in stragglers if is_alive(p)]
+        tg.cancel_scope.cancel()

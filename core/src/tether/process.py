@@ -63,6 +63,31 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def group_members(pgid: int) -> set[int]:
+    """Live pids whose process group is ``pgid`` (they stay in the group after its leader exits
+    and they are re-parented, so they are no longer the leader's descendants)."""
+    members: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != b"Z":
+                members.add(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
+def _tree(pid: int) -> set[int]:
+    """``pid``, its descendants, the members of the group it leads, and their descendants."""
+    tree = {pid} | descendants(pid)
+    for member in group_members(pid) - tree:
+        tree |= {member} | descendants(member)
+    return tree
+
+
 def is_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     try:
@@ -85,8 +110,9 @@ def _reap(pids: set[int]) -> None:
 
 
 def kill_tree(pid: int, sig: int = signal.SIGKILL) -> set[int]:
-    """Send ``sig`` to ``pid``, its process group and every descendant; return the pids hit."""
-    tree = descendants(pid) | {pid}
+    """Send ``sig`` to ``pid``, every descendant, and the process groups they are in — including
+    the group ``pid`` led, whose members may have been re-parented; return the pids hit."""
+    tree = _tree(pid)
     groups = set()
     for member in tree:
         try:
@@ -118,7 +144,7 @@ async def terminate_tree(pid: int, grace_s: float = 1.0) -> None:
         if not any(is_alive(p) for p in tree):
             break
         await anyio.sleep(0.02)
-    tree |= descendants(pid)
+    tree |= _tree(pid)
     for member in tree:
         if is_alive(member):
             kill_tree(member)
@@ -174,7 +200,7 @@ class ManagedProcess:
     async def terminate(self, grace_s: float = 1.0) -> None:
         """Stop the process and every descendant (SIGTERM, then SIGKILL after ``grace_s``)."""
         with anyio.CancelScope(shield=True):
-            if self.process.returncode is None or descendants(self.pid):
+            if self.process.returncode is None or descendants(self.pid) or group_members(self.pid):
                 await terminate_tree(self.pid, grace_s)
             with anyio.move_on_after(max(grace_s, 0.5)):
                 await self.process.aclose()  # closes the pipes and the transport, reaps the child
