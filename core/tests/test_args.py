@@ -8,9 +8,10 @@ from typing import Any, Literal
 import attrs
 import jsonschema
 import pytest
-import tether
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+
+import tether
 from tether.args import object_schema, structure_args
 from tether.errors import ArgumentErrors
 

@@ -11,6 +11,7 @@ import time
 
 import anyio
 import pytest
+
 import tether
 from tether.cli.session import run_session
 from tether.process import descendants, is_alive

@@ -7,6 +7,7 @@ import os
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tether.errors import PathError
 from tether.fsutil import FileChange, StaleFiles, apply_changes, atomic_write
 from tether.paths import confine

@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import pytest
+
 import tether
 from tether import hookspecs
 from tether.plugins import make_plugin_manager

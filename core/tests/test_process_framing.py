@@ -6,6 +6,7 @@ import sys
 
 import anyio
 import pytest
+
 from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
 from tether.process import descendants, is_alive, spawn
 from tether.text import TailBuffer, cap, truncate

@@ -10,6 +10,7 @@ import anyio
 import anyio.lowlevel
 import attrs
 import pytest
+
 import tether
 from tether.process import descendants, is_alive
 

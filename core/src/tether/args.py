@@ -200,7 +200,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(is_mapping, structure_mapping)
 
     def attrs_factory(cls: type) -> Any:
-        inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True)
+        inner: Any = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True)
 
         def structure(value: Any, _: Any) -> Any:
             if not isinstance(value, Mapping):
@@ -341,10 +341,9 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         choices = list(get_args(tp))
         kinds = {type(c) for c in choices}
         kind = "string" if kinds == {str} else "integer" if kinds == {int} else None
-        schema: dict[str, Any] = {"enum": choices}
         if kind:
-            schema = {"type": kind, "enum": choices}
-        return schema
+            return {"type": kind, "enum": choices}
+        return {"enum": choices}
     if origin in (list, tuple):
         args = get_args(tp)
         item = args[0] if args else Any
@@ -377,9 +376,8 @@ def object_schema(cls: type) -> dict[str, Any]:
             prop["minimum"] = constraints["minimum"]
         if "maximum" in constraints:
             prop["maximum"] = constraints["maximum"]
-        is_array = "array" in (
-            prop.get("type") if isinstance(prop.get("type"), list) else [prop.get("type")]
-        )
+        kind = prop.get("type")
+        is_array = kind == "array" or (isinstance(kind, list) and "array" in kind)
         for key, json_key in (("min_length", "min"), ("max_length", "max")):
             if key in constraints:
                 suffix = "Items" if is_array else "Length"

@@ -92,7 +92,7 @@ class Run:
         """The ``[table]`` configuration loaded strictly into ``cls`` (cached per run)."""
         if table not in self._configs:
             self._configs[table] = structure_config(self.raw_config.get(table, {}), cls, table)
-        return self._configs[table]  # type: ignore[no-any-return]
+        return self._configs[table]
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
@@ -253,7 +253,7 @@ class Run:
             )
         raw = {} if args is None else args
         try:
-            parsed = structure_args(raw, spec.args)
+            parsed: Any = structure_args(raw, spec.args)
         except ArgumentErrors as exc:
             return ToolResult.error(f"invalid arguments for {name}:\n{exc}", call_id=call_id)
         ctx = CallContext(
@@ -335,7 +335,8 @@ class Run:
                 if inspect.iscoroutinefunction(spec.handler):
                     value = await spec.handler(ctx, ctx.args)
                 else:  # a synchronous host tool
-                    value = await anyio.to_thread.run_sync(spec.handler, ctx, ctx.args)
+                    handler: Any = spec.handler
+                    value = await anyio.to_thread.run_sync(handler, ctx, ctx.args)
                     if inspect.isawaitable(value):
                         value = await value
         except ToolError as exc:
