@@ -116,6 +116,14 @@ def test_tail_buffer_cap_truncate():
     tail.write(b"0123456789abc")
     assert tail.text() == "3456789abc" and tail.dropped == 3
     assert tail.render().startswith("[… 3 earlier bytes dropped]")
+    tail = TailBuffer(8)
+    tail.write("abcd")
+    assert tail.since(0) == ("abcd", 0)
+    cursor = tail.total
+    tail.write("efghijkl")  # 12 written, the first 4 dropped
+    assert tail.since(cursor) == ("efghijkl", 0)
+    assert tail.since(0) == ("efghijkl", 4)
+    assert tail.since(tail.total) == ("", 0)
     shown, note = cap(list(range(312)), 50)
     assert len(shown) == 50 and note == "50 of 312 shown"
     assert cap([1, 2], 50) == ([1, 2], None)
