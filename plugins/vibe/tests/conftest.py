@@ -1,0 +1,39 @@
+"""Fixtures for the vibe tests: a run with the vibe plugin loaded."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import pytest
+from vibe_testlib import command_config
+
+import tether_vibe.hooks
+
+VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def vibe_run(open_test_run: Any) -> VibeRun:
+    """``async with vibe_run(config=..., plugins=[...], vibe=True) as run``: the vibe plugin loaded."""
+
+    @asynccontextmanager
+    async def factory(
+        *, config: dict[str, Any] | None = None, plugins: tuple[Any, ...] = (), vibe: bool = True, **kw: Any
+    ) -> AsyncIterator[Any]:
+        async with open_test_run(
+            plugins=[tether_vibe.hooks, *plugins],
+            config=command_config() if config is None else config,
+            vibe=vibe,
+            entry_points=False,
+            **kw,
+        ) as run:
+            yield run
+
+    return factory

@@ -1,0 +1,97 @@
+"""The callable runner: a harness runs workers in-process through tether_vibe_runners()."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from vibe_testlib import AGENT_COMMAND, open_error
+
+import tether
+from tether_vibe import CallableRunner
+
+pytestmark = pytest.mark.anyio
+
+
+class Harness:
+    """What a harness passes to open_run: its own sub-agents as vibe runners."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.cancelled = 0
+        self.release = anyio.Event()
+
+    async def subagent(self, brief: str, tier: str) -> str:
+        self.calls.append((brief, tier))
+        if "wait for release" in brief:
+            try:
+                await self.release.wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled += 1
+                raise
+        if "refuse" in brief:
+            raise tether.ToolError("the sub-agent refused: missing spec")
+        if "crash" in brief:
+            raise RuntimeError("model endpoint unreachable")
+        return f"{tier} worker finished: {brief.splitlines()[-1]}"
+
+    @tether.hookimpl
+    def tether_vibe_runners(self) -> dict[str, Any]:
+        return {"fast": CallableRunner(self.subagent), "good": CallableRunner(self.subagent, name="reviewer")}
+
+
+async def test_callable_runner(vibe_run: Any) -> None:
+    harness = Harness()
+    async with vibe_run(config={}, plugins=(harness,)) as run:
+        spawned = await run.call("vibe_spawn", {"brief": "rename foo\nwait for release", "label": "r"})
+        worker = spawned.meta["worker_id"]
+        listing = await run.call("vibe_list", {})
+        assert "running" in listing.text_content
+        harness.release.set()
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 5})
+        assert waited.meta["status"] == "done"
+        assert "fast worker finished: wait for release" in waited.text_content
+
+        review = await run.call("vibe_spawn", {"brief": "review w1", "label": "rev", "tier": "good"})
+        await run.call("vibe_wait", {"worker_id": review.meta["worker_id"], "timeout_seconds": 5})
+        assert harness.calls[-1] == ("review w1", "good")
+
+        sent = await run.call("vibe_send", {"worker_id": worker, "message": "also update the docs"})
+        assert not sent.is_error
+        await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 5})
+        assert harness.calls[-1][0] == "rename foo\nwait for release\n\nalso update the docs"
+
+
+async def test_callable_failures_and_kill(vibe_run: Any) -> None:
+    harness = Harness()
+    async with vibe_run(config={}, plugins=(harness,)) as run:
+        refused = await run.call("vibe_spawn", {"brief": "refuse", "label": "a"})
+        crashed = await run.call("vibe_spawn", {"brief": "crash", "label": "b"})
+        hanging = await run.call("vibe_spawn", {"brief": "wait for release", "label": "c"})
+        waited = await run.call("vibe_wait", {"worker_id": refused.meta["worker_id"], "timeout_seconds": 5})
+        assert waited.meta["status"] == "failed" and "missing spec" in waited.text_content
+        waited = await run.call("vibe_wait", {"worker_id": crashed.meta["worker_id"], "timeout_seconds": 5})
+        assert waited.meta["status"] == "failed"
+        assert "RuntimeError: model endpoint unreachable" in waited.text_content
+
+        killed = await run.call("vibe_kill", {"worker_id": hanging.meta["worker_id"]})
+        assert killed.meta["status"] == "killed"
+        assert harness.cancelled == 1
+
+        still = await run.call("vibe_spawn", {"brief": "wait for release", "label": "d"})
+        roster = run.resources["vibe_roster"]
+    assert harness.cancelled == 2, "closing the run cancels in-process workers too"
+    assert roster.get(still.meta["worker_id"]).status == "killed"
+
+
+async def test_config_overrides_plugin_runner_and_duplicates_clash(vibe_run: Any) -> None:
+    harness = Harness()
+    config = {"vibe": {"runners": {"fast": {"command": AGENT_COMMAND}}}}
+    async with vibe_run(config=config, plugins=(harness,)) as run:
+        listing = await run.call("vibe_list", {})
+        assert "fast (command" in listing.text_content and "good (callable reviewer)" in listing.text_content
+
+    error = await open_error(vibe_run, config={}, plugins=(harness, Harness()))
+    assert isinstance(error, tether.ConfigError)
+    assert "both contribute a vibe runner for tier 'fast'" in str(error)

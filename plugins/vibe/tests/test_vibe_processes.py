@@ -1,0 +1,128 @@
+"""Process trees, the idle watchdog and the concurrency cap, checked against /proc."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from vibe_testlib import alive, command_config, pids_in, survivors, wait_for_file, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+async def spawn(run: Any, brief: str, label: str = "job") -> str:
+    result = await run.call("vibe_spawn", {"brief": brief, "label": label})
+    assert not result.is_error, result.text_content
+    return str(result.meta["worker_id"])
+
+
+async def test_kill_takes_the_whole_tree(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run() as run:
+        pidfile = tmp_path / "pids"
+        worker = await spawn(run, f"say: forking\ngrandchildren: {pidfile}\nhang")
+        await wait_for_file(pidfile)
+        pids = pids_in(pidfile)
+        assert len(pids) == 4 and all(alive(pid) for pid in pids)
+
+        killed = await run.call("vibe_kill", {"worker_id": worker})
+        assert not killed.is_error
+        assert killed.meta["status"] == "killed"
+        assert "process tree is gone" in killed.text_content
+        # vibe_kill returns once the tree is dead — including the grandchild that setsid'd away
+        assert survivors(pids) == []
+
+        listing = await run.call("vibe_list", {})
+        assert "killed" in listing.text_content and "killed by vibe_kill" in listing.text_content
+        again = await run.call("vibe_kill", {"worker_id": worker})
+        assert "already settled" in again.text_content
+
+
+async def test_run_close_kills_every_worker(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run() as run:
+        roster = run.resources["vibe_roster"]
+        files = [tmp_path / f"pids{i}" for i in range(2)]
+        for pidfile in files:
+            await spawn(run, f"grandchildren: {pidfile}\nhang")
+        queued_ok = await spawn(run, "say: quick")
+        await run.call("vibe_wait", {"worker_id": queued_ok, "timeout_seconds": 10})
+        pids: list[int] = []
+        for pidfile in files:
+            await wait_for_file(pidfile)
+            pids += pids_in(pidfile)
+        assert len(pids) == 8
+    assert survivors(pids) == []
+    statuses = {worker.id: (worker.status, worker.reason) for worker in roster.workers.values()}
+    assert statuses == {
+        "w1": ("killed", "run closed"),
+        "w2": ("killed", "run closed"),
+        "w3": ("done", None),
+    }
+
+
+async def test_leftovers_die_when_the_worker_exits(vibe_run: Any, tmp_path: Path) -> None:
+    """A worker that exits 0 but leaves background processes behind: they go with it."""
+    async with vibe_run() as run:
+        pidfile = tmp_path / "pids"
+        worker = await spawn(run, f"grandchildren: {pidfile}\nsay: done, bye")
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 15})
+        assert waited.meta["status"] == "done"
+        assert "result:\ndone, bye" in waited.text_content
+        assert survivors(pids_in(pidfile)) == []
+
+
+async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run(config=command_config(idle_timeout_s=0.6)) as run:
+        pidfile = tmp_path / "pid"
+        silent = await spawn(run, f"pidfile: {pidfile}\nsay: thinking\nhang", "silent")
+        chatty = await spawn(run, "busy: 1.5\nsay: survived", "chatty")
+        pid = int(await wait_for_file(pidfile))
+        started = time.monotonic()
+        waited = await run.call("vibe_wait", {"worker_id": silent, "timeout_seconds": 10})
+        assert time.monotonic() - started < 5
+        assert waited.meta["status"] == "failed"
+        assert "idle watchdog: no output for 0.6 s" in waited.text_content
+        assert not alive(pid)
+
+        waited = await run.call("vibe_wait", {"worker_id": chatty, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done", "output keeps the watchdog away"
+        assert "result:\nsurvived" in waited.text_content
+
+
+async def test_concurrency_cap_queues(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run(config=command_config(max_concurrent=1)) as run:
+        roster = run.resources["vibe_roster"]
+        first = await spawn(run, "sleep: 0.8\nsay: one")
+        second = await spawn(run, "say: two")
+        third = await spawn(run, "say: three")
+        await wait_until(lambda: roster.get(first).status == "running")
+        listing = await run.call("vibe_list", {})
+        assert "1 running" in listing.text_content and "2 queued" in listing.text_content
+        assert "waiting for a slot" in listing.text_content
+
+        killed = await run.call("vibe_kill", {"worker_id": third})
+        assert killed.meta["status"] == "killed"
+        assert "was queued" in killed.text_content
+
+        for worker in (first, second):
+            waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+            assert waited.meta["status"] == "done"
+        one, two = roster.get(first), roster.get(second)
+        assert two.started_mono >= one.finished_mono, "the second ran only after the first freed the slot"
+        assert roster.get(third).attempts == 1 and roster.get(third).exit_code is None
+
+
+async def test_running_is_truthful_while_the_process_lives(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run() as run:
+        roster = run.resources["vibe_roster"]
+        pidfile = tmp_path / "pid"
+        worker = await spawn(run, f"pidfile: {pidfile}\nsleep: 0.5\nsay: ok")
+        pid = int(await wait_for_file(pidfile))
+        assert roster.get(worker).status == "running" and alive(pid)
+        with anyio.fail_after(10):
+            while alive(pid):
+                await anyio.sleep(0.01)
+        await wait_until(lambda: roster.get(worker).status != "running", timeout=3)
+        assert roster.get(worker).status == "done"

@@ -1,0 +1,272 @@
+"""The five tools over the command runner driving the test agent CLI."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vibe_testlib import (
+    AGENT,
+    AGENT_COMMAND,
+    alive,
+    command_config,
+    open_error,
+    wait_for_file,
+    wait_until,
+)
+
+import tether
+from tether.testing import check_plugin_contract
+
+VIBE_TOOLS = {"vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list"}
+
+pytestmark = pytest.mark.anyio
+
+
+def names(run: Any, surface: str = "default") -> set[str]:
+    return {schema["name"] for schema in run.schemas(surface=surface, format="json")}
+
+
+async def spawn(run: Any, brief: str, label: str = "job", **extra: Any) -> str:
+    result = await run.call("vibe_spawn", {"brief": brief, "label": label, **extra})
+    assert not result.is_error, result.text_content
+    return str(result.meta["worker_id"])
+
+
+async def test_contract_and_read_tier(vibe_run: Any) -> None:
+    async with vibe_run() as run:
+        await check_plugin_contract(run)
+        # read tier: visible on the read-only surfaces too, with no approval asked
+        assert VIBE_TOOLS <= names(run, "plan")
+        assert VIBE_TOOLS <= names(run, "readonly")
+
+
+async def test_no_vibe_tool_without_vibe_mode(vibe_run: Any) -> None:
+    async with vibe_run(vibe=False) as run:
+        assert not VIBE_TOOLS & names(run)
+        assert "vibe_roster" not in run.resources
+        result = await run.call("vibe_list", {})
+        assert result.is_error
+        assert "vibe_list" in result.text_content
+
+
+async def test_spawn_returns_at_once_then_wait_and_list(vibe_run: Any, tether_workdir: Path) -> None:
+    async with vibe_run() as run:
+        started = time.monotonic()
+        brief = "say: step 1\nsleep: 0.6\nwrite: out.txt=hello\nsay: all done"
+        result = await run.call("vibe_spawn", {"brief": brief, "label": "writer"})
+        assert time.monotonic() - started < 0.5, "vibe_spawn must not wait for the worker"
+        assert result.meta["worker_id"] == "w1"
+        assert result.meta["status"] in ("queued", "running")
+        assert "w1" in result.text_content
+
+        roster = run.resources["vibe_roster"]
+        await wait_until(lambda: "step 1" in roster.get("w1").output.text())
+        listing = await run.call("vibe_list", {})
+        assert "w1 'writer' [fast] running" in listing.text_content
+        assert "step 1" in listing.text_content  # the live tail
+
+        waited = await run.call("vibe_wait", {"worker_id": "w1", "timeout_seconds": 10})
+        assert not waited.is_error
+        assert waited.meta["status"] == "done"
+        assert waited.meta["exit_code"] == 0
+        assert "result:\nall done" in waited.text_content
+        assert (tether_workdir / "out.txt").read_text() == "hello"
+
+        listing = await run.call("vibe_list", {})
+        assert "1 workers (1 done)" in listing.text_content
+        assert "result: all done" in listing.text_content
+        assert listing.meta["workers"][0]["elapsed_s"] >= 0.6
+
+
+async def test_wait_timeout_reports_still_running(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run() as run:
+        pidfile = tmp_path / "pid"
+        worker = await spawn(run, f"pidfile: {pidfile}\nsay: started\nhang")
+        pid = int(await wait_for_file(pidfile))
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 0.3})
+        assert not waited.is_error
+        assert waited.meta["timed_out"] is True
+        assert waited.meta["status"] == "running"
+        assert "Still running after waiting" in waited.text_content
+        assert alive(pid), "running means its process is alive"
+
+
+async def test_send_reruns_with_extended_brief(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run() as run:
+        pidfile = tmp_path / "pid"
+        worker = await spawn(run, f"say: first\npidfile: {pidfile}\nhang-unless-go\nsay: finished")
+        first_pid = int(await wait_for_file(pidfile))
+        pidfile.unlink()
+
+        sent = await run.call("vibe_send", {"worker_id": worker, "message": "go"})
+        assert not sent.is_error, sent.text_content
+        assert sent.meta["attempts"] == 2
+        assert not alive(first_pid), "the running attempt is stopped before the re-run"
+
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done"
+        assert "result:\nfinished" in waited.text_content
+        assert run.resources["vibe_roster"].get(worker).brief.endswith("\n\ngo")
+
+        # a settled worker re-runs too: the follow-up is appended again
+        await run.call("vibe_send", {"worker_id": worker, "message": "say: and a follow-up"})
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done"
+        assert waited.meta["attempts"] == 3
+        assert "result:\nand a follow-up" in waited.text_content
+
+
+async def test_crashing_worker_is_failed_with_exit_code_and_stderr(vibe_run: Any) -> None:
+    async with vibe_run() as run:
+        worker = await spawn(run, "say: working\nstderr: Traceback: KeyError 'token'\nexit: 3")
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert not waited.is_error  # the wait worked; the worker failed
+        assert waited.meta["status"] == "failed"
+        assert waited.meta["exit_code"] == 3
+        assert "reason: exit code 3" in waited.text_content
+        assert "KeyError 'token'" in waited.text_content
+        listing = await run.call("vibe_list", {})
+        assert "failed" in listing.text_content and "KeyError 'token'" in listing.text_content
+
+
+async def test_stream_json_result_event(vibe_run: Any) -> None:
+    config = command_config(runners={"fast": {"command": AGENT_COMMAND, "result": "stream-json"}})
+    async with vibe_run(config=config) as run:
+        ok = await spawn(run, "say: preamble\nstream-json: The fix is in auth.py")
+        bad = await spawn(run, "stream-error: gave up after 3 turns")
+        missing = await spawn(run, "say: no events at all")
+        waited = await run.call("vibe_wait", {"worker_id": ok, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done"
+        assert "result:\nThe fix is in auth.py" in waited.text_content
+        tail = run.resources["vibe_roster"].get(ok).output.text()
+        assert "working on it" in tail and "[tool Bash]" in tail  # events rendered, not raw JSON
+        assert '"type"' not in tail
+
+        waited = await run.call("vibe_wait", {"worker_id": bad, "timeout_seconds": 10})
+        assert waited.meta["status"] == "failed"
+        assert "error_during_execution" in waited.text_content
+        assert "gave up after 3 turns" in waited.text_content
+
+        waited = await run.call("vibe_wait", {"worker_id": missing, "timeout_seconds": 10})
+        assert waited.meta["status"] == "failed"
+        assert 'no stream-json "result" event' in waited.text_content
+
+
+async def test_auto_mode_prefers_result_event_else_last_line(vibe_run: Any) -> None:
+    async with vibe_run() as run:
+        event = await spawn(run, "stream-json: from the event\nsay: trailing noise")
+        line = await spawn(run, "say: first\nsay: the last line\n")
+        await run.call("vibe_wait", {"worker_id": event, "timeout_seconds": 10})
+        await run.call("vibe_wait", {"worker_id": line, "timeout_seconds": 10})
+        roster = run.resources["vibe_roster"]
+        assert roster.get(event).result == "from the event"
+        assert roster.get(line).result == "the last line"
+
+
+async def test_result_file(vibe_run: Any) -> None:
+    config = command_config(
+        runners={"fast": {"command": AGENT_COMMAND, "result": "file", "result_file": "REPORT.md"}}
+    )
+    async with vibe_run(config=config) as run:
+        wrote = await spawn(run, "write: REPORT.md=# Report\nsay: noise on stdout")
+        waited = await run.call("vibe_wait", {"worker_id": wrote, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done"
+        assert "result:\n# Report" in waited.text_content
+
+        forgot = await spawn(run, "say: I forgot the report")
+        (run.workdir / "REPORT.md").unlink()
+        waited = await run.call("vibe_wait", {"worker_id": forgot, "timeout_seconds": 10})
+        assert waited.meta["status"] == "failed"
+        assert "result file REPORT.md was not written" in waited.text_content
+
+
+async def test_brief_on_stdin_when_command_has_no_placeholder(vibe_run: Any) -> None:
+    config = command_config(runners={"good": {"command": [AGENT_COMMAND[0], str(AGENT)]}})
+    async with vibe_run(config=config) as run:
+        worker = await spawn(run, "say: read from stdin", tier="good")
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done"
+        assert "read from stdin" in waited.text_content
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+async def test_unknown_worker_id(vibe_run: Any) -> None:
+    async with vibe_run() as run:
+        await spawn(run, "say: hi")
+        for tool, args in [
+            ("vibe_wait", {"worker_id": "w9"}),
+            ("vibe_kill", {"worker_id": "w9"}),
+            ("vibe_send", {"worker_id": "w9", "message": "more"}),
+        ]:
+            result = await run.call(tool, args)
+            assert result.is_error, tool
+            assert "worker_id" in result.text_content and "w9" in result.text_content
+            assert "known: w1" in result.text_content
+
+
+async def test_empty_brief_label_and_message(vibe_run: Any) -> None:
+    async with vibe_run() as run:
+        result = await run.call("vibe_spawn", {"brief": "  \n", "label": "x"})
+        assert result.is_error and "brief: expected a non-empty string" in result.text_content
+        result = await run.call("vibe_spawn", {"brief": "say: hi", "label": ""})
+        assert result.is_error and "label" in result.text_content
+        worker = await spawn(run, "say: hi")
+        result = await run.call("vibe_send", {"worker_id": worker, "message": ""})
+        assert result.is_error and "message" in result.text_content
+        assert list(run.resources["vibe_roster"].workers) == ["w1"]
+
+
+async def test_unknown_tier_and_unconfigured_tier(vibe_run: Any) -> None:
+    config = command_config(runners={"fast": {"command": AGENT_COMMAND}})
+    async with vibe_run(config=config) as run:
+        result = await run.call("vibe_spawn", {"brief": "say: hi", "label": "x", "tier": "medium"})
+        assert result.is_error and "tier" in result.text_content
+        result = await run.call("vibe_spawn", {"brief": "say: hi", "label": "x", "tier": "good"})
+        assert result.is_error
+        assert "tier" in result.text_content and "configured: fast" in result.text_content
+        assert not run.resources["vibe_roster"].workers
+
+
+async def test_send_to_killed_worker_is_refused(vibe_run: Any) -> None:
+    async with vibe_run() as run:
+        worker = await spawn(run, "hang")
+        killed = await run.call("vibe_kill", {"worker_id": worker})
+        assert killed.meta["status"] == "killed"
+        result = await run.call("vibe_send", {"worker_id": worker, "message": "go on"})
+        assert result.is_error
+        assert "was killed" in result.text_content and "vibe_spawn" in result.text_content
+        assert run.resources["vibe_roster"].get(worker).status == "killed"
+
+
+async def test_runner_command_that_does_not_exist(vibe_run: Any) -> None:
+    config = command_config(runners={"fast": {"command": ["no-such-agent-cli", "{brief}"]}})
+    async with vibe_run(config=config) as run:
+        result = await run.call("vibe_spawn", {"brief": "say: hi", "label": "x"})
+        assert result.is_error
+        assert "no-such-agent-cli" in result.text_content and "not found" in result.text_content
+        listing = await run.call("vibe_list", {})
+        assert "No workers yet" in listing.text_content
+
+
+async def test_bad_wait_timeout(vibe_run: Any) -> None:
+    async with vibe_run() as run:
+        worker = await spawn(run, "say: hi")
+        result = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": -1})
+        assert result.is_error and "timeout_seconds" in result.text_content
+
+
+async def test_bad_config(vibe_run: Any) -> None:
+    for config, message in [
+        ({"vibe": {"runners": {"medium": {"command": ["x"]}}}}, "vibe.runners.medium: unknown tier"),
+        (command_config(max_concurrent=0), "vibe.max_concurrent: expected an integer >= 1"),
+        (command_config(bogus=1), "bogus"),
+        ({"vibe": {"runners": {"fast": {"command": "agent {brief}"}}}}, "command"),
+    ]:
+        error = await open_error(vibe_run, config=config)
+        assert isinstance(error, tether.ConfigError), (config, error)
+        assert message in str(error)
