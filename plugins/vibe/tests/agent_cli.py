@@ -26,8 +26,8 @@ import subprocess
 import sys
 import time
 
-SLEEPER = "import time\nwhile True: time.sleep(1)"
-PARENT = """
+SLEEPER = "# vibe-test-process\nimport time\nwhile True: time.sleep(1)"
+PARENT = """# vibe-test-process
 import subprocess, sys, time
 a = subprocess.Popen([sys.executable, "-c", sys.argv[1]])
 b = subprocess.Popen([sys.executable, "-c", sys.argv[1]], start_new_session=True)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+import os
+import signal
+
 import pytest
-from vibe_testlib import command_config
+from vibe_testlib import command_config, stray_processes
 
 import tether_vibe.hooks
 
@@ -17,6 +20,16 @@ VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def no_stray_processes() -> Iterator[None]:
+    """Every test must leave no test agent (or anything it started) running."""
+    yield
+    stray = stray_processes()
+    for pid in stray:
+        os.kill(pid, signal.SIGKILL)
+    assert not stray, f"processes outlived the test: {stray}"
 
 
 @pytest.fixture

@@ -23,6 +23,21 @@ def command_config(**vibe: Any) -> dict[str, Any]:
     return {"vibe": table}
 
 
+def stray_processes() -> list[int]:
+    """Pids of test agent CLIs or their children still running (by their command line)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if (b"vibe-test-process" in cmdline or AGENT.name.encode() in cmdline) and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 def alive(pid: int) -> bool:
     """True while pid exists and is not a zombie (a zombie has already exited)."""
     try:
