@@ -14,6 +14,7 @@ The brief is argv[1] when given, else stdin. Directives (other lines are ignored
   exit: CODE           exit with CODE once the directives have run (the last one wins)
   pidfile: FILE        write this process's pid to FILE
   busy: SECONDS        print a line every 50 ms for SECONDS
+  busy-stderr: SECONDS the same on stderr only
   hang                 sleep forever without printing anything
   hang-unless-go       hang, unless some line of the brief is exactly "go"
 """
@@ -40,7 +41,10 @@ def stream_events(text: str, *, error: bool) -> None:
     events = [
         {"type": "system", "subtype": "init", "session_id": "s1"},
         {"type": "assistant", "message": {"content": [{"type": "text", "text": "working on it"}]}},
-        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {}}]}},
+        {
+            "type": "assistant",
+            "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {}}]},
+        },
         {
             "type": "result",
             "subtype": "error_during_execution" if error else "success",
@@ -88,8 +92,17 @@ def main() -> int:
         elif key == "commit":
             subprocess.run(["git", "add", "-A"], check=True)
             subprocess.run(
-                ["git", "-c", "user.name=w", "-c", "user.email=w@example.invalid",
-                 "commit", "-q", "-m", value],
+                [
+                    "git",
+                    "-c",
+                    "user.name=w",
+                    "-c",
+                    "user.email=w@example.invalid",
+                    "commit",
+                    "-q",
+                    "-m",
+                    value,
+                ],
                 check=True,
             )
         elif key == "grandchildren":
@@ -102,10 +115,11 @@ def main() -> int:
             code = int(value)
         elif key == "pidfile":
             write_atomically(value, f"{os.getpid()}\n")
-        elif key == "busy":
+        elif key in ("busy", "busy-stderr"):
             deadline = time.monotonic() + float(value)
+            stream = sys.stdout if key == "busy" else sys.stderr
             while time.monotonic() < deadline:
-                print("still busy", flush=True)
+                print("still busy", file=stream, flush=True)
                 time.sleep(0.05)
         elif line == "hang" or (line == "hang-unless-go" and "go" not in lines):
             while True:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-import os
-import signal
-
 import pytest
-from vibe_testlib import command_config, stray_processes
-
 import tether_vibe.hooks
+from vibe_testlib import command_config, stray_processes
 
 VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
 
@@ -38,7 +36,11 @@ def vibe_run(open_test_run: Any) -> VibeRun:
 
     @asynccontextmanager
     async def factory(
-        *, config: dict[str, Any] | None = None, plugins: tuple[Any, ...] = (), vibe: bool = True, **kw: Any
+        *,
+        config: dict[str, Any] | None = None,
+        plugins: tuple[Any, ...] = (),
+        vibe: bool = True,
+        **kw: Any,
     ) -> AsyncIterator[Any]:
         async with open_test_run(
             plugins=[tether_vibe.hooks, *plugins],

@@ -6,10 +6,9 @@ from typing import Any
 
 import anyio
 import pytest
-from vibe_testlib import AGENT_COMMAND, open_error
-
 import tether
 from tether_vibe import CallableRunner
+from vibe_testlib import AGENT_COMMAND, open_error
 
 pytestmark = pytest.mark.anyio
 
@@ -38,13 +37,18 @@ class Harness:
 
     @tether.hookimpl
     def tether_vibe_runners(self) -> dict[str, Any]:
-        return {"fast": CallableRunner(self.subagent), "good": CallableRunner(self.subagent, name="reviewer")}
+        return {
+            "fast": CallableRunner(self.subagent),
+            "good": CallableRunner(self.subagent, name="reviewer"),
+        }
 
 
 async def test_callable_runner(vibe_run: Any) -> None:
     harness = Harness()
     async with vibe_run(config={}, plugins=(harness,)) as run:
-        spawned = await run.call("vibe_spawn", {"brief": "rename foo\nwait for release", "label": "r"})
+        spawned = await run.call(
+            "vibe_spawn", {"brief": "rename foo\nwait for release", "label": "r"}
+        )
         worker = spawned.meta["worker_id"]
         listing = await run.call("vibe_list", {})
         assert "running" in listing.text_content
@@ -53,7 +57,9 @@ async def test_callable_runner(vibe_run: Any) -> None:
         assert waited.meta["status"] == "done"
         assert "fast worker finished: wait for release" in waited.text_content
 
-        review = await run.call("vibe_spawn", {"brief": "review w1", "label": "rev", "tier": "good"})
+        review = await run.call(
+            "vibe_spawn", {"brief": "review w1", "label": "rev", "tier": "good"}
+        )
         await run.call("vibe_wait", {"worker_id": review.meta["worker_id"], "timeout_seconds": 5})
         assert harness.calls[-1] == ("review w1", "good")
 
@@ -69,9 +75,13 @@ async def test_callable_failures_and_kill(vibe_run: Any) -> None:
         refused = await run.call("vibe_spawn", {"brief": "refuse", "label": "a"})
         crashed = await run.call("vibe_spawn", {"brief": "crash", "label": "b"})
         hanging = await run.call("vibe_spawn", {"brief": "wait for release", "label": "c"})
-        waited = await run.call("vibe_wait", {"worker_id": refused.meta["worker_id"], "timeout_seconds": 5})
+        waited = await run.call(
+            "vibe_wait", {"worker_id": refused.meta["worker_id"], "timeout_seconds": 5}
+        )
         assert waited.meta["status"] == "failed" and "missing spec" in waited.text_content
-        waited = await run.call("vibe_wait", {"worker_id": crashed.meta["worker_id"], "timeout_seconds": 5})
+        waited = await run.call(
+            "vibe_wait", {"worker_id": crashed.meta["worker_id"], "timeout_seconds": 5}
+        )
         assert waited.meta["status"] == "failed"
         assert "RuntimeError: model endpoint unreachable" in waited.text_content
 
@@ -90,7 +100,10 @@ async def test_config_overrides_plugin_runner_and_duplicates_clash(vibe_run: Any
     config = {"vibe": {"runners": {"fast": {"command": AGENT_COMMAND}}}}
     async with vibe_run(config=config, plugins=(harness,)) as run:
         listing = await run.call("vibe_list", {})
-        assert "fast (command" in listing.text_content and "good (callable reviewer)" in listing.text_content
+        assert (
+            "fast (command" in listing.text_content
+            and "good (callable reviewer)" in listing.text_content
+        )
 
     error = await open_error(vibe_run, config={}, plugins=(harness, Harness()))
     assert isinstance(error, tether.ConfigError)

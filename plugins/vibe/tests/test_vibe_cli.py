@@ -19,10 +19,15 @@ def write_config(path: Path) -> Path:
     return path
 
 
-def tether(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def tether(
+    *args: str, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "tether.cli", *args],
-        input=stdin, capture_output=True, text=True, timeout=timeout,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={"TETHER_LOAD_PLUGINS": "vibe", "PATH": "/usr/bin:/bin"},
     )
 
@@ -43,8 +48,21 @@ def test_session_eof_kills_workers(tmp_path: Path) -> None:
     config = write_config(tmp_path / "tether.toml")
     pidfile = tmp_path / "pids"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tether.cli", "session", "--vibe", "--workdir", str(tmp_path), "--config", str(config)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "session",
+            "--vibe",
+            "--workdir",
+            str(tmp_path),
+            "--config",
+            str(config),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={"TETHER_LOAD_PLUGINS": "vibe", "PATH": "/usr/bin:/bin"},
     )
     assert proc.stdin is not None and proc.stdout is not None

@@ -78,6 +78,7 @@ async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
         pidfile = tmp_path / "pid"
         silent = await spawn(run, f"pidfile: {pidfile}\nsay: thinking\nhang", "silent")
         chatty = await spawn(run, "busy: 1.5\nsay: survived", "chatty")
+        on_stderr = await spawn(run, "busy-stderr: 1.5\nsay: survived too", "stderr")
         pid = int(await wait_for_file(pidfile))
         started = time.monotonic()
         waited = await run.call("vibe_wait", {"worker_id": silent, "timeout_seconds": 10})
@@ -89,6 +90,8 @@ async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
         waited = await run.call("vibe_wait", {"worker_id": chatty, "timeout_seconds": 10})
         assert waited.meta["status"] == "done", "output keeps the watchdog away"
         assert "result:\nsurvived" in waited.text_content
+        waited = await run.call("vibe_wait", {"worker_id": on_stderr, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done", "progress on stderr counts as life too"
 
 
 async def test_concurrency_cap_queues(vibe_run: Any, tmp_path: Path) -> None:
@@ -110,7 +113,9 @@ async def test_concurrency_cap_queues(vibe_run: Any, tmp_path: Path) -> None:
             waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
             assert waited.meta["status"] == "done"
         one, two = roster.get(first), roster.get(second)
-        assert two.started_mono >= one.finished_mono, "the second ran only after the first freed the slot"
+        assert two.started_mono >= one.finished_mono, (
+            "the second ran only after the first freed the slot"
+        )
         assert roster.get(third).attempts == 1 and roster.get(third).exit_code is None
 
 

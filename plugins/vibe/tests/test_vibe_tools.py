@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tether
+from tether.testing import check_plugin_contract
 from vibe_testlib import (
     AGENT,
     AGENT_COMMAND,
@@ -16,9 +18,6 @@ from vibe_testlib import (
     wait_for_file,
     wait_until,
 )
-
-import tether
-from tether.testing import check_plugin_contract
 
 VIBE_TOOLS = {"vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list"}
 
@@ -52,7 +51,9 @@ async def test_no_vibe_tool_without_vibe_mode(vibe_run: Any) -> None:
         assert "vibe_list" in result.text_content
 
 
-async def test_spawn_returns_at_once_then_wait_and_list(vibe_run: Any, tether_workdir: Path) -> None:
+async def test_spawn_returns_at_once_then_wait_and_list(
+    vibe_run: Any, tether_workdir: Path
+) -> None:
     async with vibe_run() as run:
         started = time.monotonic()
         brief = "say: step 1\nsleep: 0.6\nwrite: out.txt=hello\nsay: all done"
@@ -111,8 +112,19 @@ async def test_send_reruns_with_extended_brief(vibe_run: Any, tmp_path: Path) ->
         assert "result:\nfinished" in waited.text_content
         assert run.resources["vibe_roster"].get(worker).brief.endswith("\n\ngo")
 
-        # a settled worker re-runs too: the follow-up is appended again
-        await run.call("vibe_send", {"worker_id": worker, "message": "say: and a follow-up"})
+        # a settled worker re-runs too: the follow-up is appended again; while it runs, the
+        # previous attempt's result is shown as such
+        await run.call(
+            "vibe_send",
+            {
+                "worker_id": worker,
+                "message": f"pidfile: {pidfile}\nsleep: 0.5\nsay: and a follow-up",
+            },
+        )
+        await wait_for_file(pidfile)
+        listing = await run.call("vibe_list", {})
+        assert "running" in listing.text_content
+        assert "previous result (attempt 2): finished" in listing.text_content
         waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
         assert waited.meta["status"] == "done"
         assert waited.meta["attempts"] == 3
@@ -262,7 +274,10 @@ async def test_bad_wait_timeout(vibe_run: Any) -> None:
 
 async def test_bad_config(vibe_run: Any) -> None:
     for config, message in [
-        ({"vibe": {"runners": {"medium": {"command": ["x"]}}}}, "vibe.runners.medium: unknown tier"),
+        (
+            {"vibe": {"runners": {"medium": {"command": ["x"]}}}},
+            "vibe.runners.medium: unknown tier",
+        ),
         (command_config(max_concurrent=0), "vibe.max_concurrent: expected an integer >= 1"),
         (command_config(bogus=1), "bogus"),
         ({"vibe": {"runners": {"fast": {"command": "agent {brief}"}}}}, "command"),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tether.testing import require_real
 from vibe_testlib import command_config
 
 pytestmark = pytest.mark.anyio
@@ -15,13 +17,17 @@ pytestmark = pytest.mark.anyio
 def git(cwd: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=cwd, check=True, capture_output=True, text=True,
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return done.stdout.strip()
 
 
 @pytest.fixture
 def repo(tether_workdir: Path) -> Path:
+    require_real(shutil.which("git") is not None, "git (ci/install.sh installs it)")
     git(tether_workdir, "init", "-q", "-b", "main")
     (tether_workdir / "README.md").write_text("hello\n")
     git(tether_workdir, "add", "-A")
@@ -30,16 +36,22 @@ def repo(tether_workdir: Path) -> Path:
 
 
 def worktrees(repo: Path) -> list[str]:
-    return [line[len("worktree ") :] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
-            if line.startswith("worktree ")]
+    return [
+        line[len("worktree ") :]
+        for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
 
 
 async def test_worktree_per_worker(vibe_run: Any, repo: Path) -> None:
     async with vibe_run(config=command_config(isolation="worktree")) as run:
         roster = run.resources["vibe_roster"]
-        scratch = await run.call("vibe_spawn", {"brief": "write: notes.txt=draft\nsay: ok", "label": "scratch"})
+        scratch = await run.call(
+            "vibe_spawn", {"brief": "write: notes.txt=draft\nsay: ok", "label": "scratch"}
+        )
         committer = await run.call(
-            "vibe_spawn", {"brief": "write: feature.py=x = 1\ncommit: add feature\nsay: committed", "label": "c"}
+            "vibe_spawn",
+            {"brief": "write: feature.py=x = 1\ncommit: add feature\nsay: committed", "label": "c"},
         )
         killed = await run.call("vibe_spawn", {"brief": "write: tmp.txt=1\nhang", "label": "k"})
         ids = [r.meta["worker_id"] for r in (scratch, committer, killed)]
@@ -69,6 +81,7 @@ async def test_worktree_per_worker(vibe_run: Any, repo: Path) -> None:
 
 
 async def test_worktree_needs_a_repository(vibe_run: Any, tether_workdir: Path) -> None:
+    require_real(shutil.which("git") is not None, "git (ci/install.sh installs it)")
     async with vibe_run(config=command_config(isolation="worktree")) as run:
         result = await run.call("vibe_spawn", {"brief": "say: hi", "label": "x"})
         assert result.is_error

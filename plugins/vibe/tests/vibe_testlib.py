@@ -33,7 +33,9 @@ def stray_processes() -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if (b"vibe-test-process" in cmdline or AGENT.name.encode() in cmdline) and alive(int(entry.name)):
+        if (b"vibe-test-process" in cmdline or AGENT.name.encode() in cmdline) and alive(
+            int(entry.name)
+        ):
             found.append(int(entry.name))
     return found
 
@@ -74,7 +76,7 @@ async def open_error(factory: Callable[..., Any], **kwargs: Any) -> BaseExceptio
     try:
         async with factory(**kwargs):
             pass
-    except BaseException as exc:  # noqa: BLE001 - the point is to look at it
+    except BaseException as exc:
         while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]
         return exc

@@ -16,10 +16,10 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 import attrs
-
 import tether
 import tether.text
 from tether.text import TailBuffer
+
 from tether_vibe import worktree
 from tether_vibe.config import TIERS, VibeConfig
 from tether_vibe.runners import CommandRunner, Job, Outcome, Runner
@@ -41,9 +41,11 @@ class Worker:
     created_at: float = attrs.field(factory=time.time)
     queued_mono: float = attrs.field(factory=time.monotonic)
     started_mono: float | None = None
+    started_at: float | None = None
     finished_mono: float | None = None
     attempts: int = 0
     result: str | None = None
+    result_attempt: int = 0
     reason: str | None = None
     exit_code: int | None = None
     stderr_tail: str = ""
@@ -109,7 +111,9 @@ def resolve_runners(
 class Roster:
     """The workers of one run. Wired as the ``vibe_roster`` resource when vibe mode is on."""
 
-    def __init__(self, run: Any, config: VibeConfig, runners: dict[str, tuple[Runner, str]]) -> None:
+    def __init__(
+        self, run: Any, config: VibeConfig, runners: dict[str, tuple[Runner, str]]
+    ) -> None:
         if config.max_concurrent < 1:
             raise tether.ConfigError("vibe.max_concurrent: expected an integer >= 1")
         if config.idle_timeout_s <= 0:
@@ -148,7 +152,7 @@ class Roster:
         if self._closing:
             raise tether.ToolError("the run is closing; no new workers")
         runner = self.runner_for(tier)
-        problem = runner.check()
+        problem = runner.check(self.run.workdir)
         if problem is not None:
             raise tether.ToolError(f"the {tier} runner cannot start: {problem}")
         worker_id = f"w{self._next_id}"
@@ -284,7 +288,9 @@ class Roster:
                 holds_slot = True
                 worker.status = "running"
                 worker.started_mono = worker.last_output_mono = time.monotonic()
-                worker.result = worker.reason = worker.exit_code = None
+                worker.started_at = time.time()
+                # the previous attempt's result stays visible (as such) until this one ends
+                worker.reason = worker.exit_code = None
                 worker.stderr_tail = ""
                 if not started:
                     started = True
@@ -304,6 +310,7 @@ class Roster:
             else:
                 worker.status = "done" if outcome.ok else "failed"
                 worker.result = tether.text.truncate(outcome.result, self.config.result_chars)
+                worker.result_attempt = worker.attempts
                 worker.reason = outcome.reason
                 worker.exit_code = outcome.exit_code
                 worker.stderr_tail = outcome.stderr_tail
@@ -313,8 +320,11 @@ class Roster:
                 task_status.started()
 
     async def _execute(self, worker: Worker, scope: anyio.CancelScope) -> Outcome:
-        def on_output(line: str) -> None:
+        def on_activity() -> None:
             worker.last_output_mono = time.monotonic()
+
+        def on_output(line: str) -> None:
+            on_activity()
             worker.output.write(line + "\n")
 
         job = Job(
@@ -325,6 +335,7 @@ class Roster:
             cwd=worker.cwd(self.run.workdir),
             run=self.run,
             output=on_output,
+            activity=on_activity,
             kill_grace_s=self.config.kill_grace_s,
         )
         if not worker.runner.watch_idle:

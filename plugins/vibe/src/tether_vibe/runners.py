@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
 import attrs
-
 import tether
 import tether.process
+
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
 if TYPE_CHECKING:
@@ -50,6 +50,7 @@ class Job:
     cwd: Path
     run: Any  # tether.Run; Any keeps third-party runners free of core internals
     output: Callable[[str], None]
+    activity: Callable[[], None] = lambda: None
     kill_grace_s: float = 2.0
 
 
@@ -58,15 +59,16 @@ class Runner(Protocol):
     """Executes a worker's brief at a tier.
 
     ``watch_idle``: whether the roster's idle watchdog applies (the runner reports output
-    through ``job.output``). ``describe()`` is shown in errors and the README's runner table.
-    ``check()`` returns None when the runner can start here, else the reason it cannot.
+    through ``job.output``, other signs of life through ``job.activity``). ``describe()`` is
+    shown in ``vibe_list`` and errors. ``check(cwd)`` returns None when the runner can start in
+    ``cwd``, else the reason it cannot (``vibe_spawn`` refuses then, and no worker is added).
     """
 
     watch_idle: bool
 
     def describe(self) -> str: ...
 
-    def check(self) -> str | None: ...
+    def check(self, cwd: Path) -> str | None: ...
 
     async def run(self, job: Job) -> Outcome: ...
 
@@ -136,7 +138,9 @@ class ResultExtractor:
             text = text if isinstance(text, str) else json.dumps(text)
             if event.get("is_error") is True:
                 subtype = event.get("subtype", "error")
-                return Outcome(ok=False, result=text, reason=f"result event reports an error ({subtype})")
+                return Outcome(
+                    ok=False, result=text, reason=f"result event reports an error ({subtype})"
+                )
             return Outcome(ok=True, result=text)
         if self.mode == "stream-json":
             return Outcome(ok=False, reason='no stream-json "result" event in the output')
@@ -156,7 +160,8 @@ class ResultExtractor:
         path = (cwd / self.result_file).resolve()
         if not path.is_relative_to(cwd.resolve()):
             return Outcome(
-                ok=False, reason=f"result_file {self.result_file!r} is outside the worker's directory"
+                ok=False,
+                reason=f"result_file {self.result_file!r} is outside the worker's directory",
             )
         if not path.is_file():
             if required:
@@ -220,23 +225,32 @@ class CommandRunner:
 
     @classmethod
     def from_config(cls, cfg: CommandRunnerConfig) -> CommandRunner:
-        return cls(command=tuple(cfg.command), result=cfg.result, result_file=cfg.result_file, env=dict(cfg.env))
+        return cls(
+            command=tuple(cfg.command),
+            result=cfg.result,
+            result_file=cfg.result_file,
+            env=dict(cfg.env),
+        )
 
     def describe(self) -> str:
         return "command " + json.dumps(list(self.command))
 
-    def check(self) -> str | None:
+    def check(self, cwd: Path) -> str | None:
         if not self.command:
             return "command is empty"
         exe = self.command[0]
-        if shutil.which(exe) is None:
-            return f"command {exe!r} not found (not on PATH and not an executable path)"
+        if "/" in exe:
+            path = cwd / exe
+            if not (path.is_file() and os.access(path, os.X_OK)):
+                return f"command {exe!r} is not an executable file (relative to {cwd})"
+        elif shutil.which(exe) is None:
+            return f"command {exe!r} not found on PATH"
         if self.result == "file" and not self.result_file:
             return 'result = "file" needs result_file'
         return None
 
     async def run(self, job: Job) -> Outcome:
-        problem = self.check()
+        problem = self.check(job.cwd)
         if problem is not None:
             return Outcome(ok=False, reason=problem)
         argv = [substitute(arg, job) for arg in self.command]
@@ -263,9 +277,19 @@ class CommandRunner:
             finally:
                 reader_done.set()
 
+        async def watch_stderr() -> None:
+            # Some CLIs (codex exec) report progress on stderr only: that is life too.
+            seen = 0
+            while True:
+                await anyio.sleep(0.25)
+                if proc.stderr_tail.total != seen:
+                    seen = proc.stderr_tail.total
+                    job.activity()
+
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read_stdout)
+                tg.start_soon(watch_stderr)
                 if brief_on_stdin:
                     await _send_brief(proc, job.brief)
                 code = await proc.wait()
@@ -349,9 +373,10 @@ class CallableRunner:
     watch_idle: bool = False
 
     def describe(self) -> str:
-        return "callable " + (self.name or getattr(self.fn, "__qualname__", repr(self.fn)))
+        name = self.name or str(getattr(self.fn, "__qualname__", None) or repr(self.fn))
+        return f"callable {name}"
 
-    def check(self) -> str | None:
+    def check(self, cwd: Path) -> str | None:
         return None
 
     async def run(self, job: Job) -> Outcome:
@@ -363,4 +388,6 @@ class CallableRunner:
             return Outcome(ok=False, reason=f"{type(exc).__name__}: {exc}")
         if not isinstance(value, str):
             return Outcome(ok=False, reason=f"runner returned {type(value).__name__}, expected str")
-        return Outcome(ok=True, result=value if value.strip() else "(the worker returned an empty result)")
+        return Outcome(
+            ok=True, result=value if value.strip() else "(the worker returned an empty result)"
+        )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Literal
 
 import attrs
-
 import tether
 import tether.text
+
 from tether_vibe.roster import Roster, Worker, format_seconds
 
 RESOURCE = "vibe_roster"
@@ -58,18 +59,21 @@ def describe_worker(worker: Worker, *, full: bool) -> str:
     if worker.tree is not None:
         kept = " (kept: it holds commits)" if worker.tree_kept else ""
         lines.append(f"worktree: {worker.tree.path}{kept}")
+    current = worker.result is not None and worker.result_attempt == worker.attempts
     if worker.status in ("queued", "running"):
         tail = _tail(worker)
         lines.append("last output:\n" + tail if tail else "no output yet")
-    else:
-        if worker.result:
-            result = worker.result if full else tether.text.truncate(worker.result, LIST_RESULT_CHARS)
-            lines.append("result:\n" + result if full else f"result: {result}")
-        if worker.status == "failed" and worker.stderr_tail.strip():
-            stderr = worker.stderr_tail.strip()
-            if not full:
-                stderr = tether.text.truncate(stderr.splitlines()[-1], LIST_RESULT_CHARS)
-            lines.append("stderr tail:\n" + stderr if full else f"stderr: {stderr}")
+    elif worker.result and current:
+        result = worker.result if full else tether.text.truncate(worker.result, LIST_RESULT_CHARS)
+        lines.append("result:\n" + result if full else f"result: {result}")
+    if worker.result and not current:
+        previous = tether.text.truncate(worker.result, LIST_RESULT_CHARS)
+        lines.append(f"previous result (attempt {worker.result_attempt}): {previous}")
+    if worker.status == "failed" and worker.stderr_tail.strip():
+        stderr = worker.stderr_tail.strip()
+        if not full:
+            stderr = tether.text.truncate(stderr.splitlines()[-1], LIST_RESULT_CHARS)
+        lines.append("stderr tail:\n" + stderr if full else f"stderr: {stderr}")
     return "\n".join(lines)
 
 
@@ -82,6 +86,11 @@ def _meta(worker: Worker) -> dict[str, object]:
         "elapsed_s": round(worker.elapsed(), 3),
         "exit_code": worker.exit_code,
         "attempts": worker.attempts,
+        "started_at": (
+            None
+            if worker.started_at is None
+            else datetime.fromtimestamp(worker.started_at, UTC).isoformat(timespec="seconds")
+        ),
         "worktree": str(worker.tree.path) if worker.tree is not None else None,
     }
 
@@ -96,11 +105,13 @@ class SpawnArgs:
         description="The complete task for the worker: what to do, where, and what to report",
         min_length=1,
     )
-    label: str = tether.arg(description="A short name for the worker, shown in vibe_list", min_length=1)
+    label: str = tether.arg(
+        description="A short name for the worker, shown in vibe_list", min_length=1
+    )
     tier: Literal["fast", "good"] | None = tether.arg(
         None,
         description=(
-            'fast: mechanical work with a clear spec; good: design, judgement, or review of a fast '
+            "fast: mechanical work with a clear spec; good: design, judgement, or review of a fast "
             "worker's output. Default from [vibe] default_tier"
         ),
     )
@@ -164,14 +175,19 @@ async def handle_wait(call: tether.CallContext, args: WaitArgs) -> tether.ToolRe
     cap = roster.config.max_wait_s
     timeout = roster.config.default_wait_s if args.timeout_seconds is None else args.timeout_seconds
     if not 0 <= timeout <= cap:
-        raise tether.ArgumentError("timeout_seconds", f"expected a number from 0 to {cap:g}, got {timeout:g}")
+        raise tether.ArgumentError(
+            "timeout_seconds", f"expected a number from 0 to {cap:g}, got {timeout:g}"
+        )
     start = time.monotonic()
     settled = await roster.wait(args.worker_id, timeout)
     worker = roster.get(args.worker_id)
     text = describe_worker(worker, full=True)
     if not settled:
         waited = format_seconds(time.monotonic() - start)
-        text = f"Still {worker.status} after waiting {waited}; call vibe_wait again or vibe_kill it.\n" + text
+        text = (
+            f"Still {worker.status} after waiting {waited}; call vibe_wait again or vibe_kill it.\n"
+            + text
+        )
     result = tether.ToolResult.text(text, timed_out=not settled, **_meta(worker))
     return result
 
@@ -190,9 +206,13 @@ async def handle_kill(call: tether.CallContext, args: KillArgs) -> tether.ToolRe
     before = roster.get(args.worker_id).status
     worker = await roster.kill(args.worker_id)
     if before in ("queued", "running"):
-        text = f"Killed {worker.id} {worker.label!r} (was {before}); its whole process tree is gone."
+        text = (
+            f"Killed {worker.id} {worker.label!r} (was {before}); its whole process tree is gone."
+        )
     else:
-        text = f"{worker.id} {worker.label!r} had already settled ({worker.status}); nothing to kill."
+        text = (
+            f"{worker.id} {worker.label!r} had already settled ({worker.status}); nothing to kill."
+        )
     if worker.tree is not None and worker.tree_kept:
         text += f"\nworktree kept because it holds commits: {worker.tree.path}"
     return tether.ToolResult.text(text, **_meta(worker))
@@ -211,7 +231,9 @@ async def handle_list(call: tether.CallContext, args: ListArgs) -> tether.ToolRe
     roster = _roster(call)
     workers = list(roster.workers.values())
     if not workers:
-        tiers = ", ".join(f"{tier} ({runner.describe()})" for tier, (runner, _) in sorted(roster.runners.items()))
+        tiers = ", ".join(
+            f"{tier} ({runner.describe()})" for tier, (runner, _) in sorted(roster.runners.items())
+        )
         return tether.ToolResult.text(
             f"No workers yet. Runners: {tiers or 'none configured'}.", workers=[]
         )

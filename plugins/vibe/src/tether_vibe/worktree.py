@@ -11,7 +11,6 @@ from pathlib import Path
 
 import anyio
 import attrs
-
 import tether
 
 GIT_TIMEOUT_S = 30.0
@@ -31,7 +30,9 @@ async def _git(args: list[str], cwd: Path) -> str:
     except FileNotFoundError:
         raise tether.ToolError('isolation = "worktree" needs git, which is not on PATH') from None
     except TimeoutError:
-        raise tether.ToolError(f"git {' '.join(args)} took more than {GIT_TIMEOUT_S:.0f} s") from None
+        raise tether.ToolError(
+            f"git {' '.join(args)} took more than {GIT_TIMEOUT_S:.0f} s"
+        ) from None
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", errors="replace").strip()
         raise tether.ToolError(f"git {' '.join(args)} failed: {message}")
