@@ -167,6 +167,24 @@ async def test_stream_json_result_event(vibe_run: Any) -> None:
         assert 'no stream-json "result" event' in waited.text_content
 
 
+async def test_output_of_a_worker_that_exits_at_once_is_not_lost(vibe_run: Any) -> None:
+    config = command_config(
+        runners={
+            "fast": {
+                "command": ["/bin/sh", "-c", 'echo "$0"; echo "err $0" >&2; exit 1', "{brief}"]
+            }
+        },
+    )
+    async with vibe_run(config=config) as run:
+        workers = [await spawn(run, f"answer {i}") for i in range(8)]
+        for i, worker in enumerate(workers):
+            waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+            assert waited.meta["status"] == "failed" and waited.meta["exit_code"] == 1
+            roster_worker = run.resources["vibe_roster"].get(worker)
+            assert roster_worker.result == f"answer {i}", roster_worker.result
+            assert f"err answer {i}" in roster_worker.stderr_tail
+
+
 async def test_auto_mode_prefers_result_event_else_last_line(vibe_run: Any) -> None:
     async with vibe_run() as run:
         event = await spawn(run, "stream-json: from the event\nsay: trailing noise")

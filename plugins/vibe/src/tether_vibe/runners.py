@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
+import anyio.lowlevel
 import attrs
 import tether
 import tether.process
@@ -24,6 +25,8 @@ from tether_vibe.config import CommandRunnerConfig, ResultMode
 if TYPE_CHECKING:
     from tether.process import ManagedProcess
 
+# How long output still buffered in the pipes may take to read once the worker exited.
+DRAIN_TIMEOUT_S = 2.0
 # Longest single output line kept whole; stream-json result events can be large.
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
@@ -293,12 +296,15 @@ class CommandRunner:
                 if brief_on_stdin:
                     await _send_brief(proc, job.brief)
                 code = await proc.wait()
-                # Leftovers in the worker's process group (a backgrounded shell) die with it.
+                # Leftovers in the worker's process group (a backgrounded shell) die with it;
+                # then the pipes reach EOF and the output still buffered in them is read.
                 with anyio.CancelScope(shield=True):
                     await _terminate_group(proc.pid, job.kill_grace_s)
-                    await proc.terminate(grace_s=job.kill_grace_s)
-                with anyio.move_on_after(2.0):
+                with anyio.move_on_after(DRAIN_TIMEOUT_S):
                     await reader_done.wait()
+                    # the core drains stderr in its own task: let it take what is buffered
+                    for _ in range(3):
+                        await anyio.lowlevel.checkpoint()
                 tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
@@ -337,6 +343,12 @@ def _group_members(pgid: int) -> list[int]:
 
 
 async def _terminate_group(pgid: int, grace_s: float) -> None:
+    try:
+        os.killpg(pgid, 0)  # cheap: is anyone left in the group at all?
+    except ProcessLookupError:
+        return
+    except PermissionError:
+        pass
     for member in _group_members(pgid):
         await tether.process.terminate_tree(member, grace_s)
 
