@@ -13,6 +13,7 @@ The brief is argv[1] when given, else stdin. Directives (other lines are ignored
   stream-error: TEXT   same, with a result event that reports an error
   exit: CODE           exit with CODE once the directives have run (the last one wins)
   pidfile: FILE        write this process's pid to FILE
+  pidlog: FILE         append this process's pid to FILE
   busy: SECONDS        print a line every 50 ms for SECONDS
   busy-stderr: SECONDS the same on stderr only
   hang                 sleep forever without printing anything
@@ -115,6 +116,9 @@ def main() -> int:
             code = int(value)
         elif key == "pidfile":
             write_atomically(value, f"{os.getpid()}\n")
+        elif key == "pidlog":
+            with open(value, "a") as f:
+                f.write(f"{os.getpid()}\n")
         elif key in ("busy", "busy-stderr"):
             deadline = time.monotonic() + float(value)
             stream = sys.stdout if key == "busy" else sys.stderr

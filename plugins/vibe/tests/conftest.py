@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import tether_vibe.hooks
-from vibe_testlib import command_config, stray_processes
+from vibe_testlib import command_config, describe_process, stray_processes
 
 VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
 
@@ -25,9 +25,10 @@ def no_stray_processes() -> Iterator[None]:
     """Every test must leave no test agent (or anything it started) running."""
     yield
     stray = stray_processes()
+    described = {pid: describe_process(pid) for pid in stray}
     for pid in stray:
         os.kill(pid, signal.SIGKILL)
-    assert not stray, f"processes outlived the test: {stray}"
+    assert not stray, f"processes outlived the test: {described}"
 
 
 @pytest.fixture

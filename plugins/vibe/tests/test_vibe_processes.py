@@ -8,7 +8,15 @@ from typing import Any
 
 import anyio
 import pytest
-from vibe_testlib import alive, command_config, pids_in, survivors, wait_for_file, wait_until
+from vibe_testlib import (
+    alive,
+    command_config,
+    pids_in,
+    stray_processes,
+    survivors,
+    wait_for_file,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -107,7 +115,7 @@ async def test_concurrency_cap_queues(vibe_run: Any, tmp_path: Path) -> None:
 
         killed = await run.call("vibe_kill", {"worker_id": third})
         assert killed.meta["status"] == "killed"
-        assert "was queued" in killed.text_content
+        assert "Killed w3" in killed.text_content
 
         for worker in (first, second):
             waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
@@ -131,3 +139,43 @@ async def test_running_is_truthful_while_the_process_lives(vibe_run: Any, tmp_pa
                 await anyio.sleep(0.01)
         await wait_until(lambda: roster.get(worker).status != "running", timeout=3)
         assert roster.get(worker).status == "done"
+
+
+async def test_concurrent_sends_leave_one_attempt(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run() as run:
+        roster = run.resources["vibe_roster"]
+        log = tmp_path / "pids"
+        worker = await spawn(run, f"pidlog: {log}\nhang")
+        await wait_until(lambda: log.exists() and len(log.read_text().split()) == 1)
+        results = []
+
+        async def send(message: str) -> None:
+            results.append(await run.call("vibe_send", {"worker_id": worker, "message": message}))
+
+        async with anyio.create_task_group() as tg:
+            for message in ("say: a", "say: b", "say: c"):
+                tg.start_soon(send, message)
+        assert not any(r.is_error for r in results), [r.text_content for r in results]
+        assert roster.get(worker).attempts == 4 and roster.get(worker).status == "running"
+
+        def logged() -> list[int]:
+            return [int(p) for p in log.read_text().split()]
+
+        # an attempt stopped before its python started never logs; the last one always does
+        await wait_until(lambda: any(alive(pid) for pid in logged()[1:]))
+        await anyio.sleep(0.5)  # room for a (wrongly) concurrent attempt to show up
+        live = [pid for pid in logged() if alive(pid)]
+        assert len(live) == 1, f"one attempt runs at a time, found {live}"
+        killed = await run.call("vibe_kill", {"worker_id": worker})
+        assert killed.meta["status"] == "killed"
+        assert not alive(live[0])
+
+
+async def test_kill_right_after_spawn_leaves_nothing(vibe_run: Any) -> None:
+    """A kill landing while the process is being started must still find and kill it."""
+    async with vibe_run() as run:
+        for _ in range(10):
+            worker = await spawn(run, "hang")
+            killed = await run.call("vibe_kill", {"worker_id": worker})
+            assert killed.meta["status"] == "killed"
+            assert stray_processes() == []

@@ -40,6 +40,17 @@ def stray_processes() -> list[int]:
     return found
 
 
+def describe_process(pid: int) -> str:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return "(gone)"
+    return (
+        f"ppid {stat[1]} pgid {stat[2]} state {stat[0]}: {cmdline.decode(errors='replace')[:200]}"
+    )
+
+
 def alive(pid: int) -> bool:
     """True while pid exists and is not a zombie (a zombie has already exited)."""
     try:

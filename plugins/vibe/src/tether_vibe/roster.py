@@ -56,6 +56,8 @@ class Worker:
     scope: anyio.CancelScope | None = None
     stop_reason: tuple[Status, str] | None = None
     ended: anyio.Event = attrs.field(factory=anyio.Event)
+    # held by vibe_send / vibe_kill while they stop and restart attempts: one at a time
+    transition: anyio.Lock = attrs.field(factory=anyio.Lock)
 
     @property
     def settled(self) -> bool:
@@ -180,33 +182,40 @@ class Roster:
 
     async def send(self, worker_id: str, message: str) -> Worker:
         worker = self.get(worker_id)
-        if worker.status == "killed":
-            raise tether.ToolError(
-                f"worker {worker_id} was killed ({worker.reason}); a killed worker is not restarted — "
-                "use vibe_spawn with the full brief"
-            )
-        if self._closing:
-            raise tether.ToolError("the run is closing; no new attempts")
-        if not worker.settled:
-            await self._stop(worker, ("killed", "restarted by vibe_send"))
-        worker.brief = f"{worker.brief}\n\n{message}"
-        await self._start_attempt(worker)
+        async with worker.transition:
+            if worker.status == "killed":
+                raise tether.ToolError(
+                    f"worker {worker_id} was killed ({worker.reason}); a killed worker is not "
+                    "restarted — use vibe_spawn with the full brief"
+                )
+            if self._closing:
+                raise tether.ToolError("the run is closing; no new attempts")
+            if not worker.settled:
+                await self._stop(worker, ("killed", "restarted by vibe_send"))
+            worker.brief = f"{worker.brief}\n\n{message}"
+            await self._start_attempt(worker)
         return worker
 
-    async def kill(self, worker_id: str) -> Worker:
+    async def kill(self, worker_id: str) -> tuple[Worker, bool]:
+        """Stop the worker; True when it was queued or running (False: already settled)."""
         worker = self.get(worker_id)
-        if not worker.settled:
-            await self._stop(worker, ("killed", "killed by vibe_kill"))
-        await self._release_tree(worker)
-        return worker
+        async with worker.transition:
+            was_live = not worker.settled
+            if was_live:
+                await self._stop(worker, ("killed", "killed by vibe_kill"))
+            await self._release_tree(worker)
+        return worker, was_live
 
     async def wait(self, worker_id: str, timeout_s: float) -> bool:
         """Wait until the worker settles; False when the timeout passed first."""
         worker = self.get(worker_id)
         with anyio.move_on_after(timeout_s):
-            while not worker.settled:
+            while True:
+                async with worker.transition:  # a re-run being set up is not "settled"
+                    pass
+                if worker.settled:
+                    return True
                 await worker.ended.wait()
-            return True
         return worker.settled
 
     async def aclose(self) -> None:

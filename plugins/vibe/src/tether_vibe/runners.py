@@ -260,9 +260,12 @@ class CommandRunner:
         brief_on_stdin = not any("{brief}" in arg for arg in self.command)
         env = dict(self.env) if self.env else None
         try:
-            proc: ManagedProcess = await job.run.spawn(
-                argv, cwd=job.cwd, env=env, stdin=brief_on_stdin, stdout=True
-            )
+            # Shielded: a kill arriving mid-spawn would otherwise lose a started process that
+            # nobody terminates; the kill is delivered below, once `proc` can be terminated.
+            with anyio.CancelScope(shield=True):
+                proc: ManagedProcess = await job.run.spawn(
+                    argv, cwd=job.cwd, env=env, stdin=brief_on_stdin, stdout=True
+                )
         except OSError as exc:
             return Outcome(ok=False, reason=f"could not start {argv[0]!r}: {exc.strerror or exc}")
         extractor = ResultExtractor(mode=self.result, result_file=self.result_file)
@@ -290,6 +293,7 @@ class CommandRunner:
                     job.activity()
 
         try:
+            await anyio.lowlevel.checkpoint()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read_stdout)
                 tg.start_soon(watch_stderr)

@@ -26,6 +26,8 @@ def _roster(call: tether.CallContext) -> Roster:
 def _nonblank(field: str, value: str) -> str:
     if not value.strip():
         raise tether.ArgumentError(field, "expected a non-empty string")
+    if "\x00" in value:
+        raise tether.ArgumentError(field, "must not contain NUL characters")
     return value
 
 
@@ -203,18 +205,18 @@ class KillArgs:
 
 async def handle_kill(call: tether.CallContext, args: KillArgs) -> tether.ToolResult:
     roster = _roster(call)
-    before = roster.get(args.worker_id).status
-    worker = await roster.kill(args.worker_id)
-    if before in ("queued", "running"):
-        text = (
-            f"Killed {worker.id} {worker.label!r} (was {before}); its whole process tree is gone."
-        )
+    had_tree = roster.get(args.worker_id).tree is not None
+    worker, was_live = await roster.kill(args.worker_id)
+    if was_live:
+        text = f"Killed {worker.id} {worker.label!r}; its whole process tree is gone."
     else:
         text = (
             f"{worker.id} {worker.label!r} had already settled ({worker.status}); nothing to kill."
         )
     if worker.tree is not None and worker.tree_kept:
         text += f"\nworktree kept because it holds commits: {worker.tree.path}"
+    elif had_tree and worker.tree is None:
+        text += "\nIts worktree (no commits) was removed."
     return tether.ToolResult.text(text, **_meta(worker))
 
 
