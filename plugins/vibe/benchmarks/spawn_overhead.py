@@ -18,6 +18,7 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
+
 import tether
 import tether_vibe.hooks
 

@@ -9,8 +9,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
-import tether_vibe.hooks
 from vibe_testlib import command_config, describe_process, stray_processes
+
+import tether_vibe.hooks
 
 VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
 

@@ -6,9 +6,10 @@ from typing import Any
 
 import anyio
 import pytest
+from vibe_testlib import AGENT_COMMAND, open_error
+
 import tether
 from tether_vibe import CallableRunner
-from vibe_testlib import AGENT_COMMAND, open_error
 
 pytestmark = pytest.mark.anyio
 

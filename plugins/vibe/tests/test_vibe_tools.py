@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tether
-from tether.testing import check_plugin_contract
 from vibe_testlib import (
     AGENT,
     AGENT_COMMAND,
@@ -18,6 +16,9 @@ from vibe_testlib import (
     wait_for_file,
     wait_until,
 )
+
+import tether
+from tether.testing import check_plugin_contract
 
 VIBE_TOOLS = {"vibe_spawn", "vibe_send", "vibe_wait", "vibe_kill", "vibe_list"}
 

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tether.testing import require_real
 from vibe_testlib import command_config
+
+from tether.testing import require_real
 
 pytestmark = pytest.mark.anyio
 
@@ -87,3 +88,28 @@ async def test_worktree_needs_a_repository(vibe_run: Any, tether_workdir: Path) 
         assert result.is_error
         assert "needs a git repository" in result.text_content
         assert not run.resources["vibe_roster"].workers
+
+
+async def test_worktree_from_a_subdirectory(vibe_run: Any, repo: Path) -> None:
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "mod.py").write_text("x = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "pkg")
+    (repo / "untracked").mkdir()
+    config = command_config(isolation="worktree")
+    async with vibe_run(config=config, workdir=sub) as run:
+        spawned = await run.call(
+            "vibe_spawn", {"brief": "write: here.txt=1\nsay: ok", "label": "s"}
+        )
+        waited = await run.call(
+            "vibe_wait", {"worker_id": spawned.meta["worker_id"], "timeout_seconds": 15}
+        )
+        assert waited.meta["status"] == "done"
+        tree = Path(spawned.meta["worktree"])
+        assert (tree / "pkg" / "here.txt").read_text() == "1", "runs in the workdir's counterpart"
+        assert (tree / "pkg" / "mod.py").exists()
+    async with vibe_run(config=config, workdir=repo / "untracked") as run:
+        refused = await run.call("vibe_spawn", {"brief": "say: hi", "label": "u"})
+        assert refused.is_error and "not in the last commit" in refused.text_content
+    assert len(worktrees(repo)) == 1, "no worktree left behind"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pluggy
-import tether
 
+import tether
 from tether_vibe import hookspecs
 from tether_vibe.config import VibeConfig
 from tether_vibe.roster import Roster, resolve_runners

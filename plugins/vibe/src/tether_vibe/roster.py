@@ -16,10 +16,10 @@ from typing import Any, Literal
 import anyio
 import anyio.abc
 import attrs
+
 import tether
 import tether.text
 from tether.text import TailBuffer
-
 from tether_vibe import worktree
 from tether_vibe.config import TIERS, VibeConfig
 from tether_vibe.runners import CommandRunner, Job, Outcome, Runner
@@ -70,7 +70,7 @@ class Worker:
         return (self.finished_mono or now) - self.started_mono
 
     def cwd(self, workdir: Path) -> Path:
-        return self.tree.path if self.tree is not None else workdir
+        return self.tree.cwd if self.tree is not None else workdir
 
 
 def resolve_runners(

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import anyio
 import anyio.lowlevel
 import attrs
+
 import tether
 import tether.process
-
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
 if TYPE_CHECKING:

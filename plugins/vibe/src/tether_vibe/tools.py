@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import attrs
+
 import tether
 import tether.text
-
 from tether_vibe.roster import Roster, Worker, format_seconds
 
 RESOURCE = "vibe_roster"

@@ -7,10 +7,12 @@ case it is kept (and reported) so no work is lost.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import anyio
 import attrs
+
 import tether
 
 GIT_TIMEOUT_S = 30.0
@@ -20,6 +22,12 @@ GIT_TIMEOUT_S = 30.0
 class Worktree:
     path: Path
     base_commit: str
+    prefix: str = ""  # the workdir's place inside the repository ("" at its top level)
+
+    @property
+    def cwd(self) -> Path:
+        """Where the worker runs: the worktree's counterpart of the run's workdir."""
+        return self.path / self.prefix if self.prefix else self.path
 
 
 async def _git(args: list[str], cwd: Path) -> str:
@@ -48,7 +56,7 @@ async def default_root(workdir: Path) -> Path:
 async def create(workdir: Path, root: Path | None, name: str) -> Worktree:
     """A detached worktree at HEAD under ``root`` (default: :func:`default_root`) / ``name``."""
     try:
-        await _git(["rev-parse", "--show-toplevel"], workdir)
+        prefix = await _git(["rev-parse", "--show-prefix"], workdir)
     except tether.ToolError:
         raise tether.ToolError(
             f'isolation = "worktree" needs a git repository; {workdir} is not inside one'
@@ -64,7 +72,14 @@ async def create(workdir: Path, root: Path | None, name: str) -> Worktree:
     path = root / name
     path.parent.mkdir(parents=True, exist_ok=True)
     await _git(["worktree", "add", "--detach", str(path), base], workdir)
-    return Worktree(path=path, base_commit=base)
+    tree = Worktree(path=path, base_commit=base, prefix=prefix.rstrip("/"))
+    if not tree.cwd.is_dir():
+        await _git(["worktree", "remove", "--force", str(path)], workdir)
+        raise tether.ToolError(
+            f"the workdir ({tree.prefix}) is not in the last commit, so a worktree at HEAD has no "
+            'such directory; commit it first or use isolation = "none"'
+        )
+    return tree
 
 
 async def holds_commits(tree: Worktree) -> bool:
@@ -82,6 +97,8 @@ async def remove_unless_committed(workdir: Path, tree: Worktree) -> bool:
         await _git(["worktree", "remove", "--force", str(tree.path)], workdir)
     else:
         await _git(["worktree", "prune"], workdir)
+    with contextlib.suppress(OSError):  # the run's folder, once its last worktree is gone
+        tree.path.parent.rmdir()
     return False
 
 
