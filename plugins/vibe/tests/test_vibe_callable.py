@@ -109,3 +109,24 @@ async def test_config_overrides_plugin_runner_and_duplicates_clash(vibe_run: Any
     error = await open_error(vibe_run, config={}, plugins=(harness, Harness()))
     assert isinstance(error, tether.ConfigError)
     assert "both contribute a vibe runner for tier 'fast'" in str(error)
+
+
+class BadRunners:
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    @tether.hookimpl
+    def tether_vibe_runners(self) -> object:
+        return self.value
+
+
+async def test_bad_runner_contributions(vibe_run: Any) -> None:
+    harness = Harness()
+    for value, message in [
+        ([CallableRunner(harness.subagent)], "must return a mapping of tier to runner, got list"),
+        ({"medium": CallableRunner(harness.subagent)}, "unknown tier 'medium'"),
+        ({"fast": object()}, "the runner for 'fast' is a object"),
+    ]:
+        error = await open_error(vibe_run, config={}, plugins=(BadRunners(value),))
+        assert isinstance(error, tether.ConfigError), error
+        assert message in str(error)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pluggy
 
 import tether
@@ -19,7 +17,7 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 
 @tether.hookimpl
-def tether_resources(run: Any) -> dict[str, object] | None:
+def tether_resources(run: tether.Run) -> dict[str, object] | None:
     if not run.vibe:
         return None
     config = run.config("vibe", VibeConfig)
@@ -32,5 +30,5 @@ def tether_resources(run: Any) -> dict[str, object] | None:
 
 
 @tether.hookimpl
-def tether_tools(run: Any) -> list[tether.ToolSpec]:
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
     return tool_specs()

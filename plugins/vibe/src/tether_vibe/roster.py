@@ -74,7 +74,7 @@ class Worker:
 
 
 def resolve_runners(
-    config: VibeConfig, contributed: list[tuple[str, Mapping[str, Runner] | None]]
+    config: VibeConfig, contributed: list[tuple[str, object]]
 ) -> dict[str, tuple[Runner, str]]:
     """tier -> (runner, where it came from), from (plugin name, what its hook returned) pairs.
 
@@ -82,8 +82,13 @@ def resolve_runners(
     """
     runners: dict[str, tuple[Runner, str]] = {}
     for plugin, mapping in contributed:
-        if not mapping:
+        if mapping is None:
             continue
+        if not isinstance(mapping, Mapping):
+            raise tether.ConfigError(
+                f"plugin {plugin!r}: tether_vibe_runners must return a mapping of tier to runner, "
+                f"got {type(mapping).__name__}"
+            )
         for tier, runner in mapping.items():
             if tier not in TIERS:
                 raise tether.ConfigError(

@@ -51,7 +51,7 @@ class Job:
     tier: str
     brief: str
     cwd: Path
-    run: Any  # tether.Run; Any keeps third-party runners free of core internals
+    run: tether.Run
     output: Callable[[str], None]
     activity: Callable[[], None] = lambda: None
     kill_grace_s: float = 2.0
