@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,18 @@ async def test_crashing_worker_is_failed_with_exit_code_and_stderr(vibe_run: Any
         assert "KeyError 'token'" in waited.text_content
         listing = await run.call("vibe_list", {})
         assert "failed" in listing.text_content and "KeyError 'token'" in listing.text_content
+
+
+async def test_worker_killed_from_outside_is_failed_with_the_signal(
+    vibe_run: Any, tmp_path: Path
+) -> None:
+    async with vibe_run() as run:
+        pidfile = tmp_path / "pid"
+        worker = await spawn(run, f"pidfile: {pidfile}\nsay: working\nhang")
+        os.kill(int(await wait_for_file(pidfile)), signal.SIGKILL)  # the OOM killer, say
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert waited.meta["status"] == "failed"
+        assert "killed by SIGKILL (not by tether)" in waited.text_content
 
 
 async def test_stream_json_result_event(vibe_run: Any) -> None:

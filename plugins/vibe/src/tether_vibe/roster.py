@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import anyio
 import anyio.abc
@@ -38,7 +38,6 @@ class Worker:
     runner: Runner
     output: TailBuffer
     status: Status = "queued"
-    created_at: float = attrs.field(factory=time.time)
     queued_mono: float = attrs.field(factory=time.monotonic)
     started_mono: float | None = None
     started_at: float | None = None
@@ -119,7 +118,7 @@ class Roster:
     """The workers of one run. Wired as the ``vibe_roster`` resource when vibe mode is on."""
 
     def __init__(
-        self, run: Any, config: VibeConfig, runners: dict[str, tuple[Runner, str]]
+        self, run: tether.Run, config: VibeConfig, runners: dict[str, tuple[Runner, str]]
     ) -> None:
         if config.max_concurrent < 1:
             raise tether.ConfigError("vibe.max_concurrent: expected an integer >= 1")
@@ -306,6 +305,8 @@ class Roster:
                 # the previous attempt's result stays visible (as such) until this one ends
                 worker.reason = worker.exit_code = None
                 worker.stderr_tail = ""
+                if worker.attempts > 1:
+                    worker.output.write(f"--- attempt {worker.attempts} ---\n")
                 if not started:
                     started = True
                     task_status.started()

@@ -7,9 +7,11 @@ watchdog; a runner only has to leave no process behind when it returns or is can
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -268,6 +270,8 @@ class CommandRunner:
                 )
         except OSError as exc:
             return Outcome(ok=False, reason=f"could not start {argv[0]!r}: {exc.strerror or exc}")
+        except tether.ToolError as exc:  # the run is closing
+            return Outcome(ok=False, reason=str(exc))
         extractor = ResultExtractor(mode=self.result, result_file=self.result_file)
 
         def on_line(line: str) -> None:
@@ -315,10 +319,14 @@ class CommandRunner:
                 await proc.terminate(grace_s=job.kill_grace_s)
         stderr_tail = proc.stderr_tail.render()
         if code != 0:
+            reason = f"exit code {code}"
+            if code < 0:
+                with contextlib.suppress(ValueError):
+                    reason = f"killed by {signal.Signals(-code).name} (not by tether)"
             return Outcome(
                 ok=False,
                 result=extractor.last_line or "",
-                reason=f"exit code {code}",
+                reason=reason,
                 exit_code=code,
                 stderr_tail=stderr_tail,
             )
