@@ -13,6 +13,8 @@ The brief is argv[1] when given, else stdin. Directives (other lines are ignored
   stream-error: TEXT   same, with a result event that reports an error
   exit: CODE           exit with CODE once the directives have run (the last one wins)
   pidfile: FILE        write this process's pid to FILE
+  lines: N             print N numbered lines ("line 1" …)
+  long: N              print one line of N "x" characters
   pidlog: FILE         append this process's pid to FILE
   busy: SECONDS        print a line every 50 ms for SECONDS
   busy-stderr: SECONDS the same on stderr only
@@ -116,6 +118,11 @@ def main() -> int:
             code = int(value)
         elif key == "pidfile":
             write_atomically(value, f"{os.getpid()}\n")
+        elif key == "lines":
+            for i in range(1, int(value) + 1):
+                print(f"line {i}", flush=True)
+        elif key == "long":
+            print("x" * int(value), flush=True)
         elif key == "pidlog":
             with open(value, "a") as f:
                 f.write(f"{os.getpid()}\n")

@@ -237,6 +237,26 @@ async def test_brief_on_stdin_when_command_has_no_placeholder(vibe_run: Any) -> 
         assert "read from stdin" in waited.text_content
 
 
+async def test_output_and_results_are_bounded(vibe_run: Any, tmp_path: Path) -> None:
+    async with vibe_run(config=command_config(output_tail_bytes=4000, result_chars=100)) as run:
+        pidfile = tmp_path / "pid"
+        running = await spawn(run, f"lines: 500\nlong: 1000\nlines: 3\npidfile: {pidfile}\nhang")
+        finished = await spawn(run, "long: 1000")
+        await wait_for_file(pidfile)
+        roster = run.resources["vibe_roster"]
+        assert len(roster.get(running).output) <= 4000
+        waited = await run.call("vibe_wait", {"worker_id": running, "timeout_seconds": 0})
+        text = waited.text_content
+        assert "earlier bytes dropped]" in text and "earlier lines not shown]" in text
+        assert "x" * 300 + "… (700 more characters)\nline 1\nline 2\nline 3" in text
+        assert "line 485" in text and "line 484" not in text  # 20 lines at most
+        listing = await run.call("vibe_list", {})
+        assert "line 500\nxxx" in listing.text_content
+        assert "line 499" not in listing.text_content  # 5 lines in the list
+        waited = await run.call("vibe_wait", {"worker_id": finished, "timeout_seconds": 10})
+        assert "x" * 100 + "… (900 more characters)" in waited.text_content
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 

@@ -16,6 +16,8 @@ RESOURCE = "vibe_roster"
 LIST_LIMIT = 50
 LIST_RESULT_CHARS = 200
 TAIL_LINES = 5
+FULL_TAIL_LINES = 20
+LINE_CHARS = 300
 
 
 def _roster(call: tether.CallContext) -> Roster:
@@ -35,10 +37,15 @@ def _nonblank(field: str, value: str) -> str:
 # rendering
 
 
-def _tail(worker: Worker, lines: int = TAIL_LINES) -> str:
-    text = worker.output.text()
+def last_lines(text: str, count: int) -> str:
+    """The last ``count`` non-blank lines, each cut to LINE_CHARS, saying what was left out."""
     kept = [line for line in text.splitlines() if line.strip()]
-    return "\n".join(kept[-lines:])
+    shown = [tether.text.truncate(line, LINE_CHARS) for line in kept[-count:]]
+    if len(kept) > count:
+        shown.insert(0, f"[{len(kept) - count} earlier lines not shown]")
+    if kept and kept[0].startswith("[… ") and len(kept) > count:
+        shown.insert(0, kept[0])  # the buffer's own "N earlier bytes dropped" note
+    return "\n".join(shown)
 
 
 def _headline(worker: Worker) -> str:
@@ -63,7 +70,7 @@ def describe_worker(worker: Worker, *, full: bool) -> str:
         lines.append(f"worktree: {worker.tree.path}{kept}")
     current = worker.result is not None and worker.result_attempt == worker.attempts
     if worker.status in ("queued", "running"):
-        tail = _tail(worker)
+        tail = last_lines(worker.output.render(), FULL_TAIL_LINES if full else TAIL_LINES)
         lines.append("last output:\n" + tail if tail else "no output yet")
     elif worker.result and current:
         result = worker.result if full else tether.text.truncate(worker.result, LIST_RESULT_CHARS)
@@ -73,7 +80,9 @@ def describe_worker(worker: Worker, *, full: bool) -> str:
         lines.append(f"previous result (attempt {worker.result_attempt}): {previous}")
     if worker.status == "failed" and worker.stderr_tail.strip():
         stderr = worker.stderr_tail.strip()
-        if not full:
+        if full:
+            stderr = last_lines(stderr, FULL_TAIL_LINES)
+        else:
             stderr = tether.text.truncate(stderr.splitlines()[-1], LIST_RESULT_CHARS)
         lines.append("stderr tail:\n" + stderr if full else f"stderr: {stderr}")
     return "\n".join(lines)
