@@ -211,6 +211,18 @@ async def test_auto_mode_prefers_result_event_else_last_line(vibe_run: Any) -> N
         assert roster.get(line).result == "the last line"
 
 
+async def test_auto_mode_with_a_result_file(vibe_run: Any) -> None:
+    config = command_config(runners={"fast": {"command": AGENT_COMMAND, "result_file": "OUT.md"}})
+    async with vibe_run(config=config) as run:
+        wrote = await spawn(run, "write: OUT.md=from the file\nsay: last line")
+        await run.call("vibe_wait", {"worker_id": wrote, "timeout_seconds": 10})
+        skipped = await spawn(run, "say: only a line")
+        await run.call("vibe_wait", {"worker_id": skipped, "timeout_seconds": 10})
+        roster = run.resources["vibe_roster"]
+        assert roster.get(wrote).result == "from the file"
+        assert roster.get(skipped).result == "only a line"
+
+
 async def test_result_file(vibe_run: Any) -> None:
     config = command_config(
         runners={"fast": {"command": AGENT_COMMAND, "result": "file", "result_file": "REPORT.md"}}
@@ -221,8 +233,15 @@ async def test_result_file(vibe_run: Any) -> None:
         assert waited.meta["status"] == "done"
         assert "result:\n# Report" in waited.text_content
 
+        # REPORT.md from the first worker is still there: an unchanged file is not a result
         forgot = await spawn(run, "say: I forgot the report")
+        waited = await run.call("vibe_wait", {"worker_id": forgot, "timeout_seconds": 10})
+        assert waited.meta["status"] == "failed"
+        assert "result file REPORT.md was not written (it still holds an earlier content)" in (
+            waited.text_content
+        )
         (run.workdir / "REPORT.md").unlink()
+        forgot = await spawn(run, "say: I forgot the report again")
         waited = await run.call("vibe_wait", {"worker_id": forgot, "timeout_seconds": 10})
         assert waited.meta["status"] == "failed"
         assert "result file REPORT.md was not written" in waited.text_content

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 # How long output still buffered in the pipes may take to read once the worker exited.
 DRAIN_TIMEOUT_S = 2.0
+# A result file is read up to this size (the roster then cuts to [vibe] result_chars).
+MAX_RESULT_FILE_BYTES = 1024 * 1024
 # Longest single output line kept whole; stream-json result events can be large.
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
@@ -118,6 +120,12 @@ class ResultExtractor:
     result_file: str | None = None
     last_line: str | None = None
     result_event: dict[str, Any] | None = None
+    # the result file as it was before the attempt: left unchanged means "not written"
+    stale_stamp: tuple[int, int, int] | None = None
+
+    def before_start(self, cwd: Path) -> None:
+        if self.result_file is not None:
+            self.stale_stamp = _stamp(cwd / self.result_file)
 
     def feed(self, line: str) -> str | None:
         """Record one stdout line; return what the live tail should show for it."""
@@ -149,10 +157,8 @@ class ResultExtractor:
             return Outcome(ok=True, result=text)
         if self.mode == "stream-json":
             return Outcome(ok=False, reason='no stream-json "result" event in the output')
-        if self.mode == "file":
-            return self._from_file(cwd, required=True) or Outcome(ok=False)
-        if self.result_file is not None:
-            from_file = self._from_file(cwd, required=False)
+        if self.mode == "file" or self.result_file is not None:
+            from_file = self._from_file(cwd, required=self.mode == "file")
             if from_file is not None:
                 return from_file
         if self.last_line is None:
@@ -168,11 +174,27 @@ class ResultExtractor:
                 ok=False,
                 reason=f"result_file {self.result_file!r} is outside the worker's directory",
             )
-        if not path.is_file():
+        stamp = _stamp(path)
+        if stamp is None or stamp == self.stale_stamp:
             if required:
-                return Outcome(ok=False, reason=f"result file {self.result_file} was not written")
+                stale = " (it still holds an earlier content)" if stamp is not None else ""
+                return Outcome(
+                    ok=False, reason=f"result file {self.result_file} was not written{stale}"
+                )
             return None
-        return Outcome(ok=True, result=path.read_text(encoding="utf-8", errors="replace").strip())
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_RESULT_FILE_BYTES)
+        return Outcome(ok=True, result=data.decode("utf-8", errors="replace").strip())
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not path.is_file():
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,6 +283,8 @@ class CommandRunner:
         argv = [substitute(arg, job) for arg in self.command]
         brief_on_stdin = not any("{brief}" in arg for arg in self.command)
         env = dict(self.env) if self.env else None
+        extractor = ResultExtractor(mode=self.result, result_file=self.result_file)
+        extractor.before_start(job.cwd)
         try:
             # Shielded: a kill arriving mid-spawn would otherwise lose a started process that
             # nobody terminates; the kill is delivered below, once `proc` can be terminated.
@@ -272,7 +296,6 @@ class CommandRunner:
             return Outcome(ok=False, reason=f"could not start {argv[0]!r}: {exc.strerror or exc}")
         except tether.ToolError as exc:  # the run is closing
             return Outcome(ok=False, reason=str(exc))
-        extractor = ResultExtractor(mode=self.result, result_file=self.result_file)
 
         def on_line(line: str) -> None:
             shown = extractor.feed(line)
