@@ -9,6 +9,8 @@ The brief is argv[1] when given, else stdin. Directives (other lines are ignored
   commit: MESSAGE      git add -A && git commit in the working directory
   grandchildren: FILE  start a child that starts a grandchild (one escaping into its own
                        session), all sleeping; write their pids to FILE, one per line
+  daemon: FILE         double-fork a daemon (own session, reparented away at once, still
+                       holding stdout) that sleeps; write its pid to FILE
   stream-json: TEXT    print claude-style stream-json events ending in a result event TEXT
   stream-error: TEXT   same, with a result event that reports an error
   exit: CODE           exit with CODE once the directives have run (the last one wins)
@@ -68,6 +70,20 @@ def spawn_grandchildren(pid_file: str) -> None:
     write_atomically(pid_file, "\n".join([str(os.getpid()), str(child.pid), *grand]) + "\n")
 
 
+def start_daemon(pid_file: str) -> None:
+    child = os.fork()
+    if child == 0:
+        os.setsid()
+        if os.fork() != 0:
+            os._exit(0)
+        write_atomically(pid_file, f"{os.getpid()}\n")
+        while True:
+            time.sleep(1)
+    os.waitpid(child, 0)
+    while not os.path.exists(pid_file):
+        time.sleep(0.01)
+
+
 def write_atomically(path: str, text: str) -> None:
     with open(path + ".tmp", "w") as f:
         f.write(text)
@@ -110,6 +126,8 @@ def main() -> int:
             )
         elif key == "grandchildren":
             spawn_grandchildren(value)
+        elif key == "daemon":
+            start_daemon(value)
         elif key == "stream-json":
             stream_events(value, error=False)
         elif key == "stream-error":

@@ -81,6 +81,24 @@ async def test_leftovers_die_when_the_worker_exits(vibe_run: Any, tmp_path: Path
         assert survivors(pids_in(pidfile)) == []
 
 
+async def test_double_forked_daemons_die_too(vibe_run: Any, tmp_path: Path) -> None:
+    """A daemon reparented away from the worker is found by the worker's env marker."""
+    async with vibe_run() as run:
+        killed_daemon, exited_daemon = tmp_path / "d1", tmp_path / "d2"
+        running = await spawn(run, f"daemon: {killed_daemon}\nsay: daemon started\nhang")
+        exiting = await spawn(run, f"daemon: {exited_daemon}\nsay: bye")
+        first = int(await wait_for_file(killed_daemon))
+        assert alive(first)
+        await run.call("vibe_kill", {"worker_id": running})
+        assert not alive(first), "the daemon of a killed worker is gone"
+
+        started = time.monotonic()
+        waited = await run.call("vibe_wait", {"worker_id": exiting, "timeout_seconds": 15})
+        assert waited.meta["status"] == "done" and "result:\nbye" in waited.text_content
+        assert not alive(int(exited_daemon.read_text())), "the daemon of an exited worker is gone"
+        assert time.monotonic() - started < 1.5, "its open stdout did not hold the worker up"
+
+
 async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
     async with vibe_run(config=command_config(idle_timeout_s=0.6)) as run:
         pidfile = tmp_path / "pid"

@@ -21,7 +21,7 @@ import anyio.lowlevel
 import attrs
 
 import tether
-import tether.process
+from tether_vibe import leftovers
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
 if TYPE_CHECKING:
@@ -282,7 +282,8 @@ class CommandRunner:
             return Outcome(ok=False, reason=problem)
         argv = [substitute(arg, job) for arg in self.command]
         brief_on_stdin = not any("{brief}" in arg for arg in self.command)
-        env = dict(self.env) if self.env else None
+        token = leftovers.new_token()
+        env = {**self.env, leftovers.MARKER_ENV: token}
         extractor = ResultExtractor(mode=self.result, result_file=self.result_file)
         extractor.before_start(job.cwd)
         try:
@@ -330,7 +331,7 @@ class CommandRunner:
                 # Leftovers in the worker's process group (a backgrounded shell) die with it;
                 # then the pipes reach EOF and the output still buffered in them is read.
                 with anyio.CancelScope(shield=True):
-                    await _terminate_group(proc.pid, job.kill_grace_s)
+                    await leftovers.terminate(proc.pid, token, job.kill_grace_s)
                 with anyio.move_on_after(DRAIN_TIMEOUT_S):
                     await reader_done.wait()
                     # the core drains stderr in its own task: let it take what is buffered
@@ -340,6 +341,7 @@ class CommandRunner:
         finally:
             with anyio.CancelScope(shield=True):
                 await proc.terminate(grace_s=job.kill_grace_s)
+                await leftovers.terminate(proc.pid, token, job.kill_grace_s)
         stderr_tail = proc.stderr_tail.render()
         if code != 0:
             reason = f"exit code {code}"
@@ -355,37 +357,6 @@ class CommandRunner:
             )
         outcome = extractor.extract(job.cwd)
         return attrs.evolve(outcome, exit_code=code, stderr_tail=stderr_tail)
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Live pids in process group ``pgid`` (read from /proc).
-
-    Workaround until the core's terminate covers a group whose leader already exited
-    (requested in /work/requests/vibe.md): those members are no longer the leader's descendants.
-    """
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
-
-
-async def _terminate_group(pgid: int, grace_s: float) -> None:
-    try:
-        os.killpg(pgid, 0)  # cheap: is anyone left in the group at all?
-    except ProcessLookupError:
-        return
-    except PermissionError:
-        pass
-    for member in _group_members(pgid):
-        await tether.process.terminate_tree(member, grace_s)
 
 
 async def _send_brief(proc: ManagedProcess, brief: str) -> None:
