@@ -196,6 +196,8 @@ class Roster:
                 raise tether.ToolError("the run is closing; no new attempts")
             if not worker.settled:
                 await self._stop(worker, ("killed", "restarted by vibe_send"))
+                if self._closing:
+                    raise tether.ToolError("the run closed while the worker was being restarted")
             worker.brief = f"{worker.brief}\n\n{message}"
             await self._start_attempt(worker)
         return worker
