@@ -337,6 +337,26 @@ async def test_runner_command_that_does_not_exist(vibe_run: Any) -> None:
         assert "No workers yet" in listing.text_content
 
 
+async def test_runner_that_cannot_exec_is_failed(vibe_run: Any, tether_workdir: Path) -> None:
+    """Passes the pre-check (an executable file) but exec fails: the worker is failed, not running."""
+    script = tether_workdir / "agent.sh"
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
+    config = command_config(runners={"fast": {"command": ["./agent.sh", "{brief}"]}})
+    async with vibe_run(config=config) as run:
+        worker = await spawn(run, "say: hi")
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert waited.meta["status"] == "failed"
+        assert "could not start './agent.sh'" in waited.text_content
+        assert "No such file or directory" in waited.text_content
+        missing = command_config(runners={"fast": {"command": ["./missing.sh", "{brief}"]}})
+    async with vibe_run(config=missing) as run:
+        refused = await run.call("vibe_spawn", {"brief": "say: hi", "label": "x"})
+        assert (
+            refused.is_error and "'./missing.sh' is not an executable file" in refused.text_content
+        )
+
+
 async def test_bad_wait_timeout(vibe_run: Any) -> None:
     async with vibe_run() as run:
         worker = await spawn(run, "say: hi")
