@@ -44,7 +44,7 @@ async def raw_settled() -> float:
     return time.perf_counter() - start
 
 
-async def vibe_measures(workdir: Path) -> tuple[list[float], list[float]]:
+async def main() -> None:
     config = {
         "vibe": {
             "max_concurrent": 1000,
@@ -55,43 +55,44 @@ async def vibe_measures(workdir: Path) -> tuple[list[float], list[float]]:
             },
         }
     }
-    first: list[float] = []
-    settled: list[float] = []
-    async with tether.open_run(
-        workdir, plugins=[tether_vibe.hooks], config=config, vibe=True, entry_points=False
-    ) as run:
-        roster = run.resources["vibe_roster"]
-        for _ in range(N):
-            start = time.perf_counter()
-            result = await run.call("vibe_spawn", {"brief": "x", "label": "b"})
-            worker = roster.get(result.meta["worker_id"])
-            while not worker.output.text():
-                await anyio.lowlevel.checkpoint()
-            first.append(time.perf_counter() - start)
-            await run.call("vibe_kill", {"worker_id": worker.id})
-        for _ in range(N):
-            start = time.perf_counter()
-            result = await run.call("vibe_spawn", {"brief": "hello", "label": "b", "tier": "good"})
-            waited = await run.call(
-                "vibe_wait", {"worker_id": result.meta["worker_id"], "timeout_seconds": 10}
-            )
-            assert "result:\nhello" in waited.text_content, waited.text_content
-            settled.append(time.perf_counter() - start)
-    return first, settled
-
-
-async def main() -> None:
-    raw_first = [await raw_first_line() for _ in range(N)]
-    raw_done = [await raw_settled() for _ in range(N)]
+    raw_first: list[float] = []
+    raw_done: list[float] = []
+    vibe_first: list[float] = []
+    vibe_done: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        vibe_first, vibe_done = await vibe_measures(Path(tmp))
+        async with tether.open_run(
+            Path(tmp), plugins=[tether_vibe.hooks], config=config, vibe=True, entry_points=False
+        ) as run:
+            roster = run.resources["vibe_roster"]
+            # interleaved, so a load change on the shared machine hits both sides alike
+            for _ in range(N):
+                raw_first.append(await raw_first_line())
+                start = time.perf_counter()
+                result = await run.call("vibe_spawn", {"brief": "x", "label": "b"})
+                worker = roster.get(result.meta["worker_id"])
+                while not worker.output.text():
+                    await anyio.lowlevel.checkpoint()
+                vibe_first.append(time.perf_counter() - start)
+                await run.call("vibe_kill", {"worker_id": worker.id})
+
+                raw_done.append(await raw_settled())
+                start = time.perf_counter()
+                result = await run.call(
+                    "vibe_spawn", {"brief": "hello", "label": "b", "tier": "good"}
+                )
+                waited = await run.call(
+                    "vibe_wait", {"worker_id": result.meta["worker_id"], "timeout_seconds": 10}
+                )
+                assert "result:\nhello" in waited.text_content, waited.text_content
+                vibe_done.append(time.perf_counter() - start)
     for name, raw, vibe in [
         ("spawn -> first output line", raw_first, vibe_first),
         ("spawn -> settled with result", raw_done, vibe_done),
     ]:
         r, v = statistics.median(raw) * 1000, statistics.median(vibe) * 1000
         print(
-            f"{name:30s} raw {r:7.2f} ms   vibe {v:7.2f} ms   ratio {v / r:5.2f}x   (+{v - r:.2f} ms, median of {N})"
+            f"{name:30s} raw {r:7.2f} ms   vibe {v:7.2f} ms   ratio {v / r:5.2f}x   "
+            f"(+{v - r:.2f} ms, median of {N})"
         )
 
 

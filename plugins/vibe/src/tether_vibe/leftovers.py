@@ -1,10 +1,10 @@
-"""Finding what a worker left behind: its process group, and processes carrying its env marker.
+"""Finding a worker's double-forked daemons through the environment marker they inherit.
 
-The core kills a process's tree while the process lives. Two kinds of leftovers escape that: the
-members of a worker's process group once the worker itself has exited (they are no longer its
-descendants), and double-forked daemons (reparented away at once). Every process a worker starts
-inherits ``TETHER_VIBE_WORKER=<token>`` in its environment, so both are found in /proc.
-(Requested from the core in /work/requests/vibe.md; this module goes when the core does it.)
+The core kills a worker's tree and process group (``terminate_tree``). A double-forked daemon
+escapes both: it is reparented away at once and sits in a session of its own. Every process a
+worker starts inherits ``TETHER_VIBE_WORKER=<token>`` in its environment, so such daemons are
+found in /proc. (Requested from the core in /work/requests/vibe.md; this module goes when the
+core does it.)
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def new_token() -> str:
     return secrets.token_hex(8)
 
 
-def find(pgid: int, token: str) -> list[int]:
-    """Live pids in process group ``pgid`` or whose environment carries ``token``."""
+def marked(token: str) -> list[int]:
+    """Live pids whose environment carries ``TETHER_VIBE_WORKER=<token>``."""
     marker = f"{MARKER_ENV}={token}".encode()
     own = os.getpid()
     found = []
@@ -30,25 +30,18 @@ def find(pgid: int, token: str) -> list[int]:
         if not entry.isdigit() or int(entry) == own:
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            if len(fields) < 3 or fields[0] == b"Z":
-                continue
-            if int(fields[2]) == pgid:
-                found.append(int(entry))
-                continue
             with open(f"/proc/{entry}/environ", "rb") as fh:
                 environ = fh.read()
-        except (OSError, ValueError):
+        except OSError:
             continue
-        if marker in environ.split(b"\0"):
+        if marker in environ.split(b"\0") and tether.process.is_alive(int(entry)):
             found.append(int(entry))
     return found
 
 
-async def terminate(pgid: int, token: str, grace_s: float) -> list[int]:
-    """Terminate every leftover (and its descendants); return the pids that were found."""
-    pids = find(pgid, token)
+async def terminate(token: str, grace_s: float) -> list[int]:
+    """Terminate every process carrying ``token`` (and its tree); return the pids found."""
+    pids = marked(token)
     for pid in pids:
         await tether.process.terminate_tree(pid, grace_s)
     return pids

@@ -21,6 +21,7 @@ import anyio.lowlevel
 import attrs
 
 import tether
+import tether.process
 from tether_vibe import leftovers
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
@@ -330,8 +331,15 @@ class CommandRunner:
                 code = await proc.wait()
                 # Leftovers in the worker's process group (a backgrounded shell) die with it;
                 # then the pipes reach EOF and the output still buffered in them is read.
+                # (terminate_tree, not proc.terminate(), which would close the pipes unread)
                 with anyio.CancelScope(shield=True):
-                    await leftovers.terminate(proc.pid, token, job.kill_grace_s)
+                    if _group_alive(proc.pid):
+                        await tether.process.terminate_tree(proc.pid, job.kill_grace_s)
+                with anyio.move_on_after(0.05):
+                    await reader_done.wait()
+                if not reader_done.is_set():  # a daemon still holds stdout open
+                    with anyio.CancelScope(shield=True):
+                        await leftovers.terminate(token, job.kill_grace_s)
                 with anyio.move_on_after(DRAIN_TIMEOUT_S):
                     await reader_done.wait()
                     # the core drains stderr in its own task: let it take what is buffered
@@ -341,7 +349,7 @@ class CommandRunner:
         finally:
             with anyio.CancelScope(shield=True):
                 await proc.terminate(grace_s=job.kill_grace_s)
-                await leftovers.terminate(proc.pid, token, job.kill_grace_s)
+                await leftovers.terminate(token, job.kill_grace_s)
         stderr_tail = proc.stderr_tail.render()
         if code != 0:
             reason = f"exit code {code}"
@@ -357,6 +365,17 @@ class CommandRunner:
             )
         outcome = extractor.extract(job.cwd)
         return attrs.evolve(outcome, exit_code=code, stderr_tail=stderr_tail)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process is left in the group (a cheap check that spares /proc scans)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 async def _send_brief(proc: ManagedProcess, brief: str) -> None:
