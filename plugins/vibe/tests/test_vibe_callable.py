@@ -130,3 +130,17 @@ async def test_bad_runner_contributions(vibe_run: Any) -> None:
         error = await open_error(vibe_run, config={}, plugins=(BadRunners(value),))
         assert isinstance(error, tether.ConfigError), error
         assert message in str(error)
+
+
+async def test_list_is_capped_and_says_so(vibe_run: Any) -> None:
+    harness = Harness()
+    async with vibe_run(config={}, plugins=(harness,)) as run:
+        for i in range(55):
+            await run.call("vibe_spawn", {"brief": f"job {i}", "label": f"j{i}"})
+        roster = run.resources["vibe_roster"]
+        for worker_id in list(roster.workers):
+            await run.call("vibe_wait", {"worker_id": worker_id, "timeout_seconds": 5})
+        listing = await run.call("vibe_list", {})
+        assert listing.text_content.startswith("55 workers (55 done); 50 of 55 workers")
+        assert "w55 'j54'" in listing.text_content and "w5 'j4'" not in listing.text_content
+        assert len(listing.meta["workers"]) == 50

@@ -58,6 +58,8 @@ def _headline(worker: Worker) -> str:
         parts.append(f"after {format_seconds(worker.elapsed())}")
     if worker.exit_code is not None and worker.status != "running":
         parts.append(f"exit code {worker.exit_code}")
+    if worker.started_at is not None:
+        parts.append(f"started {datetime.fromtimestamp(worker.started_at, UTC):%H:%M:%S} UTC")
     return ", ".join(parts)
 
 
