@@ -142,6 +142,8 @@ async def test_crashing_worker_is_failed_with_exit_code_and_stderr(vibe_run: Any
         assert waited.meta["status"] == "failed"
         assert waited.meta["exit_code"] == 3
         assert "reason: exit code 3" in waited.text_content
+        assert "last output:\nworking" in waited.text_content  # not presented as a result
+        assert "result:" not in waited.text_content
         assert "KeyError 'token'" in waited.text_content
         listing = await run.call("vibe_list", {})
         assert "failed" in listing.text_content and "KeyError 'token'" in listing.text_content

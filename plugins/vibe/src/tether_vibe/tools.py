@@ -76,7 +76,9 @@ def describe_worker(worker: Worker, *, full: bool) -> str:
         lines.append("last output:\n" + tail if tail else "no output yet")
     elif worker.result and current:
         result = worker.result if full else tether.text.truncate(worker.result, LIST_RESULT_CHARS)
-        lines.append("result:\n" + result if full else f"result: {result}")
+        # a failed worker's text is what it last said, not a result to rely on
+        label = "result" if worker.status == "done" else "last output"
+        lines.append(f"{label}:\n{result}" if full else f"{label}: {result}")
     if worker.result and not current:
         previous = tether.text.truncate(worker.result, LIST_RESULT_CHARS)
         lines.append(f"previous result (attempt {worker.result_attempt}): {previous}")
