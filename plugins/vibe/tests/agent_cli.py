@@ -20,6 +20,7 @@ The brief is argv[1] when given, else stdin. Directives (other lines are ignored
   pidlog: FILE         append this process's pid to FILE
   busy: SECONDS        print a line every 50 ms for SECONDS
   busy-stderr: SECONDS the same on stderr only
+  busy-events: SECONDS the same as stream-json tool-result events (not shown in the tail)
   hang                 sleep forever without printing anything
   hang-unless-go       hang, unless some line of the brief is exactly "go"
 """
@@ -144,11 +145,16 @@ def main() -> int:
         elif key == "pidlog":
             with open(value, "a") as f:
                 f.write(f"{os.getpid()}\n")
-        elif key in ("busy", "busy-stderr"):
+        elif key in ("busy", "busy-stderr", "busy-events"):
             deadline = time.monotonic() + float(value)
-            stream = sys.stdout if key == "busy" else sys.stderr
+            stream = sys.stderr if key == "busy-stderr" else sys.stdout
+            text = "still busy"
+            if key == "busy-events":
+                text = json.dumps(
+                    {"type": "user", "message": {"content": [{"type": "tool_result"}]}}
+                )
             while time.monotonic() < deadline:
-                print("still busy", file=stream, flush=True)
+                print(text, file=stream, flush=True)
                 time.sleep(0.05)
         elif line == "hang" or (line == "hang-unless-go" and "go" not in lines):
             while True:

@@ -105,6 +105,7 @@ async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
         silent = await spawn(run, f"pidfile: {pidfile}\nsay: thinking\nhang", "silent")
         chatty = await spawn(run, "busy: 1.5\nsay: survived", "chatty")
         on_stderr = await spawn(run, "busy-stderr: 1.5\nsay: survived too", "stderr")
+        on_events = await spawn(run, "busy-events: 1.5\nsay: survived as well", "events")
         pid = int(await wait_for_file(pidfile))
         started = time.monotonic()
         waited = await run.call("vibe_wait", {"worker_id": silent, "timeout_seconds": 10})
@@ -118,6 +119,8 @@ async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
         assert "result:\nsurvived" in waited.text_content
         waited = await run.call("vibe_wait", {"worker_id": on_stderr, "timeout_seconds": 10})
         assert waited.meta["status"] == "done", "progress on stderr counts as life too"
+        waited = await run.call("vibe_wait", {"worker_id": on_events, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done", "so do events the tail does not show"
 
 
 async def test_concurrency_cap_queues(vibe_run: Any, tmp_path: Path) -> None:

@@ -206,11 +206,15 @@ async def test_auto_mode_prefers_result_event_else_last_line(vibe_run: Any) -> N
     async with vibe_run() as run:
         event = await spawn(run, "stream-json: from the event\nsay: trailing noise")
         line = await spawn(run, "say: first\nsay: the last line\n")
+        json_answer = await spawn(run, 'say: {"type": "summary", "files": 3}')
         await run.call("vibe_wait", {"worker_id": event, "timeout_seconds": 10})
         await run.call("vibe_wait", {"worker_id": line, "timeout_seconds": 10})
         roster = run.resources["vibe_roster"]
         assert roster.get(event).result == "from the event"
         assert roster.get(line).result == "the last line"
+        await run.call("vibe_wait", {"worker_id": json_answer, "timeout_seconds": 10})
+        # JSON that is not a stream-json event is ordinary output
+        assert roster.get(json_answer).result == '{"type": "summary", "files": 3}'
 
 
 async def test_auto_mode_with_a_result_file(vibe_run: Any) -> None:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 # How long output still buffered in the pipes may take to read once the worker exited.
 DRAIN_TIMEOUT_S = 2.0
+# Event types of `claude -p --output-format stream-json`; other JSON lines are plain output.
+STREAM_JSON_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
 # A result file is read up to this size (the roster then cuts to [vibe] result_chars).
 MAX_RESULT_FILE_BYTES = 1024 * 1024
 # Longest single output line kept whole; stream-json result events can be large.
@@ -138,7 +140,7 @@ class ResultExtractor:
                 event = json.loads(stripped)
             except ValueError:
                 event = None
-            if isinstance(event, dict) and isinstance(event.get("type"), str):
+            if isinstance(event, dict) and event.get("type") in STREAM_JSON_TYPES:
                 if event["type"] == "result":
                     self.result_event = event
                 return _render_stream_event(event)
@@ -303,6 +305,8 @@ class CommandRunner:
             shown = extractor.feed(line)
             if shown is not None:
                 job.output(shown)
+            else:  # a tool result event, a blank line: not worth showing, still a sign of life
+                job.activity()
 
         reader_done = anyio.Event()
 
