@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import attrs
 
@@ -220,22 +221,31 @@ def substitute(arg: str, job: Job) -> str:
     return arg
 
 
-async def _read_lines(stream: Any, on_line: Callable[[str], None]) -> None:
-    pending = b""
+def _decode(raw: bytes | bytearray) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+
+async def _read_lines(stream: anyio.abc.ByteReceiveStream, on_line: Callable[[str], None]) -> None:
+    """Call ``on_line`` for each line of ``stream`` until EOF (a line over MAX_LINE_BYTES is
+    delivered in pieces)."""
+    pending = bytearray()
     while True:
         try:
-            chunk: bytes = await stream.receive()
+            chunk = await stream.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             break
+        search_from = len(pending)  # only the new bytes can hold a newline
         pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for raw in lines:
-            on_line(raw.decode("utf-8", errors="replace").rstrip("\r"))
+        cut = 0
+        while (newline := pending.find(b"\n", max(search_from, cut))) != -1:
+            on_line(_decode(pending[cut:newline]))
+            cut = newline + 1
+        del pending[:cut]
         if len(pending) > MAX_LINE_BYTES:
-            on_line(pending.decode("utf-8", errors="replace"))
-            pending = b""
+            on_line(_decode(pending))
+            pending.clear()
     if pending:
-        on_line(pending.decode("utf-8", errors="replace").rstrip("\r"))
+        on_line(_decode(pending))
 
 
 @attrs.define
