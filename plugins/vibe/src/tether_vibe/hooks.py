@@ -6,7 +6,7 @@ import pluggy
 
 import tether
 from tether_vibe import hookspecs
-from tether_vibe.config import VibeConfig
+from tether_vibe.config import VibeConfig, validate
 from tether_vibe.roster import Roster, resolve_runners
 from tether_vibe.tools import RESOURCE, tool_specs
 
@@ -20,7 +20,7 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 def tether_resources(run: tether.Run) -> dict[str, object] | None:
     if not run.vibe:
         return None
-    config = run.config("vibe", VibeConfig)
+    config = validate(run.config("vibe", VibeConfig))
     contributed = [
         (impl.plugin_name, impl.function())
         for impl in reversed(run.pm.hook.tether_vibe_runners.get_hookimpls())
