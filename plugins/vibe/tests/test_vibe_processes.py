@@ -100,18 +100,18 @@ async def test_double_forked_daemons_die_too(vibe_run: Any, tmp_path: Path) -> N
 
 
 async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
-    async with vibe_run(config=command_config(idle_timeout_s=0.6)) as run:
+    async with vibe_run(config=command_config(idle_timeout_s=1.0)) as run:
         pidfile = tmp_path / "pid"
         silent = await spawn(run, f"pidfile: {pidfile}\nsay: thinking\nhang", "silent")
-        chatty = await spawn(run, "busy: 1.5\nsay: survived", "chatty")
-        on_stderr = await spawn(run, "busy-stderr: 1.5\nsay: survived too", "stderr")
-        on_events = await spawn(run, "busy-events: 1.5\nsay: survived as well", "events")
+        chatty = await spawn(run, "busy: 2.5\nsay: survived", "chatty")
+        on_stderr = await spawn(run, "busy-stderr: 2.5\nsay: survived too", "stderr")
+        on_events = await spawn(run, "busy-events: 2.5\nsay: survived as well", "events")
         pid = int(await wait_for_file(pidfile))
         started = time.monotonic()
         waited = await run.call("vibe_wait", {"worker_id": silent, "timeout_seconds": 10})
         assert time.monotonic() - started < 5
         assert waited.meta["status"] == "failed"
-        assert "idle watchdog: no output for 0.6 s" in waited.text_content
+        assert "idle watchdog: no output for 1 s" in waited.text_content
         assert not alive(pid)
 
         waited = await run.call("vibe_wait", {"worker_id": chatty, "timeout_seconds": 10})

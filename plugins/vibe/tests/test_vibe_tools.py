@@ -269,6 +269,7 @@ async def test_output_and_results_are_bounded(vibe_run: Any, tmp_path: Path) -> 
         finished = await spawn(run, "long: 1000")
         await wait_for_file(pidfile)
         roster = run.resources["vibe_roster"]
+        await wait_until(lambda: roster.get(running).output.text().endswith("line 3\n"))
         assert len(roster.get(running).output) <= 4000
         waited = await run.call("vibe_wait", {"worker_id": running, "timeout_seconds": 0})
         text = waited.text_content
