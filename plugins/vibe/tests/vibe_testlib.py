@@ -9,6 +9,8 @@ from typing import Any
 
 import anyio
 
+import tether.process
+
 AGENT = Path(__file__).with_name("agent_cli.py")
 AGENT_COMMAND = [sys.executable, str(AGENT), "{brief}"]
 
@@ -53,12 +55,7 @@ def describe_process(pid: int) -> str:
 
 def alive(pid: int) -> bool:
     """True while pid exists and is not a zombie (a zombie has already exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
+    return tether.process.is_alive(pid)
 
 
 async def wait_for_file(path: Path, timeout: float = 10.0) -> str:
