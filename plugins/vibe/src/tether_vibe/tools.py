@@ -276,7 +276,9 @@ def tool_specs() -> list[tether.ToolSpec]:
             handler=handle_spawn,
             description=(
                 "Start a background worker on a brief. Returns at once with its id; the worker keeps "
-                "running. Use for independent tasks you can describe completely."
+                "running. The worker does not see this conversation: the brief must say everything "
+                "it needs. tier fast: mechanical work with a clear spec; good: design, judgement, or "
+                "review of a fast worker's output."
             ),
             requires=requires,
         ),
@@ -302,7 +304,7 @@ def tool_specs() -> list[tether.ToolSpec]:
             tier=read,
             args=KillArgs,
             handler=handle_kill,
-            description="Stop a worker and its whole process tree.",
+            description="Stop a worker and its whole process tree. A killed worker cannot be re-run.",
             requires=requires,
         ),
         tether.ToolSpec(
