@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -9,7 +10,8 @@ import pytest
 from vibe_testlib import AGENT_COMMAND, open_error
 
 import tether
-from tether_vibe import CallableRunner
+import tether_vibe.hooks
+from tether_vibe import CallableRunner, CommandRunner, Job, Outcome
 
 pytestmark = pytest.mark.anyio
 
@@ -144,3 +146,65 @@ async def test_list_is_capped_and_says_so(vibe_run: Any) -> None:
         assert listing.text_content.startswith("55 workers (55 done); 50 of 55 workers")
         assert "w55 'j54'" in listing.text_content and "w5 'j4'" not in listing.text_content
         assert len(listing.meta["workers"]) == 50
+
+
+class CommandRunnerPlugin:
+    """A third-party plugin contributing a command runner in code rather than configuration."""
+
+    @tether.hookimpl
+    def tether_vibe_runners(self) -> dict[str, Any]:
+        return {"fast": CommandRunner(command=(*AGENT_COMMAND,), result="last-line")}
+
+
+class BrokenRunner:
+    """A runner with a bug: the worker fails, the run goes on."""
+
+    watch_idle = False
+
+    def describe(self) -> str:
+        return "broken"
+
+    def check(self, cwd: Path) -> str | None:
+        return None
+
+    async def run(self, job: Job) -> Outcome:
+        raise KeyError("oops")
+
+
+class BrokenPlugin:
+    @tether.hookimpl
+    def tether_vibe_runners(self) -> dict[str, Any]:
+        return {"good": BrokenRunner()}
+
+
+async def test_runners_from_plugins(vibe_run: Any) -> None:
+    async with vibe_run(config={}, plugins=(CommandRunnerPlugin(), BrokenPlugin())) as run:
+        ok = await run.call("vibe_spawn", {"brief": "say: from a plugin's command", "label": "a"})
+        waited = await run.call(
+            "vibe_wait", {"worker_id": ok.meta["worker_id"], "timeout_seconds": 10}
+        )
+        assert waited.meta["status"] == "done" and "from a plugin's command" in waited.text_content
+
+        bad = await run.call("vibe_spawn", {"brief": "anything", "label": "b", "tier": "good"})
+        waited = await run.call(
+            "vibe_wait", {"worker_id": bad.meta["worker_id"], "timeout_seconds": 10}
+        )
+        assert waited.meta["status"] == "failed"
+        assert "runner crashed: KeyError: 'oops'" in waited.text_content
+        listing = await run.call("vibe_list", {})  # the run still answers
+        assert "2 workers" in listing.text_content
+
+
+def test_sync_facade(tether_workdir: Path) -> None:
+    config = {"vibe": {"runners": {"fast": {"command": AGENT_COMMAND}}}}
+    with tether.open_run_sync(
+        tether_workdir, plugins=[tether_vibe.hooks], config=config, vibe=True, entry_points=False
+    ) as run:
+        spawned = run.call("vibe_spawn", {"brief": "say: from sync code", "label": "s"})
+        waited = run.call(
+            "vibe_wait", {"worker_id": spawned.meta["worker_id"], "timeout_seconds": 10}
+        )
+        assert waited.meta["status"] == "done" and "from sync code" in waited.text_content
+        hanging = run.call("vibe_spawn", {"brief": "hang", "label": "h"})
+        assert hanging.meta["status"] == "running"
+    # closing the sync run killed it: the autouse no_stray_processes check verifies that
