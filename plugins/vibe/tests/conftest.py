@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
-from vibe_testlib import command_config, describe_process, stray_processes
 
 import tether_vibe.hooks
+
+# The suite runs with --import-mode=importlib, which puts no test directory on sys.path; the
+# shared helpers (vibe_testlib.py, next to this file) are imported by name from every test module.
+sys.path.insert(0, str(Path(__file__).parent))
+from vibe_testlib import command_config, describe_process, stray_processes
 
 VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
 
