@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 from tether import ToolError
-from tether.process import ManagedProcess, is_alive, kill_tree
+from tether.process import ManagedProcess, descendants, is_alive, kill_tree
 from tether.text import TailBuffer
 
 from tether_debug.adapters import Availability, DebugAdapter
@@ -141,6 +141,7 @@ class DebugSession:
         self._end_cause: str | None = None
         self._program_ended = False
         self._stop_body: dict[str, Any] | None = None
+        self._tree: set[int] = set()  # the adapter's descendants, for cleanup
 
     # --- state ------------------------------------------------------------------------------
 
@@ -345,12 +346,14 @@ class DebugSession:
                 # a program that exits at once can lose this reply (debugpy#314)
                 await self._request_or_end("configurationDone", {})
         except (DapError, DapTimeout, AdapterGone) as exc:
+            why = f" ({self._end_cause})" if self._end_cause else ""
             raise ToolError(
-                f"configuring the {self.adapter.id} adapter failed: {_reason(exc)}"
+                f"configuring the {self.adapter.id} adapter failed: {_reason(exc)}{why}"
             ) from None
         await _first(answered, self._finish)
         if "error" in outcome:
             raise ToolError(f"{command} failed: {_reason(outcome['error'])}{self._stderr_note()}")
+        self._remember_tree()
         if self.phase is Phase.STARTING:
             self.phase = Phase.RUNNING
             self._notify()
@@ -580,6 +583,7 @@ class DebugSession:
         self._notify()
 
     async def _shutdown(self, client: DapClient) -> None:
+        self._remember_tree()
         if self._end_cause is None:
             if self._program_ended:
                 self._end_cause = (
@@ -611,8 +615,20 @@ class DebugSession:
             with anyio.move_on_after(_SHUTDOWN_S / 2):
                 await self.process.wait()
             await self.process.terminate(grace_s=0.5)
-        if self.debuggee_pid is not None and is_alive(self.debuggee_pid):
-            kill_tree(self.debuggee_pid)
+        # An adapter that exits by itself orphans its children (debugpy's launcher, the
+        # debuggee): they are no longer its descendants, so kill what was remembered.
+        leftovers = {pid for pid in self._tree if is_alive(pid)}
+        for pid in leftovers:
+            kill_tree(pid)
+        with anyio.move_on_after(1.0):
+            while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
+                await anyio.sleep(0.02)
+
+    def _remember_tree(self) -> None:
+        if self.process is not None:
+            self._tree |= descendants(self.process.pid)
+        if self.debuggee_pid is not None:
+            self._tree |= {self.debuggee_pid, *descendants(self.debuggee_pid)}
 
     async def close(self, reason: str) -> None:
         """End the session (bounded); a no-op once it has ended."""

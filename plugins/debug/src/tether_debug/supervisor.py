@@ -240,9 +240,13 @@ class DebugSupervisor:
         try:
             await session.open(attach_port=port)
             await session.configure(command, arguments, self.breakpoints, filters)
+        except Exception as exc:
+            with anyio.CancelScope(shield=True):
+                await session.close(f"{command} failed: {exc}")
+            raise
         except BaseException:
             with anyio.CancelScope(shield=True):
-                await session.close(f"{command} failed")
+                await session.close(f"{command} was cancelled")
             raise
 
     # --- driving ----------------------------------------------------------------------------
@@ -270,7 +274,7 @@ class DebugSupervisor:
     async def op_threads(self) -> str:
         session = self._live()
         threads = await session.threads()
-        shown, note = cap(threads, MAX_THREADS)
+        shown, note = cap(threads, MAX_THREADS, "threads shown")
         lines = [f"thread_id {t.get('id')}: {t.get('name', '')}" for t in shown]
         if note:
             lines.append(f"({note})")
@@ -318,7 +322,7 @@ class DebugSupervisor:
         session.require_stopped("variables")
         self._check_id(session, reference, "reference", session.references, "reference", "scopes")
         variables = await session.variables(reference)
-        shown, note = cap(variables, MAX_VARIABLES)
+        shown, note = cap(variables, MAX_VARIABLES, "variables shown")
         lines = []
         cut = 0
         for var in shown:
@@ -334,7 +338,7 @@ class DebugSupervisor:
             )
             lines.append(f"{var.get('name', '?')}{kind} = {value}{child}")
         if note:
-            lines.append(f"({note} variables)")
+            lines.append(f"({note})")
         if cut:
             lines.append(f"({cut} values cut to {MAX_VALUE_CHARS} characters)")
         return "\n".join(lines) or "No variables under this reference."
