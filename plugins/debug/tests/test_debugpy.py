@@ -315,3 +315,18 @@ async def test_an_adapter_that_listens_on_tcp(debug_run, py_workdir: Path) -> No
         )
         await debug(run, op="terminate")
         assert alive(pids) == set()
+
+
+async def test_the_projects_own_venv_runs_the_program(debug_run, py_workdir: Path) -> None:
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(py_workdir / ".venv")
+    (py_workdir / "where.py").write_text("import sys\nprint('prefix', sys.prefix)\n")
+    async with debug_run(py_workdir) as run:
+        adapters = await debug(run, op="adapters")
+        assert (
+            f"the program runs with {py_workdir}/.venv/bin/python (the project's venv)" in adapters
+        )
+        text = await debug(run, op="launch", program="where.py")
+        assert "The session ended: the program exited with code 0." in text
+        assert f"prefix {py_workdir}/.venv" in text

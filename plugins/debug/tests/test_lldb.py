@@ -1,0 +1,81 @@
+"""The debug tool against real lldb (Debian's lldb-vscode-14) on a C program built with -g."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from debug_helpers import alive, debug, debug_error, number_after, session_pids
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_breakpoint_step_variables_evaluate_and_exit(debug_run, c_workdir: Path) -> None:
+    async with debug_run(c_workdir) as run:
+        adapters = await debug(run, op="adapters")
+        assert (
+            "- lldb [native executables (ELF/Mach-O, built with -g); attach by port (gdb-remote)]: usable: lldb-"
+            in adapters
+        )
+
+        await debug(run, op="breakpoints", file="prog.c", lines=[2, 4])
+        text = await debug(run, op="launch", program="prog", args=["one", "two"])
+        assert text.startswith("Launched prog with lldb")
+        # line 2 holds no code: lldb moves it, and the report says where
+        assert "  line 2: placed on line 4 (the nearest line with code)\n  line 4: verified" in text
+        assert "Stopped (breakpoint" in text and "at prog.c:4 in square" in text
+        assert "    4 | int result = x * x;" in text
+
+        stack = (await debug(run, op="stack")).splitlines()
+        assert stack[0].endswith(": square at prog.c:4")
+        assert stack[2].endswith(": main at prog.c:12")
+
+        step = await debug(run, op="step_over")
+        assert step.startswith("Stopped (step) at prog.c:5 in square")
+        assert "    5 | return result;" in step
+
+        # lldb reuses frame ids: one from before the step is refused until stack lists it again
+        old_main = number_after(stack[2], "frame_id ")
+        assert "call stack again" in await debug_error(run, op="scopes", frame_id=old_main)
+        top = number_after(step, "Top frame_id ")
+        scopes = await debug(run, op="scopes", frame_id=top)
+        assert scopes.startswith("Locals: reference ")
+        local_vars = await debug(run, op="variables", reference=number_after(scopes, "reference "))
+        assert local_vars.splitlines() == ["x (int) = 1", "result (int) = 1"]
+
+        assert (await debug(run, op="evaluate", expression="x * 10")).startswith("10 (int)")
+        out = await debug(run, op="step_out")
+        assert out.startswith("Stopped (step) at prog.c:12 in main")
+        main_frame = number_after(out, "Top frame_id ")
+        main_scopes = await debug(run, op="scopes", frame_id=main_frame)
+        main_vars = await debug(
+            run, op="variables", reference=number_after(main_scopes, "reference ")
+        )
+        values_line = next(
+            line for line in main_vars.splitlines() if line.startswith("values (int[3])")
+        )
+        children = await debug(
+            run, op="variables", reference=number_after(values_line, "[reference ")
+        )
+        assert children.splitlines() == ["[0] (int) = 1", "[1] (int) = 2", "[2] (int) = 3"]
+
+        pids = session_pids(run)
+        await debug(run, op="breakpoints", file="prog.c", lines=[])
+        end = await debug(run, op="continue")
+        assert end == "The session ended: the program exited with code 0.\nOutput:\nsum=14 argc=3"
+        assert alive(pids) == set()
+
+
+async def test_terminate_a_stopped_native_program(debug_run, c_workdir: Path) -> None:
+    async with debug_run(c_workdir) as run:
+        await debug(run, op="breakpoints", file="prog.c", lines=[14])
+        text = await debug(run, op="launch", program="prog")
+        assert "at prog.c:14 in main" in text
+        assert (await debug(run, op="evaluate", expression="sum")).startswith("14 (int)")
+        pids = session_pids(run)
+        assert len(pids) >= 2
+        done = await debug(run, op="terminate")
+        assert done.startswith(
+            "Terminated the lldb session of prog: the debuggee and adapter are gone."
+        )
+        assert alive(pids) == set()
