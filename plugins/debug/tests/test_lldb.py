@@ -22,10 +22,17 @@ async def test_breakpoint_step_variables_evaluate_and_exit(debug_run, c_workdir:
         text = await debug(run, op="launch", program="prog", args=["one", "two"])
         assert text.startswith("Launched prog with lldb")
         # line 2 holds no code: lldb moves it, and the report says where
-        assert "  line 2: placed on line 4 (the nearest line with code)\n  line 4: verified" in text
+        assert "  line 2: moved by the adapter to line 4\n  line 4: verified" in text
         assert "Stopped (breakpoint" in text and "at prog.c:4 in square" in text
         assert "    4 | int result = x * x;" in text
 
+        # a line past the end never verifies: said so, with the nearest line that did
+        report = await debug(run, op="breakpoints", file="prog.c", lines=[4, 200])
+        assert report == (
+            "Breakpoints in prog.c (sent to the running session):\n"
+            "  line 4: verified\n"
+            "  line 200: NOT verified; nearest verified line: 4"
+        )
         stack = (await debug(run, op="stack")).splitlines()
         assert stack[0].endswith(": square at prog.c:4")
         assert stack[2].endswith(": main at prog.c:12")
@@ -79,3 +86,37 @@ async def test_terminate_a_stopped_native_program(debug_run, c_workdir: Path) ->
             "Terminated the lldb session of prog: the debuggee and adapter are gone."
         )
         assert alive(pids) == set()
+
+
+async def test_attach_to_a_gdb_remote_stub(debug_run, c_workdir: Path) -> None:
+    import shutil
+    import socket
+
+    import anyio
+    from tether.process import kill_tree
+    from tether.testing import require_real
+
+    server = shutil.which("lldb-server-14") or shutil.which("lldb-server")
+    require_real(server is not None, "lldb-server (apt-get install lldb-14)")
+    assert server is not None
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    stub = await anyio.open_process(
+        [server, "gdbserver", f"127.0.0.1:{port}", "./prog"], cwd=c_workdir, start_new_session=True
+    )
+    try:
+        async with debug_run(c_workdir) as run:
+            await debug(run, op="breakpoints", file="prog.c", lines=[4])
+            with anyio.fail_after(20):  # until the stub listens
+                while (result := await run.call("debug", {"op": "attach", "port": port})).is_error:
+                    await anyio.sleep(0.2)
+            assert result.text_content.startswith(f"Attached to 127.0.0.1:{port} with lldb.")
+            stopped = await debug(run, op="continue")
+            assert "at prog.c:4 in square" in stopped
+            assert (await debug(run, op="evaluate", expression="x")).startswith("1 (int)")
+            done = await debug(run, op="terminate")
+            assert done.startswith(f"Terminated the lldb session of 127.0.0.1:{port}: detached")
+    finally:
+        kill_tree(stub.pid)
+        await stub.aclose()

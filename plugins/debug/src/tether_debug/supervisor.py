@@ -356,7 +356,7 @@ class DebugSupervisor:
                 f"evaluate needs a stopped program (it is {session.describe_phase()}): pause it first"
             )
         body = await session.evaluate(expression, frame_id)
-        value = truncate(str(body.get("result", "")), MAX_EVALUATE_CHARS)
+        value = truncate(str(body.get("result", "")), MAX_EVALUATE_CHARS) or "(no value)"
         kind = f" ({body['type']})" if body.get("type") else ""
         child = (
             f"\n[reference {body['variablesReference']}: call variables for its members]"
@@ -457,14 +457,14 @@ class DebugSupervisor:
                 else ""
             )
             lines = []
-            where = (
-                f"{self._rel_str(stop.path) or '?'}:{stop.line}"
-                if stop.line
-                else "an unknown location"
-            )
-            lines.append(
-                f"Stopped ({why}) at {where} in {stop.frame_name or '?'} (thread_id {stop.thread_id})."
-            )
+            if stop.line is None:
+                where = "an unknown location"
+            else:
+                where = f"{self._rel_str(stop.path) or '?'}:{stop.line}"
+                if stop.line == 0:
+                    where += " (before its first line)"
+            in_frame = f" in {stop.frame_name}" if stop.frame_name else ""
+            lines.append(f"Stopped ({why}) at {where}{in_frame} (thread_id {stop.thread_id}).")
             if stop.source_line is not None:
                 lines.append(f"    {stop.line} | {stop.source_line.strip()}")
             if stop.exception:
@@ -517,9 +517,7 @@ def _render_states(states: Sequence[BreakpointState]) -> str:
         elif state.verified and state.line in (None, state.requested):
             out.append(f"  line {state.requested}: verified")
         elif state.verified:
-            out.append(
-                f"  line {state.requested}: placed on line {state.line} (the nearest line with code)"
-            )
+            out.append(f"  line {state.requested}: moved by the adapter to line {state.line}")
         else:
             why = f" ({state.message})" if state.message else ""
             nearest = ""
