@@ -12,6 +12,7 @@ Not a test and not run in CI. Run: ``uv run python plugins/debug/benchmarks/benc
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import queue
@@ -27,7 +28,8 @@ from typing import Any
 import anyio
 import tether
 import tether_debug.hooks
-from tether_debug.adapters import Debugpy, Probe
+from tether.process import spawn
+from tether_debug.adapters import Debugpy, Probe, Resolution
 
 PROGRAM = """\
 def work():
@@ -169,6 +171,11 @@ async def tether_run(workdir: Path, steps: int) -> tuple[float, list[float]]:
     return first_stop, times
 
 
+async def _resolve(adapter: Debugpy, workdir: Path) -> Resolution:
+    async with anyio.create_task_group() as tg:
+        return await adapter.resolve(workdir, Probe(functools.partial(spawn, task_group=tg)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--launches", type=int, default=3)
@@ -182,7 +189,7 @@ def main() -> None:
         (workdir / "pyproject.toml").write_text('[project]\nname = "bench"\nversion = "0"\n')
         # the same adapter command and launch arguments tether would use
         adapter = Debugpy()
-        resolution = anyio.run(adapter.resolve, workdir, Probe())
+        resolution = anyio.run(_resolve, adapter, workdir)
         assert resolution.command is not None, resolution.detail
         launch = adapter.launch_arguments(program, [], workdir, resolution, [program])
 

@@ -330,3 +330,16 @@ async def test_the_projects_own_venv_runs_the_program(debug_run, py_workdir: Pat
         text = await debug(run, op="launch", program="where.py")
         assert "The session ended: the program exited with code 0." in text
         assert f"prefix {py_workdir}/.venv" in text
+
+
+async def test_configured_exception_filters_replace_the_defaults(
+    debug_run, py_workdir: Path
+) -> None:
+    (py_workdir / "caught.py").write_text(
+        "try:\n    int('x')\nexcept ValueError:\n    pass\nprint('recovered')\n"
+    )
+    async with debug_run(py_workdir, debug={"exception_filters": {"debugpy": ["raised"]}}) as run:
+        text = await debug(run, op="launch", program="caught.py")
+        assert "Stopped (exception" in text and "at caught.py:2" in text
+        assert "Exception: ValueError: invalid literal for int() with base 10: 'x'" in text
+        assert "recovered" in await debug(run, op="continue")

@@ -193,3 +193,19 @@ async def test_bad_breakpoint_and_program_paths(debug_run, py_workdir: Path) -> 
         (py_workdir / "notes.txt").write_text("hi\n")
         text = await debug_error(run, op="launch", program="notes.txt")
         assert text.startswith("program: no debug adapter recognises 'notes.txt'")
+
+
+async def test_limits_must_be_positive(tether_workdir: Path) -> None:
+    caught: list[Exception] = []
+    try:
+        async with tether.open_run(
+            tether_workdir,
+            conversation_id="c1",
+            plugins=[tether_debug.hooks],
+            entry_points=False,
+            config={"debug": {"ttl_s": -1}},
+        ):
+            pass
+    except* tether.ConfigError as group:
+        caught.extend(group.exceptions)
+    assert [str(e) for e in caught] == ["debug.ttl_s: expected a positive number, got -1.0"]

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import anyio
 import attrs
+from tether.process import ManagedProcess
 
+Spawn = Callable[..., Awaitable[ManagedProcess]]
 Transport = Literal["stdio", "tcp"]
 AttachMode = Literal["none", "connect", "adapter"]
 
@@ -64,9 +66,10 @@ class Availability:
 
 
 class Probe:
-    """Runs a command once to see whether it works; results are cached per argv."""
+    """Runs a command once (as a child of the run) to see whether it works; cached per argv."""
 
-    def __init__(self) -> None:
+    def __init__(self, spawn: Spawn) -> None:
+        self._spawn = spawn
         self._cache: dict[tuple[str, ...], tuple[bool, str]] = {}
 
     async def __call__(self, argv: Sequence[str]) -> tuple[bool, str]:
@@ -75,21 +78,23 @@ class Probe:
             self._cache[key] = await self._run(key)
         return self._cache[key]
 
-    @staticmethod
-    async def _run(argv: tuple[str, ...]) -> tuple[bool, str]:
+    async def _run(self, argv: tuple[str, ...]) -> tuple[bool, str]:
+        shown = " ".join(argv)
         try:
-            with anyio.fail_after(_PROBE_TIMEOUT_S):
-                done = await anyio.run_process(list(argv), check=False)
-        except TimeoutError:
-            return False, f"`{' '.join(argv)}` did not finish within {_PROBE_TIMEOUT_S:g} s"
+            process = await self._spawn(list(argv), stdin=False, stdout=False)
         except OSError as exc:
             return False, f"`{argv[0]}` cannot run: {exc.strerror or exc}"
-        if done.returncode != 0:
-            err = (
-                (done.stderr or done.stdout or b"").decode("utf-8", "replace").strip().splitlines()
-            )
-            last = err[-1] if err else "no output"
-            return False, f"`{' '.join(argv)}` exited with code {done.returncode}: {last}"
+        try:
+            with anyio.fail_after(_PROBE_TIMEOUT_S):
+                code = await process.wait()
+        except TimeoutError:
+            await process.terminate()
+            return False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s"
+        if code != 0:
+            await anyio.sleep(0.05)  # let the stderr tail catch the last line
+            lines = process.stderr_tail.text().strip().splitlines()
+            last = f": {lines[-1]}" if lines else ""
+            return False, f"`{shown}` exited with code {code}{last}"
         return True, ""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import attrs
+from tether import ConfigError
 
 
 @attrs.frozen
@@ -25,3 +26,12 @@ class DebugConfig:
     #: Exception filters per adapter id, replacing the adapter's defaults
     #: (e.g. ``{debugpy = ["uncaught", "userUnhandled"]}``).
     exception_filters: dict[str, list[str]] = attrs.field(factory=dict)
+
+
+def check_config(config: DebugConfig) -> DebugConfig:
+    """Refuse limits that cannot work (the converter checks types, this checks ranges)."""
+    for field in attrs.fields(DebugConfig):
+        value = getattr(config, field.name)
+        if isinstance(value, int | float) and not value > 0:
+            raise ConfigError(f"debug.{field.name}: expected a positive number, got {value!r}")
+    return config

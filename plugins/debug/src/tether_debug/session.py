@@ -140,7 +140,6 @@ class DebugSession:
         self._changed = anyio.Event()
         self._end_cause: str | None = None
         self._program_ended = False
-        self._stop_body: dict[str, Any] | None = None
         self._tree: set[int] = set()  # the adapter's descendants, for cleanup
 
     # --- state ------------------------------------------------------------------------------
@@ -172,7 +171,6 @@ class DebugSession:
             self._initialized.set()
         elif event == "stopped":
             self.phase = Phase.STOPPED
-            self._stop_body = body
             self.stop = StopPoint(
                 reason=str(body.get("reason", "unknown")), thread_id=body.get("threadId")
             )

@@ -15,7 +15,7 @@ from tether.paths import relative
 from tether.text import cap, truncate
 
 from tether_debug.adapters import DebugAdapter, Probe, availability
-from tether_debug.config import DebugConfig
+from tether_debug.config import DebugConfig, check_config
 from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
 
 if TYPE_CHECKING:
@@ -34,10 +34,10 @@ class DebugSupervisor:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.config = run.config("debug", DebugConfig)
+        self.config = check_config(run.config("debug", DebugConfig))
         self.breakpoints: dict[Path, list[int]] = {}
         self.session: DebugSession | None = None
-        self.probe = Probe()
+        self.probe = Probe(run.spawn)
         self._adapters: dict[str, DebugAdapter] | None = None
 
     # --- adapters ---------------------------------------------------------------------------
@@ -114,7 +114,11 @@ class DebugSupervisor:
         if not wanted:
             return f"Cleared every breakpoint in {name}."
         listed = ", ".join(str(line) for line in wanted)
-        return f"Breakpoints in {name}: lines {listed}. No session is running: they are sent at launch/attach."
+        noun = "line" if len(wanted) == 1 else "lines"
+        return (
+            f"Breakpoints in {name}: {noun} {listed}. "
+            "No session is running: they are sent at launch/attach."
+        )
 
     def _breakpoint_report(self, session: DebugSession) -> str:
         if not session.breakpoints:
