@@ -222,6 +222,8 @@ class DebugSession:
     async def open(self, *, attach_port: int | None = None) -> None:
         """Start or reach the adapter, start reading, and ``initialize``."""
         adapter = self.adapter
+        receive: anyio.abc.ByteReceiveStream
+        send: anyio.abc.ByteSendStream
         if attach_port is not None and adapter.attach_mode == "connect":
             stream = await self._connect(_LOCALHOST, attach_port, field="port", process=None)
             receive, send = stream, stream
@@ -543,7 +545,7 @@ class DebugSession:
             return f"ended ({self.end_reason})"
         if self.phase is Phase.STOPPED:
             return "stopped"
-        return self.phase.value
+        return str(self.phase.value)
 
     # --- ending -----------------------------------------------------------------------------
 

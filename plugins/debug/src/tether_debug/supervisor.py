@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from tether import ArgumentError, PluginError, ToolError
@@ -50,7 +50,8 @@ class DebugSupervisor:
             caller = self.run.pm.hook.tether_debug_adapters
             for impl in reversed(caller.get_hookimpls()):
                 plugin = self.run.pm.get_name(impl.plugin) or repr(impl.plugin)
-                for adapter in impl.function() or []:
+                contributed = cast("list[object]", impl.function() or [])
+                for adapter in contributed:
                     if not isinstance(adapter, DebugAdapter) or not adapter.id:
                         raise PluginError(
                             f"plugin {plugin!r} returned {adapter!r}, not a DebugAdapter with an id"
@@ -236,8 +237,8 @@ class DebugSupervisor:
         return "\n".join(lines)
 
     async def _start(
-        self, session: DebugSession, command: str, arguments: dict, port: int | None
-    ) -> None:  # type: ignore[type-arg]
+        self, session: DebugSession, command: str, arguments: dict[str, Any], port: int | None
+    ) -> None:
         filters = self.config.exception_filters.get(
             session.adapter.id, list(session.adapter.exception_filters)
         )
