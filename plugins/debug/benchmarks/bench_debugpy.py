@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
 import tether
 import tether_debug.hooks
 from tether.process import spawn

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import tether
 import tether_debug.hooks
 from tether.testing import require_real

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-import tether
 from debug_helpers import alive, debug, debug_error, number_after, session_pids
+
+import tether
 from tether_debug import Resolution
 from tether_debug.adapters import Debugpy, Probe
 

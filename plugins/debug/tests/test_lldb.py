@@ -93,6 +93,7 @@ async def test_attach_to_a_gdb_remote_stub(debug_run, c_workdir: Path) -> None:
     import socket
 
     import anyio
+
     from tether.process import kill_tree
     from tether.testing import require_real
 

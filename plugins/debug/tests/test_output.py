@@ -12,7 +12,7 @@ def test_each_read_returns_only_what_is_new() -> None:
     assert log.read_new(100) == ("one\ntwo\n", [])
     assert log.read_new(100) == ("", [])
     log.write("three\n")
-    assert log.unread == 6
+    assert log.unread == 6  # bytes
     assert log.read_new(100) == ("three\n", [])
 
 
@@ -32,5 +32,15 @@ def test_output_dropped_before_it_was_read_is_counted() -> None:
     text, notes = log.read_new(100)
     assert text == "56789abcde"
     assert notes == [
-        "5 characters were dropped before they were read (the session keeps the last 10 bytes)"
+        "5 bytes were dropped before they were read (the session keeps the last 10 bytes)"
     ]
+
+
+def test_a_cut_inside_multibyte_text_resumes_where_it_stopped() -> None:
+    log = OutputLog(max_bytes=1000)
+    log.write("héllo wörld")
+    assert log.read_new(4) == (
+        "héll",
+        ["4 of 11 new characters shown; call output again for the rest"],
+    )
+    assert log.read_new(100) == ("o wörld", [])

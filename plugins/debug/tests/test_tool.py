@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from debug_helpers import debug, debug_error
+
 import tether
 import tether_debug.hooks
-from debug_helpers import debug, debug_error
 from tether.testing import check_plugin_contract
 from tether_debug import DebugAdapter
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 
 import anyio
 import attrs
+
 from tether.process import ManagedProcess
 
 Spawn = Callable[..., Awaitable[ManagedProcess]]

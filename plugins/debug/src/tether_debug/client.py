@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+
 from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
 
 EventHandler = Callable[[dict[str, Any]], None]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pluggy
-import tether
 
+import tether
 from tether_debug import hookspecs
 from tether_debug.adapters import BUILTIN_ADAPTERS, DebugAdapter
 from tether_debug.config import DebugConfig, check_config

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
+
 from tether import ToolError
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
 from tether.text import TailBuffer
-
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
 from tether_debug.config import DebugConfig
@@ -66,36 +66,33 @@ class OutputLog:
 
     def __init__(self, max_bytes: int) -> None:
         self._tail = TailBuffer(max_bytes)
-        self._written = 0  # characters ever written
-        self._cursor = 0  # characters already returned
+        self._cursor = 0  # absolute byte offset already returned
 
     def write(self, text: str) -> None:
         self._tail.write(text)
-        self._written += len(text)
 
     @property
     def unread(self) -> int:
-        return self._written - self._cursor
+        """Bytes written and not yet returned (dropped ones included)."""
+        return self._tail.total - self._cursor
 
     def read_new(self, limit: int) -> tuple[str, list[str]]:
-        kept = self._tail.text()
-        dropped = max(0, self._written - len(kept))
-        start = self._cursor - dropped
+        text, missed = self._tail.since(self._cursor)
         notes = []
-        if start < 0:
+        if missed:
             notes.append(
-                f"{-start} characters were dropped before they were read "
+                f"{missed} bytes were dropped before they were read "
                 f"(the session keeps the last {self._tail.max_bytes} bytes)"
             )
-            start = 0
-        new = kept[start:]
-        chunk = new[:limit]
-        if len(new) > limit:
+        if len(text) > limit:
+            chunk = text[:limit]
             notes.append(
-                f"{limit} of {len(new)} new characters shown; call output again for the rest"
+                f"{limit} of {len(text)} new characters shown; call output again for the rest"
             )
-        self._cursor = dropped + start + len(chunk)
-        return chunk, notes
+            self._cursor += missed + len(chunk.encode("utf-8"))
+            return chunk, notes
+        self._cursor = self._tail.total
+        return text, notes
 
 
 class DebugSession:

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+
 from tether import ArgumentError, PluginError, ToolError
 from tether.paths import relative
 from tether.text import cap, truncate
-
 from tether_debug.adapters import DebugAdapter, Probe, availability
 from tether_debug.config import DebugConfig, check_config
 from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
@@ -391,9 +391,7 @@ class DebugSupervisor:
         await session.close("terminated on request")
         leftover = ""
         if session.output.unread:
-            leftover = (
-                f" {session.output.unread} characters of output are still unread (call output)."
-            )
+            leftover = f" {session.output.unread} bytes of output are still unread (call output)."
         gone = (
             "the debuggee and adapter are gone"
             if session.mode == "launch"
@@ -418,7 +416,7 @@ class DebugSupervisor:
                 )
             )
             if session.output.unread:
-                lines.append(f"{session.output.unread} characters of unread output (call output).")
+                lines.append(f"{session.output.unread} bytes of unread output (call output).")
         else:
             ended = _clock(session.ended_at) if session.ended_at else "?"
             lines.append(
@@ -427,7 +425,7 @@ class DebugSupervisor:
             )
             if session.output.unread:
                 lines.append(
-                    f"{session.output.unread} characters of its output are unread (call output)."
+                    f"{session.output.unread} bytes of its output are unread (call output)."
                 )
         if self.breakpoints:
             listed = "; ".join(
@@ -447,7 +445,7 @@ class DebugSupervisor:
             if not brief and session.output.unread:
                 out, _ = session.output.read_new(_END_OUTPUT_CHARS)
                 more = (
-                    f"\n({session.output.unread} more characters: call output)"
+                    f"\n({session.output.unread} more bytes: call output)"
                     if session.output.unread
                     else ""
                 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 import attrs
-import tether
 
+import tether
 from tether_debug.config import DebugConfig
 
 if TYPE_CHECKING:
