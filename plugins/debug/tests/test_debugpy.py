@@ -108,7 +108,10 @@ async def test_an_uncaught_exception_stops_with_its_type_and_message(
         assert "Exception: ZeroDivisionError: division by zero" in text
         # an exception raised by the evaluated code is an error, and the session stays stopped
         failure = await debug_error(run, op="evaluate", expression="1 + undefined_name")
-        assert failure.startswith("evaluate failed:") and "NameError" in failure
+        assert failure == (
+            'evaluate failed:\n  File "<string>", line 1, in <module>\n'
+            "NameError: name 'undefined_name' is not defined"
+        )
         assert "Stopped (exception" in await debug(run, op="status")
         end = await debug(run, op="continue")
         assert "The session ended: the program exited with code 1." in end

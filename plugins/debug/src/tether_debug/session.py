@@ -532,7 +532,8 @@ class DebugSession:
         try:
             body = await self.client.request("evaluate", arguments)
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"evaluate failed: {_reason(exc)}") from None
+            why = _traceback_tail(_reason(exc))
+            raise ToolError(f"evaluate failed:{chr(10) if chr(10) in why else ' '}{why}") from None
         if body.get("variablesReference"):
             self.references.add(int(body["variablesReference"]))
         return body
@@ -668,6 +669,17 @@ async def _first(*events: anyio.Event) -> None:
 
 def _reason(exc: BaseException) -> str:
     return exc.message if isinstance(exc, DapError) else str(exc)
+
+
+def _traceback_tail(message: str) -> str:
+    """A Python traceback cut to the part about the evaluated code (debugpy includes its own
+    frames); other messages unchanged."""
+    if "Traceback (most recent call last):" not in message:
+        return message
+    lines = message.rstrip().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith('  File "<string>"')]
+    tail = lines[starts[-1] :] if starts else lines[-1:]
+    return "\n".join(tail)
 
 
 def _frame_label(frame: Mapping[str, Any]) -> str:
