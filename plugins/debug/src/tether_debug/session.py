@@ -533,7 +533,8 @@ class DebugSession:
             body = await self.client.request("evaluate", arguments)
         except (DapError, DapTimeout, AdapterGone) as exc:
             why = _traceback_tail(_reason(exc))
-            raise ToolError(f"evaluate failed:{chr(10) if chr(10) in why else ' '}{why}") from None
+            sep = "\n" if "\n" in why else " "
+            raise ToolError(f"evaluate failed:{sep}{why}") from None
         if body.get("variablesReference"):
             self.references.add(int(body["variablesReference"]))
         return body
