@@ -5,7 +5,7 @@ method here that returns the text the model reads."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -307,7 +307,7 @@ class DebugSupervisor:
     async def op_scopes(self, frame_id: int) -> str:
         session = self._live()
         session.require_stopped("scopes")
-        self._check_id(session, frame_id, "frame_id", session.frames, "frame", "stack")
+        _check_id(frame_id, "frame_id", session.frames, session.seen_frames, "frame", "stack")
         scopes = await session.scopes(frame_id)
         lines = []
         for scope in scopes:
@@ -325,7 +325,14 @@ class DebugSupervisor:
     async def op_variables(self, reference: int) -> str:
         session = self._live()
         session.require_stopped("variables")
-        self._check_id(session, reference, "reference", session.references, "reference", "scopes")
+        _check_id(
+            reference,
+            "reference",
+            session.references,
+            session.seen_references,
+            "reference",
+            "scopes",
+        )
         variables = await session.variables(reference)
         shown, note = cap(variables, MAX_VARIABLES, "variables shown")
         lines = []
@@ -352,7 +359,7 @@ class DebugSupervisor:
         session = self._live()
         if frame_id is not None:
             session.require_stopped("evaluate with frame_id")
-            self._check_id(session, frame_id, "frame_id", session.frames, "frame", "stack")
+            _check_id(frame_id, "frame_id", session.frames, session.seen_frames, "frame", "stack")
         elif session.phase is Phase.STOPPED:
             stop = await session.describe_stop()
             frame_id = stop.frame_id if stop else None
@@ -482,21 +489,6 @@ class DebugSupervisor:
             )
         return "The program is running."
 
-    def _check_id(
-        self, session: DebugSession, value: int, field: str, current: object, noun: str, how: str
-    ) -> None:
-        if value in current:  # type: ignore[operator]
-            return
-        seen = session.seen_frames if field == "frame_id" else session.seen_references
-        if value in seen:
-            raise ArgumentError(
-                field,
-                f"{noun} {value} is stale: it belongs to an earlier stop and the program has moved since; call {how} again",
-            )
-        raise ArgumentError(
-            field, f"{value} is not a {noun} of the current stop; call {how} for valid ids"
-        )
-
     def _what(self, session: DebugSession) -> str:
         return f"{session.adapter.id} {session.mode} of {session.target}"
 
@@ -509,6 +501,23 @@ class DebugSupervisor:
     async def aclose(self) -> None:
         if self.session is not None and self.session.live:
             await self.session.close("the run closed")
+
+
+def _check_id(
+    value: int, field: str, current: Collection[int], seen: Collection[int], noun: str, how: str
+) -> None:
+    """Accept only ids handed out during the current stop; say when one is stale."""
+    if value in current:
+        return
+    if value in seen:
+        raise ArgumentError(
+            field,
+            f"{noun} {value} is stale: it belongs to an earlier stop and the program has moved "
+            f"since; call {how} again",
+        )
+    raise ArgumentError(
+        field, f"{value} is not a {noun} of the current stop; call {how} for valid ids"
+    )
 
 
 def _render_states(states: Sequence[BreakpointState]) -> str:
