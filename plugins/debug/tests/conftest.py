@@ -15,6 +15,7 @@ import pytest
 
 import tether
 import tether_debug.hooks
+from tether.process import descendants, is_alive
 from tether.testing import require_real
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -69,3 +70,52 @@ def debug_run(open_test_run: RunFactory) -> RunFactory:
             yield run
 
     return factory
+
+
+class DebugCalls:
+    """Helpers for calling the debug tool and looking at the processes it owns."""
+
+    @staticmethod
+    async def ok(run: tether.Run, **args: Any) -> str:
+        """Call the debug tool; fail the test on an error result."""
+        result = await run.call("debug", args)
+        assert not result.is_error, f"{args} -> {result.text_content}"
+        return result.text_content
+
+    @staticmethod
+    async def error(run: tether.Run, **args: Any) -> str:
+        """Call the debug tool; fail the test unless the result is an error."""
+        result = await run.call("debug", args)
+        assert result.is_error, f"{args} should have failed, got: {result.text_content}"
+        return result.text_content
+
+    @staticmethod
+    def number_after(text: str, marker: str) -> int:
+        """The integer that follows ``marker`` in ``text`` (e.g. "frame_id ")."""
+        tail = text.split(marker, 1)[1]
+        digits = ""
+        for char in tail:
+            if not char.isdigit():
+                break
+            digits += char
+        return int(digits)
+
+    @staticmethod
+    def session_pids(run: tether.Run) -> set[int]:
+        """The adapter, the debuggee and every descendant of the current session."""
+        session = run.resources["debug_supervisor"].session
+        pids: set[int] = set()
+        if session.process is not None:
+            pids |= {session.process.pid, *descendants(session.process.pid)}
+        if session.debuggee_pid is not None:
+            pids |= {session.debuggee_pid, *descendants(session.debuggee_pid)}
+        return pids
+
+    @staticmethod
+    def alive(pids: set[int]) -> set[int]:
+        return {pid for pid in pids if is_alive(pid)}
+
+
+@pytest.fixture
+def dbg() -> type[DebugCalls]:
+    return DebugCalls

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from debug_helpers import alive, debug, debug_error, number_after, session_pids
 
 import tether
 from tether_debug import Resolution
@@ -20,33 +19,35 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_breakpoints_stepping_frames_variables_evaluate_and_output(
-    debug_run, py_workdir: Path
+    dbg, debug_run, py_workdir: Path
 ) -> None:
     async with debug_run(py_workdir) as run:
-        await debug(run, op="breakpoints", file="loop.py", lines=[5])
-        text = await debug(run, op="launch", program="loop.py", args=["alpha"])
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[5])
+        text = await dbg.ok(run, op="launch", program="loop.py", args=["alpha"])
         assert text.startswith("Launched loop.py with debugpy, pid ")
         assert "loop.py:\n  line 5: verified" in text
         assert "Stopped (breakpoint) at loop.py:5 in add (thread_id 1)." in text
         assert "    5 | result = a + b" in text
 
-        stack = await debug(run, op="stack")
+        stack = await dbg.ok(run, op="stack")
         lines = stack.splitlines()
         assert lines[0].endswith(": add at loop.py:5") and lines[1] == "    5 | result = a + b"
         assert lines[2].endswith(": main at loop.py:15")
         assert lines[3].endswith(": <module> at loop.py:20")
-        main_frame = number_after(lines[2], "frame_id ")
+        main_frame = dbg.number_after(lines[2], "frame_id ")
 
         # evaluate in the top frame by default, and in a frame's own scope when asked
-        assert (await debug(run, op="evaluate", expression="(a, b)")).startswith("(0, 0) (tuple)")
-        in_main = await debug(
+        assert (await dbg.ok(run, op="evaluate", expression="(a, b)")).startswith("(0, 0) (tuple)")
+        in_main = await dbg.ok(
             run, op="evaluate", expression="len(numbers) + total", frame_id=main_frame
         )
         assert in_main.startswith("120 (int)") and f"in frame_id {main_frame}" in in_main
 
-        scopes = await debug(run, op="scopes", frame_id=main_frame)
+        scopes = await dbg.ok(run, op="scopes", frame_id=main_frame)
         assert scopes.startswith("Locals: reference ")
-        local_vars = await debug(run, op="variables", reference=number_after(scopes, "reference "))
+        local_vars = await dbg.ok(
+            run, op="variables", reference=dbg.number_after(scopes, "reference ")
+        )
         label_line = next(
             line for line in local_vars.splitlines() if line.startswith("label (str) = ")
         )
@@ -55,163 +56,169 @@ async def test_breakpoints_stepping_frames_variables_evaluate_and_output(
         numbers_line = next(
             line for line in local_vars.splitlines() if line.startswith("numbers (list)")
         )
-        children = await debug(
-            run, op="variables", reference=number_after(numbers_line, "[reference ")
+        children = await dbg.ok(
+            run, op="variables", reference=dbg.number_after(numbers_line, "[reference ")
         )
         assert "\n000 (int) = 0\n" in children and "\n047 (int) = 47\n" in children
         assert "048 (int)" not in children  # debugpy's two groups come first: 50 children in all
         assert children.splitlines()[-1] == "(50 of 104 variables shown)"
 
-        step = await debug(run, op="step_over")
+        step = await dbg.ok(run, op="step_over")
         assert step.startswith("Stopped (step) at loop.py:6 in add")
-        out = await debug(run, op="step_out")
+        out = await dbg.ok(run, op="step_out")
         assert out.startswith("Stopped (step) at loop.py:15 in main")
-        await debug(run, op="breakpoints", file="loop.py", lines=[])
-        assert (await debug(run, op="step_over")).startswith("Stopped (step) at loop.py:14 in main")
-        assert (await debug(run, op="step_over")).startswith("Stopped (step) at loop.py:15 in main")
-        assert (await debug(run, op="step_in")).startswith("Stopped (step) at loop.py:5 in add")
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[])
+        assert (await dbg.ok(run, op="step_over")).startswith(
+            "Stopped (step) at loop.py:14 in main"
+        )
+        assert (await dbg.ok(run, op="step_over")).startswith(
+            "Stopped (step) at loop.py:15 in main"
+        )
+        assert (await dbg.ok(run, op="step_in")).startswith("Stopped (step) at loop.py:5 in add")
 
         # ids handed out before the program moved are refused as stale, not passed on
-        stale = await debug_error(run, op="scopes", frame_id=main_frame)
+        stale = await dbg.error(run, op="scopes", frame_id=main_frame)
         assert stale == (
             f"frame_id: frame {main_frame} is stale: it belongs to an earlier stop and the program has "
             "moved since; call stack again"
         )
-        assert await debug_error(run, op="variables", reference=987654) == (
+        assert await dbg.error(run, op="variables", reference=987654) == (
             "reference: 987654 is not a reference of the current stop; call scopes for valid ids"
         )
 
-        output = await debug(run, op="output")
+        output = await dbg.ok(run, op="output")
         assert output.startswith("hello from the debuggee ['alpha']\n")
         assert (
-            await debug(run, op="output") == "(no new output since the last call)\n[session live]"
+            await dbg.ok(run, op="output") == "(no new output since the last call)\n[session live]"
         )
 
-        threads = await debug(run, op="threads")
+        threads = await dbg.ok(run, op="threads")
         assert "thread_id 1: MainThread" in threads
 
-        end = await debug(run, op="continue")
+        end = await dbg.ok(run, op="continue")
         assert end.startswith(
             "The session ended: the program exited with code 0.\nOutput:\ntotal 10 1000"
         )
-        status = await debug(run, op="status")
+        status = await dbg.ok(run, op="status")
         assert "ended: the program exited with code 0." in status
-        assert "has ended: the program exited with code 0" in await debug_error(run, op="step_over")
+        assert "has ended: the program exited with code 0" in await dbg.error(run, op="step_over")
 
 
 async def test_an_uncaught_exception_stops_with_its_type_and_message(
-    debug_run, py_workdir: Path
+    dbg, debug_run, py_workdir: Path
 ) -> None:
     async with debug_run(py_workdir) as run:
-        text = await debug(run, op="launch", program="crash.py")
+        text = await dbg.ok(run, op="launch", program="crash.py")
         assert "Stopped (exception" in text and "at crash.py:2 in divide" in text
         assert "Exception: ZeroDivisionError: division by zero" in text
         # an exception raised by the evaluated code is an error, and the session stays stopped
-        failure = await debug_error(run, op="evaluate", expression="1 + undefined_name")
+        failure = await dbg.error(run, op="evaluate", expression="1 + undefined_name")
         assert failure == (
             'evaluate failed:\n  File "<string>", line 1, in <module>\n'
             "NameError: name 'undefined_name' is not defined"
         )
-        assert "Stopped (exception" in await debug(run, op="status")
-        end = await debug(run, op="continue")
+        assert "Stopped (exception" in await dbg.ok(run, op="status")
+        end = await dbg.ok(run, op="continue")
         assert "The session ended: the program exited with code 1." in end
         assert "about to divide" in end
 
 
 async def test_a_syntax_error_in_the_debuggee_is_reported_with_its_output(
-    debug_run, py_workdir: Path
+    dbg, debug_run, py_workdir: Path
 ) -> None:
     async with debug_run(py_workdir) as run:
-        text = await debug(run, op="launch", program="broken.py")
+        text = await dbg.ok(run, op="launch", program="broken.py")
         assert "The session ended: the program exited with code 1." in text
         assert "SyntaxError" in text
-        assert "No live session" in await debug(run, op="status")
+        assert "No live session" in await dbg.ok(run, op="status")
 
 
 async def test_second_launch_is_refused_and_terminate_leaves_no_process(
-    debug_run, py_workdir: Path
+    dbg, debug_run, py_workdir: Path
 ) -> None:
     async with debug_run(py_workdir) as run:
-        await debug(run, op="breakpoints", file="forever.py", lines=[5])
-        first = await debug(run, op="launch", program="forever.py")
+        await dbg.ok(run, op="breakpoints", file="forever.py", lines=[5])
+        first = await dbg.ok(run, op="launch", program="forever.py")
         assert "Stopped (breakpoint) at forever.py:5" in first
-        pids = session_pids(run)
-        assert len(pids) >= 2 and alive(pids) == pids
-        refused = await debug_error(run, op="launch", program="loop.py")
+        pids = dbg.session_pids(run)
+        assert len(pids) >= 2 and dbg.alive(pids) == pids
+        refused = await dbg.error(run, op="launch", program="loop.py")
         assert refused.startswith(
             "a debug session is already running in this conversation: debugpy launch of forever.py, started at "
         )
         assert refused.endswith(
             "stopped. It is not replaced: call terminate first to start another."
         )
-        assert (await debug_error(run, op="attach", port=5678)).startswith(
+        assert (await dbg.error(run, op="attach", port=5678)).startswith(
             "a debug session is already running"
         )
-        assert "Stopped (breakpoint) at forever.py:5" in await debug(run, op="status")
-        done = await debug(run, op="terminate")
+        assert "Stopped (breakpoint) at forever.py:5" in await dbg.ok(run, op="status")
+        done = await dbg.ok(run, op="terminate")
         assert done.startswith(
             "Terminated the debugpy session of forever.py: the debuggee and adapter are gone."
         )
-        assert alive(pids) == set()
-        assert "ended: terminated on request" in await debug(run, op="status")
+        assert dbg.alive(pids) == set()
+        assert "ended: terminated on request" in await dbg.ok(run, op="status")
         # and a new session may start now
-        again = await debug(run, op="launch", program="forever.py")
+        again = await dbg.ok(run, op="launch", program="forever.py")
         assert "Stopped (breakpoint) at forever.py:5" in again
 
 
-async def test_pause_a_running_program(debug_run, py_workdir: Path) -> None:
+async def test_pause_a_running_program(dbg, debug_run, py_workdir: Path) -> None:
     async with debug_run(py_workdir, debug={"stop_timeout_s": 1.0}) as run:
-        text = await debug(run, op="launch", program="forever.py")
+        text = await dbg.ok(run, op="launch", program="forever.py")
         assert text.endswith(
             "Still running after 1 s without stopping: use pause, or status/continue later."
         )
-        assert "The program is running." in await debug(run, op="status")
-        assert "needs a stopped program; it is running" in await debug_error(run, op="step_over")
-        paused = await debug(run, op="pause")
+        assert "The program is running." in await dbg.ok(run, op="status")
+        assert "needs a stopped program; it is running" in await dbg.error(run, op="step_over")
+        paused = await dbg.ok(run, op="pause")
         assert paused.startswith("Stopped (pause) at forever.py:")
-        assert (await debug(run, op="evaluate", expression="count > 0")).startswith("True (bool)")
+        assert (await dbg.ok(run, op="evaluate", expression="count > 0")).startswith("True (bool)")
 
 
-async def test_the_ttl_kills_the_session_and_status_says_why(debug_run, py_workdir: Path) -> None:
+async def test_the_ttl_kills_the_session_and_status_says_why(
+    dbg, debug_run, py_workdir: Path
+) -> None:
     async with debug_run(py_workdir, debug={"ttl_s": 2.0}) as run:
-        await debug(run, op="breakpoints", file="forever.py", lines=[5])
-        await debug(run, op="launch", program="forever.py")
-        pids = session_pids(run)
+        await dbg.ok(run, op="breakpoints", file="forever.py", lines=[5])
+        await dbg.ok(run, op="launch", program="forever.py")
+        pids = dbg.session_pids(run)
         with anyio.fail_after(15):
-            while "No live session" not in (status := await debug(run, op="status")):
+            while "No live session" not in (status := await dbg.ok(run, op="status")):
                 await anyio.sleep(0.2)
         assert "ended: the session's TTL of 2 s expired at " in status
         assert "debuggee and adapter killed" in status
-        assert alive(pids) == set()
+        assert dbg.alive(pids) == set()
 
 
-async def test_closing_the_run_kills_adapter_and_debuggee(debug_run, py_workdir: Path) -> None:
+async def test_closing_the_run_kills_adapter_and_debuggee(dbg, debug_run, py_workdir: Path) -> None:
     async with debug_run(py_workdir) as run:
-        await debug(run, op="breakpoints", file="forever.py", lines=[5])
-        await debug(run, op="launch", program="forever.py")
-        pids = session_pids(run)
-        assert alive(pids) == pids
-    assert alive(pids) == set()
+        await dbg.ok(run, op="breakpoints", file="forever.py", lines=[5])
+        await dbg.ok(run, op="launch", program="forever.py")
+        pids = dbg.session_pids(run)
+        assert dbg.alive(pids) == pids
+    assert dbg.alive(pids) == set()
 
 
 async def test_an_adapter_that_dies_is_reported_and_the_debuggee_cleaned_up(
-    debug_run, py_workdir: Path
+    dbg, debug_run, py_workdir: Path
 ) -> None:
     async with debug_run(py_workdir) as run:
-        await debug(run, op="breakpoints", file="forever.py", lines=[5])
-        await debug(run, op="launch", program="forever.py")
-        pids = session_pids(run)
+        await dbg.ok(run, op="breakpoints", file="forever.py", lines=[5])
+        await dbg.ok(run, op="launch", program="forever.py")
+        pids = dbg.session_pids(run)
         session = run.resources["debug_supervisor"].session
         os.kill(session.process.pid, signal.SIGKILL)
         with anyio.fail_after(10):
-            while "No live session" not in (status := await debug(run, op="status")):
+            while "No live session" not in (status := await dbg.ok(run, op="status")):
                 await anyio.sleep(0.1)
         assert "ended: the debugpy adapter stopped unexpectedly (exit code -9)" in status
-        assert "has ended: the debugpy adapter stopped unexpectedly" in await debug_error(
+        assert "has ended: the debugpy adapter stopped unexpectedly" in await dbg.error(
             run, op="continue"
         )
         with anyio.fail_after(5):
-            while alive(pids):
+            while dbg.alive(pids):
                 await anyio.sleep(0.1)
 
 
@@ -221,13 +228,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def test_attach_to_a_closed_port_is_a_clear_error(debug_run, py_workdir: Path) -> None:
+async def test_attach_to_a_closed_port_is_a_clear_error(dbg, debug_run, py_workdir: Path) -> None:
     port = _free_port()
     async with debug_run(py_workdir) as run:
-        text = await debug_error(run, op="attach", port=port)
+        text = await dbg.error(run, op="attach", port=port)
         assert text.startswith(f"port: nothing accepts connections on 127.0.0.1:{port} (")
         assert "python -m debugpy --listen" in text
-        status = await debug(run, op="status")
+        status = await dbg.ok(run, op="status")
         assert (
             f"(debugpy attach of 127.0.0.1:{port}" in status
             and "ended: attach failed: port: nothing" in status
@@ -235,7 +242,7 @@ async def test_attach_to_a_closed_port_is_a_clear_error(debug_run, py_workdir: P
 
 
 async def test_attach_over_tcp_to_a_program_started_with_debugpy_listen(
-    debug_run, py_workdir: Path
+    dbg, debug_run, py_workdir: Path
 ) -> None:
     port = _free_port()
     target = await anyio.open_process(
@@ -253,7 +260,7 @@ async def test_attach_over_tcp_to_a_program_started_with_debugpy_listen(
     )
     try:
         async with debug_run(py_workdir) as run:
-            await debug(run, op="breakpoints", file="forever.py", lines=[6])
+            await dbg.ok(run, op="breakpoints", file="forever.py", lines=[6])
             # a probe connection would use up the listener's one client: retry attach instead
             with anyio.fail_after(20):
                 while (result := await run.call("debug", {"op": "attach", "port": port})).is_error:
@@ -263,14 +270,14 @@ async def test_attach_over_tcp_to_a_program_started_with_debugpy_listen(
             assert attached.startswith(f"Attached to 127.0.0.1:{port} with debugpy.")
             # the program runs on from attach and stops at the breakpoint by itself
             with anyio.fail_after(15):
-                while "Stopped (breakpoint) at forever.py:6" not in await debug(run, op="status"):
+                while "Stopped (breakpoint) at forever.py:6" not in await dbg.ok(run, op="status"):
                     await anyio.sleep(0.1)
-            assert (await debug(run, op="evaluate", expression="count >= 0")).startswith(
+            assert (await dbg.ok(run, op="evaluate", expression="count >= 0")).startswith(
                 "True (bool)"
             )
-            done = await debug(run, op="terminate")
+            done = await dbg.ok(run, op="terminate")
             assert done.startswith(f"Terminated the debugpy session of 127.0.0.1:{port}: detached")
-        assert alive({target.pid}) == {
+        assert dbg.alive({target.pid}) == {
             target.pid
         }  # detaching leaves someone else's program running
     finally:
@@ -302,48 +309,48 @@ class _TcpPlugin:
         return [_DebugpyOverTcp()]
 
 
-async def test_an_adapter_that_listens_on_tcp(debug_run, py_workdir: Path) -> None:
+async def test_an_adapter_that_listens_on_tcp(dbg, debug_run, py_workdir: Path) -> None:
     async with debug_run(py_workdir, plugins=[_TcpPlugin()]) as run:
-        await debug(run, op="breakpoints", file="loop.py", lines=[16])
-        text = await debug(run, op="launch", program="loop.py", adapter="debugpy-tcp")
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[16])
+        text = await dbg.ok(run, op="launch", program="loop.py", adapter="debugpy-tcp")
         assert text.startswith("Launched loop.py with debugpy-tcp")
         assert "Stopped (breakpoint) at loop.py:16 in main" in text
-        pids = session_pids(run)
-        assert "total (int) = 10" in await debug(
+        pids = dbg.session_pids(run)
+        assert "total (int) = 10" in await dbg.ok(
             run,
             op="variables",
-            reference=number_after(
-                await debug(run, op="scopes", frame_id=number_after(text, "Top frame_id ")),
+            reference=dbg.number_after(
+                await dbg.ok(run, op="scopes", frame_id=dbg.number_after(text, "Top frame_id ")),
                 "reference ",
             ),
         )
-        await debug(run, op="terminate")
-        assert alive(pids) == set()
+        await dbg.ok(run, op="terminate")
+        assert dbg.alive(pids) == set()
 
 
-async def test_the_projects_own_venv_runs_the_program(debug_run, py_workdir: Path) -> None:
+async def test_the_projects_own_venv_runs_the_program(dbg, debug_run, py_workdir: Path) -> None:
     import venv
 
     venv.EnvBuilder(with_pip=False, symlinks=True).create(py_workdir / ".venv")
     (py_workdir / "where.py").write_text("import sys\nprint('prefix', sys.prefix)\n")
     async with debug_run(py_workdir) as run:
-        adapters = await debug(run, op="adapters")
+        adapters = await dbg.ok(run, op="adapters")
         assert (
             f"the program runs with {py_workdir}/.venv/bin/python (the project's venv)" in adapters
         )
-        text = await debug(run, op="launch", program="where.py")
+        text = await dbg.ok(run, op="launch", program="where.py")
         assert "The session ended: the program exited with code 0." in text
         assert f"prefix {py_workdir}/.venv" in text
 
 
 async def test_configured_exception_filters_replace_the_defaults(
-    debug_run, py_workdir: Path
+    dbg, debug_run, py_workdir: Path
 ) -> None:
     (py_workdir / "caught.py").write_text(
         "try:\n    int('x')\nexcept ValueError:\n    pass\nprint('recovered')\n"
     )
     async with debug_run(py_workdir, debug={"exception_filters": {"debugpy": ["raised"]}}) as run:
-        text = await debug(run, op="launch", program="caught.py")
+        text = await dbg.ok(run, op="launch", program="caught.py")
         assert "Stopped (exception" in text and "at caught.py:2" in text
         assert "Exception: ValueError: invalid literal for int() with base 10: 'x'" in text
-        assert "recovered" in await debug(run, op="continue")
+        assert "recovered" in await dbg.ok(run, op="continue")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from debug_helpers import debug, debug_error
 
 import tether
 import tether_debug.hooks
@@ -38,25 +37,25 @@ async def test_plugin_contract(debug_run, tether_workdir: Path) -> None:
 
 
 async def test_each_op_names_the_fields_it_needs_and_refuses_the_rest(
-    debug_run, tether_workdir: Path
+    dbg, debug_run, tether_workdir: Path
 ) -> None:
     async with debug_run(tether_workdir) as run:
         assert (
-            await debug_error(run, op="breakpoints", file="a.py")
+            await dbg.error(run, op="breakpoints", file="a.py")
             == 'lines: required for op "breakpoints"'
         )
-        assert await debug_error(run, op="launch") == 'program: required for op "launch"'
-        assert await debug_error(run, op="attach") == 'port: required for op "attach"'
-        assert await debug_error(run, op="scopes") == 'frame_id: required for op "scopes"'
-        assert await debug_error(run, op="variables") == 'reference: required for op "variables"'
-        assert await debug_error(run, op="evaluate") == 'expression: required for op "evaluate"'
-        text = await debug_error(run, op="continue", frame_id=3)
+        assert await dbg.error(run, op="launch") == 'program: required for op "launch"'
+        assert await dbg.error(run, op="attach") == 'port: required for op "attach"'
+        assert await dbg.error(run, op="scopes") == 'frame_id: required for op "scopes"'
+        assert await dbg.error(run, op="variables") == 'reference: required for op "variables"'
+        assert await dbg.error(run, op="evaluate") == 'expression: required for op "evaluate"'
+        text = await dbg.error(run, op="continue", frame_id=3)
         assert text == 'frame_id: not used by op "continue"; leave it out'
-        text = await debug_error(run, op="dance")
+        text = await dbg.error(run, op="dance")
         assert "op" in text and "dance" in text
-        text = await debug_error(run, op="attach", port=70000)
+        text = await dbg.error(run, op="attach", port=70000)
         assert "port: expected at most 65535, got 70000" in text
-        text = await debug_error(run, op="breakpoints", file="a.py", lines="3")
+        text = await dbg.error(run, op="breakpoints", file="a.py", lines="3")
         assert "\nlines: expected" in text
 
 
@@ -76,9 +75,11 @@ async def test_a_config_key_that_does_not_exist_is_refused(tether_workdir: Path)
     assert [str(e) for e in caught] == ["debug.ttl: unknown argument (not in the schema)"]
 
 
-async def test_adapters_explains_what_is_usable_and_why_not(debug_run, py_workdir: Path) -> None:
+async def test_adapters_explains_what_is_usable_and_why_not(
+    dbg, debug_run, py_workdir: Path
+) -> None:
     async with debug_run(py_workdir) as run:
-        text = await debug(run, op="adapters")
+        text = await dbg.ok(run, op="adapters")
     lines = {line.split(" ", 2)[1]: line for line in text.splitlines() if line.startswith("- ")}
     assert set(lines) == {"debugpy", "lldb", "delve", "dart"}
     assert "debugpy" in lines and "usable: python -m debugpy.adapter" in lines["debugpy"]
@@ -90,14 +91,14 @@ async def test_adapters_explains_what_is_usable_and_why_not(debug_run, py_workdi
 
 
 async def test_a_root_marker_without_the_binary_is_still_unusable(
-    debug_run, tether_workdir: Path
+    dbg, debug_run, tether_workdir: Path
 ) -> None:
     (tether_workdir / "go.mod").write_text("module example.com/x\n\ngo 1.22\n")
     (tether_workdir / "main.go").write_text("package main\n\nfunc main() {}\n")
     async with debug_run(tether_workdir) as run:
-        text = await debug(run, op="adapters")
+        text = await dbg.ok(run, op="adapters")
         assert "- delve [Go (.go); attach by port]: unusable: dlv not on PATH" in text
-        failure = await debug_error(run, op="launch", program="main.go")
+        failure = await dbg.error(run, op="launch", program="main.go")
     assert failure == "the delve adapter cannot debug 'main.go' here: unusable: dlv not on PATH"
 
 
@@ -116,19 +117,19 @@ class _GdbPlugin:
 
 
 async def test_a_third_party_adapter_joins_through_the_hook(
-    debug_run, tether_workdir: Path
+    dbg, debug_run, tether_workdir: Path
 ) -> None:
     (tether_workdir / "Makefile").write_text("all:\n")
     (tether_workdir / "fw.elf").write_bytes(b"\x7fELF")
     async with debug_run(tether_workdir, plugins=[_GdbPlugin()]) as run:
-        text = await debug(run, op="adapters")
+        text = await dbg.ok(run, op="adapters")
         assert (
             "- gdb [native executables via gdb; no attach]: unusable: gdb-that-is-not-installed not on PATH"
             in text
         )
-        failure = await debug_error(run, op="launch", program="fw.elf", adapter="gdb")
+        failure = await dbg.error(run, op="launch", program="fw.elf", adapter="gdb")
         assert "gdb-that-is-not-installed not on PATH" in failure
-        unknown = await debug_error(run, op="launch", program="fw.elf", adapter="gbd")
+        unknown = await dbg.error(run, op="launch", program="fw.elf", adapter="gbd")
         assert unknown.startswith(
             "adapter: unknown adapter 'gbd'; known: dart, debugpy, delve, gdb, lldb"
         )
@@ -152,47 +153,47 @@ async def test_two_plugins_contributing_one_adapter_id_is_an_error_naming_both(
             await run.call("debug", {"op": "adapters"})
 
 
-async def test_status_before_any_session(debug_run, py_workdir: Path) -> None:
+async def test_status_before_any_session(dbg, debug_run, py_workdir: Path) -> None:
     async with debug_run(py_workdir) as run:
         assert (
-            await debug(run, op="status")
+            await dbg.ok(run, op="status")
             == "No debug session in this conversation yet.\nBreakpoints: none."
         )
-        text = await debug(run, op="breakpoints", file="loop.py", lines=[5, 14, 5])
+        text = await dbg.ok(run, op="breakpoints", file="loop.py", lines=[5, 14, 5])
         assert (
             text
             == "Breakpoints in loop.py: lines 5, 14. No session is running: they are sent at launch/attach."
         )
-        assert (await debug(run, op="status")).endswith("Breakpoints: loop.py: 5, 14.")
+        assert (await dbg.ok(run, op="status")).endswith("Breakpoints: loop.py: 5, 14.")
         assert (
-            await debug(run, op="breakpoints", file="loop.py", lines=[])
+            await dbg.ok(run, op="breakpoints", file="loop.py", lines=[])
             == "Cleared every breakpoint in loop.py."
         )
         for op in ("continue", "stack", "threads", "terminate"):
             assert (
-                await debug_error(run, op=op)
+                await dbg.error(run, op=op)
                 == "no debug session in this conversation: launch or attach first"
             )
-        assert "there is no output" in await debug_error(run, op="output")
+        assert "there is no output" in await dbg.error(run, op="output")
 
 
-async def test_bad_breakpoint_and_program_paths(debug_run, py_workdir: Path) -> None:
+async def test_bad_breakpoint_and_program_paths(dbg, debug_run, py_workdir: Path) -> None:
     async with debug_run(py_workdir) as run:
-        text = await debug_error(run, op="breakpoints", file="../outside.py", lines=[1])
+        text = await dbg.error(run, op="breakpoints", file="../outside.py", lines=[1])
         assert text.startswith("file: '../outside.py' is outside the workdir")
-        text = await debug_error(run, op="breakpoints", file="/etc/passwd", lines=[1])
+        text = await dbg.error(run, op="breakpoints", file="/etc/passwd", lines=[1])
         assert text.startswith("file: '/etc/passwd' is outside the workdir")
-        assert await debug_error(run, op="breakpoints", file="nope.py", lines=[1]) == (
+        assert await dbg.error(run, op="breakpoints", file="nope.py", lines=[1]) == (
             "file: no such file in the workdir: 'nope.py'"
         )
-        assert await debug_error(run, op="breakpoints", file="loop.py", lines=[0]) == (
+        assert await dbg.error(run, op="breakpoints", file="loop.py", lines=[0]) == (
             "lines: line numbers start at 1, got 0"
         )
-        assert await debug_error(run, op="launch", program="missing.py") == (
+        assert await dbg.error(run, op="launch", program="missing.py") == (
             "program: no such file in the workdir: 'missing.py'"
         )
         (py_workdir / "notes.txt").write_text("hi\n")
-        text = await debug_error(run, op="launch", program="notes.txt")
+        text = await dbg.error(run, op="launch", program="notes.txt")
         assert text.startswith("program: no debug adapter recognises 'notes.txt'")
 
 
