@@ -180,7 +180,8 @@ def debug_tool(config: DebugConfig) -> tether.ToolSpec:
         args=DebugArgs,
         handler=handle_debug,
         description=DESCRIPTION,
-        requires=("debug_supervisor",),
+        # mypy cannot type attrs' converter=tuple in core's ToolSpec (requested upstream)
+        requires=("debug_supervisor",),  # type: ignore[arg-type]
         parallel_safe=False,  # a session is state across calls
         timeout_s=budget,
     )
