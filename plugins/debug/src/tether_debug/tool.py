@@ -47,7 +47,8 @@ allowed before launch
 values cut at 400 chars)
 - evaluate(expression, frame_id?): in that frame's scope (default: the top frame of the stop)
 - output: the program's new stdout/stderr since the last call
-- terminate: end the session and kill the program and the adapter"""
+- terminate: end the session: kill the launched program and the adapter (an attached program \
+is detached, not killed)"""
 
 # Which fields each op takes; every field not listed for an op is refused.
 _FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
