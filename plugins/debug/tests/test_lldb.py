@@ -122,3 +122,21 @@ async def test_attach_to_a_gdb_remote_stub(dbg, debug_run, c_workdir: Path) -> N
     finally:
         kill_tree(stub.pid)
         await stub.aclose()
+
+
+async def test_attach_to_a_closed_port_says_what_to_start(dbg, debug_run, c_workdir: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with debug_run(c_workdir) as run:
+        text = await dbg.error(run, op="attach", port=port)
+        assert text.startswith("attach failed: ")
+        assert text.endswith(
+            f"Is a debug server listening on 127.0.0.1:{port}? Start the program under one first, "
+            f"e.g. lldb-server gdbserver 127.0.0.1:{port} ./prog"
+        )
+        status = await dbg.ok(run, op="status")
+        assert f"The last one (lldb attach of 127.0.0.1:{port}, " in status
+        assert "ended: attach failed: " in status and "attach failed: attach failed" not in status

@@ -124,6 +124,8 @@ class DebugAdapter:
     #: process started with debugpy --listen or dlv --headless); "adapter" = start the adapter and
     #: pass the port in the attach request; "none" = unsupported.
     attach_mode: ClassVar[AttachMode] = "none"
+    #: How to start a program so that ``attach`` can reach it (``{port}`` is filled in).
+    attach_hint: ClassVar[str] = ""
     #: Exception breakpoint filters enabled by default (those the adapter offers), so that an
     #: uncaught exception stops the program.
     exception_filters: ClassVar[tuple[str, ...]] = ()
@@ -178,6 +180,7 @@ class Debugpy(DebugAdapter):
     root_markers = ("pyproject.toml", "setup.py", "requirements.txt")
     program_suffixes = (".py",)
     attach_mode = "connect"
+    attach_hint = "python -m debugpy --listen {port} --wait-for-client prog.py"
     exception_filters = ("uncaught",)
 
     async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
@@ -251,6 +254,7 @@ class Lldb(DebugAdapter):
     probe_args = ("--help",)
     root_markers = ("Cargo.toml", "CMakeLists.txt")
     attach_mode = "adapter"
+    attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
 
     def matches_program(self, program: Path) -> bool:
         try:
@@ -292,6 +296,7 @@ class Delve(DebugAdapter):
     transport = "tcp"
     program_suffixes = (".go",)
     attach_mode = "connect"
+    attach_hint = "dlv debug --headless --listen 127.0.0.1:{port} --accept-multiclient"
 
     def launch_arguments(
         self,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from tether import ToolError
+from tether import ArgumentError, ToolError
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
 from tether.text import TailBuffer
 from tether_debug.adapters import Availability, DebugAdapter
@@ -261,7 +261,6 @@ class DebugSession:
                 timeout_s=self.config.start_timeout_s,
             )
         except (DapError, DapTimeout, AdapterGone) as exc:
-            await self.close("start failed")
             raise ToolError(
                 f"the {adapter.id} adapter did not start: {exc}{self._stderr_note()}"
             ) from None
@@ -285,13 +284,12 @@ class DebugSession:
             except OSError as exc:
                 if process is None:
                     assert field is not None
-                    from tether import ArgumentError
-
+                    hint = self.adapter.attach_hint.format(port=port)
                     raise ArgumentError(
                         field,
-                        f"nothing accepts connections on {host}:{port} ({exc.strerror or exc}); start the "
-                        "program under a debug server listening there first (e.g. python -m debugpy "
-                        f"--listen {port} --wait-for-client prog.py)",
+                        f"nothing accepts connections on {host}:{port} ({exc.strerror or exc}); start "
+                        "the program under a debug server listening there first"
+                        + (f" (e.g. {hint})" if hint else ""),
                     ) from None
                 if process.returncode is not None or anyio.current_time() > deadline:
                     await process.terminate()

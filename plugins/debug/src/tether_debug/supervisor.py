@@ -222,7 +222,18 @@ class DebugSupervisor:
         )
         self.session = session
         arguments = adapter.attach_arguments("127.0.0.1", port, found.resolution if found else None)
-        await self._start(session, "attach", arguments, port)
+        try:
+            await self._start(session, "attach", arguments, port)
+        except ArgumentError:
+            raise
+        except ToolError as exc:
+            hint = adapter.attach_hint.format(port=port)
+            if not hint:
+                raise
+            raise ToolError(
+                f"{exc}\nIs a debug server listening on 127.0.0.1:{port}? Start the program under "
+                f"one first, e.g. {hint}"
+            ) from None
         settled = session.phase in (Phase.STOPPED, Phase.ENDED)
         lines = [
             f"Attached to {session.target} with {adapter.id}.",
@@ -246,8 +257,10 @@ class DebugSupervisor:
             await session.open(attach_port=port)
             await session.configure(command, arguments, self.breakpoints, filters)
         except Exception as exc:
+            text = str(exc)
+            reason = text if text.startswith(f"{command} failed") else f"{command} failed: {text}"
             with anyio.CancelScope(shield=True):
-                await session.close(f"{command} failed: {exc}")
+                await session.close(reason)
             raise
         except BaseException:
             with anyio.CancelScope(shield=True):
