@@ -181,8 +181,7 @@ def debug_tool(config: DebugConfig) -> tether.ToolSpec:
         args=DebugArgs,
         handler=handle_debug,
         description=DESCRIPTION,
-        # mypy cannot type attrs' converter=tuple in core's ToolSpec (requested upstream)
-        requires=("debug_supervisor",),  # type: ignore[arg-type]
+        requires=("debug_supervisor",),
         parallel_safe=False,  # a session is state across calls
         timeout_s=budget,
     )
