@@ -110,10 +110,20 @@ class _Gdb(DebugAdapter):
     program_suffixes = (".elf",)
 
 
+class _BrokenShim(DebugAdapter):
+    """On PATH but failing when run, like a rustup shim without its toolchain."""
+
+    id = "shim"
+    kind = "programs of a broken toolchain"
+    commands = (("python3",),)
+    probe_args = ("-c", "import sys; sys.exit('error: toolchain is not installed')")
+    root_markers = ("Makefile",)
+
+
 class _GdbPlugin:
     @tether.hookimpl
     def tether_debug_adapters(self) -> list[DebugAdapter]:
-        return [_Gdb()]
+        return [_Gdb(), _BrokenShim()]
 
 
 async def test_a_third_party_adapter_joins_through_the_hook(
@@ -127,6 +137,9 @@ async def test_a_third_party_adapter_joins_through_the_hook(
             "- gdb [native executables via gdb; no attach]: unusable: gdb-that-is-not-installed not on PATH"
             in text
         )
+        shim = next(line for line in text.splitlines() if line.startswith("- shim "))
+        assert shim.endswith("exited with code 1: error: toolchain is not installed")
+        assert "unusable: `" in shim
         failure = await dbg.error(run, op="launch", program="fw.elf", adapter="gdb")
         assert "gdb-that-is-not-installed not on PATH" in failure
         unknown = await dbg.error(run, op="launch", program="fw.elf", adapter="gbd")

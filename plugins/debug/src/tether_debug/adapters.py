@@ -92,7 +92,6 @@ class Probe:
             await process.terminate()
             return False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s"
         if code != 0:
-            await anyio.sleep(0.05)  # let the stderr tail catch the last line
             lines = process.stderr_tail.text().strip().splitlines()
             last = f": {lines[-1]}" if lines else ""
             return False, f"`{shown}` exited with code {code}{last}"

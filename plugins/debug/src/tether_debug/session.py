@@ -613,7 +613,9 @@ class DebugSession:
                 await self.process.wait()
             await self.process.terminate(grace_s=0.5)
         # An adapter that exits by itself orphans its children (debugpy's launcher, the
-        # debuggee): they are no longer its descendants, so kill what was remembered.
+        # debuggee). terminate() finds re-parented ones by process group and owner marker; a
+        # debuggee that changed both (its own session, a scrubbed environment) would still
+        # escape, so the pids seen while it ran are checked as well.
         leftovers = {pid for pid in self._tree if is_alive(pid)}
         for pid in leftovers:
             kill_tree(pid)
