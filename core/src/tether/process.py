@@ -63,6 +63,23 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def group_members(pgid: int) -> set[int]:
+    """Live pids whose process group is ``pgid`` (they stay in the group after its leader exits
+    and they are re-parented, so they are no longer the leader's descendants)."""
+    members: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != b"Z":
+                members.add(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
 def is_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     try:
@@ -72,25 +89,53 @@ def is_alive(pid: int) -> bool:
         return False
 
 
-def _reap(pids: set[int]) -> None:
-    for pid in pids:
+#: Environment variable that marks every process a run starts, and so every descendant that keeps
+#: its environment: double-forked daemons leave the tree and the group, but not the marker.
+OWNER_ENV = "TETHER_OWNER"
+
+
+def owned_by(marker: str, *, prefix: bool = False) -> set[int]:
+    """Live pids whose environment holds ``TETHER_OWNER=<marker>`` (or one starting with it)."""
+    needle = f"{OWNER_ENV}={marker}".encode()
+    found: set[int] = set()
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
         try:
-            os.waitpid(pid, os.WNOHANG)
-        except (ChildProcessError, OSError):
-            pass
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item == needle or (prefix and item.startswith(needle)):
+                if is_alive(int(entry)):
+                    found.add(int(entry))
+                break
+    return found
 
 
-def kill_tree(pid: int, sig: int = signal.SIGKILL) -> set[int]:
-    """Send ``sig`` to ``pid``, its process group and every descendant; return the pids hit."""
-    tree = descendants(pid) | {pid}
+def _tree(pid: int, marker: str | None = None) -> set[int]:
+    """``pid``, its descendants, the members of the group it led, the processes carrying its
+    owner marker, and all their descendants."""
+    roots = {pid} | group_members(pid)
+    if marker is not None:
+        roots |= owned_by(marker)
+    tree: set[int] = set()
+    for root in roots:
+        if root not in tree:
+            tree |= {root} | descendants(root)
+    return tree
+
+
+def _signal_all(tree: set[int], sig: int) -> None:
     groups = set()
     for member in tree:
         try:
             groups.add(os.getpgid(member))
         except OSError:
             pass
-    own_group = os.getpgrp()
-    for group in groups - {own_group}:
+    for group in groups - {os.getpgrp()}:
         try:
             os.killpg(group, sig)
         except OSError:
@@ -100,37 +145,66 @@ def kill_tree(pid: int, sig: int = signal.SIGKILL) -> set[int]:
             os.kill(member, sig)
         except OSError:
             pass
-    if sig == signal.SIGKILL:
-        _reap(tree)
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL, *, marker: str | None = None) -> set[int]:
+    """Send ``sig`` to ``pid``, every descendant, the group ``pid`` led (whose members may have
+    been re-parented) and the processes carrying ``marker``; return the pids hit.
+
+    Nothing is reaped here: a child's own parent (the event loop, ``subprocess``) collects it.
+    """
+    tree = _tree(pid, marker)
+    _signal_all(tree, sig)
     return tree
 
 
-async def terminate_tree(pid: int, grace_s: float = 1.0) -> None:
+async def terminate_tree(pid: int, grace_s: float = 1.0, *, marker: str | None = None) -> None:
     """SIGTERM the tree, wait up to ``grace_s`` for it to go, then SIGKILL whatever is left."""
-    tree = kill_tree(pid, signal.SIGTERM)
+    tree = kill_tree(pid, signal.SIGTERM, marker=marker)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        _reap(tree)
-        if not any(is_alive(p) for p in tree):
-            break
+    while time.monotonic() < deadline and any(is_alive(p) for p in tree):
         await anyio.sleep(0.02)
-    tree |= descendants(pid)
-    for member in tree:
-        if is_alive(member):
-            kill_tree(member)
-    _reap(tree)
+    tree |= _tree(pid, marker)
+    _signal_all({p for p in tree if is_alive(p)}, signal.SIGKILL)
+
+
+def kill_orphans() -> set[int]:
+    """Kill every remaining descendant of this process and reap the zombies left to it.
+
+    For a process that owns all its children (the CLI, a subreaper): daemonised grandchildren
+    that escaped their tree were re-parented here and are found this way.
+    """
+    killed: set[int] = set()
+    for pid in descendants(os.getpid()):
+        if is_alive(pid):
+            killed |= kill_tree(pid)
+    while True:
+        try:
+            reaped, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if reaped == 0:
+            break
+    return killed
 
 
 class ManagedProcess:
     """A child started by :func:`spawn`: pipes, a bounded stderr tail, tree termination."""
 
     def __init__(
-        self, process: anyio.abc.Process, argv: Sequence[str], stderr_tail: TailBuffer
+        self,
+        process: anyio.abc.Process,
+        argv: Sequence[str],
+        stderr_tail: TailBuffer,
+        marker: str | None = None,
     ) -> None:
         self.process = process
         self.argv = list(argv)
         self.stderr_tail = stderr_tail
+        self.marker = marker
         self.started_at = time.time()
+        self.terminated = False
+        self._drained = anyio.Event()
 
     @property
     def pid(self) -> int:
@@ -151,25 +225,26 @@ class ManagedProcess:
         return self.process.returncode
 
     async def wait(self) -> int:
-        return await self.process.wait()
+        """The exit code, once the process exited and its stderr was read to the end (bounded)."""
+        code = await self.process.wait()
+        with anyio.move_on_after(1.0):
+            await self._drained.wait()
+        return code
 
     async def terminate(self, grace_s: float = 1.0) -> None:
-        """Stop the process and every descendant (SIGTERM, then SIGKILL after ``grace_s``)."""
+        """Stop the process and every descendant (SIGTERM, then SIGKILL after ``grace_s``),
+        including re-parented group members and daemons that kept the owner marker."""
+        if self.terminated:
+            return
         with anyio.CancelScope(shield=True):
-            if self.process.returncode is None or descendants(self.pid):
-                await terminate_tree(self.pid, grace_s)
+            await terminate_tree(self.pid, grace_s, marker=self.marker)
             with anyio.move_on_after(max(grace_s, 0.5)):
-                await self.process.wait()
-            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-                if stream is not None:
-                    try:
-                        await stream.aclose()
-                    except Exception:
-                        pass
+                await self.process.aclose()  # closes the pipes and the transport, reaps the child
+            self.terminated = True
 
     def kill(self) -> None:
         """SIGKILL the whole tree now (synchronous)."""
-        kill_tree(self.pid)
+        kill_tree(self.pid, marker=self.marker)
 
 
 async def spawn(
@@ -181,14 +256,20 @@ async def spawn(
     stdin: bool = True,
     stdout: bool = True,
     stderr_bytes: int = 16 * 1024,
+    marker: str | None = None,
 ) -> ManagedProcess:
     """Start ``argv`` in a new process group; stderr is drained into a bounded tail.
+
+    ``marker`` goes into the child's environment as ``TETHER_OWNER`` so that its descendants can be
+    found even after they detach (see :func:`owned_by`).
 
     Raises :class:`FileNotFoundError`/:class:`PermissionError` when the program cannot start.
     """
     full_env: dict[str, Any] | None = None
-    if env is not None:
-        full_env = {**os.environ, **env}
+    if env is not None or marker is not None:
+        full_env = {**os.environ, **(env or {})}
+        if marker is not None:
+            full_env[OWNER_ENV] = marker
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
@@ -199,7 +280,7 @@ async def spawn(
         start_new_session=True,
     )
     tail = TailBuffer(stderr_bytes)
-    managed = ManagedProcess(process, argv, tail)
+    managed = ManagedProcess(process, argv, tail, marker)
 
     async def drain() -> None:
         assert process.stderr is not None
@@ -208,6 +289,8 @@ async def spawn(
                 tail.write(chunk)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
+        finally:
+            managed._drained.set()
 
     task_group.start_soon(drain)
     return managed

@@ -8,14 +8,15 @@ import itertools
 import logging
 import math
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+import anyio.lowlevel
 
 from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
@@ -27,6 +28,9 @@ from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.tiers import BUILTIN_SURFACES, Tier
 from tether.tools import CallContext, ToolResult, ToolSpec, as_result, resolve
+
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
 
 log = logging.getLogger("tether")
 T = TypeVar("T")
@@ -81,6 +85,9 @@ class Run:
         self._processes: list[_process.ManagedProcess] = []
         self._adopted: set[int] = set()
         self._call_ids = itertools.count(1)
+        self._spawn_ids = itertools.count(1)
+        # every process of this run carries TETHER_OWNER=<owner>/<n>: detached daemons included
+        self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
         self.closed = False
         self.surfaces: dict[str, Tier] = dict(BUILTIN_SURFACES)
         for name, tier in self.core.surfaces.items():
@@ -92,19 +99,37 @@ class Run:
         """The ``[table]`` configuration loaded strictly into ``cls`` (cached per run)."""
         if table not in self._configs:
             self._configs[table] = structure_config(self.raw_config.get(table, {}), cls, table)
-        return self._configs[table]  # type: ignore[no-any-return]
+        return self._configs[table]
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
         return _confine(self.workdir, path, field)
 
     async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
-        """Start a child that belongs to this run (see :func:`tether.process.spawn`)."""
+        """Start a child that belongs to this run (see :func:`tether.process.spawn`).
+
+        The start is shielded from cancellation; if the caller was cancelled meanwhile, the
+        process it will never see is terminated at once and the cancellation goes on.
+        """
         if self.closed:
             raise ToolError("the run is closed; no new process can start")
-        proc = await _process.spawn(argv, task_group=self.task_group, **kwargs)
-        self._processes.append(proc)
+        marker = f"{self.owner}/{next(self._spawn_ids)}"
+        with anyio.CancelScope(shield=True):
+            proc = await _process.spawn(argv, task_group=self.task_group, marker=marker, **kwargs)
+            self._processes = [p for p in self._processes if not p.terminated]
+            self._processes.append(proc)
+        try:
+            await anyio.lowlevel.checkpoint()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await proc.terminate(grace_s=0.2)
+            raise
         return proc
+
+    def child_env(self) -> dict[str, str]:
+        """Environment entries for a process a library starts on the run's behalf (then pass its
+        pid to :meth:`adopt_pid`): the owner marker lets the run find its detached descendants."""
+        return {_process.OWNER_ENV: f"{self.owner}/adopted"}
 
     def adopt_pid(self, pid: int) -> None:
         """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run closes."""
@@ -253,7 +278,7 @@ class Run:
             )
         raw = {} if args is None else args
         try:
-            parsed = structure_args(raw, spec.args)
+            parsed: Any = structure_args(raw, spec.args)
         except ArgumentErrors as exc:
             return ToolResult.error(f"invalid arguments for {name}:\n{exc}", call_id=call_id)
         ctx = CallContext(
@@ -335,7 +360,8 @@ class Run:
                 if inspect.iscoroutinefunction(spec.handler):
                     value = await spec.handler(ctx, ctx.args)
                 else:  # a synchronous host tool
-                    value = await anyio.to_thread.run_sync(spec.handler, ctx, ctx.args)
+                    handler: Any = spec.handler
+                    value = await anyio.to_thread.run_sync(handler, ctx, ctx.args)
                     if inspect.isawaitable(value):
                         value = await value
         except ToolError as exc:
@@ -369,6 +395,9 @@ class Run:
                 tg.start_soon(proc.terminate, 0.5)
         for pid in self._adopted:
             _process.kill_tree(pid)
+        # daemons that left every tree still carry the run's marker
+        for pid in _process.owned_by(f"{self.owner}/", prefix=True):
+            _process.kill_tree(pid)
         for problem in self.problems:
             log.warning("tether: %s", problem)
 
@@ -394,25 +423,38 @@ async def open_run(
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     pm.register(_CoreHooks(), name="tether.core")
-    async with anyio.create_task_group() as tg:
-        run = Run(
-            workdir=root,
-            conversation_id=conversation_id,
-            pm=pm,
-            config=config or {},
-            vibe=vibe,
-            task_group=tg,
-        )
-        try:
-            run._wire()
-            yield run
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(run.core.close_timeout_s * 2):
-                await run._close()
-            # the close may have been cut short: make sure no child survives
-            for proc in run._processes:
-                proc.kill()
-            tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            run = Run(
+                workdir=root,
+                conversation_id=conversation_id,
+                pm=pm,
+                config=config or {},
+                vibe=vibe,
+                task_group=tg,
+            )
+            try:
+                run._wire()
+                yield run
+            finally:
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(run.core.close_timeout_s * 2),
+                ):
+                    await run._close()
+                # the close may have been cut short: make sure no child survives
+                for proc in run._processes:
+                    proc.kill()
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the run's task group is an implementation detail: give the harness its own exception
+        raise _single(group) from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+        group = group.exceptions[0]  # type: ignore[assignment]
+    return group
 
 
 class SyncRun:
@@ -442,6 +484,8 @@ class SyncRun:
 @contextmanager
 def open_run_sync(workdir: str | os.PathLike[str], **kwargs: Any) -> Iterator[SyncRun]:
     """:func:`open_run` for synchronous code; the event loop runs in a background thread."""
+    from anyio.from_thread import start_blocking_portal  # only sync harnesses pay for it
+
     with (
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(open_run(workdir, **kwargs)) as run,
