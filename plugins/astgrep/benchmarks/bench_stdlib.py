@@ -98,7 +98,9 @@ def tether_bin() -> str:
 
 
 def ast_grep_bin() -> str:
-    found = shutil.which("ast-grep", path=str(Path(sys.executable).parent)) or shutil.which("ast-grep")
+    found = shutil.which("ast-grep", path=str(Path(sys.executable).parent)) or shutil.which(
+        "ast-grep"
+    )
     if not found:
         sys.exit("ast-grep is not installed: uv sync --package tether-astgrep --extra bench")
     return found
@@ -108,7 +110,10 @@ def run_ast_grep(pattern: str, corpus: Path) -> tuple[float, set[tuple[str, int]
     start = time.perf_counter()
     out = subprocess.run(
         [ast_grep_bin(), "run", "-p", pattern, "-l", "python", "--json=stream"],
-        cwd=corpus, capture_output=True, check=False, timeout=600,
+        cwd=corpus,
+        capture_output=True,
+        check=False,
+        timeout=600,
     )
     wall = time.perf_counter() - start
     found = set()
@@ -127,10 +132,11 @@ def run_tether_cold(pattern: str, corpus: Path) -> tuple[float, set[tuple[str, i
     start = time.perf_counter()
     proc = subprocess.Popen(
         [tether_bin(), "call", "ast_grep", args, "--workdir", str(corpus)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     with PeakMemory(proc.pid) as mem:
-        out, err = proc.communicate(timeout=600)
+        out, _ = proc.communicate(timeout=600)
     wall = time.perf_counter() - start
     reply = json.loads(out)
     if reply["is_error"]:
@@ -142,15 +148,20 @@ class Session:
     def __init__(self, corpus: Path) -> None:
         self.proc = subprocess.Popen(
             [tether_bin(), "session", "--workdir", str(corpus)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         self.next_id = 0
 
     def ask(self, pattern: str) -> tuple[float, dict[str, Any]]:
         assert self.proc.stdin and self.proc.stdout
         self.next_id += 1
-        request = {"id": self.next_id, "tool": "ast_grep",
-                   "args": {"pattern": pattern, "language": "python", "max_results": 1_000_000}}
+        request = {
+            "id": self.next_id,
+            "tool": "ast_grep",
+            "args": {"pattern": pattern, "language": "python", "max_results": 1_000_000},
+        }
         start = time.perf_counter()
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -169,7 +180,9 @@ class Session:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, help="default: a copy of this Python's stdlib")
-    parser.add_argument("--repeat", type=int, default=2, help="cold runs per tool and pattern (min)")
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="cold runs per tool and pattern (min)"
+    )
     parser.add_argument("--warm-only", action="store_true", help="skip the cold tether runs")
     opts = parser.parse_args()
     tmp = None
@@ -196,8 +209,15 @@ def main() -> None:
             wall, tc_set, peak = run_tether_cold(pattern, corpus)
             tc_times.append(wall)
             cold_peak = max(cold_peak, peak)
-        rows.append({"pattern": pattern, "ag": min(ag_times), "cold": min(tc_times),
-                     "ag_set": ag_set, "tc_set": tc_set})
+        rows.append(
+            {
+                "pattern": pattern,
+                "ag": min(ag_times),
+                "cold": min(tc_times),
+                "ag_set": ag_set,
+                "tc_set": tc_set,
+            }
+        )
 
     session = Session(corpus)
     with PeakMemory(session.proc.pid) as mem:
@@ -217,8 +237,12 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for r in rows:
-        agree = "same" if r["tc_set"] == r["ag_set"] else (
-            f"+{len(r['tc_set'] - r['ag_set'])} only tether, -{len(r['ag_set'] - r['tc_set'])} only ast-grep"
+        agree = (
+            "same"
+            if r["tc_set"] == r["ag_set"]
+            else (
+                f"+{len(r['tc_set'] - r['ag_set'])} only tether, -{len(r['ag_set'] - r['tc_set'])} only ast-grep"
+            )
         )
         assert r["warm_set"] == r["tc_set"], f"warm and cold disagree on {r['pattern']}"
         print(
@@ -228,9 +252,13 @@ def main() -> None:
         )
     cold_ratio = statistics.median(r["cold"] / r["ag"] for r in rows)
     warm_ratio = statistics.median(r["warm"] / r["ag"] for r in rows)
-    print(f"median ratio: cold {cold_ratio:.2f} (target <= 1.0), warm {warm_ratio:.2f} (target <= 0.25)")
-    print(f"peak memory (PSS, process tree): cold {cold_peak / 2**20:.0f} MB, "
-          f"warm session {mem.peak / 2**20:.0f} MB (target <= 1024 MB)")
+    print(
+        f"median ratio: cold {cold_ratio:.2f} (target <= 1.0), warm {warm_ratio:.2f} (target <= 0.25)"
+    )
+    print(
+        f"peak memory (PSS, process tree): cold {cold_peak / 2**20:.0f} MB, "
+        f"warm session {mem.peak / 2**20:.0f} MB (target <= 1024 MB)"
+    )
     for r in rows:
         if r["tc_set"] != r["ag_set"]:
             only_t = sorted(r["tc_set"] - r["ag_set"])[:3]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import tether
 import tether_astgrep.hooks
 from tether_astgrep.grammars import GrammarRegistry, builtin_grammars

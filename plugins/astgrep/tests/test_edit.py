@@ -6,9 +6,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import tether.fsutil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import tether.fsutil
 
 pytestmark = pytest.mark.anyio
 
@@ -195,6 +196,7 @@ async def test_failure_in_the_middle_of_applying_restores_earlier_files(
 def test_property_no_partial_application_ever(tmp_path_factory, n_files, changed, how) -> None:
     """Whatever files change between staging and accept, either all are written or none."""
     import anyio
+
     import tether
     import tether_astgrep.hooks
 

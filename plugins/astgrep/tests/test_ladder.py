@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tether_astgrep.grammars import RUNGS, GrammarRegistry
 from tether_astgrep.pattern import PatternError, compile_pattern
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+
 from tether_astgrep.grammars import GrammarRegistry
 from tether_astgrep.matcher import Matcher
 from tether_astgrep.pattern import compile_pattern

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 import tether
 from tether.testing import check_plugin_contract, require_real
 
@@ -188,6 +189,7 @@ async def test_worker_processes_agree_and_do_not_outlive_the_run(astgrep_run) ->
 
 async def test_third_party_grammar_through_the_hook(astgrep_run) -> None:
     import tree_sitter_python
+
     from tether_astgrep.grammars import Grammar, Scaffold
 
     class Cython:

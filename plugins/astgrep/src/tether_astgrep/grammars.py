@@ -6,7 +6,7 @@ A grammar is plain data so that third-party plugins can contribute one through t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
 from typing import Any
 
@@ -271,5 +271,5 @@ class GrammarRegistry:
     def ids(self) -> list[str]:
         return sorted(self._by_id)
 
-    def __iter__(self) -> Iterable[Grammar]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Grammar]:
         return iter(self._by_id.values())

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pluggy
-import tether
 
+import tether
 from tether_astgrep.grammars import Grammar, builtin_grammars
 
 

@@ -229,7 +229,9 @@ def compile_pattern(
                 items=items,
                 rung=scaffold.rung,
                 interpretation=f"{what} (as a {scaffold.rung})",
-                literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
+                literals=tuple(
+                    sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))
+                ),
                 var_names=names,
                 chains=chains,
             )

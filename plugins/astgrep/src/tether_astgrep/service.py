@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import attrs
+
 import tether
 from tether.paths import confine
-
 from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
 from tether_astgrep.files import list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry

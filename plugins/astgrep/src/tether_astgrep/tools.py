@@ -7,10 +7,10 @@ from typing import Literal
 
 import anyio.to_thread
 import attrs
+
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.text import cap, truncate
-
 from tether_astgrep.grammars import GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
 
@@ -150,7 +150,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
     for r in broken:
         where = ", ".join(str(n) for n in r.new_error_lines[:10])
         lines.append(f"warning: {r.path} has new syntax errors after the rewrite (lines {where})")
-    diff = []
+    diff: list[str] = []
     for r in changed:
         assert r.original is not None and r.new is not None
         diff.extend(
