@@ -129,8 +129,8 @@ async def test_overlapping_matches_outer_wins_and_is_reported(
 ) -> None:
     async with astgrep_run({"a.py": "f(f(1))\n"}) as run:
         result = await run.call("ast_edit", {"pattern": "f($X)", "rewrite": "g($X)"})
-        assert "(proposed) 1 replacements in 1 files" in result.text_content
-        assert "1 inner matches skipped" in result.text_content
+        assert "(proposed) 1 replacement in 1 file" in result.text_content
+        assert "1 inner match skipped" in result.text_content
         await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
         assert (tether_workdir / "a.py").read_text() == "g(f(1))\n"
 

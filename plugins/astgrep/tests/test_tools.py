@@ -42,7 +42,7 @@ async def test_seed_dart_example_through_the_tool(astgrep_run) -> None:
         )
         assert not result.is_error, result.text_content
         text = result.text_content
-        assert text.startswith("1 matches in 1 files (1 dart files searched)")
+        assert text.startswith("1 match in 1 file (1 dart files searched)")
         assert "interpreted as: if statement (as a statement)" in text
         assert "lib/holder.dart:3:5: if (c != null) c.dispose();" in text
         assert "$X = c" in text

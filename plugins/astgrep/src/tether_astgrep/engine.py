@@ -161,7 +161,8 @@ class ProcessState:
             return FileResult(path, skipped="unreadable")
         if st.st_size > task.max_file_bytes:
             return FileResult(path, skipped="too large")
-        entry = self.cache.get(path, st)
+        # An edit must stage exactly what is on disk now: never trust the cache for it.
+        entry = self.cache.get(path, st) if task.mode == "search" else None
         if entry is None:
             try:
                 with open(full, "rb") as f:

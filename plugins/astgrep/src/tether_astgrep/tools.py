@@ -68,6 +68,10 @@ class ResolveArgs:
     )
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}es" if noun.endswith("ch") else f"{n} {noun}s"
+
+
 def _header(outcome: SearchOutcome) -> str:
     return f"interpreted as: {outcome.pattern.interpretation}"
 
@@ -86,8 +90,8 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
     rows = [(r, m) for r in outcome.files for m in r.matches]
     files_with = len({r.path for r, _ in rows})
     lines = [
-        f"{len(rows)} matches in {files_with} files ({outcome.searched} {outcome.grammar.id} files searched); "
-        + _header(outcome)
+        f"{plural(len(rows), 'match')} in {plural(files_with, 'file')} "
+        f"({outcome.searched} {outcome.grammar.id} files searched); " + _header(outcome)
     ]
     shown, note = cap(rows, args.max_results)
     structured = []
@@ -139,13 +143,16 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         )
     staged = service.stage(outcome)
     lines = [
-        f"(proposed) {replaced} replacements in {len(changed)} files; nothing written yet: "
+        f"(proposed) {plural(replaced, 'replacement')} in {plural(len(changed), 'file')}; "
+        "nothing written yet: "
         f'call resolve with edit_id "{staged.edit_id}" and action "accept" or "discard"',
         _header(outcome),
     ]
     inner = sum(r.skipped_inner for r in changed)
     if inner:
-        lines.append(f"{inner} inner matches skipped (an enclosing match is rewritten instead)")
+        lines.append(
+            f"{plural(inner, 'inner match')} skipped (an enclosing match is rewritten instead)"
+        )
     broken = [r for r in changed if r.new_error_lines]
     for r in broken:
         where = ", ".join(str(n) for n in r.new_error_lines[:10])
@@ -203,7 +210,8 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
         ) from None
     service.resolved[args.edit_id] = "accepted"
     return tether.ToolResult.text(
-        f"{args.edit_id} applied to {len(names)} files: {', '.join(names)}", files=names
+        f"{args.edit_id} applied to {plural(len(names), 'file')}: {', '.join(names)}",
+        files=names,
     )
 
 
