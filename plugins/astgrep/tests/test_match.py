@@ -247,3 +247,23 @@ def test_literal_strings_compare_by_text(registry: GrammarRegistry) -> None:
 def test_files_with_syntax_errors_are_still_searched(registry: GrammarRegistry) -> None:
     code = "foo(1)\ndef broken(:\n    pass\nfoo(2)\n"
     assert find(registry, "python", "foo($A)", code) == ["foo(1)", "foo(2)"]
+
+
+def test_dart_member_chains_bind_whole_receivers(registry: GrammarRegistry) -> None:
+    code = """
+    void main() {
+      c.dispose();
+      a.b.dispose();
+      if (a.b != null) a.b.dispose();
+      if (a.b != null) a.c.dispose();
+    }
+    """
+    caps = captures(registry, "dart", "$X.dispose()", code)
+    assert [c["X"] for c in caps] == ["c", "a.b", "a.b", "a.c"]  # never the bare `.b` selector
+    found = find(registry, "dart", "if ($X != null) $X.dispose()", code)
+    assert found == ["if (a.b != null) a.b.dispose();"]
+
+
+def test_several_statements_match_consecutive_siblings(registry: GrammarRegistry) -> None:
+    code = "x = 1\ny = 2\nz = 3\nw = 1\n"
+    assert find(registry, "python", "$A = 1\n$B = 2", code) == ["x = 1\ny = 2"]

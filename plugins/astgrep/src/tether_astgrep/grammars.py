@@ -57,6 +57,10 @@ class Grammar:
     # (adjacent pattern tokens may be separated only by whitespace, commas, `;` and comments).
     # None turns that prefilter off for the grammar (e.g. nested comments a regex cannot span).
     comment_regex: str | None = None
+    # Grammars that spell `a.b.c()` as flat siblings (Dart: identifier, selector, selector…):
+    # these kinds continue the expression before them, so `$X` absorbs them (`$X.dispose()`
+    # binds `a.b` in `a.b.dispose()`) and no match starts at one.
+    continuation_kinds: frozenset[str] = frozenset()
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -93,6 +97,10 @@ class Grammar:
         if kids and kids[-1].kind_id in self.trailing_ids:
             kids.pop()
         return kids
+
+    @cached_property
+    def continuation_ids(self) -> frozenset[int]:
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in self.continuation_kinds)
 
     @cached_property
     def string_ids(self) -> frozenset[int]:
@@ -229,6 +237,7 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=frozenset({"string_literal"}),
             code_in_string_kinds=frozenset({"template_substitution"}),
             comment_regex=_C_COMMENT,
+            continuation_kinds=frozenset({"selector", "cascade_section"}),
         ),
     ]
 

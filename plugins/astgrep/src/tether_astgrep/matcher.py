@@ -91,6 +91,7 @@ class Matcher:
         self.comma_ids = grammar.comma_ids
         self.string_ids = grammar.string_ids
         self.code_ids = grammar.code_in_string_ids
+        self.cont_ids = grammar.continuation_ids
         self._query: ts.Query | None = None
         first = pattern.items[0]
         # Anchors: each literal leaf of a single-node pattern with its depth(s) below the root.
@@ -252,10 +253,39 @@ class Matcher:
                 return None
             if j == len(cs):
                 return None
+            if isinstance(p, MetaVar) and self.cont_ids:
+                return self._absorbing(p, ps, i, cs, j, env, whole=whole)
             e2 = self._node(p, cs[j], env)
             if e2 is None:
                 return None
             env, i, j = e2, i + 1, j + 1
+
+    def _absorbing(
+        self,
+        p: MetaVar,
+        ps: tuple[Any, ...],
+        i: int,
+        cs: list[ts.Node],
+        j: int,
+        env: Env,
+        *,
+        whole: bool,
+    ) -> Env | None:
+        """`$X` over a node and any continuation siblings after it (shortest first)."""
+        cont = self.cont_ids
+        if not cs[j].is_named or cs[j].kind_id in cont:
+            return None
+        k = j + 1
+        while True:
+            e2 = self._bind(p, cs[j] if k == j + 1 else cs[j:k], env)
+            if e2 is not None:
+                r = self._seq(ps, i + 1, cs, k, e2, whole=whole)
+                if r is not None:
+                    return r
+            if k < len(cs) and cs[k].kind_id in cont:
+                k += 1
+                continue
+            return None
 
     def find(self, tree: ts.Tree, source: bytes | None = None) -> list[Match]:
         """Every match in `tree`; `source` (the parsed bytes) enables the literal anchors."""
@@ -276,6 +306,8 @@ class Matcher:
                     continue
                 kids = self._sig(parent)
                 idx = next((k for k, c in enumerate(kids) if c == cand), None)
+                if idx is not None and kids[idx].kind_id in self.cont_ids:
+                    continue  # `.b` in `a.b.c()` does not start an expression
                 if idx is None or (isinstance(first, MetaVar) and (parent.id, idx) in seen):
                     continue
                 seen.add((parent.id, idx))
