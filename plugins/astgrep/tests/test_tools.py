@@ -233,3 +233,33 @@ async def test_prefilter_does_not_backtrack_on_comment_runs(astgrep_run) -> None
         assert result.meta["total"] == 1, result.text_content
         result = await run.call("ast_grep", {"pattern": "a.b()", "language": "javascript"})
         assert result.meta["total"] == 0, result.text_content
+
+
+async def test_symlinked_files_are_not_followed(
+    astgrep_run, tether_workdir: Path, tmp_path
+) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("f(99)\n")
+    async with astgrep_run({"a.py": "f(1)\n"}) as run:
+        (tether_workdir / "link.py").symlink_to(outside)
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert [m["path"] for m in result.meta["matches"]] == ["a.py"]
+        result = await run.call("ast_grep", {"pattern": "f($A)", "path": "link.py"})
+        assert result.is_error and "path:" in result.text_content
+
+
+async def test_a_dead_worker_is_a_clear_error_and_the_next_search_recovers(astgrep_run) -> None:
+    import os
+    import signal
+
+    files = {f"m{i}.py": f"f({i})\n" for i in range(12)}
+    config = {"astgrep": {"workers": 2, "parallel_min_files": 5}}
+    async with astgrep_run(files, config=config) as run:
+        first = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert first.meta["total"] == 12
+        service = run.resources["parser_registry"]
+        os.kill(service.worker_pids[0], signal.SIGKILL)
+        broken = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert broken.is_error and "search worker died" in broken.text_content
+        again = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert again.meta["total"] == 12

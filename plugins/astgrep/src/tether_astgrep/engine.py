@@ -342,9 +342,12 @@ class WorkerPool:
                     if error is not None:
                         raise WorkerError(f"search worker failed: {error}")
                     results.extend(got)
-            except (WorkerError, EOFError, OSError):
+            except WorkerError:
                 self._stop_locked()
                 raise
+            except (EOFError, OSError) as exc:
+                self._stop_locked()
+                raise WorkerError(f"a search worker died ({type(exc).__name__})") from exc
             return results
 
     def _stop_locked(self) -> None:

@@ -11,6 +11,11 @@ import pathspec
 GIT_TIMEOUT_S = 30.0
 
 
+def _regular(path: Path) -> bool:
+    """A regular file, not a symlink (which could lead outside the workdir)."""
+    return not path.is_symlink() and path.is_file()
+
+
 def _git_files(root: Path) -> list[str] | None:
     """Tracked plus untracked-not-ignored files under `root`, relative to it; None if no git."""
     try:
@@ -26,7 +31,7 @@ def _git_files(root: Path) -> list[str] | None:
     if proc.returncode != 0:
         return None
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return sorted({n for n in names if n and (root / n).is_file()})
+    return sorted({n for n in names if n and _regular(root / n)})
 
 
 def _walk_files(root: Path) -> list[str]:
@@ -61,7 +66,7 @@ def _walk_files(root: Path) -> list[str]:
         dirnames[:] = keep
         for f in sorted(filenames):
             rel = f"{rel_dir}/{f}" if rel_dir else f
-            if not ignored(rel, False) and os.path.isfile(os.path.join(dirpath, f)):
+            if not ignored(rel, False) and _regular(Path(dirpath, f)):
                 out.append(rel)
     return out
 
