@@ -263,3 +263,9 @@ async def test_a_dead_worker_is_a_clear_error_and_the_next_search_recovers(astgr
         assert broken.is_error and "search worker died" in broken.text_content
         again = await run.call("ast_grep", {"pattern": "f($A)"})
         assert again.meta["total"] == 12
+
+
+async def test_columns_count_characters(astgrep_run) -> None:
+    async with astgrep_run({"a.py": "s = 'héllo' + f(1)\n"}) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert "a.py:1:15: f(1)" in result.text_content

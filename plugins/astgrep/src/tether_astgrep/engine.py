@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import tree_sitter as ts
 
+from tether.text import truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
@@ -29,6 +30,7 @@ from tether_astgrep.rewrite import apply_matches, error_lines
 # A parsed tree costs about this many bytes per byte of source (measured on CPython's stdlib).
 TREE_BYTES_PER_SOURCE_BYTE = 28
 BINARY_SNIFF_BYTES = 8192
+MAX_TEXT_CHARS = 2000  # of a match or capture sent back from a search
 
 
 @attrs.frozen
@@ -211,15 +213,22 @@ class ProcessState:
 
 
 def _describe(m: Match, source: bytes) -> tuple[Any, ...]:
-    caps = {}
-    for name, (start, end) in m.captures.items():
-        caps[name] = "" if start < 0 else source[start:end].decode("utf-8", "replace")
+    """(line, column, end line, end column, text, captures): 1-based, columns in characters."""
+
+    def column(offset: int) -> int:
+        line_start = source.rfind(b"\n", 0, offset) + 1
+        return len(source[line_start:offset].decode("utf-8", "replace")) + 1
+
+    def text(start: int, end: int) -> str:
+        return truncate(source[start:end].decode("utf-8", "replace"), MAX_TEXT_CHARS)
+
+    caps = {name: "" if a < 0 else text(a, b) for name, (a, b) in m.captures.items()}
     return (
         m.start_point[0] + 1,
-        m.start_point[1] + 1,
+        column(m.start_byte),
         m.end_point[0] + 1,
-        m.end_point[1] + 1,
-        source[m.start_byte : m.end_byte].decode("utf-8", "replace"),
+        column(m.end_byte),
+        text(m.start_byte, m.end_byte),
         caps,
     )
 
