@@ -269,3 +269,21 @@ async def test_columns_count_characters(astgrep_run) -> None:
     async with astgrep_run({"a.py": "s = 'héllo' + f(1)\n"}) as run:
         result = await run.call("ast_grep", {"pattern": "f($A)"})
         assert "a.py:1:15: f(1)" in result.text_content
+
+
+async def test_a_duplicate_grammar_id_names_both_plugins(astgrep_run) -> None:
+    import tree_sitter_python
+
+    from tether_astgrep.grammars import Grammar, Scaffold
+
+    class Again:
+        @tether.hookimpl
+        def tether_grammars(self) -> list[Grammar]:
+            scaffold = (Scaffold("statement", "", ""),)
+            return [Grammar("python", (".py",), tree_sitter_python.language, scaffold)]
+
+    with pytest.raises(
+        tether.PluginError, match="'python' is contributed twice: by tether_astgrep"
+    ):
+        async with astgrep_run({}, plugins=[Again()]):
+            pass

@@ -252,18 +252,23 @@ class GrammarRegistry:
     def __init__(self, grammars: Iterable[Grammar] = ()) -> None:
         self._by_id: dict[str, Grammar] = {}
         self._by_ext: dict[str, Grammar] = {}
+        self._origin: dict[str, str] = {}
         for grammar in grammars:
             self.add(grammar)
 
-    def add(self, grammar: Grammar) -> None:
+    def add(self, grammar: Grammar, origin: str = "tether-astgrep") -> None:
         if not isinstance(grammar, Grammar):
-            raise GrammarError(f"tether_grammars() returned {grammar!r}, not a Grammar")
+            raise GrammarError(f"tether_grammars() of {origin} returned {grammar!r}, not a Grammar")
         if grammar.id in self._by_id:
-            raise GrammarError(f"grammar {grammar.id!r} is contributed twice")
+            raise GrammarError(
+                f"grammar {grammar.id!r} is contributed twice: by {self._origin[grammar.id]} "
+                f"and by {origin}"
+            )
         rungs = [s.rung for s in grammar.scaffolds]
         if not rungs:
             raise GrammarError(f"grammar {grammar.id!r} has an empty scaffold ladder")
         self._by_id[grammar.id] = grammar
+        self._origin[grammar.id] = origin
         for ext in grammar.extensions:
             self._by_ext.setdefault(ext.lower(), grammar)
 

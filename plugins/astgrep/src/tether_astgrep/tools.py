@@ -22,9 +22,10 @@ CAPTURE_CHARS = 200
 def make_service(run: tether.Run) -> AstgrepService:
     config = run.config("astgrep", AstgrepConfig)
     registry = GrammarRegistry()
-    for contributed in run.pm.hook.tether_grammars():
-        for grammar in contributed or ():
-            registry.add(grammar)
+    # Called one plugin at a time (built-ins first) so a duplicate id names both plugins.
+    for impl in run.pm.hook.tether_grammars.get_hookimpls():
+        for grammar in impl.function() or ():
+            registry.add(grammar, origin=impl.plugin_name)
     return AstgrepService(run.workdir, registry, config)
 
 
