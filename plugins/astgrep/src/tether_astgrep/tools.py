@@ -11,7 +11,7 @@ import attrs
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.text import cap, truncate
-from tether_astgrep.grammars import GrammarRegistry
+from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
 
 RESOURCE = "parser_registry"
@@ -24,7 +24,8 @@ def make_service(run: tether.Run) -> AstgrepService:
     registry = GrammarRegistry()
     # Called one plugin at a time (built-ins first) so a duplicate id names both plugins.
     for impl in run.pm.hook.tether_grammars.get_hookimpls():
-        for grammar in impl.function() or ():
+        contributed: list[Grammar] | None = impl.function()
+        for grammar in contributed or ():
             registry.add(grammar, origin=impl.plugin_name)
     return AstgrepService(run.workdir, registry, config)
 
