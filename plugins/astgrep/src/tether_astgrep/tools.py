@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Literal
+from typing import Literal, cast
 
 import anyio.to_thread
 import attrs
@@ -24,7 +24,7 @@ def make_service(run: tether.Run) -> AstgrepService:
     registry = GrammarRegistry()
     # Called one plugin at a time (built-ins first) so a duplicate id names both plugins.
     for impl in run.pm.hook.tether_grammars.get_hookimpls():
-        contributed: list[Grammar] | None = impl.function()
+        contributed = cast("list[Grammar] | None", impl.function())
         for grammar in contributed or ():
             registry.add(grammar, origin=impl.plugin_name)
     return AstgrepService(run.workdir, registry, config)
