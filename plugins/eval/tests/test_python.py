@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import tether
-
 from conftest import images, run_cell
 
 pytestmark = pytest.mark.anyio

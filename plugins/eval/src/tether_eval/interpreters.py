@@ -58,7 +58,9 @@ def collect_kernels(results: Sequence[Sequence[KernelSpec] | None]) -> dict[str,
 class Interpreters:
     """The ``eval_interpreters`` resource."""
 
-    def __init__(self, run: tether.Run, config: EvalConfig, specs: Mapping[str, KernelSpec]) -> None:
+    def __init__(
+        self, run: tether.Run, config: EvalConfig, specs: Mapping[str, KernelSpec]
+    ) -> None:
         self.run = run
         self.config = config
         self.specs = dict(specs)
@@ -111,7 +113,8 @@ class Interpreters:
 
     async def _start(self, language: str) -> Kernel:
         spec = self.specs[language]
-        ok, why = spec.available()
+        settings = {"python": self.config.python, "node": self.config.node}
+        ok, why = spec.available(settings)
         if not ok:
             raise tether.ToolError(f"{language} is not available here: {why}")
         ctx = KernelContext(
@@ -120,7 +123,7 @@ class Interpreters:
             enclosure=self.enclosure(),
             env=dict(self.config.env),
             start_timeout_s=self.config.start_timeout_s,
-            settings={"python": self.config.python, "node": self.config.node},
+            settings=settings,
         )
         try:
             return await spec.start(ctx)

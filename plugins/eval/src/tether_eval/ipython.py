@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from queue import Empty
@@ -43,11 +44,15 @@ def _socket_dir() -> Path:
 
 def _boot_source() -> str:
     source = resources.files("tether_eval").joinpath("ipython_boot.py").read_text("utf-8")
-    return f"{source}\n_tether_boot({BRIDGE_PREFIX!r})\ndel _tether_boot\n"
+    # Compiled under a pseudo file name: a traceback through tool() shows one short frame.
+    return (
+        f"exec(compile({source!r}, '<tether>', 'exec'), __tether := {{}})\n"
+        f"__tether['_tether_boot']({BRIDGE_PREFIX!r})\ndel __tether\n"
+    )
 
 
-def python_available(python: str | None = None) -> tuple[bool, str]:
-    exe = python or sys.executable
+def python_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
+    exe = str(settings.get("python") or sys.executable)
     if not (shutil.which(exe) or os.path.exists(exe)):
         return False, f"python interpreter {exe!r} not found"
     return True, ""
@@ -86,16 +91,15 @@ class IPythonKernel:
         python = str(ctx.settings.get("python") or sys.executable)
         socket_dir = _socket_dir()
         connection_file = socket_dir / "kernel.json"
-        write_connection_file(
-            str(connection_file), transport="ipc", ip=str(socket_dir / "k")
-        )
-        argv = [python, "-m", "ipykernel_launcher", "-f", str(connection_file)]
+        write_connection_file(str(connection_file), transport="ipc", ip=str(socket_dir / "k"))
+        launcher = resources.files("tether_eval").joinpath("ipython_launch.py").read_text("utf-8")
+        argv = [python, "-c", launcher, "-f", str(connection_file)]
         env = {
             **ctx.env,
             # Keep IPython's history database and profile out of the user's home.
             "IPYTHONDIR": str(socket_dir / "ipython"),
             "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-            "JPY_SESSION_NAME": "",
+            "TETHER_IOPUB_PIPE": f"ipc://{socket_dir / 'pipe'}",
         }
         try:
             process = await ctx.spawn(
@@ -158,9 +162,7 @@ class IPythonKernel:
         async def no_bridge(name: str, args: dict[str, Any]) -> dict[str, Any]:
             raise AssertionError("no bridge during boot")
 
-        await self._run(
-            _boot_source(), output, no_bridge, idle_budget_s=30.0, silent=True
-        )
+        await self._run(_boot_source(), output, no_bridge, idle_budget_s=30.0, silent=True)
         if output.error or output.interrupted:
             raise KernelStartError(
                 "the kernel's tether setup failed:\n" + output.result().text_content
@@ -241,7 +243,7 @@ class IPythonKernel:
         try:
             request = json.loads(prompt[len(BRIDGE_PREFIX) :])
             reply = await bridge(str(request["tool"]), dict(request.get("args") or {}))
-        except Exception as exc:  # noqa: BLE001 - the cell must always get an answer
+        except Exception as exc:
             reply = {
                 "is_error": True,
                 "content": [{"type": "text", "text": f"bridge failure: {exc!r}"}],
@@ -296,7 +298,7 @@ class IPythonKernel:
         with anyio.CancelScope(shield=True):
             try:
                 self._client.stop_channels()
-            except Exception:  # noqa: BLE001 - closing sockets of a dead kernel
+            except Exception:
                 pass
             await self._process.terminate(grace_s=0.5)
             shutil.rmtree(self._socket_dir, ignore_errors=True)

@@ -5,7 +5,6 @@ at the end of a cell, routes ``%pip`` to pip or ``uv pip`` and refreshes imports
 It must only use the standard library and IPython: the kernel may be another interpreter.
 """
 
-# ruff: noqa: PLC0415
 from __future__ import annotations
 
 
@@ -34,6 +33,9 @@ def _tether_boot(prefix: str) -> None:
 
     class ToolError(Exception):
         """A tool called through ``tool()`` answered with an error."""
+
+    # Shown as plain `ToolError` in tracebacks (it is also a builtin in the kernel).
+    ToolError.__module__ = "builtins"
 
     class ToolResult:
         """What ``tool()`` returns: ``str()`` is the text; ``.content`` the blocks."""
@@ -70,10 +72,15 @@ def _tether_boot(prefix: str) -> None:
         with lock:
             reply = shell.kernel.raw_input(request)
         data = json.loads(reply)
-        result = ToolResult(data.get("content", []), bool(data.get("is_error")), data.get("meta", {}))
+        result = ToolResult(
+            data.get("content", []), bool(data.get("is_error")), data.get("meta", {})
+        )
         if result.is_error:
             raise ToolError(result.text or f"tool {name!r} failed")
         return result
+
+    if hasattr(tool.__code__, "co_qualname"):  # a traceback frame reads `in tool(name, args)`
+        tool.__code__ = tool.__code__.replace(co_qualname="tool")
 
     def show_open_figures(_result: object = None) -> None:
         # The inline backend shows and closes its figures at post_execute; whatever is still
@@ -86,7 +93,7 @@ def _tether_boot(prefix: str) -> None:
             buffer = io.BytesIO()
             try:
                 figure.savefig(buffer, format="png", bbox_inches="tight")
-            except Exception as exc:  # noqa: BLE001 - a broken figure must not hide the cell
+            except Exception as exc:
                 print(f"[figure {number} could not be rendered: {exc}]", file=sys.stderr)
                 continue
             display({"image/png": buffer.getvalue()}, raw=True)
@@ -111,7 +118,11 @@ def _tether_boot(prefix: str) -> None:
             modules.update(line.strip() for line in top_level.splitlines() if line.strip())
         for file in dist.files or ():
             parts = file.parts
-            if not parts or parts[0].endswith((".dist-info", ".egg-info", ".data")) or parts[0] == "..":
+            if (
+                not parts
+                or parts[0].endswith((".dist-info", ".egg-info", ".data"))
+                or parts[0] == ".."
+            ):
                 continue
             head = parts[0]
             if len(parts) == 1:
@@ -126,7 +137,7 @@ def _tether_boot(prefix: str) -> None:
 
     def refresh_imports(before: dict[str, tuple[str, str]]) -> list[str]:
         importlib.invalidate_caches()
-        for path in site.getsitepackages() + [site.getusersitepackages()]:
+        for path in [*site.getsitepackages(), site.getusersitepackages()]:
             if os.path.isdir(path) and path not in sys.path:
                 site.addsitedir(path)
         after = distributions()
@@ -153,7 +164,7 @@ def _tether_boot(prefix: str) -> None:
                     from uv import find_uv_bin  # type: ignore[import-not-found]
 
                     uv = find_uv_bin()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     uv = None
             if uv is None:
                 print("%pip: this environment has neither pip nor uv", file=sys.stderr)

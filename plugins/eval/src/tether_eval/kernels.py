@@ -97,11 +97,12 @@ class Kernel(Protocol):
 class KernelSpec:
     """A language the eval tool can run; returned (in a list) by ``tether_eval_kernels``.
 
-    ``start`` gets a :class:`KernelContext` and returns a started :class:`Kernel`; ``available``
-    says whether it can start here, with the reason when it cannot (checked at call time).
+    ``start`` gets a :class:`KernelContext` and returns a started :class:`Kernel`;
+    ``available(settings)`` says whether it can start here, with the reason when it cannot
+    (checked at call time; ``settings`` are the ``[eval]`` options such as ``python``/``node``).
     """
 
     language: str
     start: Callable[[KernelContext], Awaitable[Kernel]]
     description: str = ""
-    available: Callable[[], tuple[bool, str]] = lambda: (True, "")
+    available: Callable[[Mapping[str, Any]], tuple[bool, str]] = lambda settings: (True, "")

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,11 @@ def find_node(configured: str | None = None) -> str | None:
     return str(candidate) if candidate and candidate.exists() else None
 
 
-def node_available(configured: str | None = None) -> tuple[bool, str]:
+def node_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
+    configured = settings.get("node")
     if find_node(configured) is None:
+        if configured:
+            return False, f"node {configured!r} (from [eval] node) was not found"
         return False, "no `node` on PATH (install Node.js, or `pip install tether-eval[node]`)"
     return True, ""
 
@@ -91,7 +95,7 @@ class NodeKernel:
     async def start(cls, ctx: KernelContext) -> NodeKernel:
         node = find_node(ctx.settings.get("node"))
         if node is None:
-            raise KernelStartError(node_available()[1])
+            raise KernelStartError(node_available(ctx.settings)[1])
         script = resources.files("tether_eval").joinpath("node_kernel.js")
         with resources.as_file(script) as script_path:
             argv = [node, "--expose-internals", "--no-warnings", str(script_path)]
@@ -151,7 +155,11 @@ class NodeKernel:
             with anyio.move_on_after(max(0.0, wake - time.monotonic())):
                 try:
                     raw = await self._lines.next()
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+                except (
+                    anyio.EndOfStream,
+                    anyio.ClosedResourceError,
+                    anyio.BrokenResourceError,
+                ) as exc:
                     with anyio.move_on_after(1.0):
                         await self._process.wait()
                     raise self._died() from exc
@@ -159,8 +167,12 @@ class NodeKernel:
                     message = json.loads(raw)
                 except ValueError:
                     # A child process that inherited stdout wrote raw text: it is output.
-                    message = {"type": "stream", "id": cell_id, "name": "stdout",
-                               "text": raw.decode("utf-8", "replace") + "\n"}
+                    message = {
+                        "type": "stream",
+                        "id": cell_id,
+                        "name": "stdout",
+                        "text": raw.decode("utf-8", "replace") + "\n",
+                    }
             if message is None:
                 if interrupt_deadline is None:
                     output.interrupted = (
@@ -188,9 +200,16 @@ class NodeKernel:
                 try:
                     reply = await bridge(str(message.get("tool")), dict(message.get("args") or {}))
                 except Exception as exc:
-                    await self._send({"type": "tool_reply", "req": message.get("req"),
-                                      "result": {"is_error": True, "content": [
-                                          {"type": "text", "text": f"bridge failure: {exc!r}"}]}})
+                    await self._send(
+                        {
+                            "type": "tool_reply",
+                            "req": message.get("req"),
+                            "result": {
+                                "is_error": True,
+                                "content": [{"type": "text", "text": f"bridge failure: {exc!r}"}],
+                            },
+                        }
+                    )
                     raise
                 await self._send({"type": "tool_reply", "req": message.get("req"), "result": reply})
                 if interrupt_deadline is None:
@@ -214,7 +233,9 @@ class NodeKernel:
     def _died(self) -> KernelDied:
         code = self._process.returncode
         return KernelDied(
-            f"the node kernel died (exit code {code})" if code is not None else "the node kernel died",
+            f"the node kernel died (exit code {code})"
+            if code is not None
+            else "the node kernel died",
             self.stderr_tail(),
         )
 

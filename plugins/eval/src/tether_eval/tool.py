@@ -78,7 +78,9 @@ async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
     if args.reset:
         had = await interpreters.discard(language)
         notes.append(
-            f"the {language} interpreter was reset" if had else f"no {language} interpreter was running; starting clean"
+            f"the {language} interpreter was reset"
+            if had
+            else f"no {language} interpreter was running; starting clean"
         )
         if not args.code.strip():
             return tether.ToolResult.text(notes[0] + ".", language=language, reset=True)
