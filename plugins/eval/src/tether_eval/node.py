@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tether.process import ManagedProcess
+from tether.process import ManagedProcess, descendants
 
 from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError
 from tether_eval.output import CellOutput
@@ -46,6 +46,17 @@ def node_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
             return False, f"node {configured!r} (from [eval] node) was not found"
         return False, "no `node` on PATH (install Node.js, or `pip install tether-eval[node]`)"
     return True, ""
+
+
+def _runs_kernel_script(pid: int) -> bool:
+    """True for the node process itself (not a wrapper such as bwrap whose argv names it)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return False
+    program = os.path.basename(argv[0])
+    return program.startswith(b"node") and any(a.endswith(b"node_kernel.js") for a in argv)
 
 
 class _Lines:
@@ -225,10 +236,17 @@ class NodeKernel:
                 return
 
     def _interrupt(self) -> None:
-        try:
-            os.kill(self._kernel_pid, signal.SIGINT)
-        except OSError:
-            pass
+        # The pid node reported is only trusted when it is ours: inside an enclosure with its
+        # own pid namespace it means something else here, so look for the script instead.
+        tree = descendants(self._process.pid) | {self._process.pid}
+        targets = {self._kernel_pid} & tree
+        if not targets:
+            targets = {pid for pid in tree if _runs_kernel_script(pid)}
+        for pid in targets:
+            try:
+                os.kill(pid, signal.SIGINT)
+            except OSError:
+                pass
 
     def _died(self) -> KernelDied:
         code = self._process.returncode
