@@ -93,11 +93,17 @@ class IPythonKernel:
         connection_file = socket_dir / "kernel.json"
         write_connection_file(str(connection_file), transport="ipc", ip=str(socket_dir / "k"))
         launcher = resources.files("tether_eval").joinpath("ipython_launch.py").read_text("utf-8")
-        argv = [python, "-c", launcher, "-f", str(connection_file)]
+        argv = [
+            python,
+            "-c",
+            launcher,
+            "-f",
+            str(connection_file),
+            # Concurrent kernels must not fight over one sqlite history file.
+            "--HistoryManager.hist_file=:memory:",
+        ]
         env = {
             **ctx.env,
-            # Keep IPython's history database and profile out of the user's home.
-            "IPYTHONDIR": str(socket_dir / "ipython"),
             "PYDEVD_DISABLE_FILE_VALIDATION": "1",
             "TETHER_IOPUB_PIPE": f"ipc://{socket_dir / 'pipe'}",
         }
