@@ -29,7 +29,7 @@ def tether_eval_kernels() -> list[KernelSpec]:
 @tether.hookimpl
 def tether_resources(run: tether.Run) -> dict[str, Any] | None:
     config = run.config("eval", EvalConfig)
-    specs = collect_kernels(run.pm.hook.tether_eval_kernels())
+    specs = collect_kernels(run.pm)
     if not specs:
         return None
     return {RESOURCE: Interpreters(run, config, specs)}

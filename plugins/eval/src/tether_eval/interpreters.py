@@ -3,7 +3,7 @@ it dies or is reset, and stopped with the run."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -40,18 +40,26 @@ class EvalConfig:
     env: dict[str, str] = attrs.field(factory=dict)
 
 
-def collect_kernels(results: Sequence[Sequence[KernelSpec] | None]) -> dict[str, KernelSpec]:
-    """Merge what ``tether_eval_kernels`` returned; a language registered twice is an error."""
+def collect_kernels(pm: Any) -> dict[str, KernelSpec]:
+    """Every plugin's ``tether_eval_kernels``; a language registered twice is an error naming
+    both plugins."""
     specs: dict[str, KernelSpec] = {}
-    for batch in results:
-        for spec in batch or ():
+    origin: dict[str, str] = {}
+    for impl in reversed(pm.hook.tether_eval_kernels.get_hookimpls()):
+        plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
+        for spec in impl.function() or ():
             if not isinstance(spec, KernelSpec):
                 raise tether.PluginError(
-                    f"tether_eval_kernels must return KernelSpec objects, got {type(spec).__name__}"
+                    f"plugin {plugin!r}: tether_eval_kernels must return KernelSpec objects, "
+                    f"got {type(spec).__name__}"
                 )
             if spec.language in specs:
-                raise tether.PluginError(f"eval language {spec.language!r} is registered twice")
+                raise tether.PluginError(
+                    f"eval language {spec.language!r} is registered by both "
+                    f"{origin[spec.language]!r} and {plugin!r}"
+                )
             specs[spec.language] = spec
+            origin[spec.language] = plugin
     return specs
 
 

@@ -36,6 +36,17 @@ BRIDGE_PREFIX = "\x00tether-bridge:"
 _INTERRUPT_GRACE_S = 5.0
 
 
+def _on_asyncio() -> bool:
+    # jupyter_client's sockets are zmq.asyncio ones: there is no trio flavour of them.
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _socket_dir() -> Path:
     # Unix socket paths must stay under ~104 bytes: a short dir directly in /tmp.
     base = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
@@ -88,6 +99,8 @@ class IPythonKernel:
 
     @classmethod
     async def start(cls, ctx: KernelContext) -> IPythonKernel:
+        if not _on_asyncio():
+            raise KernelStartError("the Python kernel needs anyio's asyncio backend")
         python = str(ctx.settings.get("python") or sys.executable)
         socket_dir = _socket_dir()
         connection_file = socket_dir / "kernel.json"
