@@ -157,9 +157,16 @@ async def test_config_table_enables_the_entry_point_plugin(tmp_path: Path) -> No
 def test_wrap_binds_only_what_it_must(tmp_path: Path) -> None:
     require_real(shutil.which("bwrap") is not None, "bubblewrap")
     argv = BwrapEnclosure().wrap(
-        ["python", "-V"], cwd=tmp_path, env={}, reachable=[tmp_path, Path("/tmp/tether-x")]
+        ["python", "-V"],
+        cwd=tmp_path,
+        env={},
+        reachable=[tmp_path, Path("/tmp/tether-x")],
+        readable=[Path("/tmp/venv")],
     )
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
     assert binds == [str(tmp_path.resolve()), "/tmp/tether-x"]
+    # Read-only binds come after the private /tmp, or a venv under /tmp would vanish.
+    assert argv.index("/tmp/venv") > argv.index("--tmpfs")
+    assert argv[argv.index("/tmp/venv") - 1] == "--ro-bind-try"
     assert argv[argv.index("--") + 1 :] == ["python", "-V"]
     assert "--share-net" not in argv

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,9 @@ class MarkingEnclosure:
         cwd: Path,
         env: Mapping[str, str],
         reachable: Sequence[Path],
+        readable: Sequence[Path],
     ) -> list[str]:
-        self.wrapped.append((list(argv), list(reachable)))
+        self.wrapped.append((list(argv), list(reachable), list(readable)))
         return ["env", "TETHER_ENCLOSED=marking", *argv]
 
 
@@ -118,10 +120,14 @@ async def test_hook_tether_enclosure(eval_run) -> None:
         assert py.text_content.strip() == "'marking'"
         js = await run_cell(run, "process.env.TETHER_ENCLOSED", "javascript")
         assert js.text_content.strip() == "'marking'"
-        python_argv, python_reach = enclosure.wrapped[0]
+        python_argv, python_reach, python_read = enclosure.wrapped[0]
         assert python_reach[0] == run.workdir
         assert python_reach[1] == run.resources["eval_interpreters"].live("python").socket_dir
         assert "-f" in python_argv
+        assert Path(sys.prefix) in python_read
+        _, node_reach, node_read = enclosure.wrapped[1]
+        assert node_reach == [run.workdir]
+        assert any((p / "node_kernel.js").is_file() for p in node_read)
 
 
 async def test_an_enclosure_without_wrap_is_refused(eval_run) -> None:

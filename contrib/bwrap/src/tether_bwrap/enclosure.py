@@ -50,6 +50,7 @@ class BwrapEnclosure:
         cwd: Path,
         env: Mapping[str, str],
         reachable: Sequence[Path],
+        readable: Sequence[Path] = (),
     ) -> list[str]:
         command = [self.program, "--die-with-parent", "--unshare-all"]
         if self.config.network:
@@ -59,6 +60,10 @@ class BwrapEnclosure:
         # A private /tmp and home: scratch files of the kernel never reach the host.
         command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         command += ["--dir", "/tmp/home", "--setenv", "HOME", "/tmp/home"]
+        # What the interpreter needs to read may live under the /tmp just hidden (a venv there).
+        for path in readable:
+            resolved = os.path.realpath(path)
+            command += ["--ro-bind-try", resolved, resolved]
         for path in [*map(str, reachable), *self.config.read_write]:
             resolved = os.path.realpath(path)
             command += ["--bind", resolved, resolved]

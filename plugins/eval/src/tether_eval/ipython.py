@@ -62,6 +62,17 @@ def _boot_source() -> str:
     )
 
 
+def _python_paths(python: str) -> list[Path]:
+    """What an enclosure must let the kernel's interpreter read: its environment and, for
+    tether's own interpreter, every directory on its import path (editable installs)."""
+    if python == sys.executable:
+        entries = [sys.prefix, sys.base_prefix, *sys.path]
+    else:
+        exe = Path(shutil.which(python) or python)
+        entries = [str(exe.parent.parent), str(exe.resolve().parent.parent)]
+    return [Path(p) for p in entries if p and os.path.isdir(p)]
+
+
 def python_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
     exe = str(settings.get("python") or sys.executable)
     if not (shutil.which(exe) or os.path.exists(exe)):
@@ -122,7 +133,7 @@ class IPythonKernel:
         }
         try:
             process = await ctx.spawn(
-                ctx.command(argv, reachable=[socket_dir]),
+                ctx.command(argv, reachable=[socket_dir], readable=_python_paths(python)),
                 cwd=ctx.workdir,
                 env=env,
                 stdin=False,

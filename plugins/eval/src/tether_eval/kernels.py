@@ -37,7 +37,9 @@ class Enclosure(Protocol):
 
     ``wrap`` returns the command that runs ``argv`` inside the enclosure. ``reachable`` lists the
     paths the kernel must be able to read and write there: the workdir and the directory of
-    its IPC sockets. The environment ``env`` is passed to the wrapping command unchanged.
+    its IPC sockets; ``readable`` the paths it must be able to read: its interpreter's
+    installation and import path, the kernel script. The environment ``env`` is passed to the
+    wrapping command unchanged.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Enclosure(Protocol):
         cwd: Path,
         env: Mapping[str, str],
         reachable: Sequence[Path],
+        readable: Sequence[Path],
     ) -> list[str]: ...
 
 
@@ -63,13 +66,29 @@ class KernelContext:
     start_timeout_s: float = 60.0
     settings: Mapping[str, Any] = attrs.field(factory=dict)
 
-    def command(self, argv: Sequence[str], reachable: Sequence[Path] = ()) -> list[str]:
-        """``argv`` wrapped by the enclosure when there is one."""
+    def command(
+        self,
+        argv: Sequence[str],
+        reachable: Sequence[Path] = (),
+        readable: Sequence[Path] = (),
+    ) -> list[str]:
+        """``argv`` wrapped by the enclosure when there is one (see :class:`Enclosure`)."""
         if self.enclosure is None:
             return list(argv)
         return self.enclosure.wrap(
-            list(argv), cwd=self.workdir, env=self.env, reachable=[self.workdir, *reachable]
+            list(argv),
+            cwd=self.workdir,
+            env=self.env,
+            reachable=[self.workdir, *reachable],
+            readable=_unique(readable),
         )
+
+
+def _unique(paths: Sequence[Path]) -> list[Path]:
+    seen: dict[str, Path] = {}
+    for path in paths:
+        seen.setdefault(str(path), path)
+    return list(seen.values())
 
 
 class Kernel(Protocol):

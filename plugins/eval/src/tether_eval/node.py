@@ -112,7 +112,10 @@ class NodeKernel:
             argv = [node, "--expose-internals", "--no-warnings", str(script_path)]
             try:
                 process = await ctx.spawn(
-                    ctx.command(argv, reachable=[script_path.parent]),
+                    ctx.command(
+                        argv,
+                        readable=[script_path.parent, Path(node).resolve().parent.parent],
+                    ),
                     cwd=ctx.workdir,
                     env=dict(ctx.env),
                     stdin=True,
