@@ -174,3 +174,21 @@ async def test_kernel_that_cannot_start_is_a_clear_error(eval_run) -> None:
         js = await run_cell(run, "1", "javascript")
         assert js.is_error
         assert "javascript is not available here: node '/nonexistent/node'" in js.text_content
+
+
+async def test_a_cell_that_ignores_the_interrupt_is_killed(eval_run) -> None:
+    async with eval_run(idle_budget_s=1.0) as run:
+        await run_cell(run, "x = 1")
+        pid = kernel_of(run, "python").pid
+        with anyio.fail_after(20):
+            stuck = await run_cell(
+                run,
+                "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                "while True:\n    time.sleep(0.1)",
+            )
+        assert stuck.is_error and stuck.meta.get("kernel_died") is True
+        assert "ignored the interrupt and was killed" in stuck.text_content
+        assert not is_alive(pid)
+        fresh = await run_cell(run, "'x' in globals()")
+        assert fresh.text_content.startswith("False")
+        assert "are gone" in fresh.text_content
