@@ -61,9 +61,9 @@ class BwrapEnclosure:
         command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         command += ["--dir", "/tmp/home", "--setenv", "HOME", "/tmp/home"]
         # What the interpreter needs to read may live under the /tmp just hidden (a venv there).
-        for path in readable:
-            resolved = os.path.realpath(path)
-            command += ["--ro-bind-try", resolved, resolved]
+        for readable_path in readable:
+            real = os.path.realpath(readable_path)
+            command += ["--ro-bind-try", real, real]
         for path in [*map(str, reachable), *self.config.read_write]:
             resolved = os.path.realpath(path)
             command += ["--bind", resolved, resolved]

