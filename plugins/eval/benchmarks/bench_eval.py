@@ -21,9 +21,10 @@ from typing import Any
 
 import anyio
 import attrs
+from jupyter_client.manager import AsyncKernelManager
+
 import tether
 import tether_eval.hooks
-from jupyter_client.manager import AsyncKernelManager
 
 AUTO = {"read": "auto", "write": "auto", "exec": "auto"}
 

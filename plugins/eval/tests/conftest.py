@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
+
 import tether
 import tether_eval.hooks
 import tether_files.hooks

@@ -5,8 +5,9 @@ from __future__ import annotations
 import anyio
 import attrs
 import pytest
-import tether
 from conftest import run_cell
+
+import tether
 
 pytestmark = pytest.mark.anyio
 

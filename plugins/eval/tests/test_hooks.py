@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cell
+
 import tether
 import tether_eval.hooks
-from conftest import run_cell
 from tether_eval import Bridge, CellOutput, KernelContext, KernelSpec
 
 pytestmark = pytest.mark.anyio
@@ -139,3 +140,25 @@ async def test_an_enclosure_without_wrap_is_refused(eval_run) -> None:
             errors.extend(group.exceptions)
         [error] = errors
         assert "tether_enclosure returned object, which has no wrap()/name" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("idle_budget_s", 0, "eval.idle_budget_s: expected a number above 0, got 0"),
+        ("max_images", -1, "eval.max_images: expected 0 or more, got -1"),
+        ("idle_budget", 5, "eval.idle_budget"),
+        ("python", 3, "eval.python"),
+    ],
+)
+async def test_bad_configuration_names_the_key(open_test_run, key, value, message) -> None:
+    errors: list[BaseException] = []
+    try:
+        async with open_test_run(
+            plugins=[tether_eval.hooks], config={"eval": {key: value}}, entry_points=False
+        ):
+            pass
+    except* tether.ConfigError as group:
+        errors.extend(group.exceptions)
+    [error] = errors
+    assert message in str(error)

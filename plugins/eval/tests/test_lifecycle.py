@@ -10,6 +10,7 @@ import anyio
 import psutil
 import pytest
 from conftest import run_cell
+
 from tether.process import is_alive
 
 pytestmark = pytest.mark.anyio
@@ -118,7 +119,13 @@ async def test_nothing_is_left_after_the_run_closes(eval_run) -> None:
             "child.pid",
         )
         orphan = int(spawned.text_content.strip())
-        pids = [python.pid, node.pid, orphan]
+        forked = await run_cell(
+            run,
+            "import os, time\npid = os.fork()\nif pid == 0:\n    time.sleep(300)\n    os._exit(0)\npid",
+        )
+        assert not forked.is_error, forked.text_content
+        fork = int(forked.text_content.strip())
+        pids = [python.pid, node.pid, orphan, fork]
         assert all(is_alive(p) for p in pids)
     assert not any(is_alive(p) for p in pids)
     assert not socket_dir.exists()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import tether
 from conftest import images, run_cell
+
+import tether
 
 pytestmark = pytest.mark.anyio
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pluggy
-import tether
 
-from tether_eval.interpreters import EvalConfig, Interpreters, collect_kernels
+import tether
+from tether_eval.interpreters import EvalConfig, Interpreters, check_config, collect_kernels
 from tether_eval.kernels import KernelSpec
 from tether_eval.tool import RESOURCE, eval_tool
 
@@ -29,6 +29,7 @@ def tether_eval_kernels() -> list[KernelSpec]:
 @tether.hookimpl
 def tether_resources(run: tether.Run) -> dict[str, Any] | None:
     config = run.config("eval", EvalConfig)
+    check_config(config)
     specs = collect_kernels(run.pm)
     if not specs:
         return None

@@ -8,8 +8,8 @@ from typing import Any
 
 import anyio
 import attrs
-import tether
 
+import tether
 from tether_eval.kernels import (
     Enclosure,
     Kernel,
@@ -38,6 +38,20 @@ class EvalConfig:
     node: str | None = None
     #: Environment variables added for the kernels.
     env: dict[str, str] = attrs.field(factory=dict)
+
+
+def check_config(config: EvalConfig) -> None:
+    """Bounds the converter cannot express; the error names ``eval.<key>``."""
+    positive = {
+        "idle_budget_s": config.idle_budget_s,
+        "start_timeout_s": config.start_timeout_s,
+        "max_output_chars": config.max_output_chars,
+    }
+    for key, value in positive.items():
+        if value <= 0:
+            raise tether.ConfigError(f"eval.{key}: expected a number above 0, got {value}")
+    if config.max_images < 0:
+        raise tether.ConfigError(f"eval.max_images: expected 0 or more, got {config.max_images}")
 
 
 def collect_kernels(pm: Any) -> dict[str, KernelSpec]:

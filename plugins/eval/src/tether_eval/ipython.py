@@ -24,8 +24,8 @@ import zmq
 import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.connect import write_connection_file
-from tether.process import ManagedProcess
 
+from tether.process import ManagedProcess
 from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError
 from tether_eval.output import CellOutput
 

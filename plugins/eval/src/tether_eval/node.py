@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tether.process import ManagedProcess, descendants
 
+from tether.process import ManagedProcess, descendants
 from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError
 from tether_eval.output import CellOutput
 

@@ -9,8 +9,8 @@ from typing import Any, Literal, cast
 
 import anyio
 import attrs
-import tether
 
+import tether
 from tether_eval.interpreters import Interpreters
 from tether_eval.kernels import Bridge, KernelDied
 from tether_eval.output import CellOutput
