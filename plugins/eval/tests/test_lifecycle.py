@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
-import sys
 
 import anyio
 import psutil
@@ -12,6 +12,7 @@ import pytest
 from conftest import run_cell
 
 from tether.process import is_alive
+from tether.testing import require_real
 
 pytestmark = pytest.mark.anyio
 
@@ -151,12 +152,18 @@ async def test_output_flood_is_capped_and_says_so(eval_run) -> None:
         )
 
 
-async def test_pip_installs_into_the_kernels_environment(eval_run, tmp_path) -> None:
+@pytest.mark.parametrize("installer", ["pip", "uv"])
+async def test_pip_installs_into_the_kernels_environment(eval_run, tmp_path, installer) -> None:
     from wheelmaker import build_wheel
 
+    if installer == "uv":
+        require_real(shutil.which("uv") is not None, "uv on PATH")
     v1 = build_wheel(tmp_path / "v1", "tether_probe_pkg", "1.0", "VALUE = 'one'\n")
     v2 = build_wheel(tmp_path / "v2", "tether_probe_pkg", "2.0", "VALUE = 'two'\n")
     async with eval_run() as run:
+        if installer == "uv":
+            # As in a uv-created environment: no pip module, so %pip goes to `uv pip`.
+            await run_cell(run, "import sys\nsys.modules['pip'] = None")
         try:
             first = await run_cell(
                 run, f"%pip install -q {v1}\nimport tether_probe_pkg\ntether_probe_pkg.VALUE"
@@ -170,8 +177,10 @@ async def test_pip_installs_into_the_kernels_environment(eval_run, tmp_path) -> 
             assert "imports refreshed for: tether-probe-pkg" in second.text_content
             assert second.text_content.strip().endswith("'two'")
         finally:
-            await run_cell(run, "%pip uninstall -y tether_probe_pkg")
-    assert sys.modules.get("tether_probe_pkg") is None
+            removed = await run_cell(run, "%pip uninstall -y tether_probe_pkg")
+        assert not removed.is_error, removed.text_content
+        gone = await run_cell(run, "import tether_probe_pkg")
+        assert gone.is_error and "ModuleNotFoundError" in gone.text_content
 
 
 async def test_kernel_that_cannot_start_is_a_clear_error(eval_run) -> None:

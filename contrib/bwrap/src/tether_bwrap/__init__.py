@@ -7,7 +7,6 @@ object: ``tether.open_run(workdir, plugins=[BwrapPlugin()])``.
 from __future__ import annotations
 
 import tether
-
 from tether_bwrap.enclosure import BwrapConfig, BwrapEnclosure
 
 

@@ -102,40 +102,24 @@ def _tether_boot(prefix: str) -> None:
     def distributions() -> dict[str, tuple[str, str]]:
         found: dict[str, tuple[str, str]] = {}
         for dist in importlib.metadata.distributions():
-            name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+            name = normalize(dist.metadata["Name"] or "")
             if name and name not in found:
                 found[name] = (dist.version, str(getattr(dist, "_path", "")))
         return found
 
-    def top_level_modules(name: str) -> set[str]:
-        modules: set[str] = set()
-        try:
-            dist = importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            return modules
-        top_level = dist.read_text("top_level.txt")
-        if top_level:
-            modules.update(line.strip() for line in top_level.splitlines() if line.strip())
-        for file in dist.files or ():
-            parts = file.parts
-            if (
-                not parts
-                or parts[0].endswith((".dist-info", ".egg-info", ".data"))
-                or parts[0] == ".."
-            ):
-                continue
-            head = parts[0]
-            if len(parts) == 1:
-                if head.endswith(".py"):
-                    modules.add(head[:-3])
-                elif head.endswith((".so", ".pyd")):
-                    modules.add(head.split(".")[0])
-            else:
-                modules.add(head)
-        modules.discard("__pycache__")
-        return modules
+    def normalize(name: str) -> str:
+        return name.lower().replace("_", "-").replace(".", "-")
 
-    def refresh_imports(before: dict[str, tuple[str, str]]) -> list[str]:
+    def modules_by_distribution() -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for module, dists in importlib.metadata.packages_distributions().items():
+            for dist in dists:
+                found.setdefault(normalize(dist), set()).add(module)
+        return found
+
+    def refresh_imports(
+        before: dict[str, tuple[str, str]], modules_before: dict[str, set[str]]
+    ) -> list[str]:
         importlib.invalidate_caches()
         for path in [*site.getsitepackages(), site.getusersitepackages()]:
             if os.path.isdir(path) and path not in sys.path:
@@ -143,9 +127,12 @@ def _tether_boot(prefix: str) -> None:
         after = distributions()
         changed = sorted(n for n in after if before.get(n) != after[n])
         changed += sorted(n for n in before if n not in after)
+        if not changed:
+            return changed
+        modules_after = modules_by_distribution()
         # Purge only what changed: re-importing a purged C extension can crash the kernel.
         for name in changed:
-            for module in top_level_modules(name):
+            for module in modules_before.get(name, set()) | modules_after.get(name, set()):
                 for key in [k for k in sys.modules if k == module or k.startswith(module + ".")]:
                     del sys.modules[key]
         return changed
@@ -154,6 +141,7 @@ def _tether_boot(prefix: str) -> None:
     def pip(line: str) -> None:
         """%pip in any environment: pip when the kernel has it, else ``uv pip --python``."""
         before = distributions()
+        modules_before = modules_by_distribution()
         python = shlex.quote(sys.executable)
         if importlib.util.find_spec("pip") is not None:
             command = f"{python} -m pip {line}"
@@ -169,9 +157,14 @@ def _tether_boot(prefix: str) -> None:
             if uv is None:
                 print("%pip: this environment has neither pip nor uv", file=sys.stderr)
                 return
-            command = f"{shlex.quote(uv)} pip {line} --python {python}"
+            words = shlex.split(line)
+            if words[:1] == ["uninstall"]:
+                # uv never asks before uninstalling, and refuses pip's -y.
+                words = [w for w in words if w not in ("-y", "--yes")]
+            args = " ".join(shlex.quote(w) for w in words)
+            command = f"{shlex.quote(uv)} pip {args} --python {python}"
         shell.system(command)
-        changed = refresh_imports(before)
+        changed = refresh_imports(before, modules_before)
         if changed:
             print(f"[imports refreshed for: {', '.join(changed)}]")
 
