@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,9 +22,16 @@ pytestmark = pytest.mark.anyio
 AUTO = {"read": "auto", "write": "auto", "exec": "auto"}
 
 
-@pytest.fixture(autouse=True)
+def bwrap_works() -> bool:
+    if shutil.which("bwrap") is None:
+        return False
+    probe = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]
+    return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.fixture(autouse=True, scope="module")
 def _needs_bwrap() -> None:
-    require_real(shutil.which("bwrap") is not None, "bubblewrap (`bwrap`)")
+    require_real(bwrap_works(), "a working bubblewrap (`bwrap --unshare-all`, Debian bubblewrap)")
 
 
 def run_with_bwrap(workdir: Path, **eval_config: object):
@@ -156,7 +164,6 @@ async def test_config_table_enables_the_entry_point_plugin(tmp_path: Path) -> No
 
 
 def test_wrap_binds_only_what_it_must(tmp_path: Path) -> None:
-    require_real(shutil.which("bwrap") is not None, "bubblewrap")
     argv = BwrapEnclosure().wrap(
         ["python", "-V"],
         cwd=tmp_path,
