@@ -16,6 +16,17 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+def collapse_carriage_returns(text: str) -> str:
+    """A progress bar redrawn with ``\r`` keeps only its last state on each line."""
+    if "\r" not in text:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        parts = [p for p in line.split("\r") if p]
+        lines.append(parts[-1] if parts else "")
+    return "\n".join(lines)
+
+
 class CellOutput:
     """Collects a cell's output up to ``max_chars`` of text and ``max_images`` images.
 
@@ -42,7 +53,7 @@ class CellOutput:
         if not text:
             return
         self.produced = True
-        text = strip_ansi(text)
+        text = collapse_carriage_returns(strip_ansi(text))
         self._total_bytes += len(text.encode("utf-8", "replace"))
         room = self._head_budget - self._head_used
         if room > 0 and not len(self._tail):
@@ -83,8 +94,8 @@ class CellOutput:
         if len(self._tail):
             cut = self._tail.dropped
             marker = (
-                f"\n[… output cut here: {cut} of {self._total_bytes} bytes dropped; the start "
-                f"and the last {len(self._tail)} bytes are shown]\n"
+                f"[… output cut here: {cut} of {self._total_bytes} bytes dropped; the first "
+                f"{self._head_used} and the last {len(self._tail)} are shown]\n"
                 if cut
                 else ""
             )
