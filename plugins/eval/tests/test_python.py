@@ -117,3 +117,10 @@ async def test_contract(eval_run) -> None:
         assert await tether.testing.check_plugin_contract(run, ["eval"]) == ["eval"]
         schema = run.schemas()[0] if run.schemas()[0]["name"] == "eval" else None
         assert schema is None or schema["input_schema"]["properties"]["language"]["enum"]
+
+
+async def test_modules_of_the_workdir_are_importable(eval_run) -> None:
+    async with eval_run() as run:
+        (run.workdir / "helpers.py").write_text("def greet(name):\n    return f'hi {name}'\n")
+        result = await run_cell(run, "from helpers import greet\ngreet('ada')")
+        assert result.text_content.strip() == "'hi ada'", result.text_content

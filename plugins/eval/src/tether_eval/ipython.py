@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -115,7 +116,13 @@ class IPythonKernel:
         python = str(ctx.settings.get("python") or sys.executable)
         socket_dir = _socket_dir()
         connection_file = socket_dir / "kernel.json"
-        write_connection_file(str(connection_file), transport="ipc", ip=str(socket_dir / "k"))
+        # Messages are signed too, though the socket dir is already private (mode 0700).
+        write_connection_file(
+            str(connection_file),
+            transport="ipc",
+            ip=str(socket_dir / "k"),
+            key=secrets.token_hex(16).encode(),
+        )
         launcher = resources.files("tether_eval").joinpath("ipython_launch.py").read_text("utf-8")
         argv = [
             python,
