@@ -208,3 +208,15 @@ async def test_a_cell_that_ignores_the_interrupt_is_killed(eval_run) -> None:
         fresh = await run_cell(run, "'x' in globals()")
         assert fresh.text_content.startswith("False")
         assert "are gone" in fresh.text_content
+
+
+async def test_a_cancelled_call_leaves_no_half_run_cell_behind(eval_run) -> None:
+    async with eval_run() as run:
+        await run_cell(run, "x = 1")
+        pid = kernel_of(run, "python").pid
+        with anyio.move_on_after(1.0):
+            await run_cell(run, "import time\ntime.sleep(60)")
+        assert not is_alive(pid)
+        fresh = await run_cell(run, "'x' in globals()")
+        assert fresh.text_content.startswith("False")
+        assert "the previous call was cancelled while its cell was running" in fresh.text_content
