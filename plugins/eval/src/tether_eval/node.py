@@ -84,7 +84,8 @@ class NodeKernel:
 
     language = "javascript"
 
-    def __init__(self, process: ManagedProcess, kernel_pid: int) -> None:
+    def __init__(self, process: ManagedProcess, kernel_pid: int, node_path: str) -> None:
+        self.node_path = node_path
         self._process = process
         self._lines = _Lines(process.stdout)
         self._kernel_pid = kernel_pid
@@ -144,7 +145,7 @@ class NodeKernel:
         except BaseException:
             await process.terminate(grace_s=0.2)
             raise
-        kernel = cls(process, int(message["pid"]))
+        kernel = cls(process, int(message["pid"]), node)
         kernel._lines = lines
         return kernel
 
