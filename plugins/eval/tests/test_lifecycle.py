@@ -9,7 +9,6 @@ import signal
 import anyio
 import psutil
 import pytest
-from conftest import run_cell
 
 from tether.process import is_alive
 from tether.testing import require_real
@@ -28,7 +27,7 @@ def kernel_of(run, language: str):
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-async def test_endless_cell_is_interrupted_and_state_survives(eval_run, language) -> None:
+async def test_endless_cell_is_interrupted_and_state_survives(eval_run, language, run_cell) -> None:
     async with eval_run(idle_budget_s=1.0) as run:
         assert not (await run_cell(run, SET_X[language], language)).is_error
         pid = kernel_of(run, language).pid
@@ -42,7 +41,7 @@ async def test_endless_cell_is_interrupted_and_state_survives(eval_run, language
         assert kernel_of(run, language).pid == pid  # interrupted, not restarted
 
 
-async def test_javascript_pending_await_is_interrupted(eval_run) -> None:
+async def test_javascript_pending_await_is_interrupted(eval_run, run_cell) -> None:
     async with eval_run(idle_budget_s=1.0) as run:
         await run_cell(run, "let y = 5", "javascript")
         hung = await run_cell(run, "await new Promise(() => {})", "javascript")
@@ -50,7 +49,7 @@ async def test_javascript_pending_await_is_interrupted(eval_run) -> None:
         assert (await run_cell(run, "y * 2", "javascript")).text_content.strip() == "10"
 
 
-async def test_output_resets_the_idle_budget(eval_run) -> None:
+async def test_output_resets_the_idle_budget(eval_run, run_cell) -> None:
     async with eval_run(idle_budget_s=1.0) as run:
         result = await run_cell(
             run, "import time\nfor i in range(4):\n    print(i, flush=True)\n    time.sleep(0.5)"
@@ -60,7 +59,7 @@ async def test_output_resets_the_idle_budget(eval_run) -> None:
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-async def test_reset_discards_state(eval_run, language) -> None:
+async def test_reset_discards_state(eval_run, language, run_cell) -> None:
     async with eval_run() as run:
         await run_cell(run, SET_X[language], language)
         old = kernel_of(run, language).pid
@@ -75,7 +74,7 @@ async def test_reset_discards_state(eval_run, language) -> None:
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-async def test_killed_kernel_error_then_fresh_interpreter(eval_run, language) -> None:
+async def test_killed_kernel_error_then_fresh_interpreter(eval_run, language, run_cell) -> None:
     suicide = {
         "python": "import os, sys\nprint('dying', file=sys.stderr, flush=True)\nos.kill(os.getpid(), 9)",
         "javascript": "process.kill(process.pid, 'SIGKILL')",
@@ -100,7 +99,7 @@ async def test_killed_kernel_error_then_fresh_interpreter(eval_run, language) ->
         assert "had died" in again.text_content and "are gone" in again.text_content
 
 
-async def test_nothing_is_left_after_the_run_closes(eval_run) -> None:
+async def test_nothing_is_left_after_the_run_closes(eval_run, run_cell) -> None:
     async with eval_run() as run:
         await run_cell(run, "1", "python")
         await run_cell(run, "1", "javascript")
@@ -132,7 +131,7 @@ async def test_nothing_is_left_after_the_run_closes(eval_run) -> None:
     assert not socket_dir.exists()
 
 
-async def test_output_flood_is_capped_and_says_so(eval_run) -> None:
+async def test_output_flood_is_capped_and_says_so(eval_run, run_cell) -> None:
     async with eval_run(max_output_chars=2000) as run:
         with anyio.fail_after(120):
             flood = await run_cell(
@@ -153,9 +152,9 @@ async def test_output_flood_is_capped_and_says_so(eval_run) -> None:
 
 
 @pytest.mark.parametrize("installer", ["pip", "uv"])
-async def test_pip_installs_into_the_kernels_environment(eval_run, tmp_path, installer) -> None:
-    from wheelmaker import build_wheel
-
+async def test_pip_installs_into_the_kernels_environment(
+    eval_run, tmp_path, installer, run_cell, build_wheel
+) -> None:
     if installer == "uv":
         require_real(shutil.which("uv") is not None, "uv on PATH")
     v1 = build_wheel(tmp_path / "v1", "tether_probe_pkg", "1.0", "VALUE = 'one'\n")
@@ -183,7 +182,7 @@ async def test_pip_installs_into_the_kernels_environment(eval_run, tmp_path, ins
         assert gone.is_error and "ModuleNotFoundError" in gone.text_content
 
 
-async def test_kernel_that_cannot_start_is_a_clear_error(eval_run) -> None:
+async def test_kernel_that_cannot_start_is_a_clear_error(eval_run, run_cell) -> None:
     async with eval_run(python="/nonexistent/python3", node="/nonexistent/node") as run:
         py = await run_cell(run, "1")
         assert py.is_error and "/nonexistent/python3" in py.text_content
@@ -192,7 +191,7 @@ async def test_kernel_that_cannot_start_is_a_clear_error(eval_run) -> None:
         assert "javascript is not available here: node '/nonexistent/node'" in js.text_content
 
 
-async def test_a_cell_that_ignores_the_interrupt_is_killed(eval_run) -> None:
+async def test_a_cell_that_ignores_the_interrupt_is_killed(eval_run, run_cell) -> None:
     async with eval_run(idle_budget_s=1.0) as run:
         await run_cell(run, "x = 1")
         pid = kernel_of(run, "python").pid
@@ -210,7 +209,7 @@ async def test_a_cell_that_ignores_the_interrupt_is_killed(eval_run) -> None:
         assert "are gone" in fresh.text_content
 
 
-async def test_a_cancelled_call_leaves_no_half_run_cell_behind(eval_run) -> None:
+async def test_a_cancelled_call_leaves_no_half_run_cell_behind(eval_run, run_cell) -> None:
     async with eval_run() as run:
         await run_cell(run, "x = 1")
         pid = kernel_of(run, "python").pid

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from conftest import images, run_cell
 
 import tether
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_state_persists_and_last_expression_is_shown(eval_run) -> None:
+async def test_state_persists_and_last_expression_is_shown(eval_run, run_cell) -> None:
     async with eval_run() as run:
         first = await run_cell(run, "import math\nx = 41\nprint('set')")
         assert not first.is_error, first.text_content
@@ -21,7 +20,7 @@ async def test_state_persists_and_last_expression_is_shown(eval_run) -> None:
         assert third.text_content.strip() == "7.0"
 
 
-async def test_display_and_dataframe_table(eval_run) -> None:
+async def test_display_and_dataframe_table(eval_run, run_cell) -> None:
     async with eval_run() as run:
         shown = await run_cell(run, "display('first'); display({'k': 1}); 'last'")
         assert shown.text_content.splitlines() == ["'first'", "{'k': 1}", "'last'"]
@@ -35,7 +34,7 @@ async def test_display_and_dataframe_table(eval_run) -> None:
         assert lines[2].split() == ["1", "alan", "1912"]
 
 
-async def test_matplotlib_agg_and_show_still_returns_the_png(eval_run) -> None:
+async def test_matplotlib_agg_and_show_still_returns_the_png(eval_run, run_cell, images) -> None:
     async with eval_run() as run:
         headless = await run_cell(
             run,
@@ -55,13 +54,13 @@ async def test_matplotlib_agg_and_show_still_returns_the_png(eval_run) -> None:
         assert images(after) == [] and after.text_content.strip() == "0"
 
 
-async def test_inline_backend_figure_is_shown_once(eval_run) -> None:
+async def test_inline_backend_figure_is_shown_once(eval_run, run_cell, images) -> None:
     async with eval_run() as run:
         result = await run_cell(run, "import matplotlib.pyplot as plt\nplt.plot([1, 2]);")
         assert len(images(result)) == 1, result.content
 
 
-async def test_errors_are_clean_tracebacks(eval_run) -> None:
+async def test_errors_are_clean_tracebacks(eval_run, run_cell) -> None:
     async with eval_run() as run:
         result = await run_cell(run, "def f():\n    return 1 / 0\nprint('before')\nf()")
         assert result.is_error
@@ -75,7 +74,7 @@ async def test_errors_are_clean_tracebacks(eval_run) -> None:
         assert "\x1b" not in syntax.text_content
 
 
-async def test_shell_idioms(eval_run, tmp_path) -> None:
+async def test_shell_idioms(eval_run, tmp_path, run_cell) -> None:
     async with eval_run() as run:
         bang = await run_cell(run, "!echo hello from the shell")
         assert bang.text_content.strip() == "hello from the shell"
@@ -88,7 +87,7 @@ async def test_shell_idioms(eval_run, tmp_path) -> None:
         assert "per loop" in timeit.text_content, timeit.text_content
 
 
-async def test_input_is_refused_with_a_reason(eval_run) -> None:
+async def test_input_is_refused_with_a_reason(eval_run, run_cell) -> None:
     async with eval_run() as run:
         result = await run_cell(run, "name = input('your name? ')")
         assert result.is_error
@@ -96,7 +95,7 @@ async def test_input_is_refused_with_a_reason(eval_run) -> None:
         assert "nobody can type here" in result.text_content
 
 
-async def test_bad_arguments_name_the_field(eval_run) -> None:
+async def test_bad_arguments_name_the_field(eval_run, run_cell) -> None:
     async with eval_run() as run:
         missing = await run.call("eval", {"code": "1"})
         assert missing.is_error and "description" in missing.text_content
@@ -119,7 +118,7 @@ async def test_contract(eval_run) -> None:
         assert schema is None or schema["input_schema"]["properties"]["language"]["enum"]
 
 
-async def test_modules_of_the_workdir_are_importable(eval_run) -> None:
+async def test_modules_of_the_workdir_are_importable(eval_run, run_cell) -> None:
     async with eval_run() as run:
         (run.workdir / "helpers.py").write_text("def greet(name):\n    return f'hi {name}'\n")
         result = await run_cell(run, "from helpers import greet\ngreet('ada')")
