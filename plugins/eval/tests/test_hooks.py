@@ -148,6 +148,7 @@ async def test_an_enclosure_without_wrap_is_refused(eval_run, run_cell) -> None:
         ("max_images", -1, "eval.max_images: expected 0 or more, got -1"),
         ("idle_budget", 5, "eval.idle_budget"),
         ("python", 3, "eval.python"),
+        ("prestart", ["ruby"], "eval.prestart[0]: expected one of javascript, python, got 'ruby'"),
     ],
 )
 async def test_bad_configuration_names_the_key(open_test_run, key, value, message) -> None:

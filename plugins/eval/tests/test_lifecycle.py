@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from pathlib import Path
 
 import anyio
 import psutil
 import pytest
 
-from tether.process import is_alive
+from tether.process import descendants, is_alive
 from tether.testing import require_real
 
 pytestmark = pytest.mark.anyio
@@ -219,3 +220,36 @@ async def test_a_cancelled_call_leaves_no_half_run_cell_behind(eval_run, run_cel
         fresh = await run_cell(run, "'x' in globals()")
         assert fresh.text_content.startswith("False")
         assert "the previous call was cancelled while its cell was running" in fresh.text_content
+
+
+async def test_prestart_starts_the_kernel_before_the_first_call(eval_run, run_cell) -> None:
+    async with eval_run(prestart=["python"]) as run:
+        with anyio.fail_after(60):
+            while kernel_of(run, "python") is None:
+                await anyio.sleep(0.05)
+        pid = kernel_of(run, "python").pid
+        result = await run_cell(run, "6 * 7")
+        assert result.text_content.strip() == "42"
+        assert kernel_of(run, "python").pid == pid
+    assert not is_alive(pid)
+
+
+async def test_closing_while_prestarting_leaves_nothing(eval_run, monkeypatch) -> None:
+    import tether_eval.ipython
+
+    made: list[Path] = []
+    original = tether_eval.ipython._socket_dir
+
+    def recording_socket_dir() -> Path:
+        made.append(original())
+        return made[-1]
+
+    monkeypatch.setattr(tether_eval.ipython, "_socket_dir", recording_socket_dir)
+    async with eval_run(prestart=["python", "javascript"]):
+        await anyio.sleep(0.3)
+        children = descendants(os.getpid())
+    assert made and children
+    with anyio.fail_after(5):
+        while any(is_alive(p) for p in children):
+            await anyio.sleep(0.05)
+    assert not any(p.exists() for p in made)

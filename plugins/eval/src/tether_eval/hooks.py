@@ -29,11 +29,13 @@ def tether_eval_kernels() -> list[KernelSpec]:
 @tether.hookimpl
 def tether_resources(run: tether.Run) -> dict[str, Any] | None:
     config = run.config("eval", EvalConfig)
-    check_config(config)
     specs = collect_kernels(run.pm)
+    check_config(config, list(specs))
     if not specs:
         return None
-    return {RESOURCE: Interpreters(run, config, specs)}
+    interpreters = Interpreters(run, config, specs)
+    interpreters.prestart(config.prestart)
+    return {RESOURCE: interpreters}
 
 
 @tether.hookimpl

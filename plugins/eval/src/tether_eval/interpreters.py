@@ -3,7 +3,8 @@ it dies or is reset, and stopped with the run."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -18,6 +19,8 @@ from tether_eval.kernels import (
     KernelSpec,
     KernelStartError,
 )
+
+log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -38,9 +41,12 @@ class EvalConfig:
     node: str | None = None
     #: Environment variables added for the kernels.
     env: dict[str, str] = attrs.field(factory=dict)
+    #: Languages whose interpreter starts in the background when the run opens, so the first
+    #: cell does not wait for it (e.g. ``["python"]``).
+    prestart: tuple[str, ...] = ()
 
 
-def check_config(config: EvalConfig) -> None:
+def check_config(config: EvalConfig, languages: Sequence[str]) -> None:
     """Bounds the converter cannot express; the error names ``eval.<key>``."""
     positive = {
         "idle_budget_s": config.idle_budget_s,
@@ -50,6 +56,12 @@ def check_config(config: EvalConfig) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise tether.ConfigError(f"eval.{key}: expected a number above 0, got {value}")
+    for index, language in enumerate(config.prestart):
+        if language not in languages:
+            raise tether.ConfigError(
+                f"eval.prestart[{index}]: expected one of {', '.join(sorted(languages))}, "
+                f"got {language!r}"
+            )
     if config.max_images < 0:
         raise tether.ConfigError(f"eval.max_images: expected 0 or more, got {config.max_images}")
 
@@ -91,6 +103,7 @@ class Interpreters:
         self._lost: dict[str, str] = {}
         self._lock = anyio.Lock()
         self._closed = False
+        self._prestarts: list[anyio.CancelScope] = []
 
     @property
     def languages(self) -> list[str]:
@@ -167,11 +180,28 @@ class Interpreters:
         """Forget an interpreter that died mid-cell (and clean up after it)."""
         await self.discard(language, f"the previous interpreter died ({error})")
 
+    def prestart(self, languages: Sequence[str]) -> None:
+        """Start these interpreters in the run's task group, without waiting for them."""
+        for language in languages:
+            self.run.task_group.start_soon(self._prestart, language)
+
+    async def _prestart(self, language: str) -> None:
+        with anyio.CancelScope() as scope:
+            self._prestarts.append(scope)
+            try:
+                await self.get(language)
+            except tether.ToolError as exc:
+                # The first call starts it again and reports the failure itself.
+                log.info("tether-eval: prestarting %s failed: %s", language, exc)
+
     async def aclose(self) -> None:
         self._closed = True
+        for scope in self._prestarts:
+            scope.cancel()
         with anyio.CancelScope(shield=True):
-            for language in list(self._live):
-                await self.discard(language)
+            async with self._lock:
+                for language in list(self._live):
+                    await self.discard(language)
 
     def describe(self) -> dict[str, Any]:
         return {lang: (lang in self._live) for lang in self.specs}
