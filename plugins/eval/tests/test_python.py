@@ -112,10 +112,13 @@ async def test_bad_arguments_name_the_field(eval_run, run_cell) -> None:
 
 
 async def test_contract(eval_run) -> None:
-    async with eval_run() as run:
+    async with eval_run(idle_budget_s=300) as run:
         assert await tether.testing.check_plugin_contract(run, ["eval"]) == ["eval"]
-        schema = run.schemas()[0] if run.schemas()[0]["name"] == "eval" else None
-        assert schema is None or schema["input_schema"]["properties"]["language"]["enum"]
+        [schema] = [s for s in run.schemas() if s["name"] == "eval"]
+        assert "prints nothing for 5 minutes is interrupted" in schema["description"]
+        assert schema["input_schema"]["required"] == ["code", "description"]
+        # The tool is exec tier: absent from read-only surfaces.
+        assert "eval" not in [s["name"] for s in run.schemas(surface="plan")]
 
 
 async def test_modules_of_the_workdir_are_importable(eval_run, run_cell) -> None:

@@ -43,4 +43,4 @@ def tether_tools(run: tether.Run) -> list[tether.ToolSpec] | None:
     interpreters = run.resources.get(RESOURCE)
     if not isinstance(interpreters, Interpreters):
         return None
-    return [eval_tool(interpreters.languages)]
+    return [eval_tool(interpreters.languages, interpreters.config.idle_budget_s)]

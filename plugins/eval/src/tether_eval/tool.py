@@ -24,7 +24,8 @@ is shown as a notebook would; display(), pandas tables and matplotlib figures (r
 images) work; IPython idioms %pip, %cd, !cmd, %%bash, %%timeit work. Inside a cell, \
 `tool(name, args)` (JavaScript: `await tool(name, args)`) calls one of your other tools \
 through the same approvals and returns its result; a failed call raises ToolError. A cell \
-that prints nothing for the idle budget is interrupted (the interpreter keeps its state)."""
+that prints nothing for {budget} is interrupted (the interpreter keeps its state; time spent \
+in tool() calls does not count)."""
 
 
 @functools.cache
@@ -122,13 +123,20 @@ async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
     return output.result(**meta)
 
 
-def eval_tool(languages: list[str]) -> tether.ToolSpec:
+def _duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute" + ("s" if minutes != 1 else "")
+    return f"{seconds:g} s"
+
+
+def eval_tool(languages: list[str], idle_budget_s: float) -> tether.ToolSpec:
     return tether.ToolSpec(
         name="eval",
         tier=tether.Tier.EXEC,
         args=eval_args_class(tuple(languages)),
         handler=handle_eval,
-        description=DESCRIPTION,
+        description=DESCRIPTION.format(budget=_duration(idle_budget_s)),
         # cast: mypy cannot type ToolSpec.requires (converter=tuple); see /work/requests/eval.md
         requires=cast(Any, (RESOURCE,)),
         parallel_safe=False,
