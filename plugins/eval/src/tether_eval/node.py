@@ -84,10 +84,12 @@ class NodeKernel:
 
     language = "javascript"
 
-    def __init__(self, process: ManagedProcess, kernel_pid: int, node_path: str) -> None:
+    def __init__(
+        self, process: ManagedProcess, lines: _Lines, kernel_pid: int, node_path: str
+    ) -> None:
         self.node_path = node_path
         self._process = process
-        self._lines = _Lines(process.stdout)
+        self._lines = lines
         self._kernel_pid = kernel_pid
         self._next_id = 0
         self._closed = False
@@ -145,9 +147,7 @@ class NodeKernel:
         except BaseException:
             await process.terminate(grace_s=0.2)
             raise
-        kernel = cls(process, int(message["pid"]), node)
-        kernel._lines = lines
-        return kernel
+        return cls(process, lines, int(message["pid"]), node)
 
     async def _send(self, message: dict[str, Any]) -> None:
         await self._process.stdin.send((json.dumps(message) + "\n").encode())
@@ -211,7 +211,9 @@ class NodeKernel:
                         output.write("[output written after the previous cell ended]\n")
                         late_header = True
                     output.write(str(message.get("text", "")))
-            elif kind == "tool" and message.get("id") == cell_id:
+            elif kind == "tool":
+                # Served whichever cell asked: a timer of an earlier cell may call tool() too,
+                # and leaving it unanswered would block every later call behind it.
                 try:
                     reply = await bridge(str(message.get("tool")), dict(message.get("args") or {}))
                 except Exception as exc:
