@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 import tether
@@ -126,3 +127,18 @@ async def test_modules_of_the_workdir_are_importable(eval_run, run_cell) -> None
         (run.workdir / "helpers.py").write_text("def greet(name):\n    return f'hi {name}'\n")
         result = await run_cell(run, "from helpers import greet\ngreet('ada')")
         assert result.text_content.strip() == "'hi ada'", result.text_content
+
+
+async def test_output_of_a_thread_after_its_cell_is_shown_labelled(eval_run, run_cell) -> None:
+    async with eval_run() as run:
+        started = await run_cell(
+            run, "import threading\nthreading.Timer(0.2, lambda: print('late line')).start()\n1"
+        )
+        assert started.text_content.strip() == "1"
+        await anyio.sleep(0.6)  # the thread prints while no cell runs
+        waited = await run_cell(run, "2")
+        assert waited.text_content.splitlines() == [
+            "[output written after the previous cell ended]",
+            "late line",
+            "2",
+        ]

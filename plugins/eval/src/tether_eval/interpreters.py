@@ -202,6 +202,3 @@ class Interpreters:
             async with self._lock:
                 for language in list(self._live):
                     await self.discard(language)
-
-    def describe(self) -> dict[str, Any]:
-        return {lang: (lang in self._live) for lang in self.specs}

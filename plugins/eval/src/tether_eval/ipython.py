@@ -230,6 +230,7 @@ class IPythonKernel:
         poller.register(stdin.socket, zmq.POLLIN)
         deadline = time.monotonic() + idle_budget_s
         interrupt_deadline: float | None = None
+        late_header = False
         while True:
             now = time.monotonic()
             if self._process.returncode is not None:
@@ -263,6 +264,12 @@ class IPythonKernel:
                 while await iopub.msg_ready():
                     msg = await iopub.get_msg(timeout=0)
                     if msg["parent_header"].get("msg_id") != msg_id:
+                        # A thread of an earlier cell printed after that cell ended.
+                        if msg["msg_type"] in ("stream", "display_data") and not silent:
+                            if not late_header:
+                                output.write("[output written after the previous cell ended]\n")
+                                late_header = True
+                            self._handle_iopub(msg, output)
                         continue
                     if self._handle_iopub(msg, output):
                         await self._drain_reply(msg_id)

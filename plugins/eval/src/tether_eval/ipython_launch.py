@@ -48,6 +48,7 @@ if _PIPE and all(
 if sys.path and sys.path[0] == "":
     del sys.path[0]  # as `python -m ipykernel_launcher` would not have the cwd first either
 
-from ipykernel import kernelapp  # noqa: E402
+if __name__ == "__main__":  # `python -c` runs as __main__; importing this does nothing
+    from ipykernel import kernelapp
 
-kernelapp.launch_new_instance()
+    kernelapp.launch_new_instance()
