@@ -7,6 +7,7 @@ the idle budget can reset on output and pause during a bridge call.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -350,8 +351,6 @@ class IPythonKernel:
 
 def _render_bundle(data: dict[str, Any], output: CellOutput) -> None:
     """A rich output bundle as the model should see it: an image, else readable text."""
-    import base64
-
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
             output.image(base64.b64decode(data[mime]), mime)
