@@ -5,7 +5,7 @@
 
 import functools
 import time
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import anyio
 import attrs
@@ -137,8 +137,7 @@ def eval_tool(languages: list[str], idle_budget_s: float) -> tether.ToolSpec:
         args=eval_args_class(tuple(languages)),
         handler=handle_eval,
         description=DESCRIPTION.format(budget=_duration(idle_budget_s)),
-        # cast: mypy cannot type ToolSpec.requires (converter=tuple); see /work/requests/eval.md
-        requires=cast(Any, (RESOURCE,)),
+        requires=(RESOURCE,),
         parallel_safe=False,
         timeout_s=0,
     )
