@@ -108,8 +108,8 @@ class Run:
     async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
         """Start a child that belongs to this run (see :func:`tether.process.spawn`).
 
-        The start is shielded from cancellation, so a process that started is always owned by
-        the run (and killed with it); a pending cancellation is delivered right after.
+        The start is shielded from cancellation; if the caller was cancelled meanwhile, the
+        process it will never see is terminated at once and the cancellation goes on.
         """
         if self.closed:
             raise ToolError("the run is closed; no new process can start")
@@ -118,7 +118,12 @@ class Run:
             proc = await _process.spawn(argv, task_group=self.task_group, marker=marker, **kwargs)
             self._processes = [p for p in self._processes if not p.terminated]
             self._processes.append(proc)
-        await anyio.lowlevel.checkpoint()
+        try:
+            await anyio.lowlevel.checkpoint()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await proc.terminate(grace_s=0.2)
+            raise
         return proc
 
     def child_env(self) -> dict[str, str]:

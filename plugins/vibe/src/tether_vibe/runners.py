@@ -23,7 +23,6 @@ import attrs
 
 import tether
 import tether.process
-from tether_vibe import leftovers
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
 if TYPE_CHECKING:
@@ -295,17 +294,14 @@ class CommandRunner:
             return Outcome(ok=False, reason=problem)
         argv = [substitute(arg, job) for arg in self.command]
         brief_on_stdin = not any("{brief}" in arg for arg in self.command)
-        token = leftovers.new_token()
-        env = {**self.env, leftovers.MARKER_ENV: token}
+        env = dict(self.env)
         extractor = ResultExtractor(mode=self.result, result_file=self.result_file)
         extractor.before_start(job.cwd)
         try:
-            # Shielded: a kill arriving mid-spawn would otherwise lose a started process that
-            # nobody terminates; the kill is delivered below, once `proc` can be terminated.
-            with anyio.CancelScope(shield=True):
-                proc: ManagedProcess = await job.run.spawn(
-                    argv, cwd=job.cwd, env=env, stdin=brief_on_stdin, stdout=True
-                )
+            # the core shields the start: a started process always belongs to the run
+            proc: ManagedProcess = await job.run.spawn(
+                argv, cwd=job.cwd, env=env, stdin=brief_on_stdin, stdout=True
+            )
         except OSError as exc:
             return Outcome(ok=False, reason=f"could not start {argv[0]!r}: {exc.strerror or exc}")
         except tether.ToolError as exc:  # the run is closing
@@ -351,19 +347,17 @@ class CommandRunner:
                         await tether.process.terminate_tree(proc.pid, job.kill_grace_s)
                 with anyio.move_on_after(0.05):
                     await reader_done.wait()
-                if not reader_done.is_set():  # a daemon still holds stdout open
+                if not reader_done.is_set():  # a daemon carrying the run's marker holds stdout
                     with anyio.CancelScope(shield=True):
-                        await leftovers.terminate(token, job.kill_grace_s)
+                        await tether.process.terminate_tree(
+                            proc.pid, job.kill_grace_s, marker=proc.marker
+                        )
                 with anyio.move_on_after(DRAIN_TIMEOUT_S):
                     await reader_done.wait()
-                    # the core drains stderr in its own task: let it take what is buffered
-                    for _ in range(3):
-                        await anyio.lowlevel.checkpoint()
                 tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await proc.terminate(grace_s=job.kill_grace_s)
-                await leftovers.terminate(token, job.kill_grace_s)
         stderr_tail = proc.stderr_tail.render()
         if code != 0:
             reason = f"exit code {code}"
