@@ -1,0 +1,47 @@
+"""Which question port a run gets, and the approver backed by it."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import tether
+
+from tether_ask.approval import PortApprover
+from tether_ask.config import AskConfig
+from tether_ask.ports import CallbackPort, QuestionPort, SessionPort
+from tether_ask.terminal import TerminalPort
+
+
+def load_callback(path: str) -> Any:
+    """Import `"package.module:function"` named by `[ask] callback`."""
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise tether.ConfigError(
+            f'ask.callback: expected "package.module:function", got {path!r}'
+        )
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise tether.ConfigError(f"ask.callback: cannot import {path!r}: {exc}") from None
+    if not callable(target):
+        raise tether.ConfigError(f"ask.callback: {path!r} is not callable")
+    return target
+
+
+def configured_port(run: Any, config: AskConfig) -> QuestionPort | None:
+    """The port this plugin wires: `[ask] callback`, else the session stream, else the terminal."""
+    timeouts = config.port_timeout_s
+    if config.callback is not None:
+        return CallbackPort(load_callback(config.callback), timeout_s=timeouts.get("callback"))
+    if "card_stream" in run.resources:
+        return SessionPort(run.resources["card_stream"], timeout_s=timeouts.get("session"))
+    if "terminal" in run.resources:
+        return TerminalPort(run.resources["terminal"], timeout_s=timeouts.get("terminal"))
+    return None
+
+
+def approver_for(port: QuestionPort, config: AskConfig) -> PortApprover:
+    return PortApprover(port, config)
