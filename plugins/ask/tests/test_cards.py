@@ -33,7 +33,6 @@ OPEN = Card(kind="question", question="Name the branch", allow_free_text=True)
             False,
             ("options[2].label", 'duplicate of options[0].label "yes"'),
         ),
-        (tuple(Option(str(i)) for i in range(21)), False, False, ("options", "at most 20 options, got 21")),
     ],
 )
 def test_bad_questions_name_the_field(

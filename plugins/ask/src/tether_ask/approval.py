@@ -43,7 +43,8 @@ def approval_card(request: tether.ApprovalRequest, timeout_s: float) -> Card:
 class PortApprover:
     """The `approver` resource: asks the run's `question_port` through an approval card.
 
-    Fails closed: no port, no person, a skip, a timeout or an unusable answer never allow.
+    Fails closed: no person, a skip, a timeout (TimeoutError, refused by the core's gate) or an
+    unusable answer never allow.
     """
 
     def __init__(self, port: QuestionPort, config: AskConfig) -> None:
@@ -55,10 +56,6 @@ class PortApprover:
         card = approval_card(request, timeout_s)
         try:
             answer = await ask_person(self._port, card)
-        except TimeoutError:
-            raise tether.NoPerson(
-                f"nobody answered the approval card within {timeout_s:g} s"
-            ) from None
         except InvalidAnswer as exc:
             raise tether.NoPerson(str(exc)) from None
         if answer.skipped:

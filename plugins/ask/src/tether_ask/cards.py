@@ -13,9 +13,6 @@ import attrs
 
 CardKind = Literal["question", "approval"]
 
-MAX_OPTIONS = 20
-MAX_LABEL_CHARS = 120
-
 
 @attrs.frozen
 class Option:
@@ -147,15 +144,11 @@ def check_question(
         return ("options", "at least one option is required when allow_free_text is false")
     if multi_select and not options:
         return ("multi_select", "needs options to select from (none given)")
-    if len(options) > MAX_OPTIONS:
-        return ("options", f"at most {MAX_OPTIONS} options, got {len(options)}")
     first_index: dict[str, int] = {}
     for index, option in enumerate(options):
         label = option.label.strip()
         if not label:
             return (f"options[{index}].label", "must not be empty")
-        if len(label) > MAX_LABEL_CHARS:
-            return (f"options[{index}].label", f"at most {MAX_LABEL_CHARS} characters, got {len(label)}")
         if label in first_index:
             return (f"options[{index}].label", f'duplicate of options[{first_index[label]}].label "{label}"')
         first_index[label] = index

@@ -16,6 +16,9 @@ from tether_ask.cards import Card, Option, check_question
 from tether_ask.config import AskConfig
 from tether_ask.ports import QuestionPort
 
+MAX_OPTIONS = 20
+MAX_LABEL_CHARS = 120
+
 PROCEED = (
     "Proceed on a stated assumption: say which assumption you make, "
     "and do not ask this question again."
@@ -32,18 +35,22 @@ DESCRIPTION = (
 
 @attrs.frozen
 class OptionArgs:
-    label: str = tether.arg(description="Short text the person picks; unique on the card")
+    label: str = tether.arg(
+        description="Short text the person picks; unique on the card", max_length=MAX_LABEL_CHARS
+    )
     description: str | None = tether.arg(None, description="What choosing it means")
 
 
 @attrs.frozen
 class AskUserArgs:
-    question: str = tether.arg(description="What to ask, as one clear question")
+    question: str = tether.arg(description="What to ask, as one clear question", max_length=4000)
     context: str | None = tether.arg(
         None, description="Why you ask and what depends on the answer"
     )
     options: list[OptionArgs] = tether.arg(
-        attrs.Factory(list), description="The choices, each {label, description?}"
+        description="The choices, each {label, description?}",
+        factory=list,
+        max_length=MAX_OPTIONS,
     )
     allow_free_text: bool = tether.arg(False, description="Whether a typed answer is accepted")
     multi_select: bool = tether.arg(False, description="Whether several options may be chosen")

@@ -31,7 +31,7 @@ def load_callback(path: str) -> Any:
     return target
 
 
-def configured_port(run: Any, config: AskConfig) -> QuestionPort | None:
+def configured_port(run: tether.Run, config: AskConfig) -> QuestionPort | None:
     """The port this plugin wires: `[ask] callback`, else the session stream, else the terminal."""
     timeouts = config.port_timeout_s
     if config.callback is not None:
@@ -43,5 +43,27 @@ def configured_port(run: Any, config: AskConfig) -> QuestionPort | None:
     return None
 
 
-def approver_for(port: QuestionPort, config: AskConfig) -> PortApprover:
-    return PortApprover(port, config)
+def wire_ask_resources(run: tether.Run) -> dict[str, Any] | None:
+    """`question_port` (unless the harness wired its own) and `approver` backed by the port
+    (unless the harness wired its own approver)."""
+    config = run.config("ask", AskConfig)
+    wired: dict[str, Any] = {}
+    port = run.resources.get("question_port")
+    if port is None:
+        port = configured_port(run, config)
+        if port is None:
+            return None
+        wired["question_port"] = port
+    elif config.callback is not None:
+        raise tether.ConfigError(
+            "ask.callback: the run already has a question_port from the harness; "
+            "set one or the other"
+        )
+    if not isinstance(port, QuestionPort):
+        raise tether.PluginError(
+            f"question_port: expected a tether_ask.QuestionPort (name, timeout_s, "
+            f"person_attached, async ask), got {type(port).__name__}"
+        )
+    if "approver" not in run.resources:
+        wired["approver"] = PortApprover(port, config)
+    return wired
