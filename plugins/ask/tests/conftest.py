@@ -61,7 +61,9 @@ class SessionClient:
     def request(self, request_id: str, tool: str, args: dict[str, Any]) -> None:
         self.send({"id": request_id, "tool": tool, "args": args})
 
-    def expect(self, match: Callable[[dict[str, Any]], bool], timeout: float = 20.0) -> dict[str, Any]:
+    def expect(
+        self, match: Callable[[dict[str, Any]], bool], timeout: float = 20.0
+    ) -> dict[str, Any]:
         """The next line satisfying `match` (lines read meanwhile are kept for later)."""
         for index, message in enumerate(self._held):
             if match(message):

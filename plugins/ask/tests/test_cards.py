@@ -24,7 +24,12 @@ OPEN = Card(kind="question", question="Name the branch", allow_free_text=True)
 @pytest.mark.parametrize(
     ("options", "free", "multi", "expected"),
     [
-        ((), False, False, ("options", "at least one option is required when allow_free_text is false")),
+        (
+            (),
+            False,
+            False,
+            ("options", "at least one option is required when allow_free_text is false"),
+        ),
         ((), True, True, ("multi_select", "needs options to select from (none given)")),
         ((Option("a"), Option("")), False, False, ("options[1].label", "must not be empty")),
         (
@@ -56,10 +61,18 @@ def test_good_questions_pass() -> None:
 @pytest.mark.parametrize(
     ("card", "answer", "problem"),
     [
-        (DB, Answer(choices=("mysql",)), 'choices: "mysql" is not an option of this card (options: "postgres", "sqlite")'),
+        (
+            DB,
+            Answer(choices=("mysql",)),
+            'choices: "mysql" is not an option of this card (options: "postgres", "sqlite")',
+        ),
         (DB, Answer(choices=("postgres", "sqlite")), "choices: 2 chosen but this card takes one"),
         (TOPPINGS, Answer(choices=("ham", "ham")), 'choices: "ham" chosen twice'),
-        (DB, Answer(text="mariadb"), "text: this card does not accept free text; choose one of its options"),
+        (
+            DB,
+            Answer(text="mariadb"),
+            "text: this card does not accept free text; choose one of its options",
+        ),
         (DB, Answer(), "answer is empty: choose an option or skip"),
         (OPEN, Answer(text="   "), "answer is empty: choose an option, type an answer or skip"),
     ],
@@ -82,7 +95,9 @@ def test_answers_that_fit(card: Card, answer: Answer) -> None:
 
 
 def test_answer_from_session_json() -> None:
-    assert Answer.from_json({"card": 3, "choices": ["a"], "text": None}) == Answer(choices=("a",), card="3")
+    assert Answer.from_json({"card": 3, "choices": ["a"], "text": None}) == Answer(
+        choices=("a",), card="3"
+    )
     assert Answer.from_json({"card": "c1", "skip": True}) == Answer(skipped=True, card="c1")
     with pytest.raises(ValueError, match=r"choices: expected a list of option labels, got 'a'"):
         Answer.from_json({"card": "c1", "choices": "a"})
@@ -123,7 +138,10 @@ def test_typed_replies() -> None:
 def test_typed_replies_that_are_asked_again() -> None:
     assert parse_reply(DB, "3") == "3 is not an option: choose 1-2, or 0 to skip"
     assert parse_reply(DB, "1 2") == "2 numbers given but this card takes one"
-    assert parse_reply(DB, "mysql") == "'mysql' is not a number: this card takes no free text; choose 1-2, or 0 to skip"
+    assert (
+        parse_reply(DB, "mysql")
+        == "'mysql' is not a number: this card takes no free text; choose 1-2, or 0 to skip"
+    )
     assert parse_reply(DB, "").startswith("empty reply: type a number (1-2)")
 
 

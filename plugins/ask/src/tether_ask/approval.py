@@ -7,7 +7,6 @@ to the person; it is still a separate gate (the core calls `approve`, not `ask_u
 from __future__ import annotations
 
 import tether
-
 from tether_ask.asking import InvalidAnswer, ask_person, port_timeout
 from tether_ask.cards import Card, Option
 from tether_ask.config import AskConfig
@@ -33,7 +32,10 @@ def approval_card(request: tether.ApprovalRequest, timeout_s: float) -> Card:
         options=(
             Option(ALLOW, "run this call once"),
             Option(DENY, "do not run it"),
-            Option(ALLOW_FOR_RUN, f"run it, and every later {request.tool} call in this run without asking"),
+            Option(
+                ALLOW_FOR_RUN,
+                f"run it, and every later {request.tool} call in this run without asking",
+            ),
         ),
         timeout_s=timeout_s,
         call_id=request.call_id,

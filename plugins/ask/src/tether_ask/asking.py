@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import anyio
-import tether
 
+import tether
 from tether_ask.cards import Answer, Card, check_answer
 from tether_ask.config import AskConfig
 from tether_ask.ports import QuestionPort
@@ -23,6 +23,13 @@ def port_timeout(config: AskConfig, port: QuestionPort) -> float:
     if port.name in config.port_timeout_s:
         return _positive(config.port_timeout_s[port.name], f"ask.port_timeout_s.{port.name}")
     return _positive(config.timeout_s, "ask.timeout_s")
+
+
+def check_timeouts(config: AskConfig) -> None:
+    """Refuse a timeout that is not a positive number of seconds, naming its key."""
+    _positive(config.timeout_s, "ask.timeout_s")
+    for name, value in config.port_timeout_s.items():
+        _positive(value, f"ask.port_timeout_s.{name}")
 
 
 def _positive(value: float, field: str) -> float:

@@ -86,7 +86,9 @@ class Answer:
         card_id = None if card is None else str(card)
         unknown = sorted(set(message) - {"card", "choices", "text", "skip"})
         if unknown:
-            raise ValueError(f"{unknown[0]}: unknown key in an answer (expected card, choices, text, skip)")
+            raise ValueError(
+                f"{unknown[0]}: unknown key in an answer (expected card, choices, text, skip)"
+            )
         skip = message.get("skip", False)
         if not isinstance(skip, bool):
             raise ValueError(f"skip: expected true or false, got {skip!r}")
@@ -124,9 +126,11 @@ def check_answer(card: Card, answer: Answer) -> str | None:
     if text and not card.allow_free_text:
         return "text: this card does not accept free text; choose one of its options"
     if not answer.choices and not text:
-        return "answer is empty: choose an option" + (
-            ", type an answer" if card.allow_free_text else ""
-        ) + " or skip"
+        return (
+            "answer is empty: choose an option"
+            + (", type an answer" if card.allow_free_text else "")
+            + " or skip"
+        )
     return None
 
 
@@ -150,6 +154,9 @@ def check_question(
         if not label:
             return (f"options[{index}].label", "must not be empty")
         if label in first_index:
-            return (f"options[{index}].label", f'duplicate of options[{first_index[label]}].label "{label}"')
+            return (
+                f"options[{index}].label",
+                f'duplicate of options[{first_index[label]}].label "{label}"',
+            )
         first_index[label] = index
     return None

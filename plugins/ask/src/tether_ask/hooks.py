@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import tether
-
 from tether_ask.tool import ask_user_spec
 from tether_ask.wiring import wire_ask_resources
 

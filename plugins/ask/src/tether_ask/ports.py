@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
-import tether
 
+import tether
 from tether_ask.cards import Answer, Card, check_answer
 
 AnswerCallback = Callable[[Card], Awaitable[Answer]]
@@ -129,4 +129,3 @@ class SessionPort:
 
         reply = await self._stream.ask(card.to_json(), timeout_s=card.timeout_s, validate=validate)
         return Answer.from_json(reply)
-

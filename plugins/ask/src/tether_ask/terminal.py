@@ -16,8 +16,8 @@ from typing import Protocol, TextIO
 
 import anyio
 import attrs
-import tether
 
+import tether
 from tether_ask.cards import Answer, Card, check_answer
 
 _NUMBERS = re.compile(r"\d+(?:[\s,]+\d+)*")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import attrs
-import tether
 
+import tether
 from tether_ask.asking import InvalidAnswer, ask_person, port_timeout
 from tether_ask.cards import Card, Option, check_question
 from tether_ask.config import AskConfig
@@ -44,9 +44,7 @@ class OptionArgs:
 @attrs.frozen
 class AskUserArgs:
     question: str = tether.arg(description="What to ask, as one clear question", max_length=4000)
-    context: str | None = tether.arg(
-        None, description="Why you ask and what depends on the answer"
-    )
+    context: str | None = tether.arg(None, description="Why you ask and what depends on the answer")
     options: list[OptionArgs] = tether.arg(
         description="The choices, each {label, description?}",
         factory=list,
@@ -95,15 +93,11 @@ async def handle_ask_user(call: tether.CallContext, args: AskUserArgs) -> tether
             is_error=True,
         )
     except TimeoutError:
-        return _result(
-            "timed_out", f"No answer within {timeout_s:g} s. {PROCEED}", is_error=True
-        )
+        return _result("timed_out", f"No answer within {timeout_s:g} s. {PROCEED}", is_error=True)
     except InvalidAnswer as exc:
         return _result("invalid_answer", f"{exc}. {PROCEED}", is_error=True)
     if answer.skipped:
-        return _result(
-            "skipped", f"The person skipped this question. {PROCEED}", card=answer.card
-        )
+        return _result("skipped", f"The person skipped this question. {PROCEED}", card=answer.card)
     lines = []
     if answer.choices:
         lines.append("choices: " + json.dumps(list(answer.choices), ensure_ascii=False))
@@ -118,7 +112,9 @@ async def handle_ask_user(call: tether.CallContext, args: AskUserArgs) -> tether
     )
 
 
-def _result(outcome: str, body: str, *, is_error: bool = False, **meta: object) -> tether.ToolResult:
+def _result(
+    outcome: str, body: str, *, is_error: bool = False, **meta: object
+) -> tether.ToolResult:
     return tether.ToolResult(
         content=[tether.Text(f"outcome: {outcome}\n{body}")],
         is_error=is_error,

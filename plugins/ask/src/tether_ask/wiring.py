@@ -6,8 +6,8 @@ import importlib
 from typing import Any
 
 import tether
-
 from tether_ask.approval import PortApprover
+from tether_ask.asking import check_timeouts
 from tether_ask.config import AskConfig
 from tether_ask.ports import CallbackPort, QuestionPort, SessionPort
 from tether_ask.terminal import TerminalPort
@@ -17,9 +17,7 @@ def load_callback(path: str) -> Any:
     """Import `"package.module:function"` named by `[ask] callback`."""
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:
-        raise tether.ConfigError(
-            f'ask.callback: expected "package.module:function", got {path!r}'
-        )
+        raise tether.ConfigError(f'ask.callback: expected "package.module:function", got {path!r}')
     try:
         target: Any = importlib.import_module(module_name)
         for part in attr.split("."):
@@ -47,6 +45,7 @@ def wire_ask_resources(run: tether.Run) -> dict[str, Any] | None:
     """`question_port` (unless the harness wired its own) and `approver` backed by the port
     (unless the harness wired its own approver)."""
     config = run.config("ask", AskConfig)
+    check_timeouts(config)
     wired: dict[str, Any] = {}
     port = run.resources.get("question_port")
     if port is None:
