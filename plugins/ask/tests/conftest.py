@@ -130,3 +130,78 @@ def session(tmp_path: Path) -> Iterator[Callable[..., SessionClient]]:
     for client in started:
         if client.proc.poll() is None:
             client.close()
+
+
+class TerminalCall:
+    """`tether call` on a real pseudo-terminal (pexpect): the person types at the card."""
+
+    def __init__(self, tool: str, args: dict[str, Any], workdir: Path, *extra: str) -> None:
+        import pexpect
+
+        self.child = pexpect.spawn(
+            TETHER,
+            ["call", tool, json.dumps(args), "--workdir", str(workdir), *extra],
+            env=cli_env(),
+            encoding="utf-8",
+            timeout=20,
+            dimensions=(40, 200),
+        )
+
+    def expect(self, text: str) -> None:
+        self.child.expect_exact(text)
+
+    def answer(self, line: str) -> None:
+        self.child.expect_exact("> ")
+        self.child.sendline(line)
+
+    def result(self) -> tuple[dict[str, Any], int]:
+        """The JSON `tether call` printed, and its exit status."""
+        import pexpect
+
+        self.child.expect(pexpect.EOF)
+        self.child.close()
+        lines = [line for line in self.child.before.splitlines() if line.startswith('{"is_error"')]
+        assert lines, f"no result printed; output was {self.child.before!r}"
+        return json.loads(lines[-1]), self.child.exitstatus
+
+    def kill(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+@pytest.fixture
+def terminal_call(tmp_path: Path) -> Iterator[Callable[..., TerminalCall]]:
+    started: list[TerminalCall] = []
+
+    def start(
+        tool: str, args: dict[str, Any], *extra: str, config: str | None = None
+    ) -> TerminalCall:
+        flags = list(extra)
+        if config is not None:
+            path = tmp_path / "tether.toml"
+            path.write_text(config)
+            flags += ["--config", str(path)]
+        call = TerminalCall(tool, args, tmp_path, *flags)
+        started.append(call)
+        return call
+
+    yield start
+    for call in started:
+        call.kill()
+
+
+@pytest.fixture
+def plain_call(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`tether call` with stdin that is not a terminal (no person attached)."""
+
+    def run(tool: str, args: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [TETHER, "call", tool, json.dumps(args), "--workdir", str(tmp_path)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=cli_env(),
+        )
+
+    return run

@@ -118,12 +118,17 @@ class TerminalPort:
             number = str(next(self._numbers))
             self._discard_typeahead()
             self._write(render_card(card, number))
-            while True:
-                self._write("> ")
-                reply = parse_reply(card, await self._read_line())
-                if isinstance(reply, Answer):
-                    return attrs.evolve(reply, card=number)
-                self._write(f"  {reply}\n")
+            try:
+                while True:
+                    self._write("> ")
+                    reply = parse_reply(card, await self._read_line())
+                    if isinstance(reply, Answer):
+                        return attrs.evolve(reply, card=number)
+                    self._write(f"  {reply}\n")
+            except anyio.get_cancelled_exc_class():
+                # timed out (or the run is closing): tell the person this card no longer counts
+                self._write(f"\n  {card.kind} {number} closed without an answer\n")
+                raise
 
     def _write(self, text: str) -> None:
         out = self._terminal.stdout

@@ -1,0 +1,140 @@
+"""The terminal port, driven for real: `tether call` on a pseudo-terminal, a person typing."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+DB_QUESTION = {
+    "question": "Which database?",
+    "context": "Migrations differ per database.",
+    "options": [{"label": "postgres", "description": "production"}, {"label": "sqlite"}],
+}
+TOPPINGS = {
+    "question": "Which toppings?",
+    "options": [{"label": "cheese"}, {"label": "ham"}, {"label": "olives"}],
+    "multi_select": True,
+}
+
+
+def test_single_choice(terminal_call: Any) -> None:
+    call = terminal_call("ask_user", DB_QUESTION)
+    call.expect("question 1")
+    call.expect("Which database?")
+    call.expect("(Migrations differ per database.)")
+    call.expect("1. postgres — production")
+    call.expect("2. sqlite")
+    call.expect("Reply: type a number (1-2), 0 skips")
+    call.answer("2")
+    result, status = call.result()
+    assert status == 0
+    assert result["meta"]["outcome"] == "answered"
+    assert result["meta"]["choices"] == ["sqlite"]
+    assert result["content"][0]["text"] == 'outcome: answered\nchoices: ["sqlite"]'
+
+
+def test_multi_select(terminal_call: Any) -> None:
+    call = terminal_call("ask_user", TOPPINGS)
+    call.expect("type the numbers of your choices (1-3, separated by spaces)")
+    call.answer("3, 1")
+    result, status = call.result()
+    assert status == 0
+    assert result["meta"]["choices"] == ["olives", "cheese"]
+
+
+def test_free_text(terminal_call: Any) -> None:
+    call = terminal_call(
+        "ask_user",
+        {"question": "Which branch?", "options": [{"label": "main"}], "allow_free_text": True},
+    )
+    call.expect("or type your own answer")
+    call.answer("feature/login page")
+    result, _ = call.result()
+    assert result["meta"]["outcome"] == "answered"
+    assert result["meta"]["text"] == "feature/login page"
+    assert result["meta"]["choices"] == []
+
+
+def test_skip(terminal_call: Any) -> None:
+    call = terminal_call("ask_user", DB_QUESTION)
+    call.answer("0")
+    result, status = call.result()
+    assert status == 0
+    assert result["is_error"] is False
+    assert result["meta"]["outcome"] == "skipped"
+    assert "Proceed on a stated assumption" in result["content"][0]["text"]
+
+
+def test_an_invalid_reply_is_explained_and_asked_again(terminal_call: Any) -> None:
+    call = terminal_call("ask_user", DB_QUESTION)
+    call.answer("9")
+    call.expect("9 is not an option: choose 1-2, or 0 to skip")
+    call.answer("1 2")
+    call.expect("2 numbers given but this card takes one")
+    call.answer("mysql")
+    call.expect("'mysql' is not a number: this card takes no free text")
+    call.answer("")
+    call.expect("empty reply")
+    call.answer("1")
+    result, status = call.result()
+    assert status == 0
+    assert result["meta"]["choices"] == ["postgres"]
+
+
+def test_timeout_on_the_terminal(terminal_call: Any) -> None:
+    call = terminal_call("ask_user", DB_QUESTION, config="[ask.port_timeout_s]\nterminal = 0.5\n")
+    call.expect("[waits 0.5 s]")
+    call.expect("question 1 closed without an answer")
+    result, status = call.result()
+    assert status == 1
+    assert result["meta"]["outcome"] == "timed_out"
+
+
+def test_end_of_input_on_the_terminal_is_no_person(terminal_call: Any) -> None:
+    call = terminal_call("ask_user", DB_QUESTION)
+    call.expect("> ")
+    call.child.sendeof()
+    result, status = call.result()
+    assert status == 1
+    assert result["meta"]["outcome"] == "no_person"
+    assert "the terminal closed" in result["content"][0]["text"]
+
+
+def test_approval_card_on_the_terminal(terminal_call: Any, tmp_path: Path) -> None:
+    args = {"path": "a.txt", "text": "hello"}
+    call = terminal_call("echo_write", args)
+    call.expect("approval 1")
+    call.expect("May I run echo_write (write tier)?")
+    call.expect('(path="a.txt", text="hello")')
+    call.expect("1. allow — run this call once")
+    call.expect("2. deny — do not run it")
+    call.expect("3. allow for this run")
+    call.answer("1")
+    result, status = call.result()
+    assert status == 0, result
+    assert (tmp_path / "a.txt").read_text() == "hello"
+
+    call = terminal_call("echo_write", {"path": "a.txt", "text": "changed"})
+    call.answer("2")
+    result, status = call.result()
+    assert status == 1
+    assert "the person denied this call" in result["content"][0]["text"]
+    assert (tmp_path / "a.txt").read_text() == "hello"
+
+
+def test_without_a_terminal_no_person_is_attached(plain_call: Any, tmp_path: Path) -> None:
+    start = time.monotonic()
+    asked = plain_call("ask_user", DB_QUESTION)
+    written = plain_call("echo_write", {"path": "a.txt", "text": "x"})
+    # two whole CLI runs (interpreter start, plugin loading): nothing waited on a person
+    assert time.monotonic() - start < 15
+    result = json.loads(asked.stdout)
+    assert asked.returncode == 1
+    assert result["meta"]["outcome"] == "no_person"
+    assert "stdin is not a terminal" in result["content"][0]["text"]
+    assert "question 1" not in asked.stderr
+    assert written.returncode == 1
+    assert "no person is attached" in json.loads(written.stdout)["content"][0]["text"]
+    assert not (tmp_path / "a.txt").exists()
