@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 DB_QUESTION = {
     "question": "Which database?",
     "context": "Migrations differ per database.",
@@ -138,3 +140,61 @@ def test_without_a_terminal_no_person_is_attached(plain_call: Any, tmp_path: Pat
     assert written.returncode == 1
     assert "no person is attached" in json.loads(written.stdout)["content"][0]["text"]
     assert not (tmp_path / "a.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_concurrent_questions_on_one_terminal_are_shown_one_at_a_time(
+    open_test_run: Any,
+) -> None:
+    """Two calls asking at once: card 2 appears only after card 1 is answered, and each answer
+    reaches its own call."""
+    import os
+    import pty
+
+    import anyio
+
+    import tether
+    import tether_ask.hooks
+    from tether.cli.session import Terminal
+
+    leader, follower = pty.openpty()
+    stdin = os.fdopen(follower, "r", closefd=False)
+    stdout = os.fdopen(follower, "w", closefd=False)
+    screen = ""
+
+    async def read_until(text: str) -> None:
+        nonlocal screen
+        with anyio.fail_after(10):
+            while text not in screen:
+                await anyio.wait_readable(leader)
+                screen += os.read(leader, 4096).decode()
+
+    class Cli:
+        @tether.hookimpl
+        def tether_resources(self, run: tether.Run) -> dict[str, Any]:
+            return {"terminal": Terminal(interactive=True, stdin=stdin, stdout=stdout)}
+
+    results: dict[str, Any] = {}
+    try:
+        async with open_test_run(plugins=[Cli(), tether_ask.hooks], entry_points=False) as run:
+
+            async def ask(name: str, args: dict[str, Any]) -> None:
+                results[name] = await run.call("ask_user", args)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask, "db", DB_QUESTION)
+                await read_until("question 1")
+                tg.start_soon(ask, "toppings", TOPPINGS)
+                await read_until("> ")
+                await anyio.sleep(0.2)
+                assert "question 2" not in screen
+                os.write(leader, b"1\n")
+                await read_until("question 2")
+                assert "Which toppings?" in screen.split("question 2", 1)[1]
+                await read_until("separated by spaces")
+                os.write(leader, b"2 3\n")
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert results["db"].meta["choices"] == ["postgres"]
+    assert results["toppings"].meta["choices"] == ["ham", "olives"]
