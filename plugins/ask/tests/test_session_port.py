@@ -241,3 +241,31 @@ def test_an_approval_card_refuses_free_text(session: Any, tmp_path: Path) -> Non
     assert s.reply(1)["is_error"] is True
     assert not (tmp_path / "a.txt").exists()
     assert s.close() == 0
+
+
+def test_the_cli_lists_ask_user_even_without_a_person(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    tether_cli = str(Path(sys.executable).with_name("tether"))
+    listed = subprocess.run(
+        [tether_cli, "tools", "--surface", "plan", "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TETHER_LOAD_PLUGINS": "ask"},
+    )
+    tools = {tool["name"]: tool for tool in json.loads(listed.stdout)}
+    schema = tools["ask_user"]["input_schema"]
+    assert tools["ask_user"]["tier"] == "read"
+    assert schema["required"] == ["question"]
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {
+        "question",
+        "context",
+        "options",
+        "allow_free_text",
+        "multi_select",
+    }

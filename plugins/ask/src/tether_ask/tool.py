@@ -98,17 +98,14 @@ async def handle_ask_user(call: tether.CallContext, args: AskUserArgs) -> tether
         return _result("invalid_answer", f"{exc}. {PROCEED}", is_error=True)
     if answer.skipped:
         return _result("skipped", f"The person skipped this question. {PROCEED}", card=answer.card)
+    text = (answer.text or "").strip() or None
     lines = []
     if answer.choices:
         lines.append("choices: " + json.dumps(list(answer.choices), ensure_ascii=False))
-    if answer.text is not None and answer.text.strip():
-        lines.append("text: " + json.dumps(answer.text.strip(), ensure_ascii=False))
+    if text is not None:
+        lines.append("text: " + json.dumps(text, ensure_ascii=False))
     return _result(
-        "answered",
-        "\n".join(lines),
-        card=answer.card,
-        choices=list(answer.choices),
-        text=answer.text.strip() if answer.text is not None and answer.text.strip() else None,
+        "answered", "\n".join(lines), card=answer.card, choices=list(answer.choices), text=text
     )
 
 

@@ -31,13 +31,13 @@ def load_callback(path: str) -> Any:
 
 def configured_port(run: tether.Run, config: AskConfig) -> QuestionPort | None:
     """The port this plugin wires: `[ask] callback`, else the session stream, else the terminal."""
-    timeouts = config.port_timeout_s
+    # Their timeouts come from [ask] at each card (see asking.port_timeout).
     if config.callback is not None:
-        return CallbackPort(load_callback(config.callback), timeout_s=timeouts.get("callback"))
+        return CallbackPort(load_callback(config.callback))
     if "card_stream" in run.resources:
-        return SessionPort(run.resources["card_stream"], timeout_s=timeouts.get("session"))
+        return SessionPort(run.resources["card_stream"])
     if "terminal" in run.resources:
-        return TerminalPort(run.resources["terminal"], timeout_s=timeouts.get("terminal"))
+        return TerminalPort(run.resources["terminal"])
     return None
 
 
