@@ -431,3 +431,39 @@ async def test_configured_callback_and_harness_port_conflict(ask_run: Any) -> No
 async def test_plugin_contract(ask_run: Any) -> None:
     async with ask_run(question_port=CallbackPort(Person())) as run:
         assert "ask_user" in await check_plugin_contract(run, ["ask_user"])
+
+
+class KioskPort:
+    """A harness's own port (no CallbackPort): answers every card with its first option."""
+
+    name = "kiosk"
+    timeout_s = 5.0
+    person_attached = True
+
+    def __init__(self) -> None:
+        self.cards: list[Card] = []
+
+    async def ask(self, card: Card) -> Answer:
+        self.cards.append(card)
+        return Answer(choices=(card.options[0].label,))
+
+
+async def test_a_harness_port_of_its_own(ask_run: Any) -> None:
+    port = KioskPort()
+    async with ask_run(question_port=port) as run:
+        assert run.resources["question_port"] is port
+        asked = await run.call("ask_user", DB_QUESTION)
+        approved = await run.call("echo_write", {"path": "a.txt", "text": "x"})
+        assert (run.workdir / "a.txt").read_text() == "x"
+    assert asked.meta["choices"] == ["postgres"]
+    assert not approved.is_error
+    assert [card.kind for card in port.cards] == ["question", "approval"]
+    assert [card.timeout_s for card in port.cards] == [5.0, 5.0]
+
+
+async def test_a_question_port_that_is_not_a_port_is_refused(ask_run: Any) -> None:
+    with pytest.raises(
+        tether.PluginError, match=r"question_port: expected a tether_ask\.QuestionPort"
+    ):
+        async with ask_run(question_port=object()):
+            pass

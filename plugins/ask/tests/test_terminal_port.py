@@ -198,3 +198,29 @@ async def test_concurrent_questions_on_one_terminal_are_shown_one_at_a_time(
         os.close(follower)
     assert results["db"].meta["choices"] == ["postgres"]
     assert results["toppings"].meta["choices"] == ["ham", "olives"]
+
+
+@pytest.mark.anyio
+async def test_a_terminal_without_a_person_fails_closed_within_a_second(
+    open_test_run: Any,
+) -> None:
+    import io
+
+    import tether
+    import tether_ask.hooks
+    from tether.cli.session import Terminal
+
+    screen = io.StringIO()
+
+    class Cli:
+        @tether.hookimpl
+        def tether_resources(self, run: tether.Run) -> dict[str, Any]:
+            return {"terminal": Terminal(interactive=False, stdin=io.StringIO(), stdout=screen)}
+
+    async with open_test_run(plugins=[Cli(), tether_ask.hooks], entry_points=False) as run:
+        start = time.monotonic()
+        result = await run.call("ask_user", DB_QUESTION)
+        assert time.monotonic() - start < 1
+    assert result.meta["outcome"] == "no_person"
+    assert "stdin is not a terminal" in result.text_content
+    assert screen.getvalue() == ""
