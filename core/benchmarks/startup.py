@@ -38,16 +38,31 @@ def main() -> None:
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         rows = [
-            json.loads(subprocess.run([sys.executable, "-c", PROBE, workdir], capture_output=True, text=True, check=True).stdout)
+            json.loads(
+                subprocess.run(
+                    [sys.executable, "-c", PROBE, workdir],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
             for _ in range(ns.samples)
         ]
-    bare_rss = float(subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True).stdout)
+    bare_rss = float(
+        subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True).stdout
+    )
     med = {k: statistics.median(r[k] for r in rows) for k in ("import", "run", "total", "rss_mb")}
     print(f"plugins loaded: {', '.join(rows[0]['plugins'])}; tools registered: {rows[0]['tools']}")
     print(f"import tether      median {med['import'] * 1000:7.1f} ms")
-    print(f"open+close a run   median {med['run'] * 1000:7.1f} ms   (plugin discovery, wiring, closing)")
-    print(f"total              median {med['total'] * 1000:7.1f} ms   target < 150 ms  -> {'ok' if med['total'] < 0.150 else 'OVER'}")
-    print(f"peak RSS           median {med['rss_mb']:7.1f} MB   target < 60 MB   -> {'ok' if med['rss_mb'] < 60 else 'OVER'}  (bare interpreter {bare_rss:.1f} MB)")
+    print(
+        f"open+close a run   median {med['run'] * 1000:7.1f} ms   (plugin discovery, wiring, closing)"
+    )
+    print(
+        f"total              median {med['total'] * 1000:7.1f} ms   target < 150 ms  -> {'ok' if med['total'] < 0.150 else 'OVER'}"
+    )
+    print(
+        f"peak RSS           median {med['rss_mb']:7.1f} MB   target < 60 MB   -> {'ok' if med['rss_mb'] < 60 else 'OVER'}  (bare interpreter {bare_rss:.1f} MB)"
+    )
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
-from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
@@ -27,6 +26,9 @@ from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.tiers import BUILTIN_SURFACES, Tier
 from tether.tools import CallContext, ToolResult, ToolSpec, as_result, resolve
+
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
 
 log = logging.getLogger("tether")
 T = TypeVar("T")
@@ -456,6 +458,8 @@ class SyncRun:
 @contextmanager
 def open_run_sync(workdir: str | os.PathLike[str], **kwargs: Any) -> Iterator[SyncRun]:
     """:func:`open_run` for synchronous code; the event loop runs in a background thread."""
+    from anyio.from_thread import start_blocking_portal  # only sync harnesses pay for it
+
     with (
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(open_run(workdir, **kwargs)) as run,
