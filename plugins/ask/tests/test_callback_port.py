@@ -467,3 +467,11 @@ async def test_a_question_port_that_is_not_a_port_is_refused(ask_run: Any) -> No
     ):
         async with ask_run(question_port=object()):
             pass
+
+
+async def test_a_port_with_a_bad_timeout_is_refused_when_the_run_opens(ask_run: Any) -> None:
+    with pytest.raises(
+        tether.ConfigError, match="callback port timeout_s: expected a positive number of seconds"
+    ):
+        async with ask_run(question_port=CallbackPort(Person(), timeout_s=0)):
+            pass

@@ -24,10 +24,9 @@ _DECISIONS = {
 
 
 def approval_card(request: tether.ApprovalRequest, timeout_s: float) -> Card:
-    tier = getattr(request.tier, "value", request.tier)
     return Card(
         kind="approval",
-        question=f"May I run {request.tool} ({tier} tier)?",
+        question=f"May I run {request.tool} ({request.tier.value} tier)?",
         context=request.args_summary,
         options=(
             Option(ALLOW, "run this call once"),

@@ -7,7 +7,7 @@ from typing import Any
 
 import tether
 from tether_ask.approval import PortApprover
-from tether_ask.asking import check_timeouts
+from tether_ask.asking import check_timeouts, port_timeout
 from tether_ask.config import AskConfig
 from tether_ask.ports import CallbackPort, QuestionPort, SessionPort
 from tether_ask.terminal import TerminalPort
@@ -63,6 +63,7 @@ def wire_ask_resources(run: tether.Run) -> dict[str, Any] | None:
             f"question_port: expected a tether_ask.QuestionPort (name, timeout_s, "
             f"person_attached, async ask), got {type(port).__name__}"
         )
+    port_timeout(config, port)  # a bad bound fails the run's opening, not a later call
     if "approver" not in run.resources:
         wired["approver"] = PortApprover(port, config)
     return wired
