@@ -7,6 +7,7 @@ Outcomes: `answered` (labels and/or text), `skipped` (success), `timed_out` (err
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 import attrs
 
@@ -15,6 +16,8 @@ from tether_ask.asking import InvalidAnswer, ask_person, port_timeout
 from tether_ask.cards import Card, Option, check_question
 from tether_ask.config import AskConfig
 from tether_ask.ports import QuestionPort
+
+Outcome = Literal["answered", "skipped", "timed_out", "no_person", "invalid_answer"]
 
 MAX_OPTIONS = 20
 MAX_LABEL_CHARS = 120
@@ -110,7 +113,7 @@ async def handle_ask_user(call: tether.CallContext, args: AskUserArgs) -> tether
 
 
 def _result(
-    outcome: str, body: str, *, is_error: bool = False, **meta: object
+    outcome: Outcome, body: str, *, is_error: bool = False, **meta: object
 ) -> tether.ToolResult:
     return tether.ToolResult(
         content=[tether.Text(f"outcome: {outcome}\n{body}")],
