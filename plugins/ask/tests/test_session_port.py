@@ -269,3 +269,18 @@ def test_the_cli_lists_ask_user_even_without_a_person(tmp_path: Path) -> None:
         "allow_free_text",
         "multi_select",
     }
+
+
+def test_end_of_input_with_an_open_card_is_no_person_and_the_session_exits(
+    session: Any,
+) -> None:
+    s = session("--interactive")  # default [ask] timeout_s: 600 s
+    s.request(1, "ask_user", DB_QUESTION)
+    card = s.card()
+    start = time.monotonic()
+    assert s.close() == 0
+    assert time.monotonic() - start < 10, "the open card must not wait for its 600 s timeout"
+    reply = s.reply(1, timeout=1)
+    assert reply["is_error"] is True
+    assert reply["meta"]["outcome"] == "no_person"
+    assert f"the session's input closed before {card['card']} was answered" in text(reply)

@@ -129,7 +129,7 @@ def ask_user_spec() -> tether.ToolSpec:
         args=AskUserArgs,
         handler=handle_ask_user,
         description=DESCRIPTION,
-        requires=("question_port",),  # type: ignore[arg-type]  # see requests/ask.md #2
+        requires=("question_port",),
         parallel_safe=True,
         # The wait is bounded by [ask] timeout_s, not by the core's call timeout.
         timeout_s=0,
