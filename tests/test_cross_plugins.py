@@ -64,7 +64,7 @@ async def test_a_read_only_surface_cannot_reach_write_tools_through_any_door(tmp
         assert refused.is_error and "not available on surface 'plan'" in refused.text_content
 
 
-def test_session_lists_every_family_and_answers_bad_arguments(tmp_path):
+def test_the_cli_lists_every_family(tmp_path):
     tools = json.loads(
         subprocess.run(
             [sys.executable, "-m", "tether.cli", "tools", "--vibe", "--workdir", str(tmp_path)],
