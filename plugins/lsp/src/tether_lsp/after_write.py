@@ -1,0 +1,86 @@
+"""Diagnostics on write: after a host write tool, the new diagnostics of the written files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import tether
+
+from tether_lsp.ledger import DiagnosticLedger
+from tether_lsp.render import format_diagnostics
+from tether_lsp.supervisor import LspSupervisor
+
+_PATH_KEYS = ("path", "file", "file_path", "filename")
+_META_KEYS = ("paths", "files", "changed", "written")
+REPORTED_SEVERITIES = (1, 2)  # errors and warnings; hints and infos are noise after a write
+CAP = 30
+
+
+def written_paths(call: Any, result: Any) -> list[str]:
+    """Paths a write tool touched: its path argument, or the list its result names."""
+    found: list[str] = []
+    for key in _META_KEYS:
+        value = (result.meta or {}).get(key)
+        if isinstance(value, list | tuple):
+            found += [item for item in value if isinstance(item, str)]
+    raw = call.raw_args or {}
+    for key in _PATH_KEYS:
+        if isinstance(raw.get(key), str):
+            found.append(raw[key])
+    return list(dict.fromkeys(found))
+
+
+async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) -> Any:
+    result = await tether.resolve(inner)
+    if result.is_error:
+        return result
+    notes: list[str] = []
+    for raw_path in written_paths(call, result):
+        try:
+            path = supervisor.run.confine(raw_path, field="path")
+        except tether.ArgumentError:
+            continue
+        if not path.is_file() or supervisor.language_of(path) is None:
+            continue
+        try:
+            note = await diagnose(supervisor, supervisor.ledger, path)
+        except tether.ToolError as exc:
+            # no usable server for this file: the write result stays as it was
+            if "no usable" in str(exc) or "no language server" in str(exc):
+                continue
+            note = f"(diagnostics unavailable: {exc})"
+        if note:
+            notes.append(note)
+    if not notes:
+        return result
+    return result.with_text_appended("\n\n" + "\n\n".join(notes))
+
+
+async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Path) -> str:
+    client = await supervisor.client_for(path)
+    await client.refresh_documents()
+    before = client.publish_seq
+    doc, sent = await client.sync_document(path)
+    await client.save(doc)
+    rel = supervisor.relative(path)
+    got = client.published.get(doc.uri)
+    items: list[dict[str, Any]] | None
+    if not sent and got is not None and (got.version is None or got.version >= doc.version):
+        items = got.items
+    else:
+        items = await client.diagnostics_for(doc, before, supervisor.config.diagnostics_timeout_s)
+    if items is None:
+        return (
+            f"({client.spec.id} sent no diagnostics for {rel} within "
+            f"{supervisor.config.diagnostics_timeout_s:g} s)"
+        )
+    relevant = [d for d in items if (d.get("severity") or 1) in REPORTED_SEVERITIES]
+    fresh = ledger.new_since_last(path, relevant)
+    if not fresh:
+        return ""
+    rows = format_diagnostics(fresh, rel, doc.text, client.encoding)
+    shown, note = tether.text.cap(rows, CAP, "diagnostics")
+    head = f"New diagnostics from {client.spec.id} ({len(fresh)}"
+    head += f", {note})" if note else ")"
+    return head + ":\n" + "\n".join(shown)
