@@ -1,0 +1,1 @@
+"""One tool per tier: the smallest tether plugin."""

@@ -1,0 +1,1 @@
+"""Reference host tools for tether: read, write, edit and apply_patch."""

@@ -1,0 +1,67 @@
+"""tether: tools bound to the live resources of one coding-agent run.
+
+A harness opens a run, and installed plugins (``tether-lsp``, ``tether-astgrep``…) wire their
+resources and register their tools::
+
+    async with tether.open_run(workdir, conversation_id="c1") as run:
+        schemas = run.schemas(surface="plan", format="anthropic")
+        result = await run.call("lsp", {"action": "hover", "file": "a.py", "line": 3, "symbol": "foo"})
+
+Plugins are pluggy plugins registered under the entry-point group ``tether``; see
+``docs/plugin-api.md``.
+"""
+
+from tether.approval import ApprovalRequest, Approver, Decision
+from tether.args import arg, object_schema, structure_args
+from tether.errors import (
+    ApprovalRefused,
+    ArgumentError,
+    ArgumentErrors,
+    ConfigError,
+    NoPerson,
+    PathError,
+    PluginError,
+    TetherError,
+    ToolError,
+    ToolNotFound,
+)
+from tether.hookspecs import hookimpl, hookspec
+from tether.plugins import PluginInfo, make_plugin_manager
+from tether.run import Run, SyncRun, open_run, open_run_sync
+from tether.tiers import Tier
+from tether.tools import CallContext, Content, Image, Text, ToolResult, ToolSpec, resolve
+
+__all__ = [
+    "ApprovalRefused",
+    "ApprovalRequest",
+    "Approver",
+    "ArgumentError",
+    "ArgumentErrors",
+    "CallContext",
+    "ConfigError",
+    "Content",
+    "Decision",
+    "Image",
+    "NoPerson",
+    "PathError",
+    "PluginError",
+    "PluginInfo",
+    "Run",
+    "SyncRun",
+    "TetherError",
+    "Text",
+    "Tier",
+    "ToolError",
+    "ToolNotFound",
+    "ToolResult",
+    "ToolSpec",
+    "arg",
+    "hookimpl",
+    "hookspec",
+    "make_plugin_manager",
+    "object_schema",
+    "open_run",
+    "open_run_sync",
+    "resolve",
+    "structure_args",
+]

@@ -1,0 +1,396 @@
+"""Tool arguments: attrs classes checked by one strict cattrs converter, exported as JSON Schema.
+
+The converter takes JSON types only: a string field refuses ``12345``, a boolean refuses
+``"maybe"``, a list refuses a string, an integer refuses ``"3"`` and ``3.5``. Unknown keys are
+refused. Every error names its field: ``line: expected int, got "3a"``.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import attrs
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.gen import make_dict_structure_fn
+
+from tether.errors import ArgumentError, ArgumentErrors
+
+T = TypeVar("T")
+
+_DESCRIPTION = "tether_description"
+_CONSTRAINTS = "tether_constraints"
+
+
+def arg(
+    default: Any = attrs.NOTHING,
+    *,
+    description: str,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    min_length: int | None = None,
+    max_length: int | None = None,
+    factory: Any = None,
+) -> Any:
+    """An attrs field for a tool argument; ``description`` reaches the JSON Schema.
+
+    ``minimum``/``maximum`` bound numbers, ``min_length``/``max_length`` bound strings and lists;
+    both the schema and the converter enforce them. No default means the field is required.
+    """
+    constraints = {
+        k: v
+        for k, v in {
+            "minimum": minimum,
+            "maximum": maximum,
+            "min_length": min_length,
+            "max_length": max_length,
+        }.items()
+        if v is not None
+    }
+    metadata = {_DESCRIPTION: description, _CONSTRAINTS: constraints}
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=metadata)
+    return attrs.field(default=default, metadata=metadata)
+
+
+class _Mismatch(Exception):
+    """A leaf type error: what was expected and what came."""
+
+    def __init__(self, expected: str, value: Any) -> None:
+        self.expected = expected
+        self.value = value
+        super().__init__(f"expected {expected}, got {show_value(value)}")
+
+
+def show_value(value: Any, limit: int = 60) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _type_name(tp: Any) -> str:
+    if tp is str:
+        return "string"
+    if tp is bool:
+        return "boolean"
+    if tp is int:
+        return "integer"
+    if tp is float:
+        return "number"
+    origin = get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(json.dumps(a) for a in get_args(tp))
+    if origin in (list, tuple):
+        return "a list"
+    if origin is dict or tp is dict:
+        return "an object"
+    if attrs.has(tp):
+        return "an object"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _is_optional(tp: Any) -> tuple[bool, Any]:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        members = [a for a in get_args(tp) if a is not type(None)]
+        if len(members) == 1 and len(get_args(tp)) == 2:
+            return True, members[0]
+    return False, tp
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+
+    def structure_str(value: Any, _: Any) -> str:
+        if not isinstance(value, str):
+            raise _Mismatch("string", value)
+        return value
+
+    def structure_bool(value: Any, _: Any) -> bool:
+        if not isinstance(value, bool):
+            raise _Mismatch("boolean", value)
+        return value
+
+    def structure_int(value: Any, _: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _Mismatch("integer", value)
+        return value
+
+    def structure_float(value: Any, _: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _Mismatch("number", value)
+        return float(value)
+
+    conv.register_structure_hook(str, structure_str)
+    conv.register_structure_hook(bool, structure_bool)
+    conv.register_structure_hook(int, structure_int)
+    conv.register_structure_hook(float, structure_float)
+
+    def is_literal(tp: Any) -> bool:
+        return get_origin(tp) is Literal
+
+    def structure_literal(value: Any, tp: Any) -> Any:
+        for choice in get_args(tp):
+            if type(value) is type(choice) and value == choice:
+                return value
+        raise _Mismatch(_type_name(tp), value)
+
+    conv.register_structure_hook_func(is_literal, structure_literal)
+
+    def is_optional(tp: Any) -> bool:
+        return _is_optional(tp)[0]
+
+    def structure_optional(value: Any, tp: Any) -> Any:
+        if value is None:
+            return None
+        return conv.structure(value, _is_optional(tp)[1])
+
+    conv.register_structure_hook_func(is_optional, structure_optional)
+
+    def is_sequence(tp: Any) -> bool:
+        return get_origin(tp) in (list, tuple)
+
+    def structure_sequence(value: Any, tp: Any) -> Any:
+        if not isinstance(value, list):
+            raise _Mismatch("a list", value)
+        args = get_args(tp)
+        item_type = args[0] if args else Any
+        items = []
+        errors = []
+        for index, item in enumerate(value):
+            try:
+                items.append(conv.structure(item, item_type) if item_type is not Any else item)
+            except Exception as exc:  # collected and re-raised with the index
+                exc.__notes__ = [*getattr(exc, "__notes__", []), f"@index {index}"]
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError("invalid items", errors, tp)
+        return tuple(items) if get_origin(tp) is tuple else items
+
+    conv.register_structure_hook_func(is_sequence, structure_sequence)
+
+    def is_mapping(tp: Any) -> bool:
+        return tp is dict or get_origin(tp) is dict or tp is typing.Any
+
+    def structure_mapping(value: Any, tp: Any) -> Any:
+        if tp is typing.Any:
+            return value
+        if not isinstance(value, dict):
+            raise _Mismatch("an object", value)
+        args = get_args(tp)
+        if args and args[1] is not Any:
+            return {k: conv.structure(v, args[1]) for k, v in value.items()}
+        return value
+
+    conv.register_structure_hook_func(is_mapping, structure_mapping)
+
+    def attrs_factory(cls: type) -> Any:
+        inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True)
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, Mapping):
+                raise _Mismatch("an object", value)
+            return inner(value, cls)
+
+        return structure
+
+    conv.register_structure_hook_factory(attrs.has, attrs_factory)
+    return conv
+
+
+_converter = _make_converter()
+
+
+def _flatten(exc: BaseException, path: str) -> list[ArgumentError]:
+    """Turn a cattrs validation tree into one ArgumentError per bad field."""
+
+    def join(base: str, name: str) -> str:
+        return f"{base}.{name}" if base else name
+
+    out: list[ArgumentError] = []
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        for sub in exc.exceptions:
+            sub_path = path
+            for note in getattr(sub, "__notes__", []):
+                name = getattr(note, "name", None)
+                index = getattr(note, "index", None)
+                if name is not None:
+                    sub_path = join(path, name)
+                elif index is not None:
+                    sub_path = f"{path}[{index}]"
+                elif isinstance(note, str) and note.startswith("@index "):
+                    sub_path = f"{path}[{note[7:]}]"
+            out.extend(_flatten(sub, sub_path))
+        return out
+    if isinstance(exc, ForbiddenExtraKeysError):
+        for key in sorted(exc.extra_fields):
+            out.append(ArgumentError(join(path, key), "unknown argument (not in the schema)"))
+        return out
+    if isinstance(exc, KeyError):
+        return [ArgumentError(path or str(exc), "required")]
+    if isinstance(exc, _Mismatch):
+        return [ArgumentError(path or "arguments", str(exc))]
+    return [ArgumentError(path or "arguments", str(exc))]
+
+
+def _check_constraints(obj: Any, path: str = "") -> list[ArgumentError]:
+    errors: list[ArgumentError] = []
+    for f in attrs.fields(type(obj)):
+        value = getattr(obj, f.name)
+        name = f"{path}.{f.name}" if path else f.name
+        for key, bound in f.metadata.get(_CONSTRAINTS, {}).items():
+            if value is None:
+                continue
+            if key == "minimum" and value < bound:
+                errors.append(
+                    ArgumentError(name, f"expected at least {bound:g}, got {show_value(value)}")
+                )
+            elif key == "maximum" and value > bound:
+                errors.append(
+                    ArgumentError(name, f"expected at most {bound:g}, got {show_value(value)}")
+                )
+            elif key == "min_length" and len(value) < bound:
+                errors.append(
+                    ArgumentError(name, f"expected length at least {bound}, got {len(value)}")
+                )
+            elif key == "max_length" and len(value) > bound:
+                errors.append(
+                    ArgumentError(name, f"expected length at most {bound}, got {len(value)}")
+                )
+        if attrs.has(type(value)):
+            errors.extend(_check_constraints(value, name))
+        elif isinstance(value, list | tuple):
+            for index, item in enumerate(value):
+                if attrs.has(type(item)):
+                    errors.extend(_check_constraints(item, f"{name}[{index}]"))
+    return errors
+
+
+def structure_args(raw: Any, cls: type[T]) -> T:
+    """Load ``raw`` (decoded JSON) into ``cls`` strictly; raise ArgumentErrors naming each field."""
+    if not isinstance(raw, Mapping):
+        raise ArgumentErrors(
+            [ArgumentError("arguments", f"expected an object, got {show_value(raw)}")]
+        )
+    try:
+        obj = _converter.structure(dict(raw), cls)
+    except (
+        ClassValidationError,
+        IterableValidationError,
+        _Mismatch,
+        ForbiddenExtraKeysError,
+    ) as exc:
+        raise ArgumentErrors(_flatten(exc, "")) from None
+    errors = _check_constraints(obj)
+    if errors:
+        raise ArgumentErrors(errors)
+    return obj
+
+
+def structure_config(raw: Any, cls: type[T], table: str) -> T:
+    """Load a configuration table strictly; errors name ``table.key``."""
+    from tether.errors import ConfigError
+
+    try:
+        if not isinstance(raw, Mapping):
+            raise ArgumentErrors([ArgumentError(table, f"expected a table, got {show_value(raw)}")])
+        try:
+            return _converter.structure(dict(raw), cls)
+        except (ClassValidationError, IterableValidationError, _Mismatch) as exc:
+            raise ArgumentErrors(_flatten(exc, table)) from None
+    except ArgumentErrors as exc:
+        raise ConfigError(str(exc)) from None
+
+
+# --- JSON Schema -------------------------------------------------------------------------------
+
+
+def _type_schema(tp: Any) -> dict[str, Any]:
+    optional, inner = _is_optional(tp)
+    if optional:
+        schema = _type_schema(inner)
+        kind = schema.get("type")
+        if isinstance(kind, str):
+            schema["type"] = [kind, "null"]
+        if "enum" in schema:
+            schema["enum"] = [*schema["enum"], None]
+        return schema
+    if tp is str:
+        return {"type": "string"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    origin = get_origin(tp)
+    if origin is Literal:
+        choices = list(get_args(tp))
+        kinds = {type(c) for c in choices}
+        kind = "string" if kinds == {str} else "integer" if kinds == {int} else None
+        schema: dict[str, Any] = {"enum": choices}
+        if kind:
+            schema = {"type": kind, "enum": choices}
+        return schema
+    if origin in (list, tuple):
+        args = get_args(tp)
+        item = args[0] if args else Any
+        return {"type": "array", "items": _type_schema(item) if item is not Any else {}}
+    if tp is dict or origin is dict:
+        args = get_args(tp)
+        schema = {"type": "object"}
+        if args and args[1] is not Any:
+            schema["additionalProperties"] = _type_schema(args[1])
+        return schema
+    if attrs.has(tp):
+        return object_schema(tp)
+    if tp is Any:
+        return {}
+    raise TypeError(f"tether cannot describe {tp!r} in JSON Schema")
+
+
+def object_schema(cls: type) -> dict[str, Any]:
+    """The flat JSON Schema of an attrs argument class (``additionalProperties: false``)."""
+    hints = typing.get_type_hints(cls)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for f in attrs.fields(cls):
+        prop = _type_schema(hints[f.name])
+        description = f.metadata.get(_DESCRIPTION)
+        if description:
+            prop["description"] = description
+        constraints = f.metadata.get(_CONSTRAINTS, {})
+        if "minimum" in constraints:
+            prop["minimum"] = constraints["minimum"]
+        if "maximum" in constraints:
+            prop["maximum"] = constraints["maximum"]
+        is_array = "array" in (
+            prop.get("type") if isinstance(prop.get("type"), list) else [prop.get("type")]
+        )
+        for key, json_key in (("min_length", "min"), ("max_length", "max")):
+            if key in constraints:
+                suffix = "Items" if is_array else "Length"
+                prop[f"{json_key}{suffix}"] = constraints[key]
+        if f.default is attrs.NOTHING:
+            required.append(f.name)
+        elif not isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]
+            default = f.default
+            if isinstance(default, tuple):
+                default = list(default)
+            if default is None or isinstance(default, str | int | float | bool | list):
+                prop["default"] = default
+        properties[f.name] = prop
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = required
+    return schema

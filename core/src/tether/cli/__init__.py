@@ -1,0 +1,185 @@
+"""The ``tether`` command line: ``plugins``, ``tools``, ``call`` and ``session``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tether.approval import policy_for_auto_up_to
+from tether.cli.session import CardStream, Terminal, run_session
+from tether.config import load_config_file
+from tether.errors import ConfigError, PluginError, TetherError
+from tether.hookspecs import hookimpl
+from tether.plugins import make_plugin_manager
+from tether.process import become_subreaper
+from tether.run import open_run
+from tether.tiers import Tier
+
+
+class _CliResources:
+    """The CLI's own plugin: the question transport of the current command."""
+
+    def __init__(self, resources: dict[str, Any]) -> None:
+        self.resources = resources
+
+    @hookimpl
+    def tether_resources(self, run: Any) -> dict[str, Any]:
+        return self.resources
+
+
+def _common(p: argparse.ArgumentParser, *, surface: bool = True) -> None:
+    p.add_argument("--workdir", default=".", help="the checkout the run works on (default: .)")
+    p.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="a TOML file (default: [tool.tether] or tether.toml)",
+    )
+    p.add_argument("--conversation", default=None, help="conversation id (default: a fresh one)")
+    p.add_argument("--vibe", action="store_true", help="vibe mode: register the vibe_* tools")
+    if surface:
+        p.add_argument(
+            "--surface", default="default", help="default, plan, readonly or a configured one"
+        )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tether", description="Tools bound to the live resources of one run."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plugins", help="list installed plugins and their status")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p = sub.add_parser("tools", help="list the tools a session with these flags registers")
+    _common(p)
+    p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
+    for name, text in (
+        ("call", "one tool call in a fresh run"),
+        ("session", "a long run over stdio (JSON lines)"),
+    ):
+        p = sub.add_parser(name, help=text)
+        if name == "call":
+            p.add_argument("tool")
+            p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
+        _common(p)
+        p.add_argument(
+            "--approve",
+            choices=[t.value for t in Tier],
+            default=None,
+            help="auto-approve every tier up to this one",
+        )
+        if name == "session":
+            p.add_argument(
+                "--interactive", action="store_true", help="a person answers cards on this stream"
+            )
+    return parser
+
+
+def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+    workdir = Path(ns.workdir).resolve()
+    if not workdir.is_dir():
+        raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
+    config = load_config_file(workdir, ns.config)
+    if getattr(ns, "approve", None):
+        core = dict(config.get("core", {}))
+        core["approval"] = policy_for_auto_up_to(Tier(ns.approve))
+        config["core"] = core
+    return workdir, config
+
+
+def _print(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def cmd_plugins(ns: argparse.Namespace) -> int:
+    pm = make_plugin_manager()
+    report = [info.to_json() for info in pm.report]
+    if ns.json:
+        _print(report)
+    else:
+        for info in report:
+            extra = f" ({info['reason']})" if info["reason"] else ""
+            print(f"{info['name']:<16} {info['version'] or '-':<10} {info['status']}{extra}")
+    return 0
+
+
+async def cmd_tools(ns: argparse.Namespace) -> int:
+    workdir, config = _config(ns)
+    cli = _CliResources({"card_stream": CardStream(lambda _: None, interactive=False)})
+    async with open_run(
+        workdir,
+        conversation_id=ns.conversation or uuid.uuid4().hex,
+        plugins=[cli],
+        config=config,
+        vibe=ns.vibe,
+    ) as run:
+        run.surface_tier(ns.surface)
+        _print(run.schemas(surface=ns.surface, format=ns.format))
+    return 0
+
+
+async def cmd_call(ns: argparse.Namespace) -> int:
+    try:
+        args = json.loads(ns.args)
+    except ValueError as exc:
+        print(f"tether call: ARGS_JSON is not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(args, dict):
+        print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
+        return 2
+    workdir, config = _config(ns)
+    cli = _CliResources({"terminal": Terminal.from_stdio()})
+    async with open_run(
+        workdir,
+        conversation_id=ns.conversation or uuid.uuid4().hex,
+        plugins=[cli],
+        config=config,
+        vibe=ns.vibe,
+    ) as run:
+        run.surface_tier(ns.surface)
+        result = await run.call(ns.tool, args, surface=ns.surface)
+    _print(result.to_json())
+    return 1 if result.is_error else 0
+
+
+async def cmd_session(ns: argparse.Namespace) -> int:
+    workdir, config = _config(ns)
+    return await run_session(
+        workdir=workdir,
+        config=config,
+        conversation_id=ns.conversation or uuid.uuid4().hex,
+        surface=ns.surface,
+        vibe=ns.vibe,
+        interactive=ns.interactive,
+        make_resources=_CliResources,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = _parser().parse_args(argv)
+    become_subreaper()
+    try:
+        if ns.command == "plugins":
+            return cmd_plugins(ns)
+        command = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}[ns.command]
+        return anyio.run(command, ns)
+    except (ConfigError, PluginError, TetherError) as exc:
+        print(f"tether {ns.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # pragma: no cover - a bug: show it
+        traceback.print_exc()
+        return 3
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""``tether session``: one long run over stdio, one JSON object per line.
+
+Requests ``{"id", "tool", "args"}`` run concurrently and are answered by ``{"id", "is_error",
+"content", "meta"}``. Cards ``{"card", "kind", …}`` go out for questions and approvals (only with
+``--interactive``) and come back as ``{"card", "choices", "text"}`` or ``{"card", "skip": true}``.
+See docs/session-protocol.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import attrs
+
+from tether.errors import NoPerson
+from tether.run import open_run
+
+
+@attrs.define
+class Terminal:
+    """The ``terminal`` resource of ``tether call``: a person is attached only on a TTY.
+    Cards are written to ``stdout`` here meaning the terminal's output (stderr, so the JSON
+    result on the real stdout stays clean)."""
+
+    interactive: bool
+    stdin: TextIO
+    stdout: TextIO
+
+    @classmethod
+    def from_stdio(cls) -> Terminal:
+        try:
+            interactive = sys.stdin is not None and sys.stdin.isatty()
+        except ValueError:
+            interactive = False
+        return cls(interactive=interactive, stdin=sys.stdin, stdout=sys.stderr)
+
+
+class _PendingCard:
+    def __init__(self, validate: Callable[[dict[str, Any]], str | None] | None) -> None:
+        self.validate = validate
+        self.answer: dict[str, Any] | None = None
+        self.event = anyio.Event()
+
+
+class CardStream:
+    """The ``card_stream`` resource of ``tether session``: writes cards, routes answers back."""
+
+    def __init__(self, write: Callable[[dict[str, Any]], None], *, interactive: bool) -> None:
+        self._write = write
+        self.interactive = interactive
+        self._ids = itertools.count(1)
+        self._pending: dict[str, _PendingCard] = {}
+
+    async def ask(
+        self,
+        card: dict[str, Any],
+        *,
+        timeout_s: float,
+        validate: Callable[[dict[str, Any]], str | None] | None = None,
+    ) -> dict[str, Any]:
+        """Show ``card`` and wait for a valid answer; TimeoutError after ``timeout_s``.
+
+        ``validate(answer)`` returns an error text for an answer that does not fit the card: the
+        client gets an error line and the card stays open.
+        """
+        if not self.interactive:
+            raise NoPerson("no person attached: the session was started without --interactive")
+        card_id = f"card_{next(self._ids)}"
+        pending = _PendingCard(validate)
+        self._pending[card_id] = pending
+        body = {k: v for k, v in card.items() if k not in ("id", "card")}
+        self._write({"card": card_id, **body})
+        try:
+            with anyio.fail_after(timeout_s):
+                await pending.event.wait()
+        finally:
+            self._pending.pop(card_id, None)
+        assert pending.answer is not None
+        return pending.answer
+
+    def deliver(self, answer: dict[str, Any]) -> str | None:
+        """Route an answer line to its card; an error text when it cannot be taken."""
+        card_id = answer.get("card")
+        pending = self._pending.get(card_id) if isinstance(card_id, str) else None
+        if pending is None:
+            open_cards = ", ".join(self._pending) or "none"
+            return f"card: no open card {card_id!r} (open cards: {open_cards})"
+        problem = _answer_shape_problem(answer)
+        if problem is None and pending.validate is not None:
+            problem = pending.validate(answer)
+        if problem is not None:
+            return problem
+        pending.answer = answer
+        pending.event.set()
+        return None
+
+
+def _answer_shape_problem(answer: dict[str, Any]) -> str | None:
+    extra = set(answer) - {"card", "choices", "text", "skip"}
+    if extra:
+        return (
+            f"{sorted(extra)[0]}: unknown key in an answer (expected card, choices, text or skip)"
+        )
+    if "skip" in answer:
+        if answer["skip"] is not True:
+            return "skip: expected true"
+        if "choices" in answer or "text" in answer:
+            return "skip: a skip carries no choices or text"
+        return None
+    choices = answer.get("choices", [])
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        return "choices: expected a list of option labels (strings)"
+    text = answer.get("text")
+    if text is not None and not isinstance(text, str):
+        return "text: expected a string"
+    if not choices and not text:
+        return "choices: an answer needs choices, text, or skip: true"
+    return None
+
+
+def _error_line(message: str, request_id: Any = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": request_id,
+        "is_error": True,
+        "content": [{"type": "text", "text": message}],
+        "meta": {},
+        **extra,
+    }
+
+
+async def run_session(
+    *,
+    workdir: Path,
+    config: dict[str, Any],
+    conversation_id: str,
+    surface: str,
+    vibe: bool,
+    interactive: bool,
+    make_resources: Callable[[dict[str, Any]], object],
+    stdin: Any = None,
+    stdout: TextIO | None = None,
+) -> int:
+    out = stdout or sys.stdout
+
+    def write(obj: dict[str, Any]) -> None:
+        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        out.flush()
+
+    cards = CardStream(write, interactive=interactive)
+    in_flight: set[Any] = set()
+    async with open_run(
+        workdir,
+        conversation_id=conversation_id,
+        plugins=[make_resources({"card_stream": cards})],
+        config=config,
+        vibe=vibe,
+    ) as run:
+        run.surface_tier(surface)
+
+        async def serve(request_id: Any, tool: str, args: dict[str, Any]) -> None:
+            try:
+                result = await run.call(tool, args, surface=surface, call_id=f"req_{request_id}")
+                reply = {"id": request_id, **result.to_json()}
+            except Exception as exc:  # a bug in a tool: report it, keep the session alive
+                reply = _error_line(
+                    f"internal error in {tool}: {type(exc).__name__}: {exc}",
+                    request_id,
+                )
+                reply["meta"] = {"traceback": traceback.format_exc()}
+            finally:
+                in_flight.discard(request_id)
+            write(reply)
+
+        source = stdin if stdin is not None else anyio.wrap_file(sys.stdin)
+        async with anyio.create_task_group() as tg:
+            async for line in source:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError as exc:
+                    write(_error_line(f"line is not valid JSON: {exc}"))
+                    continue
+                if not isinstance(message, dict):
+                    write(_error_line("line must be a JSON object (a request or an answer)"))
+                    continue
+                if "card" in message and "id" not in message:
+                    problem = cards.deliver(message)
+                    if problem:
+                        write(_error_line(problem, card=message.get("card")))
+                    continue
+                request_id = message.get("id")
+                problem = _request_problem(message, in_flight)
+                if problem:
+                    valid_id = (
+                        request_id
+                        if isinstance(request_id, str | int) and not isinstance(request_id, bool)
+                        else None
+                    )
+                    write(_error_line(problem, valid_id if valid_id not in in_flight else None))
+                    continue
+                in_flight.add(request_id)
+                tg.start_soon(serve, request_id, message["tool"], message.get("args", {}))
+    return 0
+
+
+def _request_problem(message: dict[str, Any], in_flight: set[Any]) -> str | None:
+    request_id = message.get("id")
+    if "id" not in message:
+        return "id: a request needs an id (or a card answer needs a card)"
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        return "id: expected a string or an integer"
+    extra = set(message) - {"id", "tool", "args"}
+    if extra:
+        return f"{sorted(extra)[0]}: unknown key in a request (expected id, tool, args)"
+    if not isinstance(message.get("tool"), str):
+        return "tool: expected the tool's name (a string)"
+    if "args" in message and not isinstance(message["args"], dict):
+        return "args: expected an object"
+    if request_id in in_flight:
+        return f"id: request {request_id!r} is still in flight"
+    return None

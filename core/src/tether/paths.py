@@ -1,0 +1,46 @@
+"""Workspace path confinement for every tool that takes a path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tether.errors import PathError
+
+
+def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
+    """Resolve ``path`` (relative to ``workdir``) and refuse anything that leaves the workdir.
+
+    ``..`` segments that climb out, absolute paths elsewhere and symlinks pointing outside are all
+    refused with a :class:`PathError` naming ``field``. The returned path is absolute and resolved
+    (it need not exist).
+    """
+    root = Path(workdir).resolve()
+    if not isinstance(path, str) or not path:
+        raise PathError(field, "expected a non-empty path")
+    if "\x00" in path:
+        raise PathError(field, "path contains a NUL byte")
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    lexical = Path(os.path.normpath(candidate))
+    if not _inside(lexical, root):
+        raise PathError(field, f"{path!r} is outside the workdir {str(root)!r}")
+    resolved = lexical.resolve()
+    if not _inside(resolved, root):
+        raise PathError(
+            field, f"{path!r} leads outside the workdir through a symlink (to {str(resolved)!r})"
+        )
+    return resolved
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def relative(workdir: Path | str, path: Path | str) -> str:
+    """``path`` relative to the workdir when inside it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(workdir).resolve()))
+    except ValueError:
+        return str(path)

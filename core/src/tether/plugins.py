@@ -1,0 +1,156 @@
+"""Plugin discovery and loading: entry-point group ``tether``, with env-var controls.
+
+- ``TETHER_LOAD_PLUGINS=a,b``: load only these entry points (empty: none).
+- ``TETHER_DISABLE_PLUGINS=a,b``: never load these (reported as ``blocked``).
+- ``TETHER_TRACE_PLUGINS=1``: print every hook call to stderr.
+
+A plugin that fails to import, or implements a hook nobody specified (a misspelling), is
+reported as ``failed`` with its reason and skipped; the host keeps working.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import attrs
+import pluggy
+
+from tether import hookspecs
+
+if sys.version_info >= (3, 12):  # pragma: no cover
+    from importlib.metadata import entry_points
+else:
+    from importlib_metadata import entry_points
+
+ENTRY_POINT_GROUP = "tether"
+
+
+@attrs.define
+class PluginInfo:
+    """One plugin as ``tether plugins`` reports it."""
+
+    name: str
+    version: str | None
+    status: Literal["loaded", "blocked", "failed"]
+    reason: str | None = None
+    hooks: list[str] = attrs.field(factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "status": self.status,
+            "reason": self.reason,
+            "hooks": self.hooks,
+        }
+
+
+class TetherPluginManager(pluggy.PluginManager):
+    """A pluggy manager that remembers how each plugin fared (:attr:`report`)."""
+
+    def __init__(self) -> None:
+        super().__init__("tether")
+        self.add_hookspecs(hookspecs)
+        self.report: list[PluginInfo] = []
+
+    def hooks_of(self, plugin: object) -> list[str]:
+        """The names of the hooks ``plugin`` implements."""
+        return sorted(caller.name for caller in (self.get_hookcallers(plugin) or []))
+
+
+def _env_list(name: str) -> list[str] | None:
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def make_plugin_manager(
+    *,
+    entry_points_group: str | None = ENTRY_POINT_GROUP,
+    plugins: Iterable[object] = (),
+) -> TetherPluginManager:
+    """A fresh plugin manager: entry-point plugins (unless ``entry_points_group`` is None) and
+    the given plugin objects (a harness's own hooks). Never a global."""
+    pm = TetherPluginManager()
+    if entry_points_group:
+        _load_entry_points(pm, entry_points_group)
+    for index, plugin in enumerate(plugins):
+        name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{index}"
+        try:
+            pm.register(plugin, name=name)
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            pm.report.append(PluginInfo(name, None, "failed", f"{type(exc).__name__}: {exc}"))
+            continue
+        pm.report.append(PluginInfo(name, None, "loaded", None))
+    pm.hook.tether_addhooks.call_historic(kwargs={"pluginmanager": pm})
+    _drop_unknown_hooks(pm)
+    for info in pm.report:
+        if info.status == "loaded":
+            plugin = pm.get_plugin(info.name)
+            if plugin is not None:
+                info.hooks = pm.hooks_of(plugin)
+    if os.environ.get("TETHER_TRACE_PLUGINS"):
+        pm.trace.root.setwriter(lambda text: sys.stderr.write(f"[tether] {text}"))
+        pm.enable_tracing()
+    return pm
+
+
+def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
+    only = _env_list("TETHER_LOAD_PLUGINS")
+    blocked = set(_env_list("TETHER_DISABLE_PLUGINS") or [])
+    seen: set[str] = set()
+    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        if ep.name in seen:
+            continue
+        seen.add(ep.name)
+        version = ep.dist.version if ep.dist is not None else None
+        if only is not None and ep.name not in only:
+            continue
+        if ep.name in blocked:
+            pm.report.append(PluginInfo(ep.name, version, "blocked", "TETHER_DISABLE_PLUGINS"))
+            pm.set_blocked(ep.name)
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            pm.report.append(
+                PluginInfo(
+                    ep.name, version, "failed", f"import failed: {type(exc).__name__}: {exc}"
+                )
+            )
+            continue
+        try:
+            pm.register(plugin, name=ep.name)
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            pm.report.append(PluginInfo(ep.name, version, "failed", f"{type(exc).__name__}: {exc}"))
+            continue
+        pm.report.append(PluginInfo(ep.name, version, "loaded", None))
+
+
+def _drop_unknown_hooks(pm: TetherPluginManager) -> None:
+    """``check_pending`` per plugin: a hook implemented with no spec (a typo) fails its plugin."""
+    for info in pm.report:
+        if info.status != "loaded":
+            continue
+        plugin = pm.get_plugin(info.name)
+        if plugin is None:
+            continue
+        unknown = [
+            caller.name
+            for caller in (pm.get_hookcallers(plugin) or [])
+            if not caller.has_spec()
+            and any(
+                impl.plugin is plugin and not impl.optionalhook for impl in caller.get_hookimpls()
+            )
+        ]
+        if unknown:
+            pm.unregister(plugin)
+            info.status = "failed"
+            info.reason = "implements hooks nobody specifies (misspelled?): " + ", ".join(
+                sorted(unknown)
+            )
+    pm.check_pending()

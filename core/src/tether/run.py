@@ -1,0 +1,452 @@
+"""A run: the live resources of one conversation, the tools they back, and the call pipeline."""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import itertools
+import logging
+import math
+import os
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio
+import anyio.abc
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from tether import process as _process
+from tether.approval import ApprovalRequest, Decision, summarize_args
+from tether.args import object_schema, structure_args, structure_config
+from tether.config import CoreConfig
+from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
+from tether.hookspecs import hookimpl
+from tether.paths import confine as _confine
+from tether.plugins import TetherPluginManager, make_plugin_manager
+from tether.tiers import BUILTIN_SURFACES, Tier
+from tether.tools import CallContext, ToolResult, ToolSpec, as_result, resolve
+
+log = logging.getLogger("tether")
+T = TypeVar("T")
+SchemaFormat = Literal["json", "openai", "anthropic"]
+
+# Tools held (not parallel-safe, currently running) by the task chain making a call: a bridge
+# call back into the same tool would wait on its own lock forever.
+_held_tools: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "tether_held_tools", default=frozenset()
+)
+
+
+class _CoreHooks:
+    """The innermost ``tether_process_result``: the handler's result as it is."""
+
+    @hookimpl(trylast=True)
+    def tether_process_result(self, call: CallContext, result: ToolResult) -> ToolResult:
+        return result
+
+
+class Run:
+    """One run. Create it with :func:`open_run`; never directly."""
+
+    def __init__(
+        self,
+        *,
+        workdir: Path,
+        conversation_id: str | None,
+        pm: TetherPluginManager,
+        config: Mapping[str, Any],
+        vibe: bool,
+        task_group: anyio.abc.TaskGroup,
+    ) -> None:
+        self.workdir = workdir
+        self.conversation_id = conversation_id
+        self.pm = pm
+        self.vibe = vibe
+        self.task_group = task_group
+        self.raw_config: dict[str, Any] = dict(config)
+        self.core: CoreConfig = structure_config(
+            self.raw_config.get("core", {}), CoreConfig, "core"
+        )
+        self.resources: dict[str, Any] = {}
+        self.problems: list[str] = []
+        self._resource_origin: dict[str, str] = {}
+        self._tools: dict[str, ToolSpec] = {}
+        self._tool_origin: dict[str, str] = {}
+        self._skipped: dict[str, str] = {}
+        self._configs: dict[str, Any] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self._allowed_for_run: set[str] = set()
+        self._processes: list[_process.ManagedProcess] = []
+        self._adopted: set[int] = set()
+        self._call_ids = itertools.count(1)
+        self.closed = False
+        self.surfaces: dict[str, Tier] = dict(BUILTIN_SURFACES)
+        for name, tier in self.core.surfaces.items():
+            self.surfaces[name] = Tier(tier)
+
+    # --- configuration, paths, processes ----------------------------------------------------
+
+    def config(self, table: str, cls: type[T]) -> T:
+        """The ``[table]`` configuration loaded strictly into ``cls`` (cached per run)."""
+        if table not in self._configs:
+            self._configs[table] = structure_config(self.raw_config.get(table, {}), cls, table)
+        return self._configs[table]  # type: ignore[no-any-return]
+
+    def confine(self, path: str, field: str = "path") -> Path:
+        """``path`` resolved inside the workdir, or a PathError naming ``field``."""
+        return _confine(self.workdir, path, field)
+
+    async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
+        """Start a child that belongs to this run (see :func:`tether.process.spawn`)."""
+        if self.closed:
+            raise ToolError("the run is closed; no new process can start")
+        proc = await _process.spawn(argv, task_group=self.task_group, **kwargs)
+        self._processes.append(proc)
+        return proc
+
+    def adopt_pid(self, pid: int) -> None:
+        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run closes."""
+        self._adopted.add(pid)
+
+    # --- registry ---------------------------------------------------------------------------
+
+    def _plugin_calls(self, hook_name: str) -> Iterator[tuple[str, Any]]:
+        caller = getattr(self.pm.hook, hook_name)
+        for impl in reversed(caller.get_hookimpls()):
+            name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
+            kwargs = {"run": self}
+            try:
+                value = impl.function(*[kwargs[a] for a in impl.argnames])
+            except (ToolError, ConfigError):
+                raise
+            except Exception as exc:
+                raise PluginError(
+                    f"plugin {name!r} failed in {hook_name}: {type(exc).__name__}: {exc}"
+                ) from exc
+            if value is not None:
+                yield name, value
+
+    def _wire(self) -> None:
+        for plugin, wired in self._plugin_calls("tether_resources"):
+            if not isinstance(wired, Mapping):
+                raise PluginError(
+                    f"plugin {plugin!r}: tether_resources must return a dict, got {type(wired).__name__}"
+                )
+            for name, resource in wired.items():
+                if name in self.resources:
+                    raise PluginError(
+                        f"resource {name!r} is wired by both {self._resource_origin[name]!r} and {plugin!r}"
+                    )
+                self.resources[name] = resource
+                self._resource_origin[name] = plugin
+        for plugin, specs in self._plugin_calls("tether_tools"):
+            for spec in specs:
+                self._add_tool(spec, plugin)
+
+    def _add_tool(self, spec: ToolSpec, origin: str) -> bool:
+        if not isinstance(spec, ToolSpec):
+            raise PluginError(
+                f"plugin {origin!r} declared {spec!r}, which is not a tether.ToolSpec"
+            )
+        if spec.name in self._tools:
+            raise PluginError(
+                f"tool name {spec.name!r} is declared by both {self._tool_origin[spec.name]!r} and {origin!r}"
+            )
+        object_schema(spec.args)  # fails early on an argument type the schema cannot describe
+        missing = [r for r in spec.requires if r not in self.resources]
+        if missing:
+            self._skipped[spec.name] = (
+                f"needs resource(s) {', '.join(missing)} (not wired for this run)"
+            )
+            return False
+        self._tools[spec.name] = spec
+        self._tool_origin[spec.name] = origin
+        return True
+
+    def register_host_tool(self, spec: ToolSpec) -> None:
+        """Add one of the harness's own tools (write, edit, read…): same gates and wrappers."""
+        if not self._add_tool(spec, "host"):
+            raise PluginError(f"host tool {spec.name!r} {self._skipped[spec.name]}")
+
+    @property
+    def tools(self) -> Mapping[str, ToolSpec]:
+        """Every registered tool, whatever the surface."""
+        return dict(self._tools)
+
+    @property
+    def skipped_tools(self) -> Mapping[str, str]:
+        """Tools declared but not registered, with the reason (a resource that is not wired)."""
+        return dict(self._skipped)
+
+    def surface_tier(self, surface: str) -> Tier:
+        try:
+            return self.surfaces[surface]
+        except KeyError:
+            known = ", ".join(sorted(self.surfaces))
+            raise ToolError(f"surface: unknown surface {surface!r} (known: {known})") from None
+
+    def tools_for(self, surface: str = "default") -> list[ToolSpec]:
+        """The tools a caller on ``surface`` sees, by name."""
+        limit = self.surface_tier(surface)
+        return [spec for _, spec in sorted(self._tools.items()) if spec.tier <= limit]
+
+    def schemas(
+        self, surface: str = "default", format: SchemaFormat = "json"
+    ) -> list[dict[str, Any]]:
+        """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI or Anthropic format."""
+        out = []
+        for spec in self.tools_for(surface):
+            schema = object_schema(spec.args)
+            if format == "openai":
+                out.append(
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": spec.name,
+                            "description": spec.description,
+                            "parameters": schema,
+                        },
+                    }
+                )
+            elif format == "anthropic":
+                out.append(
+                    {"name": spec.name, "description": spec.description, "input_schema": schema}
+                )
+            elif format == "json":
+                out.append(
+                    {
+                        "name": spec.name,
+                        "tier": spec.tier.value,
+                        "description": spec.description,
+                        "input_schema": schema,
+                    }
+                )
+            else:
+                raise ValueError(f"format: expected json, openai or anthropic, got {format!r}")
+        return out
+
+    # --- the call pipeline ------------------------------------------------------------------
+
+    async def call(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        surface: str = "default",
+        call_id: str | None = None,
+    ) -> ToolResult:
+        """Call a tool through the whole pipeline: surface lookup → strict validation → approval
+        → serialisation → handler under a timeout → ``tether_process_result`` wrappers."""
+        call_id = call_id or f"call_{next(self._call_ids)}"
+        if self.closed:
+            return ToolResult.error("the run is closed", call_id=call_id)
+        try:
+            limit = self.surface_tier(surface)
+        except ToolError as exc:
+            return ToolResult.error(str(exc), call_id=call_id)
+        spec = self._tools.get(name)
+        if spec is None or spec.tier > limit:
+            return ToolResult.error(
+                self._not_on_surface(name, surface, limit, spec), call_id=call_id
+            )
+        raw = {} if args is None else args
+        try:
+            parsed = structure_args(raw, spec.args)
+        except ArgumentErrors as exc:
+            return ToolResult.error(f"invalid arguments for {name}:\n{exc}", call_id=call_id)
+        ctx = CallContext(
+            run=self, spec=spec, args=parsed, raw_args=dict(raw), surface=surface, call_id=call_id
+        )
+        refusal = await self._gate(ctx)
+        if refusal is not None:
+            return ToolResult.error(refusal, call_id=call_id)
+        result = await self._run_serialised(ctx)
+        chained = self.pm.hook.tether_process_result(call=ctx, result=result)
+        final = await resolve(chained)
+        return final.with_meta(call_id=call_id) if "call_id" not in final.meta else final
+
+    def _not_on_surface(self, name: str, surface: str, limit: Tier, spec: ToolSpec | None) -> str:
+        if spec is not None:
+            return (
+                f"tool {name!r} ({spec.tier.value} tier) is not available on surface {surface!r}, "
+                f"which allows {limit.value}-tier tools at most"
+            )
+        visible = ", ".join(s.name for s in self.tools_for(surface)) or "none"
+        hint = f" ({name!r} {self._skipped[name]})" if name in self._skipped else ""
+        return f"unknown tool {name!r}{hint}; tools on surface {surface!r}: {visible}"
+
+    async def _gate(self, ctx: CallContext) -> str | None:
+        tier = ctx.spec.tier
+        policy = getattr(self.core.approval, tier.value)
+        if policy == "auto" or ctx.tool in self._allowed_for_run:
+            return None
+        if policy == "deny":
+            return f'{ctx.tool!r} refused: {tier.value}-tier calls are denied by policy ([core.approval] {tier.value} = "deny")'
+        approver = self.resources.get("approver")
+        if approver is None:
+            return (
+                f'{ctx.tool!r} refused: it needs approval ({tier.value} tier, policy "ask") and this run has no '
+                f"approver attached (fail closed). Auto-approve the tier (--approve {tier.value}) or attach an approver."
+            )
+        request = ApprovalRequest(
+            tool=ctx.tool,
+            tier=tier,
+            args_summary=summarize_args(ctx.raw_args),
+            call_id=ctx.call_id,
+            surface=ctx.surface,
+        )
+        try:
+            decision = await approver.approve(request)
+        except NoPerson as exc:
+            return f"{ctx.tool!r} refused: it needs approval and no person is attached to give it ({exc}) (fail closed)"
+        except TimeoutError:
+            return f"{ctx.tool!r} refused: the approval question timed out (fail closed)"
+        if decision is Decision.ALLOW_FOR_RUN:
+            self._allowed_for_run.add(ctx.tool)
+            return None
+        if decision is Decision.ALLOW:
+            return None
+        return f"{ctx.tool!r} refused: the person denied this call"
+
+    async def _run_serialised(self, ctx: CallContext) -> ToolResult:
+        spec = ctx.spec
+        if spec.parallel_safe:
+            return await self._run_handler(ctx)
+        held = _held_tools.get()
+        if spec.name in held:
+            return ToolResult.error(
+                f"{spec.name!r} cannot be called from inside a running {spec.name!r} call (it runs one call at a time)"
+            )
+        lock = self._locks.setdefault(spec.name, anyio.Lock())
+        async with lock:
+            token = _held_tools.set(held | {spec.name})
+            try:
+                return await self._run_handler(ctx)
+            finally:
+                _held_tools.reset(token)
+
+    async def _run_handler(self, ctx: CallContext) -> ToolResult:
+        spec = ctx.spec
+        timeout = self.core.call_timeout_s if spec.timeout_s is None else spec.timeout_s
+        try:
+            with anyio.move_on_after(timeout if timeout else math.inf) as scope:
+                if inspect.iscoroutinefunction(spec.handler):
+                    value = await spec.handler(ctx, ctx.args)
+                else:  # a synchronous host tool
+                    value = await anyio.to_thread.run_sync(spec.handler, ctx, ctx.args)
+                    if inspect.isawaitable(value):
+                        value = await value
+        except ToolError as exc:
+            return ToolResult.error(str(exc))
+        if scope.cancelled_caught:
+            return ToolResult.error(f"{spec.name} timed out after {timeout:g} s and was cancelled")
+        return as_result(value)
+
+    # --- closing ----------------------------------------------------------------------------
+
+    async def _close(self) -> None:
+        self.closed = True
+        for name in reversed(list(self.resources)):
+            resource = self.resources[name]
+            closer = getattr(resource, "aclose", None)
+            if closer is None or not inspect.iscoroutinefunction(closer):
+                continue
+            with anyio.move_on_after(self.core.close_timeout_s) as scope:
+                try:
+                    await closer()
+                except Exception as exc:
+                    self.problems.append(
+                        f"closing resource {name!r} failed: {type(exc).__name__}: {exc}"
+                    )
+            if scope.cancelled_caught:
+                self.problems.append(
+                    f"closing resource {name!r} took over {self.core.close_timeout_s:g} s"
+                )
+        async with anyio.create_task_group() as tg:
+            for proc in self._processes:
+                tg.start_soon(proc.terminate, 0.5)
+        for pid in self._adopted:
+            _process.kill_tree(pid)
+        for problem in self.problems:
+            log.warning("tether: %s", problem)
+
+
+@asynccontextmanager
+async def open_run(
+    workdir: str | os.PathLike[str],
+    *,
+    conversation_id: str | None = None,
+    plugins: Iterable[object] = (),
+    config: Mapping[str, Any] | None = None,
+    vibe: bool = False,
+    entry_points: bool = True,
+) -> AsyncIterator[Run]:
+    """Open a run on ``workdir``: wire resources, register tools; on exit close every resource
+    and kill every child process tree the run started (shielded, time-bounded).
+
+    ``plugins`` are the harness's own plugin objects (hooks such as ``tether_resources`` for a
+    question port or an approver). ``entry_points=False`` loads no installed plugin (tests).
+    """
+    root = Path(workdir).resolve()
+    if not root.is_dir():
+        raise ToolError(f"workdir: {str(root)!r} is not a directory")
+    pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
+    pm.register(_CoreHooks(), name="tether.core")
+    async with anyio.create_task_group() as tg:
+        run = Run(
+            workdir=root,
+            conversation_id=conversation_id,
+            pm=pm,
+            config=config or {},
+            vibe=vibe,
+            task_group=tg,
+        )
+        try:
+            run._wire()
+            yield run
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(run.core.close_timeout_s * 2):
+                await run._close()
+            # the close may have been cut short: make sure no child survives
+            for proc in run._processes:
+                proc.kill()
+            tg.cancel_scope.cancel()
+
+
+class SyncRun:
+    """A blocking facade over a :class:`Run` for harnesses that are not async."""
+
+    def __init__(self, run: Run, portal: BlockingPortal) -> None:
+        self.run = run
+        self._portal = portal
+
+    def call(
+        self, name: str, args: Mapping[str, Any] | None = None, *, surface: str = "default"
+    ) -> ToolResult:
+        return self._portal.call(lambda: self.run.call(name, args, surface=surface))
+
+    def schemas(
+        self, surface: str = "default", format: SchemaFormat = "json"
+    ) -> list[dict[str, Any]]:
+        return self.run.schemas(surface=surface, format=format)
+
+    def register_host_tool(self, spec: ToolSpec) -> None:
+        self.run.register_host_tool(spec)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.run, name)
+
+
+@contextmanager
+def open_run_sync(workdir: str | os.PathLike[str], **kwargs: Any) -> Iterator[SyncRun]:
+    """:func:`open_run` for synchronous code; the event loop runs in a background thread."""
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(open_run(workdir, **kwargs)) as run,
+    ):
+        yield SyncRun(run, portal)
+
+
+__all__ = ["Run", "SyncRun", "open_run", "open_run_sync"]

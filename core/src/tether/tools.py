@@ -1,0 +1,144 @@
+"""Tool specs, call contexts and results."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tether.tiers import Tier
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+
+@attrs.frozen
+class Text:
+    """A text content block."""
+
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+
+@attrs.frozen
+class Image:
+    """An image content block (raw bytes; base64 only on the wire)."""
+
+    data: bytes
+    mime_type: str = "image/png"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "image",
+            "mime_type": self.mime_type,
+            "data": base64.b64encode(self.data).decode("ascii"),
+        }
+
+
+Content = Text | Image
+
+
+@attrs.frozen
+class ToolResult:
+    """What every call returns: content blocks, an error flag and metadata."""
+
+    content: tuple[Content, ...] = attrs.field(converter=tuple, factory=tuple)
+    is_error: bool = False
+    meta: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @classmethod
+    def text(cls, text: str, **meta: Any) -> ToolResult:
+        return cls(content=(Text(text),), meta=meta)
+
+    @classmethod
+    def error(cls, text: str, **meta: Any) -> ToolResult:
+        return cls(content=(Text(text),), is_error=True, meta=meta)
+
+    @property
+    def text_content(self) -> str:
+        """Every text block joined by newlines."""
+        return "\n".join(c.text for c in self.content if isinstance(c, Text))
+
+    def with_text_appended(self, text: str) -> ToolResult:
+        return attrs.evolve(self, content=(*self.content, Text(text)))
+
+    def with_meta(self, **meta: Any) -> ToolResult:
+        return attrs.evolve(self, meta={**self.meta, **meta})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "is_error": self.is_error,
+            "content": [c.to_json() for c in self.content],
+            "meta": dict(self.meta),
+        }
+
+
+Handler = Callable[["CallContext", Any], Awaitable["ToolResult | str | Sequence[Content]"]]
+
+
+def _name_is_valid(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    if not value or not all(ch.isalnum() or ch == "_" for ch in value):
+        raise ValueError(f"tool name must be letters, digits and _, got {value!r}")
+
+
+@attrs.frozen
+class ToolSpec:
+    """A tool a plugin (or the harness) offers.
+
+    ``args`` is a frozen attrs class (see :func:`tether.arg`); ``handler(call, args)`` is async and
+    returns a :class:`ToolResult`, a ``str`` or a list of content blocks. ``requires`` names the
+    resources that must be wired for the tool to be registered. ``timeout_s=None`` uses the run's
+    ``[core] call_timeout_s``; ``0`` means the handler bounds its own time.
+    """
+
+    name: str = attrs.field(validator=_name_is_valid)
+    tier: Tier = attrs.field(converter=Tier.parse)
+    args: type
+    handler: Handler
+    description: str
+    requires: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    parallel_safe: bool = True
+    timeout_s: float | None = None
+
+
+@attrs.frozen
+class CallContext:
+    """One call as it goes through the pipeline."""
+
+    run: Run
+    spec: ToolSpec
+    args: Any
+    raw_args: Mapping[str, Any]
+    surface: str
+    call_id: str
+
+    @property
+    def tool(self) -> str:
+        return self.spec.name
+
+    @property
+    def tier(self) -> Tier:
+        return self.spec.tier
+
+
+def as_result(value: ToolResult | str | Sequence[Content]) -> ToolResult:
+    """Normalise what a handler returned."""
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult.text(value)
+    return ToolResult(content=tuple(value))
+
+
+async def resolve(value: Any) -> ToolResult:
+    """Await a result (or a chain of awaitables of one) from ``tether_process_result``."""
+    while not isinstance(value, ToolResult):
+        if hasattr(value, "__await__"):
+            value = await value
+        else:
+            value = as_result(value)
+    return value
