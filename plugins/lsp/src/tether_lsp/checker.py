@@ -65,7 +65,7 @@ async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> s
         await process.terminate(grace_s=0.5)
         return f"`{shown}` in {where} did not finish within {timeout:g} s and was stopped"
     text = output.text().strip()
-    errors = str(process.stderr_tail).strip()
+    errors = process.stderr_tail.text().strip()
     head = f"`{shown}` in {where} (checker of {spec.id}) exited {code}"
     if not text and not errors:
         return head + ": no findings" if code == 0 else head + " with no output"

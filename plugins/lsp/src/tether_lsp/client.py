@@ -138,7 +138,6 @@ class LspClient:
         self._next_id = 0
         self._changed = anyio.Event()
         self._pending = PendingRequests()
-        self._send_lock = anyio.Lock()
         self._process: Any = None
         self._writer: FramedWriter | None = None
 
@@ -155,8 +154,7 @@ class LspClient:
     def stderr_tail(self) -> str:
         if self._process is None:
             return ""
-        tail = self._process.stderr_tail
-        return tail if isinstance(tail, str) else str(tail)
+        return self._process.stderr_tail.text()
 
     async def start(self, timeout_s: float) -> None:
         env = dict(os.environ)
@@ -219,8 +217,7 @@ class LspClient:
             raise ServerGone(self._gone_message())
         message["jsonrpc"] = "2.0"
         try:
-            async with self._send_lock:
-                await self._writer.write(message)
+            await self._writer.write(message)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self._mark_gone(f"its stdin closed: {exc.__class__.__name__}")
             raise ServerGone(self._gone_message()) from exc
@@ -232,10 +229,14 @@ class LspClient:
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
         self._next_id += 1
         request_id = self._next_id
-        waiter = self._pending.wait(request_id, timeout)
-        await self._send({"id": request_id, "method": method, "params": params})
+        self._pending.register(request_id)
         try:
-            message = await waiter
+            await self._send({"id": request_id, "method": method, "params": params})
+        except tether.ToolError:
+            self._pending.discard(request_id)
+            raise
+        try:
+            message = await self._pending.wait(request_id, timeout)
         except TimeoutError:
             if self.alive:
                 try:

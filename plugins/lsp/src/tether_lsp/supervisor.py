@@ -160,8 +160,10 @@ class LspSupervisor:
             code = await process.wait()
             if code == 0:
                 return Probe(True, argv[0])
-            tail = str(process.stderr_tail).strip()
-            return Probe(False, f"`{shown}` exited {code}: {tail[-800:] or '(no stderr)'}")
+            said = [line.strip() for line in process.stderr_tail.text().splitlines() if line.strip()]
+            # the first lines say why (a rustup shim: "Unknown binary …"), the rest is a trace
+            first = tether.text.truncate(" | ".join(said[:2]), 300)
+            return Probe(False, f"`{shown}` exited {code}: {first or '(no stderr)'}")
         await process.terminate(grace_s=0.2)
         return Probe(False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s")
 
