@@ -64,12 +64,8 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
     doc, sent = await client.sync_document(path)
     await client.save(doc)
     rel = supervisor.relative(path)
-    got = client.published.get(doc.uri)
-    items: list[dict[str, Any]] | None
-    if not sent and got is not None and (got.version is None or got.version >= doc.version):
-        items = got.items
-    else:
-        items = await client.diagnostics_for(doc, before, supervisor.config.diagnostics_timeout_s)
+    timeout = supervisor.config.diagnostics_timeout_s
+    items = await client.current_diagnostics(doc, before if sent else None, timeout)
     if items is None:
         return (
             f"({client.spec.id} sent no diagnostics for {rel} within "

@@ -24,10 +24,13 @@ _CLIENT_CAPABILITIES: dict[str, Any] = {
         "applyEdit": False,
         "symbol": {"resolveSupport": {"properties": []}},
         "workspaceEdit": {"documentChanges": True},
+        # we tell the server about files changed on disk before each query (see scan_root)
+        "didChangeWatchedFiles": {"dynamicRegistration": True},
     },
     "textDocument": {
         "synchronization": {"didSave": True, "willSave": False},
-        # push diagnostics only: basedpyright stops pushing when pull is advertised
+        # pull ("diagnostic") is added for specs with pull_diagnostics: a server that is
+        # offered pull stops pushing
         "publishDiagnostics": {"versionSupport": True, "relatedInformation": False},
         "hover": {"contentFormat": ["markdown", "plaintext"]},
         "definition": {"linkSupport": True},
@@ -107,6 +110,32 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
     return node
 
 
+_SCAN_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
+SCAN_LIMIT = 50_000
+
+
+def scan_root(root: Path, suffixes: frozenset[str]) -> dict[str, tuple[int, int]]:
+    """path -> (mtime_ns, size) of the source files under ``root`` (bounded)."""
+    found: dict[str, tuple[int, int]] = {}
+    stack = [str(root)]
+    while stack and len(found) < SCAN_LIMIT:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SCAN_SKIP and not entry.name.startswith("."):
+                        stack.append(entry.path)
+                elif os.path.splitext(entry.name)[1] in suffixes:
+                    stat = entry.stat()
+                    found[entry.path] = (stat.st_mtime_ns, stat.st_size)
+            except OSError:
+                continue
+    return found
+
+
 class LspClient:
     """A started server for one (spec, root); every request is bounded by a timeout."""
 
@@ -132,6 +161,8 @@ class LspClient:
         self.progress: dict[str, str] = {}
         self.registered: set[str] = set()
         self.configured = False
+        #: counts the ends of server work (progress end, a diagnostics refresh request)
+        self.settled = 0
         self.started_at = time.monotonic()
         self.exit_reason: str | None = None
         self._seq = 0
@@ -140,6 +171,7 @@ class LspClient:
         self._pending = PendingRequests()
         self._process: Any = None
         self._writer: FramedWriter | None = None
+        self._snapshot: dict[str, tuple[int, int]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -170,16 +202,23 @@ class LspClient:
             "rootUri": root_uri,
             "rootPath": str(self.root),
             "workspaceFolders": [{"uri": root_uri, "name": self.root.name}],
-            "capabilities": _CLIENT_CAPABILITIES,
+            "capabilities": self._capabilities(),
         }
         if self.spec.initialization_options is not None:
             params["initializationOptions"] = dict(self.spec.initialization_options)
         result = await self.request("initialize", params, timeout_s=timeout_s)
         self.capabilities = (result or {}).get("capabilities", {}) or {}
         self.encoding = self.capabilities.get("positionEncoding") or "utf-16"
+        self._snapshot = scan_root(self.root, frozenset(self.spec.extensions))
         await self.notify("initialized", {})
         if self.settings:
             await self.notify("workspace/didChangeConfiguration", {"settings": dict(self.settings)})
+
+    def _capabilities(self) -> dict[str, Any]:
+        if not self.spec.pull_diagnostics:
+            return _CLIENT_CAPABILITIES
+        text_document = {**_CLIENT_CAPABILITIES["textDocument"], "diagnostic": {}}
+        return {**_CLIENT_CAPABILITIES, "textDocument": text_document}
 
     async def close(self) -> None:
         """Polite shutdown, bounded; the process group is killed afterwards in any case."""
@@ -292,6 +331,9 @@ class LspClient:
         elif method == "client/registerCapability":
             for registration in (params or {}).get("registrations", []):
                 self.registered.add(registration.get("method", ""))
+        elif method == "workspace/diagnostic/refresh":
+            self.settled += 1
+            self._notify_change()
         elif method == "workspace/workspaceFolders":
             result = [{"uri": path_to_uri(self.root), "name": self.root.name}]
         elif method == "workspace/applyEdit":
@@ -329,6 +371,7 @@ class LspClient:
                 self.progress[token] = f"{title} ({value['message']})"
             elif kind == "end":
                 self.progress.pop(token, None)
+                self.settled += 1
         else:
             return
         self._notify_change()
@@ -415,14 +458,36 @@ class LspClient:
         )
         return doc, True
 
-    async def refresh_documents(self) -> None:
-        """Sync every open document with the disk (a shell or git may have changed it)."""
+    async def refresh_documents(self) -> bool:
+        """Sync every open document with the disk (a shell or git may have changed it), and
+        tell a server that watches files which other files appeared, changed or vanished.
+        True when anything was sent."""
+        sent = False
+        if "workspace/didChangeWatchedFiles" in self.registered:
+            current = scan_root(self.root, frozenset(self.spec.extensions))
+            events = [
+                {"uri": Path(path).as_uri(), "type": 1 if path not in self._snapshot else 2}
+                for path, stamp in current.items()
+                if self._snapshot.get(path) != stamp
+            ]
+            events += [
+                {"uri": Path(path).as_uri(), "type": 3}
+                for path in self._snapshot
+                if path not in current
+            ]
+            self._snapshot = current
+            if events:
+                await self.notify("workspace/didChangeWatchedFiles", {"changes": events})
+                sent = True
         for uri, doc in list(self.documents.items()):
             if not doc.path.exists():
                 del self.documents[uri]
                 await self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+                sent = True
                 continue
-            await self.sync_document(doc.path)
+            _, changed = await self.sync_document(doc.path)
+            sent = sent or changed
+        return sent
 
     async def save(self, doc: OpenDocument) -> None:
         sync = self.capabilities.get("textDocumentSync")
@@ -437,6 +502,31 @@ class LspClient:
     @property
     def publish_seq(self) -> int:
         return self._seq
+
+    async def current_diagnostics(
+        self, doc: OpenDocument, after_seq: int | None, timeout_s: float
+    ) -> list[dict[str, Any]] | None:
+        """Diagnostics of ``doc``'s current version: pulled, or the push that follows
+        ``after_seq`` (None: nothing new was sent, a push already received will do)."""
+        if self.spec.pull_diagnostics:
+            try:
+                result = await self.request(
+                    "textDocument/diagnostic", {"textDocument": {"uri": doc.uri}}, timeout_s=timeout_s
+                )
+            except RequestTimedOut:
+                return None
+            result = result or {}
+            if result.get("kind") == "unchanged" and doc.uri in self.published:
+                return self.published[doc.uri].items
+            self._seq += 1
+            items = list(result.get("items") or [])
+            self.published[doc.uri] = Published(self._seq, doc.version, items)
+            return items
+        got = self.published.get(doc.uri)
+        if after_seq is None and got is not None:
+            if got.version is None or got.version >= doc.version:
+                return got.items
+        return await self.diagnostics_for(doc, after_seq or -1, timeout_s)
 
     async def diagnostics_for(
         self, doc: OpenDocument, after_seq: int, timeout_s: float

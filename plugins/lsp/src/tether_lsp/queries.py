@@ -38,10 +38,14 @@ NAVIGATION = {
 class Session:
     """One query: the server for a file, the synced document, the resolved position."""
 
-    def __init__(self, supervisor: LspSupervisor, client: LspClient, doc: OpenDocument) -> None:
+    def __init__(
+        self, supervisor: LspSupervisor, client: LspClient, doc: OpenDocument, fresh: bool
+    ) -> None:
         self.supervisor = supervisor
         self.client = client
         self.doc = doc
+        #: this call told the server about new content (it may still be digesting it)
+        self.fresh = fresh
 
     @property
     def rel(self) -> str:
@@ -73,14 +77,14 @@ async def open_session(supervisor: LspSupervisor, path: Path) -> Session:
     if not path.is_file():
         raise tether.ArgumentError("file", f"an existing file, {supervisor.relative(path)} is not one")
     client = await supervisor.client_for(path)
-    await client.refresh_documents()
+    refreshed = await client.refresh_documents()
     before = client.publish_seq
     doc, opened_now = await client.sync_document(path)
     config = supervisor.config
     if opened_now and client.spec.open_waits_for_diagnostics:
         await client.diagnostics_for(doc, before, config.ready_timeout_s)
     await client.wait_ready(config.ready_timeout_s)
-    return Session(supervisor, client, doc)
+    return Session(supervisor, client, doc, refreshed or opened_now)
 
 
 def _capped(lines: list[str], limit: int, noun: str) -> tuple[list[str], str]:
@@ -234,14 +238,15 @@ def _workspace_section(
     return head + ":\n" + "\n".join(shown)
 
 
+async def current_diagnostics(session: Session) -> list[dict[str, Any]] | None:
+    """The diagnostics of the document's current version (waiting for them, bounded)."""
+    timeout = session.supervisor.config.diagnostics_timeout_s
+    return await session.client.current_diagnostics(session.doc, None, timeout)
+
+
 async def file_diagnostics(session: Session) -> str:
     client, doc = session.client, session.doc
-    got = client.published.get(doc.uri)
-    items: list[dict[str, Any]] | None
-    if got is not None and (got.version is None or got.version >= doc.version):
-        items = got.items
-    else:
-        items = await client.diagnostics_for(doc, -1, session.supervisor.config.diagnostics_timeout_s)
+    items = await current_diagnostics(session)
     if items is None:
         raise tether.ToolError(
             f"{client.spec.id} published no diagnostics for {session.rel} within "
@@ -261,10 +266,11 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
     end = to_lsp_character(pos.line_text, pos.end, session.client.encoding)
     start = params["position"]
     rng = {"start": start, "end": {"line": pos.line, "character": end}}
-    published = session.client.published.get(session.doc.uri)
+    # quick fixes are offered for the diagnostics in the request: wait for this version's
+    current = await current_diagnostics(session) or []
     on_line = [
         d
-        for d in (published.items if published else [])
+        for d in current
         if d.get("range", {}).get("start", {}).get("line", -1)
         <= pos.line
         <= d.get("range", {}).get("end", {}).get("line", -1)

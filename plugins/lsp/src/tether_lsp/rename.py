@@ -39,7 +39,16 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
     old_name = pos.line_text[pos.start : pos.end]
     provider = client.capabilities.get("renameProvider")
     if isinstance(provider, dict) and provider.get("prepareProvider"):
+        settled = client.settled
         prepared = await client.request("textDocument/prepareRename", params)
+        if not prepared and session.fresh:
+            # pyright refuses a symbol whose files it is still taking in; ask again once the
+            # work our changes started has ended (bounded), instead of sleeping
+            await client.wait_until(
+                lambda: client.settled > settled and client.is_ready(),
+                supervisor.config.ready_timeout_s,
+            )
+            prepared = await client.request("textDocument/prepareRename", params)
         if not prepared:
             raise tether.ToolError(
                 f"{client.spec.id} cannot rename `{old_name}` at {session.rel}:{line} "
@@ -93,6 +102,9 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
         raise tether.ToolError(
             f"nothing was written: {names} changed since the rename was computed; try again"
         ) from None
+    except OSError as exc:
+        # apply_changes has put back every file it had already replaced
+        raise tether.ToolError(f"nothing was written: {exc}") from None
     for change in changes:
         if change.path.as_uri() in client.documents:
             doc, _ = await client.sync_document(change.path)

@@ -43,6 +43,9 @@ class ServerSpec:
     #: a freshly opened file is only understood once its first diagnostics arrive
     #: (tsserver answers definitions wrongly before; clangd starts indexing then)
     open_waits_for_diagnostics: bool = False
+    #: ask for diagnostics (textDocument/diagnostic) instead of waiting for pushed ones;
+    #: pyright pushes an empty list before the real one, a pull answers the current version
+    pull_diagnostics: bool = False
     #: LSP methods this server is known to answer wrongly although it advertises them
     unsupported: frozenset[str] = attrs.field(converter=frozenset, factory=frozenset)
 
@@ -71,6 +74,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         checker=("basedpyright",),
         priority=10,
         waits_for_configuration=True,
+        pull_diagnostics=True,
     ),
     ServerSpec(
         id="pyright",
@@ -82,6 +86,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         checker=("pyright",),
         priority=20,
         waits_for_configuration=True,
+        pull_diagnostics=True,
         # pyright's implementation answers are wrong (FIELD-NOTES); basedpyright's are right
         unsupported=frozenset({"textDocument/implementation"}),
     ),
