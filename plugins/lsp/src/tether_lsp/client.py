@@ -112,6 +112,7 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 
 _SCAN_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
 SCAN_LIMIT = 50_000
+FILE_EVENTS_SETTLE_S = 3.0
 
 
 def scan_root(root: Path, suffixes: frozenset[str]) -> dict[str, tuple[int, int]]:
@@ -477,8 +478,14 @@ class LspClient:
             ]
             self._snapshot = current
             if events:
+                seq, settled = self._seq, self.settled
                 await self.notify("workspace/didChangeWatchedFiles", {"changes": events})
                 sent = True
+                added_or_removed = any(event["type"] != 2 for event in events)
+                if added_or_removed and self.spec.settles_after_file_events and self.documents:
+                    await self.wait_until(
+                        lambda: self._seq > seq or self.settled > settled, FILE_EVENTS_SETTLE_S
+                    )
         for uri, doc in list(self.documents.items()):
             if not doc.path.exists():
                 del self.documents[uri]

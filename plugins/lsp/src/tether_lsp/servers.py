@@ -46,6 +46,9 @@ class ServerSpec:
     #: ask for diagnostics (textDocument/diagnostic) instead of waiting for pushed ones;
     #: pyright pushes an empty list before the real one, a pull answers the current version
     pull_diagnostics: bool = False
+    #: after files appear or vanish, the server takes them in on a timer: wait for the sign
+    #: it did (diagnostics pushed, work ended) before asking, or a rename misses a file
+    settles_after_file_events: bool = False
     #: LSP methods this server is known to answer wrongly although it advertises them
     unsupported: frozenset[str] = attrs.field(converter=frozenset, factory=frozenset)
 
@@ -75,6 +78,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         priority=10,
         waits_for_configuration=True,
         pull_diagnostics=True,
+        settles_after_file_events=True,
     ),
     ServerSpec(
         id="pyright",
@@ -87,6 +91,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         priority=20,
         waits_for_configuration=True,
         pull_diagnostics=True,
+        settles_after_file_events=True,
         # pyright's implementation answers are wrong (FIELD-NOTES); basedpyright's are right
         unsupported=frozenset({"textDocument/implementation"}),
     ),
