@@ -176,11 +176,12 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
                 "no language server has a root marker at the workdir; pass `file` to pick the "
                 f"project to search (its server and root are used){extra}"
             )
-    sections = []
+    sections: list[str] = []
+    unsupported: list[str] = []
     for choice in choices:
         client = await supervisor.client(choice.spec, choice.root)
         if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
-            sections.append(f'action "symbols" with a query is not supported by {client.spec.id}')
+            unsupported.append(f'action "symbols" with a query is not supported by {client.spec.id}')
             continue
         await client.refresh_documents()
         if client.spec.workspace_needs_open_file and not client.documents:
@@ -192,12 +193,9 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
         await client.wait_ready(supervisor.config.ready_timeout_s)
         result = await client.request("workspace/symbol", {"query": query})
         sections.append(_workspace_section(supervisor, client, query, result))
-    if len(sections) == 1:
-        return sections[0]
-    for section in sections:
-        if section.startswith("action "):
-            raise tether.ToolError("\n".join(sections))
-    return "\n\n".join(sections)
+    if not sections:
+        raise tether.ToolError("\n".join(unsupported))
+    return "\n\n".join(sections + [f"({note})" for note in unsupported])
 
 
 def _first_source_file(client: LspClient, root: Path) -> Path | None:
