@@ -16,6 +16,8 @@ from tether.framing import FramedReader, FramedWriter
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 LOG = os.environ.get("FAKE_LSP_LOG")
+STDIN = open(0, "rb", buffering=0)
+STDOUT = open(1, "wb", buffering=0)
 
 
 def log(line: str) -> None:
@@ -26,27 +28,37 @@ def log(line: str) -> None:
 
 async def main() -> None:
     # unbuffered: a buffered read(65536) would wait for 64 KiB instead of one message
-    reader = FramedReader(FileReadStream(open(0, "rb", buffering=0)))  # noqa: SIM115
-    writer = FramedWriter(FileWriteStream(open(1, "wb", buffering=0)))  # noqa: SIM115
+    reader = FramedReader(FileReadStream(STDIN))
+    writer = FramedWriter(FileWriteStream(STDOUT))
     while True:
         try:
             message = await reader.read()
         except anyio.EndOfStream:
             return
         method, request_id = message.get("method"), message.get("id")
-        log(f"{method} {message.get('params', {}).get('id', '') if method == '$/cancelRequest' else ''}".strip())
+        log(
+            f"{method} {message.get('params', {}).get('id', '') if method == '$/cancelRequest' else ''}".strip()
+        )
         if method == "initialize":
             if MODE == "hang-init":
                 continue
-            capabilities = {"textDocumentSync": 1, "hoverProvider": True, "definitionProvider": True,
-                            "referencesProvider": True}
-            await writer.write({"jsonrpc": "2.0", "id": request_id, "result": {"capabilities": capabilities}})
+            capabilities = {
+                "textDocumentSync": 1,
+                "hoverProvider": True,
+                "definitionProvider": True,
+                "referencesProvider": True,
+            }
+            await writer.write(
+                {"jsonrpc": "2.0", "id": request_id, "result": {"capabilities": capabilities}}
+            )
         elif method == "textDocument/references":
             os._exit(3)
         elif method == "textDocument/definition":
             uri = message["params"]["textDocument"]["uri"]
-            location = {"uri": uri, "range": {"start": {"line": 0, "character": 4},
-                                              "end": {"line": 0, "character": 9}}}
+            location = {
+                "uri": uri,
+                "range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 9}},
+            }
             await writer.write({"jsonrpc": "2.0", "id": request_id, "result": [location]})
         elif method == "shutdown":
             await writer.write({"jsonrpc": "2.0", "id": request_id, "result": None})

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import tether.fsutil
-from tether.testing import check_plugin_contract
-
 from conftest import Caller, need, open_lsp_run
+from tether.testing import check_plugin_contract
 
 
 @pytest.fixture(scope="module")
@@ -89,13 +88,17 @@ def test_bad_input_is_named(py: Caller) -> None:
     )
     ambiguous = py.err(action="hover", file="pkg/use.py", line=4, symbol="square")
     assert "occurs 2 times" in ambiguous and "square#2" in ambiguous
-    assert "no occurrence #3" in py.err(action="hover", file="pkg/use.py", line=4, symbol="square#3")
+    assert "no occurrence #3" in py.err(
+        action="hover", file="pkg/use.py", line=4, symbol="square#3"
+    )
     assert "line: 99 is past the end of pkg/use.py (6 lines)" in py.err(
         action="hover", file="pkg/use.py", line=99, symbol="x"
     )
     assert "file" in py.err(action="hover", file="../outside.py", line=1, symbol="x")
     assert "query" in py.err(action="symbols")
-    assert "pkg/missing.py is not" in py.err(action="hover", file="pkg/missing.py", line=1, symbol="x")
+    assert "pkg/missing.py is not" in py.err(
+        action="hover", file="pkg/missing.py", line=1, symbol="x"
+    )
 
 
 def test_file_no_server_handles(py: Caller, python_project: Path) -> None:
@@ -107,11 +110,19 @@ def test_file_no_server_handles(py: Caller, python_project: Path) -> None:
 def test_file_edited_by_a_shell_is_seen(py: Caller, python_project: Path) -> None:
     target = python_project / "pkg" / "shell.py"
     target.write_text("def alpha() -> int:\n    return 1\n\nalpha()\n")
-    assert "pkg/shell.py:1:5" in py.ok(action="definition", file="pkg/shell.py", line=4, symbol="alpha")
+    assert "pkg/shell.py:1:5" in py.ok(
+        action="definition", file="pkg/shell.py", line=4, symbol="alpha"
+    )
     # rewritten behind the server's back (same size would not matter: the content is compared)
-    target.write_text("def beta() -> int:\n    return 2\n\n\ndef alpha() -> int:\n    return beta()\n\nalpha()\n")
-    assert "pkg/shell.py:5:5" in py.ok(action="definition", file="pkg/shell.py", line=8, symbol="alpha")
-    assert "pkg/shell.py:1:5" in py.ok(action="definition", file="pkg/shell.py", line=6, symbol="beta")
+    target.write_text(
+        "def beta() -> int:\n    return 2\n\n\ndef alpha() -> int:\n    return beta()\n\nalpha()\n"
+    )
+    assert "pkg/shell.py:5:5" in py.ok(
+        action="definition", file="pkg/shell.py", line=8, symbol="alpha"
+    )
+    assert "pkg/shell.py:1:5" in py.ok(
+        action="definition", file="pkg/shell.py", line=6, symbol="beta"
+    )
 
 
 def test_diagnostics_of_a_file_and_of_the_project(py: Caller, python_project: Path) -> None:
@@ -136,7 +147,9 @@ def test_rename_across_files(py: Caller, python_project: Path) -> None:
     (pkg / "ren_b.py").write_text(
         "from pkg.ren_a import old_name\n\nprint(old_name(), old_name())\n"
     )
-    text = py.ok("lsp_rename", file="pkg/ren_b.py", line=3, symbol="old_name#1", new_name="new_name")
+    text = py.ok(
+        "lsp_rename", file="pkg/ren_b.py", line=3, symbol="old_name#1", new_name="new_name"
+    )
     assert text.startswith("renamed `old_name` to `new_name`: 4 edits in 2 files")
     assert "pkg/ren_a.py: 1 edit" in text and "pkg/ren_b.py: 3 edits" in text
     assert (pkg / "ren_a.py").read_text() == "def new_name() -> int:\n    return 1\n"
@@ -220,4 +233,6 @@ def test_status_and_reload(py: Caller) -> None:
     assert "Order for python: basedpyright, pyright, pylsp, jedi-language-server" in status
     reloaded = py.ok(action="reload", file="pkg/use.py")
     assert reloaded.startswith("restarted basedpyright for .")
-    assert "def make_square" in py.ok(action="hover", file="pkg/use.py", line=3, symbol="make_square")
+    assert "def make_square" in py.ok(
+        action="hover", file="pkg/use.py", line=3, symbol="make_square"
+    )

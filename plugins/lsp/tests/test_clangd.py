@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import Caller, copy_project, need, open_lsp_run
 
 
@@ -30,7 +29,10 @@ def test_workspace_symbols_before_any_file_is_open(c: Caller) -> None:
 
 def test_definition_hover_references(c: Caller) -> None:
     text = c.ok(action="definition", file="main.c", line=6, symbol="add")
-    assert "util.c:3:5: int add(int a, int b) {" in text or "util.h:8:5: int add(int a, int b);" in text
+    assert (
+        "util.c:3:5: int add(int a, int b) {" in text
+        or "util.h:8:5: int add(int a, int b);" in text
+    )
     hover = c.ok(action="hover", file="main.c", line=6, symbol="add")
     assert "function `add`" in hover and "int add(int a, int b)" in hover
     refs = c.ok(action="references", file="util.h", line=8, symbol="add")
@@ -51,7 +53,9 @@ def test_diagnostics_on_write_and_code_actions(c: Caller, workdir: Path) -> None
         content='#include "util.h"\nint twice(int x) { return add(x, x) }\n',
     )
     assert "New diagnostics from clangd" in text
-    assert "extra.c:2:37 error [expected_semi_after_stmt]: Expected ';' after return statement" in text
+    assert (
+        "extra.c:2:37 error [expected_semi_after_stmt]: Expected ';' after return statement" in text
+    )
     actions = c.ok(action="code_actions", file="extra.c", line=2, symbol="add(x, x)")
     assert "insert ';'" in actions
 

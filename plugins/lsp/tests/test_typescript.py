@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import Caller, copy_project, need, open_lsp_run
 
 
@@ -39,5 +38,7 @@ def test_workspace_symbols(ts: Caller) -> None:
 def test_project_checker_runs_tsc(ts: Caller, workdir: Path) -> None:
     (workdir / "src" / "bad.ts").write_text("const n: number = 'text';\nexport { n };\n")
     text = ts.ok(action="diagnostics", file="*")
-    assert "`tsc --noEmit --pretty false` in . (checker of typescript-language-server) exited" in text
+    assert (
+        "`tsc --noEmit --pretty false` in . (checker of typescript-language-server) exited" in text
+    )
     assert "src/bad.ts(1,7): error TS2322" in text

@@ -518,7 +518,9 @@ class LspClient:
         if self.spec.pull_diagnostics:
             try:
                 result = await self.request(
-                    "textDocument/diagnostic", {"textDocument": {"uri": doc.uri}}, timeout_s=timeout_s
+                    "textDocument/diagnostic",
+                    {"textDocument": {"uri": doc.uri}},
+                    timeout_s=timeout_s,
                 )
             except RequestTimedOut:
                 return None

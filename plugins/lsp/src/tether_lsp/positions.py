@@ -6,6 +6,7 @@ picks it); Python strings count code points. Every conversion goes through this 
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import attrs
@@ -107,11 +108,15 @@ def from_lsp_character(line_text: str, character: int, encoding: str) -> int:
     return len(line_text)
 
 
-def offset_of(lines: list[str], line: int, character: int, encoding: str, eol_lengths: list[int]) -> int:
+def offset_of(
+    lines: list[str], line: int, character: int, encoding: str, eol_lengths: list[int]
+) -> int:
     """Absolute code-point offset of an LSP position in a text split into ``lines``."""
     if line >= len(lines):
         return sum(len(text) + eol for text, eol in zip(lines, eol_lengths, strict=True))
-    before = sum(len(text) + eol for text, eol in zip(lines[:line], eol_lengths[:line], strict=True))
+    before = sum(
+        len(text) + eol for text, eol in zip(lines[:line], eol_lengths[:line], strict=True)
+    )
     return before + from_lsp_character(lines[line], character, encoding)
 
 
@@ -140,7 +145,7 @@ def apply_text_edits(text: str, edits: list[dict], encoding: str) -> str:
         spans.append((start, end, edit["newText"]))
     # stable sort keeps the server's order for edits inserted at one position
     spans.sort(key=lambda span: (span[0], span[1]))
-    for (_, prev_end, _), (start, _, _) in zip(spans, spans[1:], strict=False):
+    for (_, prev_end, _), (start, _, _) in itertools.pairwise(spans):
         if start < prev_end:
             raise tether.ToolError("the server returned overlapping edits; nothing was written")
     out: list[str] = []

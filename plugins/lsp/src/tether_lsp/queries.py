@@ -75,7 +75,9 @@ class Session:
 
 async def open_session(supervisor: LspSupervisor, path: Path) -> Session:
     if not path.is_file():
-        raise tether.ArgumentError("file", f"an existing file, {supervisor.relative(path)} is not one")
+        raise tether.ArgumentError(
+            "file", f"an existing file, {supervisor.relative(path)} is not one"
+        )
     client = await supervisor.client_for(path)
     refreshed = await client.refresh_documents()
     before = client.publish_seq
@@ -181,7 +183,9 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
     for choice in choices:
         client = await supervisor.client(choice.spec, choice.root)
         if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
-            unsupported.append(f'action "symbols" with a query is not supported by {client.spec.id}')
+            unsupported.append(
+                f'action "symbols" with a query is not supported by {client.spec.id}'
+            )
             continue
         await client.refresh_documents()
         if client.spec.workspace_needs_open_file and not client.documents:

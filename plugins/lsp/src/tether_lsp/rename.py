@@ -68,7 +68,9 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
     for uri, edits in grouped.items():
         path = uri_to_path(uri)
         if path is None:
-            raise tether.ToolError(f"the rename touches {uri}, which is not a file; nothing was written")
+            raise tether.ToolError(
+                f"the rename touches {uri}, which is not a file; nothing was written"
+            )
         try:
             tether.paths.confine(supervisor.workdir, str(path), field="file")
         except tether.ArgumentError:

@@ -113,7 +113,9 @@ def diagnostic_line(diagnostic: dict[str, Any], where: str, line_text: str, enco
     message = str(diagnostic.get("message", "")).strip().replace("\n", " ")
     source = diagnostic.get("source")
     source_text = f" ({source})" if source else ""
-    return f"{where}:{start.get('line', 0) + 1}:{column} {severity}{code_text}: {message}{source_text}"
+    return (
+        f"{where}:{start.get('line', 0) + 1}:{column} {severity}{code_text}: {message}{source_text}"
+    )
 
 
 def format_diagnostics(
@@ -123,7 +125,9 @@ def format_diagnostics(
     out = []
     for diagnostic in sorted(diagnostics, key=_diagnostic_order):
         line = diagnostic.get("range", {}).get("start", {}).get("line", 0)
-        out.append(diagnostic_line(diagnostic, rel, lines[line] if line < len(lines) else "", encoding))
+        out.append(
+            diagnostic_line(diagnostic, rel, lines[line] if line < len(lines) else "", encoding)
+        )
     return out
 
 
@@ -146,7 +150,9 @@ def symbol_rows(result: Any) -> list[tuple[int, str, str, Place | None, str]]:
             if "location" in item:
                 loc = item["location"]
                 start = (loc.get("range") or {}).get("start", {"line": 0, "character": 0})
-                place = Place(uri_to_path(loc["uri"]), loc["uri"], start["line"], start["character"])
+                place = Place(
+                    uri_to_path(loc["uri"]), loc["uri"], start["line"], start["character"]
+                )
             elif "selectionRange" in item:
                 start = item["selectionRange"]["start"]
                 place = Place(None, "", start["line"], start["character"])

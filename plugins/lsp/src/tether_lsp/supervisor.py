@@ -160,7 +160,9 @@ class LspSupervisor:
             code = await process.wait()
             if code == 0:
                 return Probe(True, argv[0])
-            said = [line.strip() for line in process.stderr_tail.text().splitlines() if line.strip()]
+            said = [
+                line.strip() for line in process.stderr_tail.text().splitlines() if line.strip()
+            ]
             # the first lines say why (a rustup shim: "Unknown binary …"), the rest is a trace
             first = tether.text.truncate(" | ".join(said[:2]), 300)
             return Probe(False, f"`{shown}` exited {code}: {first or '(no stderr)'}")
@@ -183,7 +185,9 @@ class LspSupervisor:
             probe = await self.probe(spec, root)
             if root is None:
                 markers = ", ".join(spec.root_markers)
-                reasons.append(f"{spec.id}: no root marker ({markers}) between {rel} and the workdir")
+                reasons.append(
+                    f"{spec.id}: no root marker ({markers}) between {rel} and the workdir"
+                )
                 continue
             if not probe.ok:
                 reasons.append(f"{spec.id}: not usable — {probe.detail}")
@@ -298,7 +302,9 @@ class LspSupervisor:
                 following += [
                     child
                     for child in children
-                    if child.is_dir() and child.name not in SKIP_DIRS and not child.name.startswith(".")
+                    if child.is_dir()
+                    and child.name not in SKIP_DIRS
+                    and not child.name.startswith(".")
                 ]
             frontier = following
         return found

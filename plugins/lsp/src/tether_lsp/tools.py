@@ -22,14 +22,21 @@ Action = Literal[
     "status",
     "reload",
 ]
-_POSITIONED = ("definition", "type_definition", "implementation", "references", "hover", "code_actions")
+_POSITIONED = (
+    "definition",
+    "type_definition",
+    "implementation",
+    "references",
+    "hover",
+    "code_actions",
+)
 
 
 @attrs.frozen
 class LspArgs:
     action: Action = tether.arg(
         description=(
-            "diagnostics (file, or \"*\" for the project's checker); definition, "
+            'diagnostics (file, or "*" for the project\'s checker); definition, '
             "type_definition, implementation, references, hover, code_actions (file, line, "
             "symbol); symbols (query for workspace symbols, or file for its outline); status; "
             "reload"
@@ -49,7 +56,9 @@ class LspArgs:
 
 @attrs.frozen
 class RenameArgs:
-    file: str = tether.arg(description="Path of the file holding the symbol, relative to the workdir")
+    file: str = tether.arg(
+        description="Path of the file holding the symbol, relative to the workdir"
+    )
     line: int = tether.arg(description="1-based line holding the symbol")
     symbol: str = tether.arg(
         description="Text of the symbol on that line (substring; name#2 picks the 2nd occurrence)"
