@@ -49,6 +49,14 @@ class ThirdParty:
                 root_markers=("broken.toml",),
             ),
             ServerSpec(
+                id="local-ls",
+                language="local",
+                extensions={".loc": "local"},
+                command=("local-ls", "--stdio"),
+                probe=("local-ls", "--version"),
+                root_markers=("local.toml",),
+            ),
+            ServerSpec(
                 id="absent-ls",
                 language="absent",
                 extensions={".abs": "absent"},
@@ -72,6 +80,11 @@ def make_project(workdir: Path) -> None:
         "#!/bin/sh\necho 'broken-ls: libfoo.so.3: cannot open shared object' >&2\nexit 127\n"
     )
     broken.chmod(broken.stat().st_mode | stat.S_IXUSR)
+    (workdir / "local.toml").write_text("")
+    (workdir / ".venv" / "bin").mkdir(parents=True)
+    local = workdir / ".venv" / "bin" / "local-ls"
+    local.write_text("#!/bin/sh\nexit 0\n")
+    local.chmod(local.stat().st_mode | stat.S_IXUSR)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +148,7 @@ def test_a_crash_loop_stops_restarting(fake: tuple[Caller, Path]) -> None:
 
 
 def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) -> None:
-    caller, _ = fake
+    caller, workdir = fake
     status = caller.ok(action="status")
     assert "fake for . (pid " in status
     assert (
@@ -147,6 +160,10 @@ def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) 
         "found in .venv/bin, venv/bin, node_modules/.bin or PATH; roots: ." in status
     )
     assert "rust-analyzer [rust] cannot answer here — not usable:" in status
+    # a project-local .venv/bin wins over PATH
+    assert (
+        f"local-ls [local] can answer — usable ({workdir}/.venv/bin/local-ls); roots: ." in status
+    )
 
 
 def test_a_query_on_an_unusable_server_says_why(fake: tuple[Caller, Path]) -> None:
