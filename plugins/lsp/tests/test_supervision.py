@@ -188,7 +188,10 @@ def test_a_server_that_never_initializes(tmp_path: Path) -> None:
     with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "hang-init")]) as run:
         text = Caller(run).err(action="definition", file="main.fake", line=1, symbol="alpha")
         pids = [client.pid for client in run.run.resources["lsp_supervisor"].clients]
-    assert text.startswith("fake failed to start: fake did not answer initialize within 1 s")
+    assert text.startswith(
+        "no usable fake language server for main.fake:\n"
+        "  fake: not usable — fake failed to start: fake did not answer initialize within 1 s"
+    )
     assert all(not is_alive(pid) for pid in pids)
 
 

@@ -36,11 +36,13 @@ async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) 
     if result.is_error:
         return result
     notes: list[str] = []
+    paths: dict[Path, None] = {}
     for raw_path in written_paths(call, result):
         try:
-            path = supervisor.run.confine(raw_path, field="path")
+            paths[supervisor.run.confine(raw_path, field="path")] = None
         except tether.ArgumentError:
             continue
+    for path in paths:
         if not path.is_file() or supervisor.language_of(path) is None:
             continue
         try:

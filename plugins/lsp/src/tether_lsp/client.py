@@ -433,6 +433,7 @@ class LspClient:
             language_id = self.spec.language_id(path.suffix) or self.spec.language
             doc = OpenDocument(path, uri, language_id, 1, text, stat.st_mtime_ns, stat.st_size)
             self.documents[uri] = doc
+            self._snapshot.pop(str(path), None)
             await self.notify(
                 "textDocument/didOpen",
                 {
@@ -466,6 +467,9 @@ class LspClient:
         sent = False
         if "workspace/didChangeWatchedFiles" in self.registered:
             current = scan_root(self.root, frozenset(self.spec.extensions))
+            # open documents travel as didChange below, not as file events
+            for doc in self.documents.values():
+                current.pop(str(doc.path), None)
             events = [
                 {"uri": Path(path).as_uri(), "type": 1 if path not in self._snapshot else 2}
                 for path, stamp in current.items()

@@ -169,33 +169,64 @@ class LspSupervisor:
         await process.terminate(grace_s=0.2)
         return Probe(False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s")
 
+    def _no_server(self, path: Path) -> tether.ToolError:
+        known = sorted({ext for spec in self.specs.values() for ext in spec.extensions})
+        return tether.ToolError(
+            f"no language server handles {path.suffix or 'extensionless'} files "
+            f"({self.relative(path)}); known extensions: {' '.join(known)}"
+        )
+
+    def _unusable(self, language: str, path: Path, reasons: list[str]) -> tether.ToolError:
+        return tether.ToolError(
+            f"no usable {language} language server for {self.relative(path)}:\n  "
+            + "\n  ".join(reasons)
+        )
+
+    def _locate(self, spec: ServerSpec, path: Path) -> tuple[Path | None, str | None]:
+        """(root, why not) — a root marker must exist and the binary must resolve."""
+        root = self.find_root(spec, path)
+        if root is None:
+            markers = ", ".join(spec.root_markers)
+            return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
+        if self.resolve_binary(spec.command[0], root) is None:
+            where = ", ".join(_LOCAL_BIN_DIRS)
+            return None, f"not usable — `{spec.command[0]}` not found in {where} or PATH"
+        return root, None
+
     async def choose(self, path: Path) -> Choice:
-        """The first usable server for ``path``'s language, or a ToolError saying why none."""
+        """The first server for ``path``'s language with a root and a binary (not started)."""
         language = self.language_of(path)
-        rel = self.relative(path)
         if language is None:
-            known = sorted({ext for spec in self.specs.values() for ext in spec.extensions})
-            raise tether.ToolError(
-                f"no language server handles {path.suffix or 'extensionless'} files ({rel}); "
-                f"known extensions: {' '.join(known)}"
-            )
+            raise self._no_server(path)
         reasons: list[str] = []
         for spec in self.candidates(language):
-            root = self.find_root(spec, path)
-            probe = await self.probe(spec, root)
+            root, why = self._locate(spec, path)
+            if root is not None:
+                return Choice(spec, root)
+            reasons.append(f"{spec.id}: {why}")
+        raise self._unusable(language, path, reasons)
+
+    async def client_for(self, path: Path) -> LspClient:
+        """The running server for ``path``, started if needed. A candidate whose binary is
+        found but cannot start (a broken shim) is skipped for the next one, and said why;
+        starting it is the check that it runs, so the first answer costs no extra probe."""
+        language = self.language_of(path)
+        if language is None:
+            raise self._no_server(path)
+        reasons: list[str] = []
+        for spec in self.candidates(language):
+            root, why = self._locate(spec, path)
             if root is None:
-                markers = ", ".join(spec.root_markers)
-                reasons.append(
-                    f"{spec.id}: no root marker ({markers}) between {rel} and the workdir"
-                )
+                reasons.append(f"{spec.id}: {why}")
                 continue
-            if not probe.ok:
-                reasons.append(f"{spec.id}: not usable — {probe.detail}")
-                continue
-            return Choice(spec, root)
-        raise tether.ToolError(
-            f"no usable {language} language server for {rel}:\n  " + "\n  ".join(reasons)
-        )
+            key = (spec.id, root)
+            if key in self._clients or key in self._crashes:
+                return await self.client(spec, root)  # it ran here before: report its trouble
+            try:
+                return await self.client(spec, root)
+            except tether.ToolError as exc:
+                reasons.append(f"{spec.id}: not usable — {exc}")
+        raise self._unusable(language, path, reasons)
 
     def relative(self, path: Path) -> str:
         try:
@@ -204,10 +235,6 @@ class LspSupervisor:
             return str(path)
 
     # -- clients ---------------------------------------------------------------------------
-
-    async def client_for(self, path: Path) -> LspClient:
-        choice = await self.choose(path)
-        return await self.client(choice.spec, choice.root)
 
     async def client(self, spec: ServerSpec, root: Path) -> LspClient:
         key = (spec.id, root)
@@ -228,10 +255,10 @@ class LspSupervisor:
                         f"stderr: {current.stderr_tail().strip()[-800:] or '(empty)'}"
                     )
                 del self._clients[key]
-            probe = await self.probe(spec, root)
-            if not probe.ok:
-                raise tether.ToolError(f"{spec.id} is not usable: {probe.detail}")
-            argv = [probe.detail, *spec.command[1:]]
+            binary = self.resolve_binary(spec.command[0], root)
+            if binary is None:
+                raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
+            argv = [binary, *spec.command[1:]]
             client = LspClient(
                 self.run,
                 spec,
@@ -243,8 +270,12 @@ class LspSupervisor:
             self._clients[key] = client
             try:
                 await client.start(self.config.start_timeout_s)
+            except OSError as exc:
+                del self._clients[key]
+                raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             except tether.ToolError as exc:
                 await client.close()
+                del self._clients[key]
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             return client
 
