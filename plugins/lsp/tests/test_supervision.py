@@ -202,3 +202,28 @@ def test_no_server_outlives_its_run(tmp_path: Path) -> None:
         pid = run.run.resources["lsp_supervisor"].clients[0].pid
         assert is_alive(pid)
     assert not is_alive(pid)
+
+
+class Duplicate:
+    @tether.hookimpl
+    def tether_lsp_servers(self) -> list[ServerSpec]:
+        return [
+            ServerSpec(
+                id="clangd",
+                language="c",
+                extensions={".c": "c"},
+                command=("x",),
+                root_markers=("x",),
+            )
+        ]
+
+
+def test_a_duplicate_server_id_fails_the_run_opening(tmp_path: Path) -> None:
+    expected = "'clangd' is contributed by both 'lsp' and"
+    with pytest.raises(BaseException) as info:
+        with open_lsp_run(tmp_path, plugins=[Duplicate()]):
+            pass
+    if isinstance(info.value, BaseExceptionGroup):
+        assert info.group_contains(tether.PluginError, match=expected)
+    else:
+        assert isinstance(info.value, tether.PluginError) and expected in str(info.value)

@@ -62,6 +62,7 @@ class LspSupervisor:
         self._probes: dict[tuple[str, ...], Probe] = {}
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
         self.ledger = DiagnosticLedger()
+        _ = self.specs  # a bad or duplicate contribution fails the run's opening, not a call
 
     # -- specs -----------------------------------------------------------------------------
 
