@@ -1,7 +1,8 @@
 """A small language server speaking real LSP over stdio, scripted to misbehave.
 
 hover never answers (the client must time out and cancel), references exits mid-request,
-definition answers. ``argv[1] == "hang-init"`` never answers initialize. Every message it
+definition answers. ``argv[1] == "hang-init"`` never answers initialize; ``"indexing"`` starts
+a progress that never ends and finds no definition. Every message it
 receives is appended to ``$FAKE_LSP_LOG`` (one method name a line).
 """
 
@@ -53,6 +54,17 @@ async def main() -> None:
             )
         elif method == "textDocument/references":
             os._exit(3)
+        elif method == "initialized" and MODE == "indexing":
+            begin = {"kind": "begin", "title": "indexing", "message": "0/40 files"}
+            await writer.write(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "$/progress",
+                    "params": {"token": "idx", "value": begin},
+                }
+            )
+        elif method == "textDocument/definition" and MODE == "indexing":
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "result": []})
         elif method == "textDocument/definition":
             uri = message["params"]["textDocument"]["uri"]
             location = {

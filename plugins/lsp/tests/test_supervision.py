@@ -227,3 +227,17 @@ def test_a_duplicate_server_id_fails_the_run_opening(tmp_path: Path) -> None:
         assert info.group_contains(tether.PluginError, match=expected)
     else:
         assert isinstance(info.value, tether.PluginError) and expected in str(info.value)
+
+
+def test_an_empty_answer_while_indexing_says_so(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    lsp = {"ready_timeout_s": 0.5}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "indexing")]) as run:
+        caller = Caller(run)
+        text = caller.ok(action="definition", file="main.fake", line=2, symbol="alpha#1")
+        assert text == (
+            "fake is still indexing (indexing (0/40 files)); no definition for `alpha` at "
+            "main.fake:2 yet — ask again in a moment"
+        )
+        assert "fake for . (pid" in caller.ok(action="status")
+        assert "still indexing: indexing (0/40 files)" in caller.ok(action="status")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import tether
+from tether.text import cap
 
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.render import format_diagnostics
@@ -78,7 +79,7 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
     if not fresh:
         return ""
     rows = format_diagnostics(fresh, rel, doc.text, client.encoding)
-    shown, note = tether.text.cap(rows, CAP, "diagnostics")
+    shown, note = cap(rows, CAP, "diagnostics")
     head = f"New diagnostics from {client.spec.id} ({len(fresh)}"
     head += f", {note})" if note else ")"
     return head + ":\n" + "\n".join(shown)

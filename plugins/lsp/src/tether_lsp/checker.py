@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 import tether
+from tether.text import TailBuffer
 
 from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import LspSupervisor
@@ -55,13 +56,14 @@ async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> s
     process = await supervisor.run.spawn(
         [binary, *spec.checker[1:]], cwd=root, stdin=False, stdout=True
     )
-    output = tether.text.TailBuffer(OUTPUT_CAP_BYTES)
+    output = TailBuffer(OUTPUT_CAP_BYTES)
     timeout = supervisor.config.checker_timeout_s
-    with anyio.move_on_after(timeout) as scope:
+    code: int | None = None
+    with anyio.move_on_after(timeout):
         async for chunk in process.stdout:
             output.write(chunk)
         code = await process.wait()
-    if scope.cancelled_caught:
+    if code is None:
         await process.terminate(grace_s=0.5)
         return f"`{shown}` in {where} did not finish within {timeout:g} s and was stopped"
     text = output.text().strip()

@@ -212,7 +212,8 @@ class LspClient:
         self.encoding = self.capabilities.get("positionEncoding") or "utf-16"
         self._snapshot = scan_root(self.root, frozenset(self.spec.extensions))
         await self.notify("initialized", {})
-        if self.settings:
+        if self.settings or self.spec.waits_for_configuration:
+            # pyright only pulls its configuration once told it changed (pyright#11103)
             await self.notify("workspace/didChangeConfiguration", {"settings": dict(self.settings)})
 
     def _capabilities(self) -> dict[str, Any]:
@@ -366,7 +367,9 @@ class LspClient:
             value = params.get("value") or {}
             kind = value.get("kind")
             if kind == "begin":
-                self.progress[token] = str(value.get("title") or value.get("message") or "working")
+                title = str(value.get("title") or "working")
+                message = value.get("message")
+                self.progress[token] = f"{title} ({message})" if message else title
             elif kind == "report" and token in self.progress and value.get("message"):
                 title = self.progress[token].split(" (", 1)[0]
                 self.progress[token] = f"{title} ({value['message']})"

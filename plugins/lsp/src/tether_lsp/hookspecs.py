@@ -8,5 +8,6 @@ from tether_lsp.servers import ServerSpec
 
 
 @tether.hookspec
-def tether_lsp_servers() -> list[ServerSpec]:  # type: ignore[empty-body]
+def tether_lsp_servers() -> list[ServerSpec]:
     """Return :class:`tether_lsp.ServerSpec` objects for the language servers you provide."""
+    raise NotImplementedError

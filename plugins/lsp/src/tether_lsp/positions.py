@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Any
 
 import attrs
 import tether
@@ -134,7 +135,7 @@ def split_keep_eols(text: str) -> tuple[list[str], list[int]]:
     return lines, eols
 
 
-def apply_text_edits(text: str, edits: list[dict], encoding: str) -> str:
+def apply_text_edits(text: str, edits: list[dict[str, Any]], encoding: str) -> str:
     """Apply LSP ``TextEdit``s (all relative to ``text``) and return the new text."""
     lines, eols = split_keep_eols(text)
     spans: list[tuple[int, int, str]] = []

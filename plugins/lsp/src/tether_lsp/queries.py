@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import tether
+from tether.text import cap, truncate
 
 from tether_lsp.client import LspClient, OpenDocument
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
@@ -90,7 +91,7 @@ async def open_session(supervisor: LspSupervisor, path: Path) -> Session:
 
 
 def _capped(lines: list[str], limit: int, noun: str) -> tuple[list[str], str]:
-    shown, note = tether.text.cap(lines, limit, noun)
+    shown, note = cap(lines, limit, noun)
     return list(shown), note or ""
 
 
@@ -130,7 +131,7 @@ async def hover(session: Session, line: int, symbol: str) -> str:
         if note:
             return f"{note}; no hover for {target} yet — ask again in a moment"
         return f"no hover information for {target} ({session.client.spec.id})"
-    return tether.text.truncate(text, 8000)
+    return truncate(text, 8000)
 
 
 async def document_symbols(session: Session) -> str:

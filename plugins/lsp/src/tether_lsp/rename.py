@@ -7,6 +7,7 @@ from typing import Any
 
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes
+from tether.paths import confine
 
 from tether_lsp.client import uri_to_path
 from tether_lsp.positions import apply_text_edits
@@ -72,7 +73,7 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
                 f"the rename touches {uri}, which is not a file; nothing was written"
             )
         try:
-            tether.paths.confine(supervisor.workdir, str(path), field="file")
+            confine(supervisor.workdir, str(path), field="file")
         except tether.ArgumentError:
             raise tether.ToolError(
                 f"the rename would edit {path}, outside the workdir; nothing was written"

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import attrs
 import tether
+from tether.text import truncate
 
 from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
@@ -165,7 +166,7 @@ class LspSupervisor:
                 line.strip() for line in process.stderr_tail.text().splitlines() if line.strip()
             ]
             # the first lines say why (a rustup shim: "Unknown binary …"), the rest is a trace
-            first = tether.text.truncate(" | ".join(said[:2]), 300)
+            first = truncate(" | ".join(said[:2]), 300)
             return Probe(False, f"`{shown}` exited {code}: {first or '(no stderr)'}")
         await process.terminate(grace_s=0.2)
         return Probe(False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s")

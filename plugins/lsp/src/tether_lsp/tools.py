@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 import attrs
 import tether
@@ -22,14 +22,7 @@ Action = Literal[
     "status",
     "reload",
 ]
-_POSITIONED = (
-    "definition",
-    "type_definition",
-    "implementation",
-    "references",
-    "hover",
-    "code_actions",
-)
+T = TypeVar("T")
 
 
 @attrs.frozen
@@ -80,9 +73,10 @@ def _supervisor(call: tether.CallContext) -> LspSupervisor:
     return call.run.resources["lsp_supervisor"]
 
 
-def _required(value: object, field: str, action: str) -> None:
+def _required(value: T | None, field: str, action: str) -> T:
     if value is None:
         raise tether.ArgumentError(field, f'required for action "{action}"')
+    return value
 
 
 async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
@@ -94,31 +88,30 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
         path = call.run.confine(args.file, field="file") if args.file else None
         return await supervisor.reload(path)
     if action == "diagnostics":
-        _required(args.file, "file", action)
-        if args.file == "*":
+        file = _required(args.file, "file", action)
+        if file == "*":
             return await checker.run_checkers(supervisor)
-        session = await queries.open_session(supervisor, call.run.confine(args.file, field="file"))
+        session = await queries.open_session(supervisor, call.run.confine(file, field="file"))
         return await queries.file_diagnostics(session)
     if action == "symbols":
         if args.query is None and args.file is None:
             raise tether.ArgumentError(
                 "query", 'required for action "symbols" (or `file` for the symbols of one file)'
             )
-        path = call.run.confine(args.file, field="file") if args.file else None
+        path = call.run.confine(args.file, field="file") if args.file is not None else None
         if args.query is not None:
             return await queries.workspace_symbols(supervisor, args.query, path)
         assert path is not None
         return await queries.document_symbols(await queries.open_session(supervisor, path))
-    _required(args.file, "file", action)
-    _required(args.line, "line", action)
-    _required(args.symbol, "symbol", action)
-    assert args.file is not None and args.line is not None and args.symbol is not None
-    session = await queries.open_session(supervisor, call.run.confine(args.file, field="file"))
+    file = _required(args.file, "file", action)
+    line = _required(args.line, "line", action)
+    symbol = _required(args.symbol, "symbol", action)
+    session = await queries.open_session(supervisor, call.run.confine(file, field="file"))
     if action == "hover":
-        return await queries.hover(session, args.line, args.symbol)
+        return await queries.hover(session, line, symbol)
     if action == "code_actions":
-        return await queries.code_actions(session, args.line, args.symbol)
-    return await queries.navigate(session, action, args.line, args.symbol)
+        return await queries.code_actions(session, line, symbol)
+    return await queries.navigate(session, action, line, symbol)
 
 
 async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
