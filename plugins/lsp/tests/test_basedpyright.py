@@ -221,6 +221,16 @@ def test_diagnostics_after_write_are_new_only(py: Caller, python_project: Path) 
     assert "pkg/fresh.py:2:7 error [reportUndefinedVariable]" in again
 
 
+def test_apply_patch_reports_every_file_it_broke(py: Caller) -> None:
+    patch = (
+        "--- /dev/null\n+++ b/pkg/patched_a.py\n@@ -0,0 +1 @@\n+print(gone_a)\n"
+        "--- /dev/null\n+++ b/pkg/patched_b.py\n@@ -0,0 +1 @@\n+print(gone_b)\n"
+    )
+    text = py.ok("apply_patch", patch=patch)
+    assert '"gone_a" is not defined' in text and '"gone_b" is not defined' in text
+    assert "pkg/patched_a.py:1:7 error" in text and "pkg/patched_b.py:1:7 error" in text
+
+
 def test_write_to_a_file_no_server_handles_is_unchanged(py: Caller) -> None:
     assert py.ok("write", path="notes.md", content="# hi\n") == "created notes.md (5 bytes)"
 

@@ -173,6 +173,7 @@ class LspClient:
         self._process: Any = None
         self._writer: FramedWriter | None = None
         self._snapshot: dict[str, tuple[int, int]] = {}
+        self._sync_lock = anyio.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -426,6 +427,10 @@ class LspClient:
 
     async def sync_document(self, path: Path) -> tuple[OpenDocument, bool]:
         """Open ``path`` or send its new content if it changed on disk; True when sent."""
+        async with self._sync_lock:  # parallel calls must not open one document twice
+            return await self._sync(path)
+
+    async def _sync(self, path: Path) -> tuple[OpenDocument, bool]:
         uri = path_to_uri(path)
         stat = path.stat()
         doc = self.documents.get(uri)
@@ -467,6 +472,10 @@ class LspClient:
         """Sync every open document with the disk (a shell or git may have changed it), and
         tell a server that watches files which other files appeared, changed or vanished.
         True when anything was sent."""
+        async with self._sync_lock:
+            return await self._refresh()
+
+    async def _refresh(self) -> bool:
         sent = False
         if "workspace/didChangeWatchedFiles" in self.registered:
             current = scan_root(self.root, frozenset(self.spec.extensions))
@@ -499,7 +508,7 @@ class LspClient:
                 await self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
                 sent = True
                 continue
-            _, changed = await self.sync_document(doc.path)
+            _, changed = await self._sync(doc.path)
             sent = sent or changed
         return sent
 
