@@ -15,7 +15,13 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
 import cattrs
-from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
 from cattrs.gen import make_dict_structure_fn
 
 from tether.errors import ArgumentError, ArgumentErrors
@@ -118,6 +124,9 @@ def _make_converter() -> cattrs.Converter:
         return value
 
     def structure_int(value: Any, _: Any) -> int:
+        # JSON has one number type: 3.0 is the integer 3 (as JSON Schema says), 3.5 is not
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise _Mismatch("integer", value)
         return value
@@ -191,7 +200,7 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook_func(is_mapping, structure_mapping)
 
     def attrs_factory(cls: type) -> Any:
-        inner = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True)
+        inner: Any = make_dict_structure_fn(cls, conv, _cattrs_forbid_extra_keys=True)
 
         def structure(value: Any, _: Any) -> Any:
             if not isinstance(value, Mapping):
@@ -218,12 +227,10 @@ def _flatten(exc: BaseException, path: str) -> list[ArgumentError]:
         for sub in exc.exceptions:
             sub_path = path
             for note in getattr(sub, "__notes__", []):
-                name = getattr(note, "name", None)
-                index = getattr(note, "index", None)
-                if name is not None:
-                    sub_path = join(path, name)
-                elif index is not None:
-                    sub_path = f"{path}[{index}]"
+                if isinstance(note, AttributeValidationNote):
+                    sub_path = join(path, note.name)
+                elif isinstance(note, IterableValidationNote):
+                    sub_path = f"{path}[{note.index}]"
                 elif isinstance(note, str) and note.startswith("@index "):
                     sub_path = f"{path}[{note[7:]}]"
             out.extend(_flatten(sub, sub_path))
@@ -334,10 +341,9 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         choices = list(get_args(tp))
         kinds = {type(c) for c in choices}
         kind = "string" if kinds == {str} else "integer" if kinds == {int} else None
-        schema: dict[str, Any] = {"enum": choices}
         if kind:
-            schema = {"type": kind, "enum": choices}
-        return schema
+            return {"type": kind, "enum": choices}
+        return {"enum": choices}
     if origin in (list, tuple):
         args = get_args(tp)
         item = args[0] if args else Any
@@ -370,9 +376,8 @@ def object_schema(cls: type) -> dict[str, Any]:
             prop["minimum"] = constraints["minimum"]
         if "maximum" in constraints:
             prop["maximum"] = constraints["maximum"]
-        is_array = "array" in (
-            prop.get("type") if isinstance(prop.get("type"), list) else [prop.get("type")]
-        )
+        kind = prop.get("type")
+        is_array = kind == "array" or (isinstance(kind, list) and "array" in kind)
         for key, json_key in (("min_length", "min"), ("max_length", "max")):
             if key in constraints:
                 suffix = "Items" if is_array else "Length"

@@ -13,17 +13,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
+from importlib.metadata import entry_points
 from typing import Any, Literal
 
 import attrs
 import pluggy
 
 from tether import hookspecs
-
-if sys.version_info >= (3, 12):  # pragma: no cover
-    from importlib.metadata import entry_points
-else:
-    from importlib_metadata import entry_points
 
 ENTRY_POINT_GROUP = "tether"
 

@@ -63,6 +63,31 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def group_members(pgid: int) -> set[int]:
+    """Live pids whose process group is ``pgid`` (they stay in the group after its leader exits
+    and they are re-parented, so they are no longer the leader's descendants)."""
+    members: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] != b"Z":
+                members.add(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
+def _tree(pid: int) -> set[int]:
+    """``pid``, its descendants, the members of the group it leads, and their descendants."""
+    tree = {pid} | descendants(pid)
+    for member in group_members(pid) - tree:
+        tree |= {member} | descendants(member)
+    return tree
+
+
 def is_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     try:
@@ -72,8 +97,12 @@ def is_alive(pid: int) -> bool:
         return False
 
 
+# children started by spawn(): the event loop's child watcher reaps them, never us
+_spawned: set[int] = set()
+
+
 def _reap(pids: set[int]) -> None:
-    for pid in pids:
+    for pid in pids - _spawned:
         try:
             os.waitpid(pid, os.WNOHANG)
         except (ChildProcessError, OSError):
@@ -81,8 +110,9 @@ def _reap(pids: set[int]) -> None:
 
 
 def kill_tree(pid: int, sig: int = signal.SIGKILL) -> set[int]:
-    """Send ``sig`` to ``pid``, its process group and every descendant; return the pids hit."""
-    tree = descendants(pid) | {pid}
+    """Send ``sig`` to ``pid``, every descendant, and the process groups they are in — including
+    the group ``pid`` led, whose members may have been re-parented; return the pids hit."""
+    tree = _tree(pid)
     groups = set()
     for member in tree:
         try:
@@ -114,11 +144,25 @@ async def terminate_tree(pid: int, grace_s: float = 1.0) -> None:
         if not any(is_alive(p) for p in tree):
             break
         await anyio.sleep(0.02)
-    tree |= descendants(pid)
+    tree |= _tree(pid)
     for member in tree:
         if is_alive(member):
             kill_tree(member)
     _reap(tree)
+
+
+def kill_orphans() -> set[int]:
+    """Kill every remaining descendant of this process and reap it.
+
+    For a process that owns all its children (the CLI, a subreaper): daemonised grandchildren
+    that escaped their tree were re-parented here and are found this way.
+    """
+    killed: set[int] = set()
+    for pid in descendants(os.getpid()):
+        if is_alive(pid):
+            killed |= kill_tree(pid)
+    _reap(killed)
+    return killed
 
 
 class ManagedProcess:
@@ -156,16 +200,14 @@ class ManagedProcess:
     async def terminate(self, grace_s: float = 1.0) -> None:
         """Stop the process and every descendant (SIGTERM, then SIGKILL after ``grace_s``)."""
         with anyio.CancelScope(shield=True):
-            if self.process.returncode is None or descendants(self.pid):
+            if self.process.returncode is None or descendants(self.pid) or group_members(self.pid):
                 await terminate_tree(self.pid, grace_s)
             with anyio.move_on_after(max(grace_s, 0.5)):
-                await self.process.wait()
-            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-                if stream is not None:
-                    try:
-                        await stream.aclose()
-                    except Exception:
-                        pass
+                await self.process.aclose()  # closes the pipes and the transport, reaps the child
+            _spawned.discard(self.pid)
+
+    def forget(self) -> None:
+        _spawned.discard(self.pid)
 
     def kill(self) -> None:
         """SIGKILL the whole tree now (synchronous)."""
@@ -200,6 +242,7 @@ async def spawn(
     )
     tail = TailBuffer(stderr_bytes)
     managed = ManagedProcess(process, argv, tail)
+    _spawned.add(process.pid)
 
     async def drain() -> None:
         assert process.stderr is not None

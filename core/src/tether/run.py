@@ -11,11 +11,10 @@ import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
-from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
@@ -27,6 +26,9 @@ from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.tiers import BUILTIN_SURFACES, Tier
 from tether.tools import CallContext, ToolResult, ToolSpec, as_result, resolve
+
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
 
 log = logging.getLogger("tether")
 T = TypeVar("T")
@@ -92,7 +94,7 @@ class Run:
         """The ``[table]`` configuration loaded strictly into ``cls`` (cached per run)."""
         if table not in self._configs:
             self._configs[table] = structure_config(self.raw_config.get(table, {}), cls, table)
-        return self._configs[table]  # type: ignore[no-any-return]
+        return self._configs[table]
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
@@ -253,7 +255,7 @@ class Run:
             )
         raw = {} if args is None else args
         try:
-            parsed = structure_args(raw, spec.args)
+            parsed: Any = structure_args(raw, spec.args)
         except ArgumentErrors as exc:
             return ToolResult.error(f"invalid arguments for {name}:\n{exc}", call_id=call_id)
         ctx = CallContext(
@@ -335,7 +337,8 @@ class Run:
                 if inspect.iscoroutinefunction(spec.handler):
                     value = await spec.handler(ctx, ctx.args)
                 else:  # a synchronous host tool
-                    value = await anyio.to_thread.run_sync(spec.handler, ctx, ctx.args)
+                    handler: Any = spec.handler
+                    value = await anyio.to_thread.run_sync(handler, ctx, ctx.args)
                     if inspect.isawaitable(value):
                         value = await value
         except ToolError as exc:
@@ -394,25 +397,38 @@ async def open_run(
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     pm.register(_CoreHooks(), name="tether.core")
-    async with anyio.create_task_group() as tg:
-        run = Run(
-            workdir=root,
-            conversation_id=conversation_id,
-            pm=pm,
-            config=config or {},
-            vibe=vibe,
-            task_group=tg,
-        )
-        try:
-            run._wire()
-            yield run
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(run.core.close_timeout_s * 2):
-                await run._close()
-            # the close may have been cut short: make sure no child survives
-            for proc in run._processes:
-                proc.kill()
-            tg.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as tg:
+            run = Run(
+                workdir=root,
+                conversation_id=conversation_id,
+                pm=pm,
+                config=config or {},
+                vibe=vibe,
+                task_group=tg,
+            )
+            try:
+                run._wire()
+                yield run
+            finally:
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(run.core.close_timeout_s * 2),
+                ):
+                    await run._close()
+                # the close may have been cut short: make sure no child survives
+                for proc in run._processes:
+                    proc.kill()
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the run's task group is an implementation detail: give the harness its own exception
+        raise _single(group) from None
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+        group = group.exceptions[0]  # type: ignore[assignment]
+    return group
 
 
 class SyncRun:
@@ -442,6 +458,8 @@ class SyncRun:
 @contextmanager
 def open_run_sync(workdir: str | os.PathLike[str], **kwargs: Any) -> Iterator[SyncRun]:
     """:func:`open_run` for synchronous code; the event loop runs in a background thread."""
+    from anyio.from_thread import start_blocking_portal  # only sync harnesses pay for it
+
     with (
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(open_run(workdir, **kwargs)) as run,

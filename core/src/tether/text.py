@@ -37,6 +37,14 @@ class TailBuffer:
             return f"[… {self.dropped} earlier bytes dropped]\n{body}"
         return body
 
+    def since(self, offset: int) -> tuple[str, int]:
+        """What was written after the absolute byte ``offset`` (a reader's cursor; ``total`` is
+        the next cursor), and how many bytes after ``offset`` were already dropped unread."""
+        start = self.total - len(self._buf)
+        begin = max(offset, start)
+        missed = begin - offset if offset < begin else 0
+        return bytes(self._buf[begin - start :]).decode("utf-8", "replace"), missed
+
     def __len__(self) -> int:
         return len(self._buf)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -42,11 +42,19 @@ class Image:
 Content = Text | Image
 
 
+def _content_tuple(blocks: Iterable[Content]) -> tuple[Content, ...]:
+    return tuple(blocks)
+
+
+def _tier(value: Tier | str) -> Tier:
+    return Tier.parse(value)
+
+
 @attrs.frozen
 class ToolResult:
     """What every call returns: content blocks, an error flag and metadata."""
 
-    content: tuple[Content, ...] = attrs.field(converter=tuple, factory=tuple)
+    content: tuple[Content, ...] = attrs.field(converter=_content_tuple, factory=tuple)
     is_error: bool = False
     meta: Mapping[str, Any] = attrs.field(factory=dict)
 
@@ -96,7 +104,7 @@ class ToolSpec:
     """
 
     name: str = attrs.field(validator=_name_is_valid)
-    tier: Tier = attrs.field(converter=Tier.parse)
+    tier: Tier = attrs.field(converter=_tier)
     args: type
     handler: Handler
     description: str
@@ -131,7 +139,7 @@ def as_result(value: ToolResult | str | Sequence[Content]) -> ToolResult:
         return value
     if isinstance(value, str):
         return ToolResult.text(value)
-    return ToolResult(content=tuple(value))
+    return ToolResult(content=_content_tuple(value))
 
 
 async def resolve(value: Any) -> ToolResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import attrs
+
 import tether
 from tether.fsutil import atomic_write
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import attrs
+
 from tether import ToolError
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")

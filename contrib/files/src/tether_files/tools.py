@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import attrs
+
 import tether
 from tether.fsutil import FileChange, apply_changes, atomic_write
 from tether.text import truncate
-
 from tether_files.patch import apply_hunks, parse_patch
 
 MAX_READ_LINES = 2000

@@ -7,6 +7,8 @@ import json
 import sys
 import traceback
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,8 @@ from tether.config import load_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.plugins import make_plugin_manager
-from tether.process import become_subreaper
-from tether.run import open_run
+from tether.process import become_subreaper, kill_orphans
+from tether.run import Run, open_run
 from tether.tiers import Tier
 
 
@@ -111,17 +113,24 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
     return 0
 
 
-async def cmd_tools(ns: argparse.Namespace) -> int:
+@asynccontextmanager
+async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
+    """The run of one CLI command, with the command's question transport wired."""
     workdir, config = _config(ns)
-    cli = _CliResources({"card_stream": CardStream(lambda _: None, interactive=False)})
     async with open_run(
         workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
-        plugins=[cli],
+        plugins=[_CliResources(resources)],
         config=config,
         vibe=ns.vibe,
     ) as run:
-        run.surface_tier(ns.surface)
+        run.surface_tier(ns.surface)  # an unknown surface is a usage error, before any call
+        yield run
+
+
+async def cmd_tools(ns: argparse.Namespace) -> int:
+    # the resources a session would wire, so the list is what a session registers
+    async with _cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
         _print(run.schemas(surface=ns.surface, format=ns.format))
     return 0
 
@@ -135,16 +144,7 @@ async def cmd_call(ns: argparse.Namespace) -> int:
     if not isinstance(args, dict):
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
-    workdir, config = _config(ns)
-    cli = _CliResources({"terminal": Terminal.from_stdio()})
-    async with open_run(
-        workdir,
-        conversation_id=ns.conversation or uuid.uuid4().hex,
-        plugins=[cli],
-        config=config,
-        vibe=ns.vibe,
-    ) as run:
-        run.surface_tier(ns.surface)
+    async with _cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
         result = await run.call(ns.tool, args, surface=ns.surface)
     _print(result.to_json())
     return 1 if result.is_error else 0
@@ -170,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
         if ns.command == "plugins":
             return cmd_plugins(ns)
         command = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}[ns.command]
-        return anyio.run(command, ns)
+        try:
+            return anyio.run(command, ns)
+        finally:
+            # the CLI owns every child: orphans re-parented to it (it is a subreaper) go too
+            kill_orphans()
     except (ConfigError, PluginError, TetherError) as exc:
         print(f"tether {ns.command}: {exc}", file=sys.stderr)
         return 2

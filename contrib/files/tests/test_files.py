@@ -1,0 +1,121 @@
+"""The reference host tools, driven through a real run (gates and all)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tether
+from tether.testing import check_plugin_contract
+
+pytestmark = pytest.mark.anyio
+AUTO = {"core": {"approval": {"write": "auto"}}}
+
+
+@pytest.fixture
+async def run(tmp_path):
+    async with tether.open_run(tmp_path, config=AUTO) as run:
+        yield run
+
+
+async def test_contract(run):
+    assert await check_plugin_contract(run, ["read", "write", "edit", "apply_patch"])
+
+
+async def test_read_with_window(run, tmp_path):
+    (tmp_path / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    assert (await run.call("read", {"path": "f.txt"})).text_content.startswith("line 1\n")
+    window = (await run.call("read", {"path": "f.txt", "offset": 3, "limit": 2})).text_content
+    assert window.startswith("line 3\nline 4\n") and "[lines 3-4 of 10 shown" in window
+    past = await run.call("read", {"path": "f.txt", "offset": 50})
+    assert past.is_error and "offset:" in past.text_content
+    missing = await run.call("read", {"path": "nope.txt"})
+    assert missing.is_error and "path: no such file" in missing.text_content
+
+
+@pytest.mark.parametrize(
+    "tool,args",
+    [
+        ("read", {"path": "../etc/passwd"}),
+        ("write", {"path": "/tmp/elsewhere.txt", "content": "x"}),
+        ("edit", {"path": "../x", "old": "a", "new": "b"}),
+    ],
+)
+async def test_paths_are_confined(run, tool, args):
+    result = await run.call(tool, args)
+    assert (
+        result.is_error
+        and "path: " in result.text_content
+        and "outside the workdir" in result.text_content
+    )
+
+
+async def test_write_creates_and_overwrites_atomically(run, tmp_path):
+    result = await run.call("write", {"path": "sub/new.txt", "content": "hello"})
+    assert "created sub/new.txt" in result.text_content
+    assert result.meta["paths"] == [str(tmp_path.resolve() / "sub" / "new.txt")]
+    result = await run.call("write", {"path": "sub/new.txt", "content": "again"})
+    assert "overwrote" in result.text_content and (tmp_path / "sub/new.txt").read_text() == "again"
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["new.txt"]
+
+
+async def test_edit_needs_exactly_one_occurrence(run, tmp_path):
+    (tmp_path / "e.py").write_text("a = 1\nb = 1\n")
+    twice = await run.call("edit", {"path": "e.py", "old": "= 1", "new": "= 2"})
+    assert twice.is_error and "old: occurs 2 times" in twice.text_content
+    none = await run.call("edit", {"path": "e.py", "old": "zzz", "new": "y"})
+    assert none.is_error and "old: not found" in none.text_content
+    ok = await run.call("edit", {"path": "e.py", "old": "b = 1", "new": "b = 2"})
+    assert "line 2" in ok.text_content and (tmp_path / "e.py").read_text() == "a = 1\nb = 2\n"
+
+
+PATCH = """\
+--- a/one.txt
++++ b/one.txt
+@@ -1,3 +1,3 @@
+ alpha
+-beta
++BETA
+ gamma
+--- /dev/null
++++ b/new/two.txt
+@@ -0,0 +1,2 @@
++fresh
++file
+"""
+
+
+async def test_apply_patch_over_several_files(run, tmp_path):
+    (tmp_path / "one.txt").write_text("alpha\nbeta\ngamma\n")
+    result = await run.call("apply_patch", {"patch": PATCH})
+    assert not result.is_error, result.text_content
+    assert (tmp_path / "one.txt").read_text() == "alpha\nBETA\ngamma\n"
+    assert (tmp_path / "new/two.txt").read_text() == "fresh\nfile\n"
+
+
+async def test_apply_patch_is_all_or_nothing(run, tmp_path):
+    (tmp_path / "one.txt").write_text("alpha\nbeta\ngamma\n")
+    bad = PATCH + "--- a/three.txt\n+++ b/three.txt\n@@ -1 +1 @@\n-nothing like this\n+x\n"
+    (tmp_path / "three.txt").write_text("something else\n")
+    result = await run.call("apply_patch", {"patch": bad})
+    assert result.is_error and "three.txt" in result.text_content
+    assert (tmp_path / "one.txt").read_text() == "alpha\nbeta\ngamma\n"
+    assert not (tmp_path / "new/two.txt").exists()
+
+
+async def test_apply_patch_tolerates_drifted_line_numbers(run, tmp_path):
+    (tmp_path / "d.txt").write_text("x\ny\nalpha\nbeta\ngamma\n")
+    patch = "--- a/d.txt\n+++ b/d.txt\n@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n"
+    assert not (await run.call("apply_patch", {"patch": patch})).is_error
+    assert (tmp_path / "d.txt").read_text() == "x\ny\nalpha\nBETA\ngamma\n"
+
+
+async def test_apply_patch_rejects_garbage(run):
+    result = await run.call("apply_patch", {"patch": "just some text"})
+    assert result.is_error and "unified diff" in result.text_content
+
+
+async def test_write_tools_need_approval_by_default(tmp_path):
+    async with tether.open_run(tmp_path) as run:
+        result = await run.call("write", {"path": "x", "content": "y"})
+        assert result.is_error and "approver" in result.text_content
+        assert not (tmp_path / "x").exists()

@@ -1,0 +1,277 @@
+"""The CLI: plugins, tools, call, and the session line protocol."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+
+import tether
+from tether.cli.session import run_session
+from tether.process import descendants, is_alive
+
+
+def tether_cli(*args, input=None, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+
+
+def test_plugins_json():
+    out = tether_cli("plugins", "--json")
+    assert out.returncode == 0
+    plugins = {p["name"]: p for p in json.loads(out.stdout)}
+    assert plugins["echo"]["status"] == "loaded"
+    assert set(plugins["files"]) == {"name", "version", "status", "reason", "hooks"}
+
+
+def test_tools_plan_surface_shows_only_read_tier(tmp_path):
+    tools = json.loads(tether_cli("tools", "--surface", "plan", "--workdir", str(tmp_path)).stdout)
+    assert tools and {t["tier"] for t in tools} == {"read"}
+    every = json.loads(tether_cli("tools", "--workdir", str(tmp_path)).stdout)
+    assert {"echo_write", "echo_exec", "write"} <= {t["name"] for t in every}
+    anthropic = json.loads(
+        tether_cli("tools", "--format", "anthropic", "--workdir", str(tmp_path)).stdout
+    )
+    assert all(set(t) == {"name", "description", "input_schema"} for t in anthropic)
+
+
+def test_call_exit_codes_and_approval(tmp_path):
+    (tmp_path / "a.txt").write_text("hello\n")
+    ok = tether_cli("call", "read", '{"path": "a.txt"}', "--workdir", str(tmp_path))
+    assert ok.returncode == 0 and json.loads(ok.stdout)["content"][0]["text"] == "hello\n"
+    refused = tether_cli(
+        "call", "write", '{"path": "b.txt", "content": "x"}', "--workdir", str(tmp_path)
+    )
+    assert refused.returncode == 1 and "fail closed" in refused.stdout
+    plan = tether_cli(
+        "call",
+        "write",
+        '{"path": "b.txt", "content": "x"}',
+        "--workdir",
+        str(tmp_path),
+        "--surface",
+        "plan",
+        "--approve",
+        "write",
+    )
+    assert plan.returncode == 1 and "not available on surface 'plan'" in plan.stdout
+    assert not (tmp_path / "b.txt").exists()
+    allowed = tether_cli(
+        "call",
+        "write",
+        '{"path": "b.txt", "content": "x"}',
+        "--workdir",
+        str(tmp_path),
+        "--approve",
+        "write",
+    )
+    assert allowed.returncode == 0 and (tmp_path / "b.txt").read_text() == "x"
+    usage = tether_cli("call", "read", "{not json", "--workdir", str(tmp_path))
+    assert usage.returncode == 2 and "not valid JSON" in usage.stderr
+    assert tether_cli("call").returncode == 2
+
+
+def test_config_file_is_read(tmp_path):
+    (tmp_path / "tether.toml").write_text('[core.approval]\nwrite = "auto"\n')
+    allowed = tether_cli(
+        "call", "write", '{"path": "c.txt", "content": "y"}', "--workdir", str(tmp_path)
+    )
+    assert allowed.returncode == 0
+    (tmp_path / "pyproject.toml").write_text("[tool.tether.core]\nbogus = 1\n")
+    bad = tether_cli("call", "read", '{"path": "c.txt"}', "--workdir", str(tmp_path))
+    assert bad.returncode == 2 and "core.bogus" in bad.stderr
+
+
+def test_session_answers_requests_and_survives_bad_lines(tmp_path):
+    (tmp_path / "README.md").write_text("# readme\n")
+    lines = [
+        {"id": 1, "tool": "read", "args": {"path": "README.md"}},
+        "this is not json",
+        [1, 2],
+        {"id": 2, "tool": "echo", "args": {"message": 12345}},
+        {"id": 3, "tool": "nope"},
+        {"id": 4},
+        {"card": "card_9", "choices": ["x"]},
+        {"id": 5, "tool": "echo", "args": {"message": "slow", "delay_s": 0.3}},
+        {"id": 6, "tool": "echo", "args": {"message": "fast"}},
+    ]
+    text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
+    out = tether_cli("session", "--workdir", str(tmp_path), input=text)
+    assert out.returncode == 0, out.stderr
+    replies = [json.loads(line) for line in out.stdout.splitlines()]
+    by_id = {r["id"]: r for r in replies if r["id"] is not None}
+    assert by_id[1]["content"][0]["text"] == "# readme\n" and by_id[1]["is_error"] is False
+    assert by_id[2]["is_error"] and "message: expected string" in by_id[2]["content"][0]["text"]
+    assert by_id[3]["is_error"] and "unknown tool 'nope'" in by_id[3]["content"][0]["text"]
+    assert by_id[4]["is_error"] and "tool:" in by_id[4]["content"][0]["text"]
+    nulls = [r for r in replies if r["id"] is None]
+    assert len(nulls) == 3 and all(r["is_error"] for r in nulls)
+    assert "not valid JSON" in nulls[0]["content"][0]["text"]
+    assert "no open card" in nulls[2]["content"][0]["text"]
+    order = [r["id"] for r in replies if r["id"] in (5, 6)]
+    assert order == [6, 5]  # concurrent: the fast one overtakes
+
+
+def test_session_eof_leaves_no_process(tmp_path):
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tether.cli",
+            "session",
+            "--workdir",
+            str(tmp_path),
+            "--approve",
+            "exec",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    request = {
+        "id": 1,
+        "tool": "echo_exec",
+        "args": {"argv": ["sh", "-c", "(setsid sleep 300 &); sleep 300"], "background": True},
+    }
+    proc.stdin.write(json.dumps(request) + "\n")
+    proc.stdin.flush()
+    reply = json.loads(proc.stdout.readline())
+    assert not reply["is_error"], reply
+    time.sleep(0.2)
+    kids = descendants(proc.pid)
+    assert len(kids) >= 2
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    time.sleep(0.2)
+    assert not [p for p in kids if is_alive(p)]
+
+
+class CardTool:
+    """A tool that asks its question through the session's card stream."""
+
+    @tether.hookimpl
+    def tether_tools(self, run):
+        import attrs
+
+        @attrs.frozen
+        class Args:
+            question: str = tether.arg(description="q")
+
+        async def ask(call, args):
+            stream = call.run.resources["card_stream"]
+            try:
+                answer = await stream.ask(
+                    {
+                        "kind": "question",
+                        "call_id": call.call_id,
+                        "question": args.question,
+                        "options": [{"label": "yes"}, {"label": "no"}],
+                    },
+                    timeout_s=5,
+                    validate=lambda a: (
+                        None
+                        if set(a.get("choices", [])) <= {"yes", "no"}
+                        else "choices: not an option"
+                    ),
+                )
+            except tether.NoPerson as exc:
+                raise tether.ToolError(str(exc)) from None
+            return json.dumps(answer)
+
+        return [tether.ToolSpec("ask_card", "read", Args, ask, "asks a card")]
+
+
+async def drive_session(lines_in, interactive, tmp_path):
+    """Run a session in-process; ``lines_in`` is an async generator fed by the test."""
+    out = io.StringIO()
+
+    from tether.cli import _CliResources
+
+    class Resources(_CliResources):
+        pass
+
+    async def plugins_with_card_tool(resources):
+        return None
+
+    def make(resources):
+        return _Both(resources)
+
+    class _Both(_CliResources, CardTool):
+        pass
+
+    await run_session(
+        workdir=tmp_path,
+        config={},
+        conversation_id="c",
+        surface="default",
+        vibe=False,
+        interactive=interactive,
+        make_resources=make,
+        stdin=lines_in,
+        stdout=out,
+    )
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.mark.anyio
+async def test_session_cards_route_answers_to_their_call(tmp_path):
+    send, receive = anyio.create_memory_object_stream[str](10)
+    out_lines = []
+
+    async def feeder():
+        async with receive:
+            async for line in receive:
+                yield line
+
+    async def client():
+        await send.send(json.dumps({"id": "a", "tool": "ask_card", "args": {"question": "first?"}}))
+        await send.send(
+            json.dumps({"id": "b", "tool": "ask_card", "args": {"question": "second?"}})
+        )
+        await anyio.sleep(0.3)
+        await send.send(json.dumps({"card": "card_2", "choices": ["maybe"]}))  # not an option
+        await send.send(json.dumps({"card": "card_2", "choices": ["no"]}))
+        await send.send(json.dumps({"card": "card_1", "skip": True}))
+        await anyio.sleep(0.3)
+        await send.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client)
+        out_lines.extend(await drive_session(feeder(), True, tmp_path))
+    cards = [line for line in out_lines if "card" in line and "kind" in line]
+    assert [c["question"] for c in cards] == ["first?", "second?"]
+    assert all("id" not in c for c in cards)
+    by_id = {r["id"]: r for r in out_lines if r.get("id") in ("a", "b")}
+    assert json.loads(by_id["a"]["content"][0]["text"]) == {"card": "card_1", "skip": True}
+    assert json.loads(by_id["b"]["content"][0]["text"])["choices"] == ["no"]
+    errors = [r for r in out_lines if r.get("id") is None and r.get("is_error")]
+    assert len(errors) == 1 and "not an option" in errors[0]["content"][0]["text"]
+
+
+@pytest.mark.anyio
+async def test_session_without_interactive_fails_closed_at_once(tmp_path):
+    async def lines():
+        yield json.dumps({"id": 1, "tool": "ask_card", "args": {"question": "anyone?"}})
+
+    start = time.monotonic()
+    replies = await drive_session(lines(), False, tmp_path)
+    assert time.monotonic() - start < 5
+    assert replies[0]["is_error"] and "no person attached" in replies[0]["content"][0]["text"]
+    assert not [r for r in replies if "kind" in r]
+
+
+def test_no_orphans_from_the_test_process():
+    assert not [p for p in descendants(os.getpid()) if is_alive(p)]

@@ -1,0 +1,146 @@
+"""Child processes (group, stderr tail, tree kill) and Content-Length framing."""
+
+from __future__ import annotations
+
+import sys
+
+import anyio
+import pytest
+
+from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
+from tether.process import descendants, is_alive, spawn
+from tether.text import TailBuffer, cap, truncate
+
+pytestmark = pytest.mark.anyio
+
+ECHO_FRAMES = r"""
+import sys
+data = sys.stdin.buffer
+out = sys.stdout.buffer
+while True:
+    header = b""
+    while not header.endswith(b"\r\n\r\n"):
+        ch = data.read(1)
+        if not ch:
+            sys.exit(0)
+        header += ch
+    n = int(header.split(b":")[1].split(b"\r\n")[0])
+    body = data.read(n)
+    sys.stderr.write("got %d bytes\n" % n)
+    sys.stderr.flush()
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out.flush()
+"""
+
+
+async def test_framed_round_trip_with_a_real_process():
+    async with anyio.create_task_group() as tg:
+        proc = await spawn([sys.executable, "-c", ECHO_FRAMES], task_group=tg)
+        reader, writer = FramedReader(proc.stdout), FramedWriter(proc.stdin)
+        messages = [{"id": i, "text": "é" * i} for i in range(20)]
+        for m in messages:
+            await writer.write(m)
+        assert [await reader.read() for _ in messages] == messages
+        big = {"blob": "x" * 300_000}
+        await writer.write(big)
+        assert await reader.read() == big
+        await proc.terminate()
+        assert "got" in proc.stderr_tail.text()
+        tg.cancel_scope.cancel()
+
+
+async def test_reader_rejects_garbage():
+    send, receive = anyio.create_memory_object_stream[bytes](10)
+    from anyio.streams.stapled import StapledObjectStream  # noqa: F401 - documents intent
+
+    class Bytes:
+        async def receive(self, max_bytes=65536):
+            return await receive.receive()
+
+    await send.send(b"Content-Length: x\r\n\r\n{}")
+    with pytest.raises(FramingError, match="bad Content-Length"):
+        await FramedReader(Bytes()).read()
+    await send.send(b"Content-Length: 2\r\n\r\nno")
+    with pytest.raises(FramingError, match="not JSON"):
+        await FramedReader(Bytes()).read()
+
+
+async def test_pending_requests():
+    pending = PendingRequests()
+    pending.register(1)
+    pending.register(2)
+
+    async def answer():
+        await anyio.sleep(0.01)
+        pending.resolve(1, {"result": "ok"})
+        pending.fail_all(ConnectionError("peer died"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(answer)
+        assert await pending.wait(1, 1) == {"result": "ok"}
+        with pytest.raises(ConnectionError, match="peer died"):
+            await pending.wait(2, 1)
+    pending.register(3)
+    with pytest.raises(TimeoutError):
+        await pending.wait(3, 0.05)
+    assert len(pending) == 0
+
+
+async def test_terminate_kills_the_whole_tree_even_setsid_children():
+    async with anyio.create_task_group() as tg:
+        proc = await spawn(
+            ["sh", "-c", "sleep 300 & setsid sleep 301 & trap '' TERM; sleep 302"],
+            task_group=tg,
+            stdin=False,
+        )
+        for _ in range(100):
+            if len(descendants(proc.pid)) >= 3:
+                break
+            await anyio.sleep(0.02)
+        tree = descendants(proc.pid) | {proc.pid}
+        with anyio.fail_after(5):
+            await proc.terminate(grace_s=0.3)  # the shell ignores TERM: SIGKILL after the grace
+        assert not [p for p in tree if is_alive(p)]
+        tg.cancel_scope.cancel()
+
+
+async def test_spawn_of_a_missing_program_raises():
+    async with anyio.create_task_group() as tg:
+        with pytest.raises(FileNotFoundError):
+            await spawn(["no-such-program-tether"], task_group=tg)
+        tg.cancel_scope.cancel()
+
+
+def test_tail_buffer_cap_truncate():
+    tail = TailBuffer(10)
+    tail.write(b"0123456789abc")
+    assert tail.text() == "3456789abc" and tail.dropped == 3
+    assert tail.render().startswith("[… 3 earlier bytes dropped]")
+    tail = TailBuffer(8)
+    tail.write("abcd")
+    assert tail.since(0) == ("abcd", 0)
+    cursor = tail.total
+    tail.write("efghijkl")  # 12 written, the first 4 dropped
+    assert tail.since(cursor) == ("efghijkl", 0)
+    assert tail.since(0) == ("efghijkl", 4)
+    assert tail.since(tail.total) == ("", 0)
+    shown, note = cap(list(range(312)), 50)
+    assert len(shown) == 50 and note == "50 of 312 shown"
+    assert cap([1, 2], 50) == ([1, 2], None)
+    assert truncate("abcdef", 3) == "abc… (3 more characters)"
+
+
+async def test_terminate_reaches_the_group_after_its_leader_exited():
+    """A leader that started a background job and exited: the job left its tree but not its group."""
+    async with anyio.create_task_group() as tg:
+        proc = await spawn(
+            ["sh", "-c", "sleep 300 & sleep 301 & exit 0"], task_group=tg, stdin=False
+        )
+        await proc.wait()
+        from tether.process import group_members
+
+        stragglers = group_members(proc.pid)
+        assert len(stragglers) == 2
+        await proc.terminate(grace_s=0.3)
+        assert not [p for p in stragglers if is_alive(p)]
+        tg.cancel_scope.cancel()

@@ -1,0 +1,339 @@
+"""Runs: resources, registration, surfaces, approval, the pipeline, closing."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+
+import anyio
+import anyio.lowlevel
+import attrs
+import pytest
+
+import tether
+from tether.process import descendants, is_alive
+
+pytestmark = pytest.mark.anyio
+
+
+def make_tool(name: str, tier: str = "read", requires: tuple[str, ...] = (), **kwargs):
+    @attrs.frozen
+    class Args:
+        text: str = tether.arg("", description="anything")
+
+    async def handler(call, args):
+        return f"{name}:{args.text}"
+
+    return tether.ToolSpec(
+        name, tier, Args, handler, f"test tool {name}", requires=requires, **kwargs
+    )
+
+
+class Provides:
+    def __init__(self, resources=None, tools=()):
+        self.resources = resources
+        self.tools = list(tools)
+
+    @tether.hookimpl
+    def tether_resources(self, run):
+        return self.resources
+
+    @tether.hookimpl
+    def tether_tools(self, run):
+        return self.tools
+
+
+class Approver:
+    def __init__(self, *decisions):
+        self.decisions = list(decisions)
+        self.asked = []
+
+    async def approve(self, request):
+        self.asked.append(request)
+        decision = self.decisions.pop(0)
+        if isinstance(decision, Exception):
+            raise decision
+        return decision
+
+
+async def test_hook_tether_resources(tmp_path):
+    resource = object()
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides({"thing": resource})]
+    ) as run:
+        assert run.resources["thing"] is resource
+
+
+async def test_hook_tether_tools(tmp_path):
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides(tools=[make_tool("t1")])]
+    ) as run:
+        assert (await run.call("t1", {"text": "x"})).text_content == "t1:x"
+
+
+async def test_registration_is_gated_by_resources(tmp_path):
+    tools = [make_tool("needs_it", requires=("svc",)), make_tool("free")]
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides(tools=tools)]
+    ) as run:
+        assert set(run.tools) == {"free"}
+        assert "svc" in run.skipped_tools["needs_it"]
+        result = await run.call("needs_it", {})
+        assert result.is_error and "not wired" in result.text_content
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides({"svc": 1}, tools)]
+    ) as run:
+        assert set(run.tools) == {"free", "needs_it"}
+
+
+async def test_duplicate_tool_names_are_rejected(tmp_path):
+    plugins = [Provides(tools=[make_tool("same")]), Provides(tools=[make_tool("same")])]
+    with pytest.raises(tether.PluginError, match="'same' is declared by both"):
+        async with tether.open_run(tmp_path, entry_points=False, plugins=plugins):
+            pass
+
+
+async def test_duplicate_resources_are_rejected(tmp_path):
+    with pytest.raises(tether.PluginError, match="wired by both"):
+        async with tether.open_run(
+            tmp_path, entry_points=False, plugins=[Provides({"x": 1}), Provides({"x": 2})]
+        ):
+            pass
+
+
+async def test_surfaces_hide_and_refuse_tools_above_their_tier(tmp_path):
+    async with tether.open_run(
+        tmp_path, config={"core": {"surfaces": {"reviewer": "write"}}}
+    ) as run:
+        assert {s["name"] for s in run.schemas("plan")} == {"echo", "read"}
+        assert {s["tier"] for s in run.schemas("readonly")} == {"read"}
+        assert "echo_write" in {s["name"] for s in run.schemas("reviewer")}
+        assert "echo_exec" not in {s["name"] for s in run.schemas("reviewer")}
+        result = await run.call("echo_write", {"path": "x", "text": "y"}, surface="plan")
+        assert result.is_error
+        assert "'echo_write' (write tier) is not available on surface 'plan'" in result.text_content
+        assert not (tmp_path / "x").exists()
+        result = await run.call("echo", {"message": "m"}, surface="nowhere")
+        assert result.is_error and "unknown surface 'nowhere'" in result.text_content
+
+
+async def test_schema_formats(tmp_path):
+    async with tether.open_run(tmp_path) as run:
+        openai = {s["function"]["name"]: s for s in run.schemas(format="openai")}
+        anthropic = {s["name"]: s for s in run.schemas(format="anthropic")}
+        assert openai["echo"]["function"]["parameters"] == anthropic["echo"]["input_schema"]
+        assert anthropic["echo"]["input_schema"]["additionalProperties"] is False
+
+
+async def test_approval_fails_closed_without_an_approver(tmp_path):
+    async with tether.open_run(tmp_path) as run:
+        result = await run.call("echo_write", {"path": "x", "text": "y"})
+        assert (
+            result.is_error
+            and "no approver" in result.text_content
+            and "fail closed" in result.text_content
+        )
+        assert not (tmp_path / "x").exists()
+
+
+async def test_approval_policy_auto_and_deny(tmp_path):
+    config = {"core": {"approval": {"write": "auto", "exec": "deny"}}}
+    async with tether.open_run(tmp_path, config=config) as run:
+        assert not (await run.call("echo_write", {"path": "x", "text": "y"})).is_error
+        result = await run.call("echo_exec", {"argv": ["true"]})
+        assert result.is_error and "denied by policy" in result.text_content
+
+
+async def test_approver_allow_deny_and_allow_for_run(tmp_path):
+    approver = Approver(tether.Decision.ALLOW, tether.Decision.DENY, tether.Decision.ALLOW_FOR_RUN)
+    async with tether.open_run(tmp_path, plugins=[Provides({"approver": approver})]) as run:
+        assert not (await run.call("echo_write", {"path": "a", "text": "1"})).is_error
+        denied = await run.call("echo_write", {"path": "b", "text": "2"})
+        assert denied.is_error and "denied" in denied.text_content and not (tmp_path / "b").exists()
+        assert not (await run.call("echo_write", {"path": "c", "text": "3"})).is_error
+        assert not (
+            await run.call("echo_write", {"path": "d", "text": "4"})
+        ).is_error  # no card this time
+        assert len(approver.asked) == 3
+        assert (
+            approver.asked[0].tool == "echo_write" and approver.asked[0].tier is tether.Tier.WRITE
+        )
+        assert 'path="a"' in approver.asked[0].args_summary
+
+
+async def test_approver_with_no_person_fails_closed(tmp_path):
+    approver = Approver(tether.NoPerson("nobody at the terminal"))
+    async with tether.open_run(tmp_path, plugins=[Provides({"approver": approver})]) as run:
+        result = await run.call("echo_write", {"path": "a", "text": "1"})
+        assert result.is_error and "nobody at the terminal" in result.text_content
+
+
+async def test_validation_errors_come_back_as_results(tmp_path):
+    async with tether.open_run(tmp_path) as run:
+        result = await run.call("echo", {"message": 12345, "nope": 1})
+        assert result.is_error
+        assert "message: expected string, got 12345" in result.text_content
+        assert "nope: unknown argument" in result.text_content
+
+
+async def test_not_parallel_safe_calls_are_serialised(tmp_path):
+    config = {"core": {"approval": {"exec": "auto"}}}
+    async with tether.open_run(tmp_path, config=config) as run:
+        spans = []
+
+        async def timed(tool, args):
+            start = time.monotonic()
+            await run.call(tool, args)
+            spans.append((start, time.monotonic()))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(timed, "echo_exec", {"argv": ["sleep", "0.3"]})
+        spans.sort()
+        # each call starts after the previous one ended
+        assert all(later[1] - earlier[1] >= 0.28 for earlier, later in itertools.pairwise(spans))
+        spans.clear()
+        start = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(timed, "echo", {"message": "m", "delay_s": 0.3})
+        assert time.monotonic() - start < 0.8  # parallel-safe calls overlap
+
+
+async def test_handler_timeout_and_tool_errors(tmp_path):
+    @attrs.frozen
+    class Args:
+        mode: str = tether.arg(description="what to do")
+
+    async def handler(call, args):
+        if args.mode == "slow":
+            await anyio.sleep(10)
+        if args.mode == "fail":
+            raise tether.ToolError("could not do it")
+        raise RuntimeError("a bug")
+
+    spec = tether.ToolSpec("t", "read", Args, handler, "test", timeout_s=0.2)
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides(tools=[spec])]
+    ) as run:
+        slow = await run.call("t", {"mode": "slow"})
+        assert slow.is_error and "timed out after 0.2 s" in slow.text_content
+        fail = await run.call("t", {"mode": "fail"})
+        assert fail.is_error and fail.text_content == "could not do it"
+        with pytest.raises(RuntimeError, match="a bug"):  # bugs raise
+            await run.call("t", {"mode": "bug"})
+
+
+async def test_hook_tether_process_result(tmp_path):
+    class Wrapper:
+        @tether.hookimpl(wrapper=True)
+        def tether_process_result(self, call, result):
+            inner = yield
+            if call.tool != "echo":
+                return inner
+
+            async def later():
+                res = await tether.resolve(inner)
+                await anyio.lowlevel.checkpoint()
+                return res.with_text_appended("[async note]")
+
+            return later()
+
+    class SyncWrapper:
+        @tether.hookimpl(wrapper=True)
+        def tether_process_result(self, call, result):
+            inner = yield
+            return tether.resolve(inner)  # an awaitable passes through untouched
+
+    async with tether.open_run(tmp_path, plugins=[Wrapper(), SyncWrapper()]) as run:
+        result = await run.call("echo", {"message": "hi"})
+        assert result.text_content == "hi\n[async note]"
+        assert (await run.call("read", {"path": "nope"})).is_error
+
+
+async def test_host_tools_get_the_same_gates_and_wrappers(tmp_path):
+    seen = []
+
+    class Wrapper:
+        @tether.hookimpl(wrapper=True)
+        def tether_process_result(self, call, result):
+            inner = yield
+            seen.append(call.tool)
+            return inner
+
+    def sync_host_tool(call, args):  # a synchronous harness tool
+        return f"host wrote {args.text}"
+
+    spec = tether.ToolSpec(
+        "host_write", "write", make_tool("x").args, sync_host_tool, "harness tool"
+    )
+    async with tether.open_run(tmp_path, entry_points=False, plugins=[Wrapper()]) as run:
+        run.register_host_tool(spec)
+        refused = await run.call("host_write", {"text": "a"})
+        assert refused.is_error and "approver" in refused.text_content
+        assert "host_write" not in {s["name"] for s in run.schemas("plan")}
+    async with tether.open_run(
+        tmp_path,
+        entry_points=False,
+        plugins=[Wrapper()],
+        config={"core": {"approval": {"write": "auto"}}},
+    ) as run:
+        run.register_host_tool(spec)
+        assert (await run.call("host_write", {"text": "a"})).text_content == "host wrote a"
+        assert seen == ["host_write"]
+
+
+async def test_bad_config_names_the_key(tmp_path):
+    with pytest.raises(tether.ConfigError, match=r"core\.call_timeout: unknown argument"):
+        async with tether.open_run(tmp_path, config={"core": {"call_timeout": 3}}):
+            pass
+    with pytest.raises(tether.ConfigError, match=r"core\.approval\.write"):
+        async with tether.open_run(tmp_path, config={"core": {"approval": {"write": "sometimes"}}}):
+            pass
+
+
+async def test_closing_the_run_kills_every_child_tree(tmp_path):
+    config = {"core": {"approval": {"exec": "auto"}}}
+    script = "sleep 300 & sleep 300 & (setsid sleep 300 &) ; wait"
+    async with tether.open_run(tmp_path, config=config) as run:
+        result = await run.call("echo_exec", {"argv": ["sh", "-c", script], "background": True})
+        pid = result.meta["pid"]
+        for _ in range(100):
+            if len(descendants(pid)) >= 3:
+                break
+            await anyio.sleep(0.02)
+        tree = descendants(pid) | {pid}
+        assert len(tree) >= 3
+    await anyio.sleep(0.1)
+    assert not [p for p in tree if is_alive(p)]
+    assert not [p for p in descendants(os.getpid()) if is_alive(p)]
+
+
+async def test_sync_facade(tmp_path):
+    # runs the event loop in a thread: call it from a worker thread, as a sync harness would
+    def use():
+        with tether.open_run_sync(tmp_path) as run:
+            assert run.call("echo", {"message": "sync"}).text_content == "sync"
+            assert {s["name"] for s in run.schemas("plan")} == {"echo", "read"}
+
+    await anyio.to_thread.run_sync(use)
+
+
+async def test_a_tool_cannot_re_enter_itself_while_serialised(tmp_path):
+    @attrs.frozen
+    class Args:
+        depth: int = tether.arg(0, description="depth")
+
+    async def handler(call, args):
+        inner = await call.run.call("self_caller", {"depth": 1})
+        return inner.text_content
+
+    spec = tether.ToolSpec(
+        "self_caller", "read", Args, handler, "calls itself", parallel_safe=False, timeout_s=5
+    )
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides(tools=[spec])]
+    ) as run:
+        result = await run.call("self_caller", {})
+        assert "cannot be called from inside a running 'self_caller' call" in result.text_content

@@ -1,0 +1,38 @@
+"""The README's promises, checked with everything installed."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_harness_example_runs_and_stays_short(tmp_path):
+    code = re.search(r"```python\n(.*?)```", README, re.S).group(1)
+    assert len(code.strip().splitlines()) <= 20
+    (tmp_path / "README.md").write_text("# a checkout\nline 2\nline 3\nline 4\n")
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    out = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "False # a checkout" in out.stdout
+
+
+def test_every_documented_plugin_entry_point_is_installed():
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli", "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    plugins = {p["name"]: p for p in json.loads(out.stdout)}
+    assert all(p["status"] == "loaded" for p in plugins.values()), plugins
+    for name in plugins:
+        assert f"tether-{name}" in README, f"plugin {name} is not in the README's table"
