@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+
 import tether
 from tether.framing import FramedReader, FramedWriter
 

@@ -13,6 +13,7 @@ import sys
 
 import anyio
 from anyio.streams.file import FileReadStream, FileWriteStream
+
 from tether.framing import FramedReader, FramedWriter
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"

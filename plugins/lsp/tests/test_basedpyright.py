@@ -6,8 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tether.fsutil
 from conftest import Caller, need, open_lsp_run
+
+import tether.fsutil
 from tether.testing import check_plugin_contract
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 import tether
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.positions import (

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tether
 from conftest import Caller, open_lsp_run
+
+import tether
 from tether.process import is_alive
 from tether_lsp import ServerSpec
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import tether
 from tether.text import cap
-
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.render import format_diagnostics
 from tether_lsp.supervisor import LspSupervisor

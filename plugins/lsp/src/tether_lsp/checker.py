@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+
 import tether
 from tether.text import TailBuffer
-
 from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import LspSupervisor
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import anyio
 import attrs
+
 import tether
 from tether.framing import FramedReader, FramedWriter, PendingRequests
-
 from tether_lsp.servers import ServerSpec
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {

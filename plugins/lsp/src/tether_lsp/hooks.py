@@ -6,7 +6,6 @@ from collections.abc import Generator
 from typing import Any
 
 import tether
-
 from tether_lsp import hookspecs
 from tether_lsp.after_write import add_new_diagnostics
 from tether_lsp.servers import BUILTIN_SERVERS, ServerSpec

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tether
-
 from tether_lsp.servers import ServerSpec
 
 

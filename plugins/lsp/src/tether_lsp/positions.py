@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import attrs
+
 import tether
 
 _OCCURRENCE = re.compile(r"^(?P<text>.+)#(?P<n>[1-9][0-9]*)$")

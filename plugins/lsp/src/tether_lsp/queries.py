@@ -8,7 +8,6 @@ from typing import Any
 
 import tether
 from tether.text import cap, truncate
-
 from tether_lsp.client import LspClient, OpenDocument
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
 from tether_lsp.render import (

@@ -8,7 +8,6 @@ from typing import Any
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.paths import confine
-
 from tether_lsp.client import uri_to_path
 from tether_lsp.positions import apply_text_edits
 from tether_lsp.queries import Session

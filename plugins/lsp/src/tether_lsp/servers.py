@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -10,6 +10,14 @@ import attrs
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _methods(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
 
 
 @attrs.frozen
@@ -26,14 +34,14 @@ class ServerSpec:
     extensions: Mapping[str, str] = attrs.field(converter=_frozen_mapping)
     #: the language this server answers for; one primary server per language
     language: str
-    command: tuple[str, ...] = attrs.field(converter=tuple)
-    root_markers: tuple[str, ...] = attrs.field(converter=tuple)
-    probe: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    command: tuple[str, ...] = attrs.field(converter=_strings)
+    root_markers: tuple[str, ...] = attrs.field(converter=_strings)
+    probe: tuple[str, ...] = attrs.field(converter=_strings, default=())
     initialization_options: Mapping[str, Any] | None = None
     #: nested settings answered to workspace/configuration and sent by didChangeConfiguration
     settings: Mapping[str, Any] = attrs.field(converter=_frozen_mapping, factory=dict)
     #: argv of the project checker run by ``diagnostics "*"`` (cwd = the root), or ()
-    checker: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    checker: tuple[str, ...] = attrs.field(converter=_strings, default=())
     #: lower answers first when several servers of one language are usable
     priority: int = 50
     #: readiness quirk: the server is not ready until it has asked workspace/configuration
@@ -50,7 +58,7 @@ class ServerSpec:
     #: it did (diagnostics pushed, work ended) before asking, or a rename misses a file
     settles_after_file_events: bool = False
     #: LSP methods this server is known to answer wrongly although it advertises them
-    unsupported: frozenset[str] = attrs.field(converter=frozenset, factory=frozenset)
+    unsupported: frozenset[str] = attrs.field(converter=_methods, factory=frozenset)
 
     def language_id(self, suffix: str) -> str | None:
         return self.extensions.get(suffix)

@@ -12,9 +12,9 @@ from typing import Any
 
 import anyio
 import attrs
+
 import tether
 from tether.text import truncate
-
 from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Literal, TypeVar
 
 import attrs
-import tether
 
+import tether
 from tether_lsp import checker, queries, rename
 from tether_lsp.supervisor import LspSupervisor
 
