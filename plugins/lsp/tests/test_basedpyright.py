@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Caller, need, open_lsp_run
+from lsp_testkit import Caller, need, open_lsp_run
 
 import tether.fsutil
 from tether.testing import check_plugin_contract

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Caller, copy_project, need, open_lsp_run
+from lsp_testkit import Caller, copy_project, need, open_lsp_run
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Caller, open_lsp_run
+from lsp_testkit import Caller, open_lsp_run
 
 import tether
 from tether.process import is_alive
