@@ -232,6 +232,16 @@ def test_apply_patch_reports_every_file_it_broke(py: Caller) -> None:
     assert "pkg/patched_a.py:1:7 error" in text and "pkg/patched_b.py:1:7 error" in text
 
 
+def test_problems_seen_before_the_first_write_are_not_news(
+    py: Caller, python_project: Path
+) -> None:
+    (python_project / "pkg" / "old.py").write_text("print(known_problem)\n")
+    assert '"known_problem" is not defined' in py.ok(action="diagnostics", file="pkg/old.py")
+    text = py.ok("write", path="pkg/old.py", content="print(known_problem)\nprint(new_problem)\n")
+    assert '"new_problem" is not defined' in text
+    assert "known_problem" not in text
+
+
 def test_write_to_a_file_no_server_handles_is_unchanged(py: Caller) -> None:
     assert py.ok("write", path="notes.md", content="# hi\n") == "created notes.md (5 bytes)"
 

@@ -9,7 +9,7 @@ import tether
 from tether.text import cap
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.render import format_diagnostics
-from tether_lsp.supervisor import LspSupervisor
+from tether_lsp.supervisor import LspSupervisor, NoServer
 
 _PATH_KEYS = ("path", "file", "file_path", "filename")
 _META_KEYS = ("paths", "files", "changed", "written")
@@ -47,10 +47,9 @@ async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) 
             continue
         try:
             note = await diagnose(supervisor, supervisor.ledger, path)
+        except NoServer:
+            continue  # no usable server for this file: the write result stays as it was
         except tether.ToolError as exc:
-            # no usable server for this file: the write result stays as it was
-            if "no usable" in str(exc) or "no language server" in str(exc):
-                continue
             note = f"(diagnostics unavailable: {exc})"
         if note:
             notes.append(note)
@@ -59,8 +58,16 @@ async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) 
     return result.with_text_appended("\n\n" + "\n\n".join(notes))
 
 
+def _reported(diagnostic: dict[str, Any]) -> bool:
+    return (diagnostic.get("severity") or 1) in REPORTED_SEVERITIES
+
+
 async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Path) -> str:
     client = await supervisor.client_for(path)
+    before_write = client.published.get(path.as_uri())
+    if before_write is not None:
+        # diagnostics the agent could already have seen are not news after its write
+        ledger.seed(path, [d for d in before_write.items if _reported(d)])
     await client.refresh_documents()
     before = client.publish_seq
     doc, sent = await client.sync_document(path)
@@ -73,7 +80,7 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
             f"({client.spec.id} sent no diagnostics for {rel} within "
             f"{supervisor.config.diagnostics_timeout_s:g} s)"
         )
-    relevant = [d for d in items if (d.get("severity") or 1) in REPORTED_SEVERITIES]
+    relevant = [d for d in items if _reported(d)]
     fresh = ledger.new_since_last(path, relevant)
     if not fresh:
         return ""

@@ -26,6 +26,11 @@ class DiagnosticLedger:
     def __init__(self) -> None:
         self._known: dict[Path, Counter[Key]] = {}
 
+    def seed(self, path: Path, diagnostics: list[dict[str, Any]]) -> None:
+        """What the server already said about ``path`` before this run's first write to it."""
+        if path not in self._known:
+            self._known[path] = Counter(diagnostic_key(d) for d in diagnostics)
+
     def new_since_last(self, path: Path, diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The diagnostics not reported before for ``path``; remembers the current set."""
         current = Counter(diagnostic_key(d) for d in diagnostics)

@@ -26,6 +26,10 @@ _CRASH_WINDOW_S = 60.0
 _PROBE_TIMEOUT_S = 15.0
 
 
+class NoServer(tether.ToolError):
+    """No usable language server for a file (none handles it, no root, no runnable binary)."""
+
+
 @attrs.frozen
 class Probe:
     ok: bool
@@ -171,15 +175,15 @@ class LspSupervisor:
         await process.terminate(grace_s=0.2)
         return Probe(False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s")
 
-    def _no_server(self, path: Path) -> tether.ToolError:
+    def _no_server(self, path: Path) -> NoServer:
         known = sorted({ext for spec in self.specs.values() for ext in spec.extensions})
-        return tether.ToolError(
+        return NoServer(
             f"no language server handles {path.suffix or 'extensionless'} files "
             f"({self.relative(path)}); known extensions: {' '.join(known)}"
         )
 
-    def _unusable(self, language: str, path: Path, reasons: list[str]) -> tether.ToolError:
-        return tether.ToolError(
+    def _unusable(self, language: str, path: Path, reasons: list[str]) -> NoServer:
+        return NoServer(
             f"no usable {language} language server for {self.relative(path)}:\n  "
             + "\n  ".join(reasons)
         )
