@@ -23,6 +23,7 @@ import anyio
 
 import tether
 from tether.framing import FramedReader, FramedWriter
+from tether_lsp import BUILTIN_SERVERS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 WARM_ROUNDS = 40
@@ -33,8 +34,8 @@ BIN = Path(sys.executable).parent
 class BareClient:
     """The least a user would write: spawn, initialize, request/response, notifications."""
 
-    def __init__(self, argv: list[str], root: Path) -> None:
-        self.argv, self.root = argv, root
+    def __init__(self, argv: list[str], root: Path, settings: dict[str, Any]) -> None:
+        self.argv, self.root, self.settings = argv, root, settings
         self.next_id = 0
         self.waiting: dict[int, Any] = {}
         self.results: dict[int, Any] = {}
@@ -106,6 +107,8 @@ class BareClient:
             },
         )
         await self.notify("initialized", {})
+        if self.settings:
+            await self.notify("workspace/didChangeConfiguration", {"settings": self.settings})
         return result
 
 
@@ -194,7 +197,10 @@ async def bare(server: str) -> dict[str, Any]:
     position = {"line": line - 1, "character": line_text.index(symbol)}
     uri = target.as_uri()
     started = time.perf_counter()
-    async with BareClient(argv, workdir) as client:
+    # the same settings tether's spec sends (pylsp: no black formatting of hovers), so the
+    # difference is tether's own overhead
+    settings = next(dict(spec.settings) for spec in BUILTIN_SERVERS if spec.id == server)
+    async with BareClient(argv, workdir, settings) as client:
         await client.initialize()
         await client.notify(
             "textDocument/didOpen",

@@ -42,3 +42,15 @@ def test_project_checker_runs_tsc(ts: Caller, workdir: Path) -> None:
         "`tsc --noEmit --pretty false` in . (checker of typescript-language-server) exited" in text
     )
     assert "src/bad.ts(1,7): error TS2322" in text
+
+
+def test_rename_from_an_import_site_renames_the_export(ts: Caller, workdir: Path) -> None:
+    text = ts.ok(
+        "lsp_rename", file="src/main.ts", line=1, symbol="makeGreeter", new_name="greeterFor"
+    )
+    assert text.startswith("renamed `makeGreeter` to `greeterFor`: 3 edits in 2 files")
+    main = (workdir / "src" / "main.ts").read_text()
+    # not `import { makeGreeter as greeterFor }` (providePrefixAndSuffixTextForRename=false)
+    assert main.startswith('import { greeterFor } from "./greet";')
+    assert "const greeter = greeterFor();" in main
+    assert "export function greeterFor(): Greeter {" in (workdir / "src" / "greet.ts").read_text()
