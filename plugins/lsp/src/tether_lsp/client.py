@@ -410,7 +410,13 @@ class LspClient:
             return "loading its configuration"
         return ""
 
-    async def wait_ready(self, timeout_s: float) -> bool:
+    async def wait_ready(self, timeout_s: float, *, index: bool = True) -> bool:
+        """Wait for the server's signals: its configuration loaded and, when ``index`` (a
+        project-wide question), the end of its indexing progress."""
+        if not index:
+            return await self.wait_until(
+                lambda: self.configured or not self.spec.waits_for_configuration, timeout_s
+            )
         return await self.wait_until(self.is_ready, timeout_s)
 
     # -- capabilities ----------------------------------------------------------------------

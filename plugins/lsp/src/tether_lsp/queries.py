@@ -73,7 +73,11 @@ class Session:
         return f"{self.client.spec.id} is still indexing ({self.client.busy_with()})"
 
 
-async def open_session(supervisor: LspSupervisor, path: Path) -> Session:
+#: actions whose answer spans the project: they wait for indexing to end (bounded)
+PROJECT_WIDE = frozenset({"references", "implementation", "rename"})
+
+
+async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
     if not path.is_file():
         raise tether.ArgumentError(
             "file", f"an existing file, {supervisor.relative(path)} is not one"
@@ -85,7 +89,8 @@ async def open_session(supervisor: LspSupervisor, path: Path) -> Session:
     config = supervisor.config
     if opened_now and client.spec.open_waits_for_diagnostics:
         await client.diagnostics_for(doc, before, config.ready_timeout_s)
-    await client.wait_ready(config.ready_timeout_s)
+    # a hover or a definition in one file need not wait for a whole-project index
+    await client.wait_ready(config.ready_timeout_s, index=action in PROJECT_WIDE)
     return Session(supervisor, client, doc, refreshed or opened_now)
 
 

@@ -91,8 +91,8 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
         file = _required(args.file, "file", action)
         if file == "*":
             return await checker.run_checkers(supervisor)
-        session = await queries.open_session(supervisor, call.run.confine(file, field="file"))
-        return await queries.file_diagnostics(session)
+        path = call.run.confine(file, field="file")
+        return await queries.file_diagnostics(await queries.open_session(supervisor, path, action))
     if action == "symbols":
         if args.query is None and args.file is None:
             raise tether.ArgumentError(
@@ -102,11 +102,11 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
         if args.query is not None:
             return await queries.workspace_symbols(supervisor, args.query, path)
         assert path is not None
-        return await queries.document_symbols(await queries.open_session(supervisor, path))
+        return await queries.document_symbols(await queries.open_session(supervisor, path, action))
     file = _required(args.file, "file", action)
     line = _required(args.line, "line", action)
     symbol = _required(args.symbol, "symbol", action)
-    session = await queries.open_session(supervisor, call.run.confine(file, field="file"))
+    session = await queries.open_session(supervisor, call.run.confine(file, field="file"), action)
     if action == "hover":
         return await queries.hover(session, line, symbol)
     if action == "code_actions":
@@ -116,7 +116,8 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
 
 async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     supervisor = _supervisor(call)
-    session = await queries.open_session(supervisor, call.run.confine(args.file, field="file"))
+    path = call.run.confine(args.file, field="file")
+    session = await queries.open_session(supervisor, path, "rename")
     return await rename.rename(session, args.line, args.symbol, args.new_name)
 
 
