@@ -166,6 +166,7 @@ class LspClient:
         self.settled = 0
         self.started_at = time.monotonic()
         self.exit_reason: str | None = None
+        self.crash_counted = False
         self._seq = 0
         self._next_id = 0
         self._changed = anyio.Event()

@@ -252,7 +252,10 @@ class LspSupervisor:
             if current is not None:
                 crashes = self._crashes.setdefault(key, [])
                 now = time.monotonic()
-                crashes[:] = [t for t in crashes if now - t < _CRASH_WINDOW_S] + [now]
+                crashes[:] = [t for t in crashes if now - t < _CRASH_WINDOW_S]
+                if not current.crash_counted:  # one crash, however many calls meet it
+                    current.crash_counted = True
+                    crashes.append(now)
                 if len(crashes) > self.config.max_restarts:
                     raise tether.ToolError(
                         f"{spec.id} for {self.relative(root) or '.'} crashed {len(crashes)} times "
