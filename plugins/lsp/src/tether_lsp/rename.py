@@ -81,7 +81,12 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
             before = path.read_bytes()
         except OSError as exc:
             raise tether.ToolError(f"cannot read {path}: {exc}; nothing was written") from None
-        text = before.decode("utf-8", errors="strict")
+        try:
+            text = before.decode("utf-8")
+        except UnicodeDecodeError:
+            raise tether.ToolError(
+                f"{supervisor.relative(path)} is not UTF-8 text; nothing was written"
+            ) from None
         doc = client.documents.get(uri)
         if doc is not None and doc.text != text:
             raise tether.ToolError(

@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 
+from tether.text import truncate
 from tether_lsp.client import LspClient, uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
 
@@ -52,9 +53,7 @@ class SourceLines:
         text = lines[place.line] if place.line < len(lines) else ""
         column = from_lsp_character(text, place.character, self._client.encoding) + 1
         where = f"{display_path(place, workdir)}:{place.line + 1}:{column}"
-        source = text.strip()
-        if len(source) > 160:
-            source = source[:160] + "…"
+        source = truncate(text.strip(), 160)
         return f"{where}: {source}" if source else where
 
 
