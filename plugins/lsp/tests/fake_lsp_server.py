@@ -2,7 +2,8 @@
 
 hover never answers (the client must time out and cancel), references exits mid-request,
 definition answers. ``argv[1] == "hang-init"`` never answers initialize; ``"indexing"`` starts
-a progress that never ends and finds no definition. Every message it
+a progress that never ends and finds no definition. Every line holding "BAD" gets an error
+diagnostic, pushed after each didOpen/didChange. Every message it
 receives is appended to ``$FAKE_LSP_LOG`` (one method name a line).
 """
 
@@ -52,6 +53,35 @@ async def main() -> None:
             }
             await writer.write(
                 {"jsonrpc": "2.0", "id": request_id, "result": {"capabilities": capabilities}}
+            )
+        elif method in ("textDocument/didOpen", "textDocument/didChange"):
+            params = message["params"]
+            document = params["textDocument"]
+            text = document.get("text") or params["contentChanges"][-1]["text"]
+            diagnostics = [
+                {
+                    "range": {
+                        "start": {"line": n, "character": 0},
+                        "end": {"line": n, "character": 3},
+                    },
+                    "severity": 1,
+                    "code": "X1",
+                    "message": "bad line",
+                    "source": "fake",
+                }
+                for n, line in enumerate(text.splitlines())
+                if "BAD" in line
+            ]
+            await writer.write(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/publishDiagnostics",
+                    "params": {
+                        "uri": document["uri"],
+                        "version": document["version"],
+                        "diagnostics": diagnostics,
+                    },
+                }
             )
         elif method == "textDocument/references":
             os._exit(3)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from lsp_testkit import Caller, open_lsp_run
 
@@ -245,3 +246,37 @@ def test_an_empty_answer_while_indexing_says_so(tmp_path: Path) -> None:
         )
         assert "fake for . (pid" in caller.ok(action="status")
         assert "still indexing: indexing (0/40 files)" in caller.ok(action="status")
+
+
+@attrs.frozen
+class SaveArgs:
+    path: str = tether.arg(description="where")
+    text: str = tether.arg(description="what")
+
+
+def save(call: tether.CallContext, args: SaveArgs) -> str:
+    call.run.confine(args.path).write_text(args.text)
+    return f"saved {args.path}"
+
+
+def test_write_tools_are_configurable(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    lsp = {"write_tools": ["save"]}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path)]) as run:
+        run.register_host_tool(
+            tether.ToolSpec(
+                name="save",
+                tier=tether.Tier.READ,
+                args=SaveArgs,
+                handler=save,
+                description="the harness's own write tool",
+            )
+        )
+        caller = Caller(run)
+        text = caller.ok("save", path="one.fake", text="fine\nBAD\n")
+        assert (
+            text
+            == "saved one.fake\n\nNew diagnostics from fake (1):\none.fake:2:1 error [X1]: bad line (fake)"
+        )
+        # `write` is not in write_tools here: its result is left alone
+        assert caller.ok("write", path="two.fake", content="BAD\n") == "created two.fake (4 bytes)"

@@ -55,7 +55,7 @@ async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) 
             notes.append(note)
     if not notes:
         return result
-    return result.with_text_appended("\n\n" + "\n\n".join(notes))
+    return result.with_text_appended("\n" + "\n\n".join(notes))
 
 
 def _reported(diagnostic: dict[str, Any]) -> bool:
