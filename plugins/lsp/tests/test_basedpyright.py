@@ -247,6 +247,7 @@ def test_write_to_a_file_no_server_handles_is_unchanged(py: Caller) -> None:
 
 
 def test_status_and_reload(py: Caller) -> None:
+    py.ok(action="hover", file="pkg/use.py", line=3, symbol="make_square")
     status = py.ok(action="status")
     assert "basedpyright for . (pid" in status and "): ready" in status
     assert "basedpyright [python] can answer" in status

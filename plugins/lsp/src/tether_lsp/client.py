@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -162,6 +163,7 @@ class LspClient:
         self.progress: dict[str, str] = {}
         self.registered: set[str] = set()
         self.configured = False
+        self.files_known = spec.ready_log is None
         #: counts the ends of server work (progress end, a diagnostics refresh request)
         self.settled = 0
         self.started_at = time.monotonic()
@@ -364,6 +366,12 @@ class LspClient:
             self.published[uri] = Published(
                 self._seq, params.get("version"), list(params.get("diagnostics") or [])
             )
+        elif method == "window/logMessage":
+            if self.files_known or not re.search(
+                self.spec.ready_log or "", str(params.get("message"))
+            ):
+                return
+            self.files_known = True
         elif method == "$/progress":
             token = str(params.get("token"))
             value = params.get("value") or {}
@@ -402,13 +410,15 @@ class LspClient:
     def is_ready(self) -> bool:
         if self.spec.waits_for_configuration and not self.configured:
             return False
-        return not self.progress
+        return self.files_known and not self.progress
 
     def busy_with(self) -> str:
         if self.progress:
             return ", ".join(sorted(self.progress.values()))
         if self.spec.waits_for_configuration and not self.configured:
             return "loading its configuration"
+        if not self.files_known:
+            return "finding the project's files"
         return ""
 
     async def wait_ready(self, timeout_s: float, *, index: bool = True) -> bool:

@@ -46,6 +46,9 @@ class ServerSpec:
     priority: int = 50
     #: readiness quirk: the server is not ready until it has asked workspace/configuration
     waits_for_configuration: bool = False
+    #: readiness quirk: a window/logMessage (regex) the server prints once it knows its files;
+    #: pyright answers workspace/symbol with [] until then
+    ready_log: str | None = None
     #: workspace-wide queries (symbols) need one file open first (clangd, tsserver)
     workspace_needs_open_file: bool = False
     #: a freshly opened file is only understood once its first diagnostics arrive
@@ -74,6 +77,8 @@ _PY_MARKERS = (
     "Pipfile",
 )
 
+_PYRIGHT_READY = r"Found \d+ source files?|No source files found"
+
 BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
     ServerSpec(
         id="basedpyright",
@@ -85,6 +90,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         checker=("basedpyright",),
         priority=10,
         waits_for_configuration=True,
+        ready_log=_PYRIGHT_READY,
         pull_diagnostics=True,
         settles_after_file_events=True,
     ),
@@ -98,6 +104,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         checker=("pyright",),
         priority=20,
         waits_for_configuration=True,
+        ready_log=_PYRIGHT_READY,
         pull_diagnostics=True,
         settles_after_file_events=True,
         # pyright's implementation answers are wrong (FIELD-NOTES); basedpyright's are right
