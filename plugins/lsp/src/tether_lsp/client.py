@@ -14,6 +14,7 @@ import attrs
 
 import tether
 from tether.framing import FramedReader, FramedWriter, PendingRequests
+from tether.process import is_alive
 from tether_lsp.servers import ServerSpec
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {
@@ -183,6 +184,12 @@ class LspClient:
     @property
     def alive(self) -> bool:
         return self.exit_reason is None and self._process is not None
+
+    def check_running(self) -> bool:
+        """False (and marked gone) when the process died since its last message."""
+        if self.alive and (self._process.returncode is not None or not is_alive(self._process.pid)):
+            self._mark_gone("found dead")
+        return self.alive
 
     @property
     def pid(self) -> int | None:

@@ -247,7 +247,7 @@ class LspSupervisor:
         lock = self._locks.setdefault(key, anyio.Lock())
         async with lock:
             current = self._clients.get(key)
-            if current is not None and current.alive:
+            if current is not None and current.check_running():
                 return current
             if current is not None:
                 crashes = self._crashes.setdefault(key, [])
