@@ -275,3 +275,19 @@ async def test_session_without_interactive_fails_closed_at_once(tmp_path):
 
 def test_no_orphans_from_the_test_process():
     assert not [p for p in descendants(os.getpid()) if is_alive(p)]
+
+
+@pytest.mark.anyio
+async def test_session_eof_closes_open_cards_at_once(tmp_path):
+    async def lines():
+        yield json.dumps({"id": 1, "tool": "ask_card", "args": {"question": "still there?"}})
+        await anyio.sleep(0.2)  # the card is out; then the input ends
+
+    start = time.monotonic()
+    replies = await drive_session(lines(), True, tmp_path)
+    assert time.monotonic() - start < 3  # not the card's 5 s timeout
+    reply = next(r for r in replies if r.get("id") == 1)
+    assert (
+        reply["is_error"]
+        and "input closed before card_1 was answered" in reply["content"][0]["text"]
+    )

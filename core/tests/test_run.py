@@ -337,3 +337,54 @@ async def test_a_tool_cannot_re_enter_itself_while_serialised(tmp_path):
     ) as run:
         result = await run.call("self_caller", {})
         assert "cannot be called from inside a running 'self_caller' call" in result.text_content
+
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)  # a daemon lets go of its parent's pipes
+        open(sys.argv[1], "w").write(str(os.getpid()))
+        time.sleep(300)
+    os._exit(0)
+os.wait()
+"""
+
+
+async def test_double_forked_daemons_die_with_the_run(tmp_path):
+    import sys
+
+    pidfile = tmp_path / "daemon.pid"
+    config = {"core": {"approval": {"exec": "auto"}}}
+    async with tether.open_run(tmp_path, config=config) as run:
+        result = await run.call("echo_exec", {"argv": [sys.executable, "-c", DAEMON, str(pidfile)]})
+        assert not result.is_error, result.text_content
+        for _ in range(100):
+            if pidfile.exists() and pidfile.read_text():
+                break
+            await anyio.sleep(0.02)
+        daemon = int(pidfile.read_text())
+        assert is_alive(daemon) and daemon not in descendants(os.getpid())
+    await anyio.sleep(0.1)
+    assert not is_alive(daemon)
+
+
+async def test_a_cancelled_spawn_leaves_no_process(tmp_path):
+    async with tether.open_run(tmp_path) as run:
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # cancelled before the start even begins
+            await run.spawn(["sleep", "300"], stdin=False)
+        assert len(run._processes) == 1  # it started, and the caller never saw it: killed
+        assert run._processes[0].terminated and not is_alive(run._processes[0].pid)
+
+
+async def test_wait_returns_after_stderr_is_drained(tmp_path):
+    async with tether.open_run(tmp_path) as run:
+        proc = await run.spawn(
+            ["sh", "-c", "echo last words >&2; exit 4"], stdin=False, stdout=False
+        )
+        assert await proc.wait() == 4
+        assert proc.stderr_tail.text() == "last words\n"

@@ -80,14 +80,6 @@ def group_members(pgid: int) -> set[int]:
     return members
 
 
-def _tree(pid: int) -> set[int]:
-    """``pid``, its descendants, the members of the group it leads, and their descendants."""
-    tree = {pid} | descendants(pid)
-    for member in group_members(pid) - tree:
-        tree |= {member} | descendants(member)
-    return tree
-
-
 def is_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     try:
@@ -97,30 +89,53 @@ def is_alive(pid: int) -> bool:
         return False
 
 
-# children started by spawn(): the event loop's child watcher reaps them, never us
-_spawned: set[int] = set()
+#: Environment variable that marks every process a run starts, and so every descendant that keeps
+#: its environment: double-forked daemons leave the tree and the group, but not the marker.
+OWNER_ENV = "TETHER_OWNER"
 
 
-def _reap(pids: set[int]) -> None:
-    for pid in pids - _spawned:
+def owned_by(marker: str, *, prefix: bool = False) -> set[int]:
+    """Live pids whose environment holds ``TETHER_OWNER=<marker>`` (or one starting with it)."""
+    needle = f"{OWNER_ENV}={marker}".encode()
+    found: set[int] = set()
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
         try:
-            os.waitpid(pid, os.WNOHANG)
-        except (ChildProcessError, OSError):
-            pass
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item == needle or (prefix and item.startswith(needle)):
+                if is_alive(int(entry)):
+                    found.add(int(entry))
+                break
+    return found
 
 
-def kill_tree(pid: int, sig: int = signal.SIGKILL) -> set[int]:
-    """Send ``sig`` to ``pid``, every descendant, and the process groups they are in — including
-    the group ``pid`` led, whose members may have been re-parented; return the pids hit."""
-    tree = _tree(pid)
+def _tree(pid: int, marker: str | None = None) -> set[int]:
+    """``pid``, its descendants, the members of the group it led, the processes carrying its
+    owner marker, and all their descendants."""
+    roots = {pid} | group_members(pid)
+    if marker is not None:
+        roots |= owned_by(marker)
+    tree: set[int] = set()
+    for root in roots:
+        if root not in tree:
+            tree |= {root} | descendants(root)
+    return tree
+
+
+def _signal_all(tree: set[int], sig: int) -> None:
     groups = set()
     for member in tree:
         try:
             groups.add(os.getpgid(member))
         except OSError:
             pass
-    own_group = os.getpgrp()
-    for group in groups - {own_group}:
+    for group in groups - {os.getpgrp()}:
         try:
             os.killpg(group, sig)
         except OSError:
@@ -130,29 +145,31 @@ def kill_tree(pid: int, sig: int = signal.SIGKILL) -> set[int]:
             os.kill(member, sig)
         except OSError:
             pass
-    if sig == signal.SIGKILL:
-        _reap(tree)
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL, *, marker: str | None = None) -> set[int]:
+    """Send ``sig`` to ``pid``, every descendant, the group ``pid`` led (whose members may have
+    been re-parented) and the processes carrying ``marker``; return the pids hit.
+
+    Nothing is reaped here: a child's own parent (the event loop, ``subprocess``) collects it.
+    """
+    tree = _tree(pid, marker)
+    _signal_all(tree, sig)
     return tree
 
 
-async def terminate_tree(pid: int, grace_s: float = 1.0) -> None:
+async def terminate_tree(pid: int, grace_s: float = 1.0, *, marker: str | None = None) -> None:
     """SIGTERM the tree, wait up to ``grace_s`` for it to go, then SIGKILL whatever is left."""
-    tree = kill_tree(pid, signal.SIGTERM)
+    tree = kill_tree(pid, signal.SIGTERM, marker=marker)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        _reap(tree)
-        if not any(is_alive(p) for p in tree):
-            break
+    while time.monotonic() < deadline and any(is_alive(p) for p in tree):
         await anyio.sleep(0.02)
-    tree |= _tree(pid)
-    for member in tree:
-        if is_alive(member):
-            kill_tree(member)
-    _reap(tree)
+    tree |= _tree(pid, marker)
+    _signal_all({p for p in tree if is_alive(p)}, signal.SIGKILL)
 
 
 def kill_orphans() -> set[int]:
-    """Kill every remaining descendant of this process and reap it.
+    """Kill every remaining descendant of this process and reap the zombies left to it.
 
     For a process that owns all its children (the CLI, a subreaper): daemonised grandchildren
     that escaped their tree were re-parented here and are found this way.
@@ -161,7 +178,13 @@ def kill_orphans() -> set[int]:
     for pid in descendants(os.getpid()):
         if is_alive(pid):
             killed |= kill_tree(pid)
-    _reap(killed)
+    while True:
+        try:
+            reaped, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if reaped == 0:
+            break
     return killed
 
 
@@ -169,12 +192,19 @@ class ManagedProcess:
     """A child started by :func:`spawn`: pipes, a bounded stderr tail, tree termination."""
 
     def __init__(
-        self, process: anyio.abc.Process, argv: Sequence[str], stderr_tail: TailBuffer
+        self,
+        process: anyio.abc.Process,
+        argv: Sequence[str],
+        stderr_tail: TailBuffer,
+        marker: str | None = None,
     ) -> None:
         self.process = process
         self.argv = list(argv)
         self.stderr_tail = stderr_tail
+        self.marker = marker
         self.started_at = time.time()
+        self.terminated = False
+        self._drained = anyio.Event()
 
     @property
     def pid(self) -> int:
@@ -195,23 +225,26 @@ class ManagedProcess:
         return self.process.returncode
 
     async def wait(self) -> int:
-        return await self.process.wait()
+        """The exit code, once the process exited and its stderr was read to the end (bounded)."""
+        code = await self.process.wait()
+        with anyio.move_on_after(1.0):
+            await self._drained.wait()
+        return code
 
     async def terminate(self, grace_s: float = 1.0) -> None:
-        """Stop the process and every descendant (SIGTERM, then SIGKILL after ``grace_s``)."""
+        """Stop the process and every descendant (SIGTERM, then SIGKILL after ``grace_s``),
+        including re-parented group members and daemons that kept the owner marker."""
+        if self.terminated:
+            return
         with anyio.CancelScope(shield=True):
-            if self.process.returncode is None or descendants(self.pid) or group_members(self.pid):
-                await terminate_tree(self.pid, grace_s)
+            await terminate_tree(self.pid, grace_s, marker=self.marker)
             with anyio.move_on_after(max(grace_s, 0.5)):
                 await self.process.aclose()  # closes the pipes and the transport, reaps the child
-            _spawned.discard(self.pid)
-
-    def forget(self) -> None:
-        _spawned.discard(self.pid)
+            self.terminated = True
 
     def kill(self) -> None:
         """SIGKILL the whole tree now (synchronous)."""
-        kill_tree(self.pid)
+        kill_tree(self.pid, marker=self.marker)
 
 
 async def spawn(
@@ -223,14 +256,20 @@ async def spawn(
     stdin: bool = True,
     stdout: bool = True,
     stderr_bytes: int = 16 * 1024,
+    marker: str | None = None,
 ) -> ManagedProcess:
     """Start ``argv`` in a new process group; stderr is drained into a bounded tail.
+
+    ``marker`` goes into the child's environment as ``TETHER_OWNER`` so that its descendants can be
+    found even after they detach (see :func:`owned_by`).
 
     Raises :class:`FileNotFoundError`/:class:`PermissionError` when the program cannot start.
     """
     full_env: dict[str, Any] | None = None
-    if env is not None:
-        full_env = {**os.environ, **env}
+    if env is not None or marker is not None:
+        full_env = {**os.environ, **(env or {})}
+        if marker is not None:
+            full_env[OWNER_ENV] = marker
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
@@ -241,8 +280,7 @@ async def spawn(
         start_new_session=True,
     )
     tail = TailBuffer(stderr_bytes)
-    managed = ManagedProcess(process, argv, tail)
-    _spawned.add(process.pid)
+    managed = ManagedProcess(process, argv, tail, marker)
 
     async def drain() -> None:
         assert process.stderr is not None
@@ -251,6 +289,8 @@ async def spawn(
                 tail.write(chunk)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
+        finally:
+            managed._drained.set()
 
     task_group.start_soon(drain)
     return managed

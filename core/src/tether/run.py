@@ -8,6 +8,7 @@ import itertools
 import logging
 import math
 import os
+import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
@@ -83,6 +85,9 @@ class Run:
         self._processes: list[_process.ManagedProcess] = []
         self._adopted: set[int] = set()
         self._call_ids = itertools.count(1)
+        self._spawn_ids = itertools.count(1)
+        # every process of this run carries TETHER_OWNER=<owner>/<n>: detached daemons included
+        self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
         self.closed = False
         self.surfaces: dict[str, Tier] = dict(BUILTIN_SURFACES)
         for name, tier in self.core.surfaces.items():
@@ -101,12 +106,30 @@ class Run:
         return _confine(self.workdir, path, field)
 
     async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
-        """Start a child that belongs to this run (see :func:`tether.process.spawn`)."""
+        """Start a child that belongs to this run (see :func:`tether.process.spawn`).
+
+        The start is shielded from cancellation; if the caller was cancelled meanwhile, the
+        process it will never see is terminated at once and the cancellation goes on.
+        """
         if self.closed:
             raise ToolError("the run is closed; no new process can start")
-        proc = await _process.spawn(argv, task_group=self.task_group, **kwargs)
-        self._processes.append(proc)
+        marker = f"{self.owner}/{next(self._spawn_ids)}"
+        with anyio.CancelScope(shield=True):
+            proc = await _process.spawn(argv, task_group=self.task_group, marker=marker, **kwargs)
+            self._processes = [p for p in self._processes if not p.terminated]
+            self._processes.append(proc)
+        try:
+            await anyio.lowlevel.checkpoint()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await proc.terminate(grace_s=0.2)
+            raise
         return proc
+
+    def child_env(self) -> dict[str, str]:
+        """Environment entries for a process a library starts on the run's behalf (then pass its
+        pid to :meth:`adopt_pid`): the owner marker lets the run find its detached descendants."""
+        return {_process.OWNER_ENV: f"{self.owner}/adopted"}
 
     def adopt_pid(self, pid: int) -> None:
         """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run closes."""
@@ -371,6 +394,9 @@ class Run:
             for proc in self._processes:
                 tg.start_soon(proc.terminate, 0.5)
         for pid in self._adopted:
+            _process.kill_tree(pid)
+        # daemons that left every tree still carry the run's marker
+        for pid in _process.owned_by(f"{self.owner}/", prefix=True):
             _process.kill_tree(pid)
         for problem in self.problems:
             log.warning("tether: %s", problem)

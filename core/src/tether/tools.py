@@ -46,6 +46,10 @@ def _content_tuple(blocks: Iterable[Content]) -> tuple[Content, ...]:
     return tuple(blocks)
 
 
+def _names(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
 def _tier(value: Tier | str) -> Tier:
     return Tier.parse(value)
 
@@ -108,7 +112,7 @@ class ToolSpec:
     args: type
     handler: Handler
     description: str
-    requires: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    requires: tuple[str, ...] = attrs.field(converter=_names, default=())
     parallel_safe: bool = True
     timeout_s: float | None = None
 

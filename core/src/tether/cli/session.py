@@ -46,6 +46,7 @@ class _PendingCard:
     def __init__(self, validate: Callable[[dict[str, Any]], str | None] | None) -> None:
         self.validate = validate
         self.answer: dict[str, Any] | None = None
+        self.error: BaseException | None = None
         self.event = anyio.Event()
 
 
@@ -82,8 +83,20 @@ class CardStream:
                 await pending.event.wait()
         finally:
             self._pending.pop(card_id, None)
+        if pending.error is not None:
+            raise pending.error
         assert pending.answer is not None
         return pending.answer
+
+    def close_input(self) -> None:
+        """The client's input ended: nobody can answer any more. Open cards fail at once with
+        NoPerson and later asks too, instead of waiting for their timeouts."""
+        self.interactive = False
+        for card_id, pending in list(self._pending.items()):
+            pending.error = NoPerson(
+                f"no person attached: the session's input closed before {card_id} was answered"
+            )
+            pending.event.set()
 
     def deliver(self, answer: dict[str, Any]) -> str | None:
         """Route an answer line to its card; an error text when it cannot be taken."""
@@ -209,6 +222,7 @@ async def run_session(
                     continue
                 in_flight.add(request_id)
                 tg.start_soon(serve, request_id, message["tool"], message.get("args", {}))
+            cards.close_input()
     return 0
 
 

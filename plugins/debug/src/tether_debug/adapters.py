@@ -1,0 +1,373 @@
+"""Debug adapter specs (the built-ins and the base class third parties subclass) and the
+call-time availability check: a root marker AND a command that resolves and runs."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import anyio
+import attrs
+
+from tether.process import ManagedProcess
+
+Spawn = Callable[..., Awaitable[ManagedProcess]]
+Transport = Literal["stdio", "tcp"]
+AttachMode = Literal["none", "connect", "adapter"]
+
+_PROBE_TIMEOUT_S = 10.0
+_NATIVE_MAGIC = (
+    b"\x7fELF",
+    b"\xcf\xfa\xed\xfe",  # Mach-O 64-bit
+    b"\xce\xfa\xed\xfe",  # Mach-O 32-bit
+    b"\xca\xfe\xba\xbe",  # Mach-O universal
+)
+
+
+@attrs.frozen
+class Resolution:
+    """What would run for an adapter here, or why nothing can.
+
+    ``command`` is the adapter's argv (``{port}`` is replaced for TCP adapters) or None;
+    ``detail`` says what runs, or why it cannot; ``launch_defaults`` are merged into every
+    ``launch`` request (e.g. the interpreter the debuggee runs with)."""
+
+    command: tuple[str, ...] | None
+    detail: str
+    launch_defaults: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Availability:
+    """The answer to "can this adapter start here?"."""
+
+    adapter: DebugAdapter
+    root: Path | None
+    resolution: Resolution
+    markers: tuple[str, ...]
+
+    @property
+    def usable(self) -> bool:
+        return self.root is not None and self.resolution.command is not None
+
+    def explain(self, workdir: Path) -> str:
+        """One line: what would run, or every reason it cannot."""
+        problems = []
+        if self.root is None:
+            problems.append(f"no root marker ({', '.join(self.markers)}) found")
+        if self.resolution.command is None:
+            problems.append(self.resolution.detail)
+        if problems:
+            return "unusable: " + "; ".join(problems)
+        where = _relative(self.root, workdir) if self.root else "?"
+        return f"usable: {self.resolution.detail}; root {where}"
+
+
+class Probe:
+    """Runs a command once (as a child of the run) to see whether it works; cached per argv."""
+
+    def __init__(self, spawn: Spawn) -> None:
+        self._spawn = spawn
+        self._cache: dict[tuple[str, ...], tuple[bool, str]] = {}
+
+    async def __call__(self, argv: Sequence[str]) -> tuple[bool, str]:
+        key = tuple(argv)
+        if key not in self._cache:
+            self._cache[key] = await self._run(key)
+        return self._cache[key]
+
+    async def _run(self, argv: tuple[str, ...]) -> tuple[bool, str]:
+        shown = " ".join(argv)
+        try:
+            process = await self._spawn(list(argv), stdin=False, stdout=False)
+        except OSError as exc:
+            return False, f"`{argv[0]}` cannot run: {exc.strerror or exc}"
+        try:
+            with anyio.fail_after(_PROBE_TIMEOUT_S):
+                code = await process.wait()
+        except TimeoutError:
+            await process.terminate()
+            return False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s"
+        if code != 0:
+            lines = process.stderr_tail.text().strip().splitlines()
+            last = f": {lines[-1]}" if lines else ""
+            return False, f"`{shown}` exited with code {code}{last}"
+        return True, ""
+
+
+class DebugAdapter:
+    """A debug adapter tether can start. Subclass it and return instances from the
+    ``tether_debug_adapters()`` hook.
+
+    The class attributes cover most adapters; override the methods for anything smarter
+    (another interpreter, extra launch fields, a different way to find the binary).
+    """
+
+    #: Unique id, used in ``adapters`` output and the tool's ``adapter`` field.
+    id: ClassVar[str] = ""
+    #: Candidate commands, tried in order: the first whose program is on PATH and whose probe
+    #: (program + ``probe_args``) exits 0 is used. TCP adapters put ``{port}`` where the port goes.
+    commands: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    probe_args: ClassVar[tuple[str, ...]] = ("--version",)
+    #: Files that mark a project root this adapter serves (searched from the program's
+    #: directory up to the workdir).
+    root_markers: ClassVar[tuple[str, ...]] = ()
+    #: "stdio": DAP over the adapter's stdin/stdout; "tcp": the adapter listens on ``{port}``.
+    transport: ClassVar[Transport] = "stdio"
+    #: Programs this adapter debugs, by suffix (see :meth:`matches_program`).
+    program_suffixes: ClassVar[tuple[str, ...]] = ()
+    #: How ``attach(port)`` works: "connect" = the client speaks DAP straight to the port (a
+    #: process started with debugpy --listen or dlv --headless); "adapter" = start the adapter and
+    #: pass the port in the attach request; "none" = unsupported.
+    attach_mode: ClassVar[AttachMode] = "none"
+    #: How to start a program so that ``attach`` can reach it (``{port}`` is filled in).
+    attach_hint: ClassVar[str] = ""
+    #: Exception breakpoint filters enabled by default (those the adapter offers), so that an
+    #: uncaught exception stops the program.
+    exception_filters: ClassVar[tuple[str, ...]] = ()
+    #: What the adapter debugs, for ``adapters`` output.
+    kind: ClassVar[str] = ""
+
+    def matches_program(self, program: Path) -> bool:
+        """True if this adapter is the natural choice for ``program``."""
+        return program.suffix in self.program_suffixes
+
+    async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
+        """Find a command that runs here (first candidate on PATH whose probe succeeds)."""
+        reasons = []
+        for candidate in self.commands:
+            exe = shutil.which(candidate[0])
+            if exe is None:
+                reasons.append(f"{candidate[0]} not on PATH")
+                continue
+            ok, why = await probe([exe, *self.probe_args])
+            if ok:
+                return Resolution((exe, *candidate[1:]), f"{' '.join(candidate)} ({exe})")
+            reasons.append(why)
+        return Resolution(None, "; ".join(reasons) or "no command configured")
+
+    def launch_arguments(
+        self,
+        program: Path,
+        args: Sequence[str],
+        cwd: Path,
+        resolution: Resolution,
+        breakpoint_files: Sequence[Path],
+    ) -> dict[str, Any]:
+        """The ``launch`` request's arguments."""
+        return {
+            "name": f"tether: {program.name}",
+            "program": str(program),
+            "args": list(args),
+            "cwd": str(cwd),
+            **resolution.launch_defaults,
+        }
+
+    def attach_arguments(
+        self, host: str, port: int, resolution: Resolution | None
+    ) -> dict[str, Any]:
+        """The ``attach`` request's arguments for a process reachable at ``host:port``."""
+        return {"name": f"tether: attach {host}:{port}"}
+
+
+class Debugpy(DebugAdapter):
+    id = "debugpy"
+    kind = "Python (.py)"
+    root_markers = ("pyproject.toml", "setup.py", "requirements.txt")
+    program_suffixes = (".py",)
+    attach_mode = "connect"
+    attach_hint = "python -m debugpy --listen {port} --wait-for-client prog.py"
+    exception_filters = ("uncaught",)
+
+    async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
+        # The debuggee runs with the project's own interpreter when it has one: a PATH python is
+        # a different environment, and debugging from it fails in ways that read like broken code.
+        project = _project_python(root) if root else None
+        path_python = shutil.which("python3")
+        debuggee = project or (Path(path_python) if path_python else Path(sys.executable))
+        tried = []
+        for python in _unique(
+            [project, Path(sys.executable), Path(path_python) if path_python else None]
+        ):
+            ok, _ = await probe([str(python), "-c", "import debugpy"])
+            if ok:
+                source = (
+                    "the project's venv"
+                    if project
+                    else "python3 on PATH"
+                    if path_python
+                    else "tether's interpreter"
+                )
+                return Resolution(
+                    (str(python), "-m", "debugpy.adapter"),
+                    f"python -m debugpy.adapter ({python}); the program runs with {debuggee} ({source})",
+                    {"python": [str(debuggee)]},
+                )
+            tried.append(str(python))
+        return Resolution(
+            None,
+            f"debugpy is not importable from {', '.join(tried)} (install it: pip install debugpy)",
+        )
+
+    def launch_arguments(
+        self,
+        program: Path,
+        args: Sequence[str],
+        cwd: Path,
+        resolution: Resolution,
+        breakpoint_files: Sequence[Path],
+    ) -> dict[str, Any]:
+        return {
+            **super().launch_arguments(program, args, cwd, resolution, breakpoint_files),
+            "type": "python",
+            "request": "launch",
+            # integratedTerminal makes debugpy send runInTerminal before `initialized`
+            "console": "internalConsole",
+            "redirectOutput": True,
+            # justMyCode silently ignores breakpoints in installed packages (debugpy#354)
+            "justMyCode": not any("site-packages" in p.parts for p in breakpoint_files),
+            "subProcess": False,
+        }
+
+    def attach_arguments(
+        self, host: str, port: int, resolution: Resolution | None
+    ) -> dict[str, Any]:
+        return {
+            **super().attach_arguments(host, port, resolution),
+            "type": "python",
+            "request": "attach",
+            "connect": {"host": host, "port": port},
+            "justMyCode": True,
+            "subProcess": False,
+        }
+
+
+class Lldb(DebugAdapter):
+    id = "lldb"
+    kind = "native executables (ELF/Mach-O, built with -g)"
+    # LLVM 18 renamed lldb-vscode to lldb-dap; Debian 12 ships lldb-vscode-14.
+    commands = (("lldb-dap",), ("lldb-vscode",), ("lldb-vscode-14",))
+    probe_args = ("--help",)
+    root_markers = ("Cargo.toml", "CMakeLists.txt")
+    attach_mode = "adapter"
+    attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
+
+    def matches_program(self, program: Path) -> bool:
+        try:
+            with program.open("rb") as fh:
+                return fh.read(4) in _NATIVE_MAGIC
+        except OSError:
+            return False
+
+    def launch_arguments(
+        self,
+        program: Path,
+        args: Sequence[str],
+        cwd: Path,
+        resolution: Resolution,
+        breakpoint_files: Sequence[Path],
+    ) -> dict[str, Any]:
+        return {
+            **super().launch_arguments(program, args, cwd, resolution, breakpoint_files),
+            "stopOnEntry": False,
+        }
+
+    def attach_arguments(
+        self, host: str, port: int, resolution: Resolution | None
+    ) -> dict[str, Any]:
+        # a gdb-remote stub (lldb-server gdbserver, gdbserver, qemu -g) listening on the port
+        return {
+            **super().attach_arguments(host, port, resolution),
+            "attachCommands": [f"gdb-remote {host}:{port}"],
+        }
+
+
+class Delve(DebugAdapter):
+    id = "delve"
+    kind = "Go (.go)"
+    # dlv speaks DAP over TCP only
+    commands = (("dlv", "dap", "--listen", "127.0.0.1:{port}"),)
+    probe_args = ("version",)
+    root_markers = ("go.mod",)
+    transport = "tcp"
+    program_suffixes = (".go",)
+    attach_mode = "connect"
+    attach_hint = "dlv debug --headless --listen 127.0.0.1:{port} --accept-multiclient"
+
+    def launch_arguments(
+        self,
+        program: Path,
+        args: Sequence[str],
+        cwd: Path,
+        resolution: Resolution,
+        breakpoint_files: Sequence[Path],
+    ) -> dict[str, Any]:
+        return {
+            **super().launch_arguments(program, args, cwd, resolution, breakpoint_files),
+            "mode": "debug",
+            # without it the program's output goes to dlv's own stdout, not to DAP output events
+            "outputMode": "remote",
+        }
+
+    def attach_arguments(
+        self, host: str, port: int, resolution: Resolution | None
+    ) -> dict[str, Any]:
+        return {**super().attach_arguments(host, port, resolution), "mode": "remote"}
+
+
+class Dart(DebugAdapter):
+    id = "dart"
+    kind = "Dart (.dart)"
+    commands = (("dart", "debug_adapter"),)
+    root_markers = ("pubspec.yaml",)
+    program_suffixes = (".dart",)
+
+
+BUILTIN_ADAPTERS: tuple[type[DebugAdapter], ...] = (Dart, Debugpy, Lldb, Delve)
+
+
+def find_root(markers: Sequence[str], start: Path, workdir: Path) -> Path | None:
+    """The nearest directory from ``start`` up to ``workdir`` holding one of ``markers``."""
+    current = start if start.is_dir() else start.parent
+    while True:
+        if any((current / marker).exists() for marker in markers):
+            return current
+        if current == workdir or workdir not in current.parents:
+            return None
+        current = current.parent
+
+
+async def availability(
+    adapter: DebugAdapter, workdir: Path, start: Path, probe: Probe
+) -> Availability:
+    """Check an adapter at call time: root marker ∩ a command that resolves and runs."""
+    root = find_root(adapter.root_markers, start, workdir)
+    resolution = await adapter.resolve(root or workdir, probe)
+    return Availability(adapter, root, resolution, adapter.root_markers)
+
+
+def _project_python(root: Path) -> Path | None:
+    for rel in (".venv/bin/python", "venv/bin/python"):
+        candidate = root / rel
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _unique(paths: Sequence[Path | None]) -> list[Path]:
+    seen: list[Path] = []
+    for path in paths:
+        if path is not None and path not in seen:
+            seen.append(path)
+    return seen
+
+
+def _relative(path: Path, workdir: Path) -> str:
+    try:
+        rel = path.relative_to(workdir)
+    except ValueError:
+        return str(path)
+    return str(rel) if str(rel) != "." else "the workdir"

@@ -1,0 +1,160 @@
+"""A Debug Adapter Protocol client over the core's Content-Length framing: sequence numbers,
+a timeout on every request, events handed to a callback, reverse requests refused politely."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
+
+EventHandler = Callable[[dict[str, Any]], None]
+
+
+class DapError(Exception):
+    """A request the adapter answered with ``success: false``."""
+
+    def __init__(self, command: str, message: str) -> None:
+        self.command = command
+        self.message = message
+        super().__init__(f"{command} failed: {message}")
+
+
+class AdapterGone(Exception):
+    """The adapter closed the connection (or it broke) while requests were pending."""
+
+
+class DapTimeout(Exception):
+    """The adapter did not answer a request in time."""
+
+    def __init__(self, command: str, timeout_s: float) -> None:
+        self.command = command
+        super().__init__(f"the adapter did not answer {command!r} within {timeout_s:g} s")
+
+
+class DapClient:
+    """One DAP connection. Run :meth:`serve` in a task; then :meth:`request` from any task."""
+
+    def __init__(
+        self,
+        receive: anyio.abc.ByteReceiveStream,
+        send: anyio.abc.ByteSendStream,
+        *,
+        on_event: EventHandler,
+        request_timeout_s: float,
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self._reader = FramedReader(receive)
+        self._writer = FramedWriter(send)
+        self._pending = PendingRequests()
+        self._commands: dict[int, str] = {}
+        self._seq = itertools.count(1)
+        self._on_event = on_event
+        self.request_timeout_s = request_timeout_s
+        self.closed_reason: str | None = None
+        self.closed = anyio.Event()
+
+    async def serve(self) -> None:
+        """Read messages until the adapter closes the stream; then fail every pending request."""
+        reason = "the adapter closed the connection"
+        try:
+            while True:
+                message = await self._reader.read()
+                await self._dispatch(message)
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        except (FramingError, OSError) as exc:
+            reason = f"the connection to the adapter broke: {exc}"
+        finally:
+            self.closed_reason = reason
+            self._pending.fail_all(AdapterGone(reason))
+            self.closed.set()
+
+    async def _dispatch(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            return
+        kind = message.get("type")
+        if kind == "response":
+            self._pending.resolve(message.get("request_seq"), message)
+        elif kind == "event":
+            self._on_event(message)
+        elif kind == "request":
+            # Reverse requests (runInTerminal, startDebugging): tether runs everything through
+            # the internal console and one session, so it declines them.
+            await self._write(
+                {
+                    "type": "response",
+                    "request_seq": message.get("seq"),
+                    "command": message.get("command"),
+                    "success": False,
+                    "message": f"tether does not support the reverse request {message.get('command')!r}",
+                }
+            )
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        message["seq"] = next(self._seq)
+        await self._writer.write(message)
+
+    async def send_request(self, command: str, arguments: dict[str, Any] | None = None) -> int:
+        """Send a request without waiting; pass the returned seq to :meth:`response`."""
+        if self.closed.is_set():
+            raise AdapterGone(self.closed_reason or "the adapter is gone")
+        seq = next(self._seq)
+        self._pending.register(seq)
+        self._commands[seq] = command
+        message: dict[str, Any] = {"seq": seq, "type": "request", "command": command}
+        if arguments is not None:
+            message["arguments"] = arguments
+        try:
+            await self._writer.write(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            self._pending.discard(seq)
+            raise AdapterGone(f"cannot write to the adapter: {exc or type(exc).__name__}") from exc
+        return seq
+
+    async def response(self, seq: int, timeout_s: float | None = None) -> dict[str, Any]:
+        """The body of the response to ``seq``; :class:`DapError` if it failed."""
+        command = self._commands.pop(seq, "request")
+        timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        try:
+            message = await self._pending.wait(seq, timeout)
+        except TimeoutError:
+            raise DapTimeout(command, timeout) from None
+        if not message.get("success", False):
+            body = message.get("body") or {}
+            error = body.get("error") if isinstance(body, dict) else None
+            text = message.get("message") or ""
+            if isinstance(error, dict) and error.get("format"):
+                text = (
+                    _format_error(error)
+                    if not text or text == command
+                    else f"{text}: {_format_error(error)}"
+                )
+            raise DapError(command, text or "no reason given")
+        body = message.get("body")
+        return body if isinstance(body, dict) else {}
+
+    async def request(
+        self, command: str, arguments: dict[str, Any] | None = None, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Send ``command`` and wait (bounded) for its response body."""
+        return await self.response(await self.send_request(command, arguments), timeout_s)
+
+    async def aclose(self) -> None:
+        for stream in (self._send, self._receive):
+            try:
+                await stream.aclose()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                pass
+
+
+def _format_error(error: dict[str, Any]) -> str:
+    text = str(error.get("format", ""))
+    for name, value in (error.get("variables") or {}).items():
+        text = text.replace("{" + str(name) + "}", str(value))
+    return text

@@ -1,0 +1,40 @@
+"""The debug family's hook implementations."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+import tether
+from tether_debug import hookspecs
+from tether_debug.adapters import BUILTIN_ADAPTERS, DebugAdapter
+from tether_debug.config import DebugConfig, check_config
+from tether_debug.supervisor import DebugSupervisor
+from tether_debug.tool import debug_tool
+
+if TYPE_CHECKING:
+    from tether import Run
+
+
+@tether.hookimpl
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@tether.hookimpl
+def tether_debug_adapters() -> list[DebugAdapter]:
+    return [cls() for cls in BUILTIN_ADAPTERS]
+
+
+@tether.hookimpl
+def tether_resources(run: Run) -> dict[str, Any] | None:
+    # one session per conversation: without a conversation id there is nothing to bind it to
+    if run.conversation_id is None:
+        return None
+    return {"debug_supervisor": DebugSupervisor(run)}
+
+
+@tether.hookimpl
+def tether_tools(run: Run) -> list[tether.ToolSpec]:
+    return [debug_tool(check_config(run.config("debug", DebugConfig)))]

@@ -1,0 +1,712 @@
+"""One live debug session: the adapter (a run-owned process or a TCP connection), the DAP
+handshake, the program's state as events report it, its output, and a bounded shutdown."""
+
+from __future__ import annotations
+
+import enum
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+
+from tether import ArgumentError, ToolError
+from tether.process import ManagedProcess, descendants, is_alive, kill_tree
+from tether.text import TailBuffer
+from tether_debug.adapters import Availability, DebugAdapter
+from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
+from tether_debug.config import DebugConfig
+
+if TYPE_CHECKING:
+    from tether import Run
+
+_LOCALHOST = "127.0.0.1"
+_SHUTDOWN_S = 3.0
+
+
+class Phase(enum.Enum):
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPED = "stopped"
+    ENDED = "ended"
+
+
+@attrs.define
+class StopPoint:
+    """Where the program stopped, as the stop event and its top frame say."""
+
+    reason: str
+    thread_id: int | None
+    description: str | None = None
+    frame_id: int | None = None
+    frame_name: str | None = None
+    path: str | None = None
+    line: int | None = None
+    source_line: str | None = None
+    exception: str | None = None
+
+
+@attrs.define
+class BreakpointState:
+    """One requested breakpoint line and what the adapter made of it."""
+
+    requested: int
+    id: int | None = None
+    verified: bool | None = None  # None: not sent to an adapter yet
+    line: int | None = None
+    message: str | None = None
+
+
+class OutputLog:
+    """The program's stdout/stderr: a bounded tail plus a read cursor, so each ``output`` call
+    returns only what is new and says what was dropped before it was read."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._tail = TailBuffer(max_bytes)
+        self._cursor = 0  # absolute byte offset already returned
+
+    def write(self, text: str) -> None:
+        self._tail.write(text)
+
+    @property
+    def unread(self) -> int:
+        """Bytes written and not yet returned (dropped ones included)."""
+        return self._tail.total - self._cursor
+
+    def read_new(self, limit: int) -> tuple[str, list[str]]:
+        text, missed = self._tail.since(self._cursor)
+        notes = []
+        if missed:
+            notes.append(
+                f"{missed} bytes were dropped before they were read "
+                f"(the session keeps the last {self._tail.max_bytes} bytes)"
+            )
+        if len(text) > limit:
+            chunk = text[:limit]
+            notes.append(
+                f"{limit} of {len(text)} new characters shown; call output again for the rest"
+            )
+            self._cursor += missed + len(chunk.encode("utf-8"))
+            return chunk, notes
+        self._cursor = self._tail.total
+        return text, notes
+
+
+class DebugSession:
+    """A debug session over one adapter connection. Created and driven by the supervisor."""
+
+    def __init__(
+        self,
+        *,
+        run: Run,
+        availability: Availability | None,
+        adapter: DebugAdapter,
+        mode: str,
+        target: str,
+        config: DebugConfig,
+    ) -> None:
+        self.run = run
+        self.adapter = adapter
+        self.availability = availability
+        self.mode = mode  # "launch" | "attach"
+        self.target = target
+        self.config = config
+        self.started_at = time.time()
+        self.deadline = anyio.current_time() + config.ttl_s
+        self.phase = Phase.STARTING
+        self.stop: StopPoint | None = None
+        self.exit_code: int | None = None
+        self.end_reason: str | None = None
+        self.ended_at: float | None = None
+        self.output = OutputLog(config.output_buffer_bytes)
+        self.process: ManagedProcess | None = None
+        self.debuggee_pid: int | None = None
+        self.capabilities: dict[str, Any] = {}
+        self.breakpoints: dict[Path, list[BreakpointState]] = {}
+        self.frames: dict[int, str] = {}  # frame ids handed out during the current stop
+        self.references: set[int] = set()  # variable references handed out during the current stop
+        self.seen_frames: set[int] = set()  # ids from earlier stops: stale now
+        self.seen_references: set[int] = set()
+        self._client: DapClient | None = None
+        self._initialized = anyio.Event()
+        self._finish = anyio.Event()
+        self._ended = anyio.Event()
+        self._changed = anyio.Event()
+        self._end_cause: str | None = None
+        self._program_ended = False
+        self._tree: set[int] = set()  # the adapter's descendants, for cleanup
+
+    # --- state ------------------------------------------------------------------------------
+
+    @property
+    def live(self) -> bool:
+        return self.phase is not Phase.ENDED
+
+    @property
+    def client(self) -> DapClient:
+        if self._client is None or self.phase is Phase.ENDED:
+            raise ToolError(f"the debug session has ended: {self.end_reason or 'it is gone'}")
+        return self._client
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _forget_ids(self) -> None:
+        self.seen_frames.update(self.frames)
+        self.seen_references.update(self.references)
+        self.frames.clear()
+        self.references.clear()
+
+    def _on_event(self, message: dict[str, Any]) -> None:
+        event = message.get("event")
+        body = message.get("body") or {}
+        if event == "initialized":
+            self._initialized.set()
+        elif event == "stopped":
+            self.phase = Phase.STOPPED
+            self.stop = StopPoint(
+                reason=str(body.get("reason", "unknown")), thread_id=body.get("threadId")
+            )
+            self.stop.description = body.get("description") or body.get("text")
+            self._forget_ids()
+            self._notify()
+        elif event == "continued":
+            if self.phase is Phase.STOPPED:
+                self.phase = Phase.RUNNING
+                self.stop = None
+                self._forget_ids()
+                self._notify()
+        elif event == "exited":
+            code = body.get("exitCode")
+            self.exit_code = code if isinstance(code, int) else None
+            self._notify()
+        elif event == "terminated":
+            self._program_ended = True
+            self._finish.set()
+            self._notify()
+        elif event == "output":
+            # "console"/"telemetry"/"important" are the adapter talking, not the program
+            if body.get("category", "console") in ("stdout", "stderr"):
+                self.output.write(str(body.get("output", "")))
+        elif event == "process":
+            pid = body.get("systemProcessId")
+            if isinstance(pid, int) and self.mode == "launch":
+                self.debuggee_pid = pid
+        elif event == "breakpoint":
+            self._update_breakpoint(body.get("breakpoint") or {})
+
+    def _update_breakpoint(self, info: Mapping[str, Any]) -> None:
+        for states in self.breakpoints.values():
+            for state in states:
+                if state.id is not None and state.id == info.get("id"):
+                    state.verified = bool(info.get("verified", state.verified))
+                    state.line = info.get("line", state.line)
+                    state.message = info.get("message", state.message)
+
+    async def wait_settled(self, timeout_s: float) -> bool:
+        """Wait until the program is stopped or the session ended; False if still running."""
+        with anyio.move_on_after(timeout_s):
+            while self.phase not in (Phase.STOPPED, Phase.ENDED):
+                await self._changed.wait()
+        return self.phase in (Phase.STOPPED, Phase.ENDED)
+
+    # --- starting ---------------------------------------------------------------------------
+
+    async def open(self, *, attach_port: int | None = None) -> None:
+        """Start or reach the adapter, start reading, and ``initialize``."""
+        adapter = self.adapter
+        receive: anyio.abc.ByteReceiveStream
+        send: anyio.abc.ByteSendStream
+        if attach_port is not None and adapter.attach_mode == "connect":
+            stream = await self._connect(_LOCALHOST, attach_port, field="port", process=None)
+            receive, send = stream, stream
+        else:
+            assert self.availability is not None
+            command = self.availability.resolution.command
+            assert command is not None
+            cwd = self.availability.root or self.run.workdir
+            if adapter.transport == "tcp":
+                port = _free_port()
+                argv = [part.replace("{port}", str(port)) for part in command]
+                self.process = await self._spawn(argv, cwd, stdio=False)
+                stream = await self._connect(_LOCALHOST, port, field=None, process=self.process)
+                receive, send = stream, stream
+            else:
+                self.process = await self._spawn(list(command), cwd, stdio=True)
+                receive, send = self.process.stdout, self.process.stdin
+        self._client = DapClient(
+            receive, send, on_event=self._on_event, request_timeout_s=self.config.request_timeout_s
+        )
+        await self.run.task_group.start(self._lifecycle)
+        try:
+            self.capabilities = await self.client.request(
+                "initialize",
+                {
+                    "clientID": "tether",
+                    "clientName": "tether",
+                    "adapterID": adapter.id,
+                    "locale": "en-us",
+                    "linesStartAt1": True,
+                    "columnsStartAt1": True,
+                    "pathFormat": "path",
+                    "supportsVariableType": True,
+                    "supportsRunInTerminalRequest": False,
+                    "supportsProgressReporting": False,
+                    "supportsStartDebuggingRequest": False,
+                },
+                timeout_s=self.config.start_timeout_s,
+            )
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(
+                f"the {adapter.id} adapter did not start: {exc}{self._stderr_note()}"
+            ) from None
+
+    async def _spawn(self, argv: list[str], cwd: Path, *, stdio: bool) -> ManagedProcess:
+        try:
+            return await self.run.spawn(argv, cwd=cwd, stdin=stdio, stdout=stdio)
+        except OSError as exc:
+            raise ToolError(
+                f"the {self.adapter.id} adapter cannot start: {argv[0]}: {exc.strerror or exc}"
+            ) from None
+
+    async def _connect(
+        self, host: str, port: int, *, field: str | None, process: ManagedProcess | None
+    ) -> anyio.abc.SocketStream:
+        """Connect to a listening adapter; a spawned one gets ``start_timeout_s`` to listen."""
+        deadline = anyio.current_time() + self.config.start_timeout_s
+        while True:
+            try:
+                return await anyio.connect_tcp(host, port)
+            except OSError as exc:
+                if process is None:
+                    assert field is not None
+                    hint = self.adapter.attach_hint.format(port=port)
+                    raise ArgumentError(
+                        field,
+                        f"nothing accepts connections on {host}:{port} ({exc.strerror or exc}); start "
+                        "the program under a debug server listening there first"
+                        + (f" (e.g. {hint})" if hint else ""),
+                    ) from None
+                if process.returncode is not None or anyio.current_time() > deadline:
+                    await process.terminate()
+                    why = (
+                        f"exited with code {process.returncode}"
+                        if process.returncode is not None
+                        else f"was not listening on {port} after {self.config.start_timeout_s:g} s"
+                    )
+                    raise ToolError(
+                        f"the {self.adapter.id} adapter {why}{self._stderr_note()}"
+                    ) from None
+                await anyio.sleep(0.05)
+
+    async def configure(
+        self,
+        command: str,
+        arguments: dict[str, Any],
+        breakpoints: Mapping[Path, Sequence[int]],
+        exception_filters: Sequence[str],
+    ) -> None:
+        """The handshake that works for adapters that send ``initialized`` late (debugpy) and
+        early (lldb): send launch/attach without waiting, wait for ``initialized`` (or the
+        response), configure, ``configurationDone``, then take the launch/attach response."""
+        client = self.client
+        answered, outcome = self._watch(
+            await client.send_request(command, arguments), self.config.start_timeout_s
+        )
+        with anyio.move_on_after(self.config.start_timeout_s):
+            await _first(self._initialized, answered, self._finish)
+            if "error" not in outcome:
+                # lldb answers launch first, then sends initialized
+                await _first(self._initialized, self._finish)
+        if "error" in outcome:
+            raise ToolError(f"{command} failed: {_reason(outcome['error'])}{self._stderr_note()}")
+        if not self._initialized.is_set():
+            if self._finish.is_set():
+                return  # the program came and went before the adapter asked for configuration
+            raise ToolError(
+                f"the {self.adapter.id} adapter sent no 'initialized' event within "
+                f"{self.config.start_timeout_s:g} s{self._stderr_note()}"
+            )
+        try:
+            for path, lines in breakpoints.items():
+                await self.set_breakpoints(path, lines)
+            offered = self.capabilities.get("exceptionBreakpointFilters") or []
+            filters = [f["filter"] for f in offered if f.get("filter") in exception_filters]
+            await self._request_or_end("setExceptionBreakpoints", {"filters": filters})
+            if self.capabilities.get("supportsConfigurationDoneRequest", True):
+                # a program that exits at once can lose this reply (debugpy#314)
+                await self._request_or_end("configurationDone", {})
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            why = f" ({self._end_cause})" if self._end_cause else ""
+            raise ToolError(
+                f"configuring the {self.adapter.id} adapter failed: {_reason(exc)}{why}"
+            ) from None
+        await _first(answered, self._finish)
+        if "error" in outcome:
+            raise ToolError(f"{command} failed: {_reason(outcome['error'])}{self._stderr_note()}")
+        self._remember_tree()
+        if self.phase is Phase.STARTING:
+            self.phase = Phase.RUNNING
+            self._notify()
+
+    def _watch(self, seq: int, timeout_s: float) -> tuple[anyio.Event, dict[str, Any]]:
+        """Collect the response to ``seq`` in the background: (answered event, outcome)."""
+        answered = anyio.Event()
+        outcome: dict[str, Any] = {}
+        client = self.client
+
+        async def take() -> None:
+            try:
+                outcome["body"] = await client.response(seq, timeout_s)
+            except (DapError, DapTimeout, AdapterGone) as exc:
+                outcome["error"] = exc
+            finally:
+                answered.set()
+
+        self.run.task_group.start_soon(take)
+        return answered, outcome
+
+    async def _request_or_end(
+        self, command: str, arguments: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A request whose answer may never come because the program ended meanwhile."""
+        answered, outcome = self._watch(
+            await self.client.send_request(command, arguments), self.config.request_timeout_s
+        )
+        await _first(answered, self._finish)
+        if "error" in outcome:
+            raise outcome["error"]
+        body: dict[str, Any] | None = outcome.get("body")
+        return body
+
+    async def set_breakpoints(self, path: Path, lines: Sequence[int]) -> list[BreakpointState]:
+        """Send one file's breakpoints; keep what the adapter says about each."""
+        states = [BreakpointState(line) for line in lines]
+        body = await self.client.request(
+            "setBreakpoints",
+            {
+                "source": {"path": str(path), "name": path.name},
+                "breakpoints": [{"line": line} for line in lines],
+                "lines": list(lines),
+                "sourceModified": False,
+            },
+        )
+        for state, info in zip(states, body.get("breakpoints") or [], strict=False):
+            state.id = info.get("id")
+            state.verified = bool(info.get("verified", False))
+            state.line = info.get("line")
+            state.message = info.get("message")
+        if lines:
+            self.breakpoints[path] = states
+        else:
+            self.breakpoints.pop(path, None)
+        return states
+
+    # --- driving ----------------------------------------------------------------------------
+
+    async def resume(self, command: str, thread_id: int | None) -> bool:
+        """continue / next / stepIn / stepOut, then wait (bounded) for the next stop or the end."""
+        if self.phase is not Phase.STOPPED and command != "continue":
+            raise ToolError(
+                f"{_OP_NAMES.get(command, command)} needs a stopped program; it is {self.describe_phase()}"
+            )
+        tid = thread_id if thread_id is not None else await self.default_thread()
+        previous_phase, previous_stop = self.phase, self.stop
+        self.phase = Phase.RUNNING
+        self.stop = None
+        self._forget_ids()
+        self._notify()
+        try:
+            await self.client.request(command, {"threadId": tid})
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            if self.phase is Phase.RUNNING:
+                self.phase, self.stop = previous_phase, previous_stop
+            raise ToolError(f"{_OP_NAMES.get(command, command)} failed: {_reason(exc)}") from None
+        return await self.wait_settled(self.config.stop_timeout_s)
+
+    async def pause(self, thread_id: int | None) -> bool:
+        if self.phase is Phase.STOPPED:
+            return True
+        tid = thread_id if thread_id is not None else await self.default_thread()
+        try:
+            await self.client.request("pause", {"threadId": tid})
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"pause failed: {_reason(exc)}") from None
+        return await self.wait_settled(self.config.stop_timeout_s)
+
+    async def default_thread(self) -> int:
+        if self.stop is not None and self.stop.thread_id is not None:
+            return self.stop.thread_id
+        threads = await self.threads()
+        if not threads:
+            raise ToolError("the program has no threads to act on")
+        return int(threads[0]["id"])
+
+    async def threads(self) -> list[dict[str, Any]]:
+        try:
+            body = await self.client.request("threads")
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"threads failed: {_reason(exc)}") from None
+        return [t for t in body.get("threads") or [] if isinstance(t, dict)]
+
+    async def stack(
+        self, thread_id: int | None, levels: int
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """Up to ``levels`` frames of a thread, and the total the adapter reports (if it does)."""
+        self.require_stopped("stack")
+        tid = thread_id if thread_id is not None else await self.default_thread()
+        try:
+            body = await self.client.request(
+                "stackTrace", {"threadId": tid, "startFrame": 0, "levels": levels}
+            )
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"stack failed: {_reason(exc)}") from None
+        frames = [f for f in body.get("stackFrames") or [] if isinstance(f, dict)]
+        for frame in frames:
+            self.frames[int(frame["id"])] = _frame_label(frame)
+        total = body.get("totalFrames")
+        return frames, total if isinstance(total, int) else None
+
+    async def describe_stop(self) -> StopPoint | None:
+        """Fill in the current stop's top frame, source line and exception (once per stop)."""
+        stop = self.stop
+        if stop is None or self.phase is not Phase.STOPPED or stop.frame_id is not None:
+            return stop
+        try:
+            frames, _ = await self.stack(stop.thread_id, 1)
+        except ToolError:
+            frames = []
+        if frames:
+            top = frames[0]
+            stop.frame_id = int(top["id"])
+            stop.frame_name = str(top.get("name", "?"))
+            stop.path = (top.get("source") or {}).get("path")
+            stop.line = top.get("line")
+            stop.source_line = source_line(stop.path, stop.line)
+        if stop.reason == "exception" and self.capabilities.get("supportsExceptionInfoRequest"):
+            try:
+                info = await self.client.request("exceptionInfo", {"threadId": stop.thread_id})
+            except (DapError, DapTimeout, AdapterGone):
+                info = {}
+            kind = info.get("exceptionId") or ""
+            text = info.get("description") or ""
+            stop.exception = f"{kind}: {text}".strip(": ") or None
+        return stop
+
+    def require_stopped(self, what: str) -> None:
+        if self.phase is not Phase.STOPPED:
+            raise ToolError(f"{what} needs a stopped program; it is {self.describe_phase()}")
+
+    async def scopes(self, frame_id: int) -> list[dict[str, Any]]:
+        try:
+            body = await self.client.request("scopes", {"frameId": frame_id})
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"scopes failed: {_reason(exc)}") from None
+        scopes = [s for s in body.get("scopes") or [] if isinstance(s, dict)]
+        self.references.update(
+            int(s["variablesReference"]) for s in scopes if s.get("variablesReference")
+        )
+        return scopes
+
+    async def variables(self, reference: int) -> list[dict[str, Any]]:
+        try:
+            body = await self.client.request("variables", {"variablesReference": reference})
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"variables failed: {_reason(exc)}") from None
+        variables = [v for v in body.get("variables") or [] if isinstance(v, dict)]
+        self.references.update(
+            int(v["variablesReference"]) for v in variables if v.get("variablesReference")
+        )
+        return variables
+
+    async def evaluate(self, expression: str, frame_id: int | None) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"expression": expression, "context": "repl"}
+        if frame_id is not None:
+            arguments["frameId"] = frame_id
+        try:
+            body = await self.client.request("evaluate", arguments)
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            why = _traceback_tail(_reason(exc))
+            sep = "\n" if "\n" in why else " "
+            raise ToolError(f"evaluate failed:{sep}{why}") from None
+        if body.get("variablesReference"):
+            self.references.add(int(body["variablesReference"]))
+        return body
+
+    def describe_phase(self) -> str:
+        if self.phase is Phase.ENDED:
+            return f"ended ({self.end_reason})"
+        if self.phase is Phase.STOPPED:
+            return "stopped"
+        return str(self.phase.value)
+
+    # --- ending -----------------------------------------------------------------------------
+
+    async def _lifecycle(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Owns the session's end: program end, adapter gone, a terminate request, or the TTL."""
+        assert self._client is not None
+        client = self._client
+        async with anyio.create_task_group() as tg:
+
+            async def serve() -> None:
+                await client.serve()
+                self._finish.set()
+
+            tg.start_soon(serve)
+            task_status.started()
+            with anyio.move_on_after(max(0.0, self.deadline - anyio.current_time())) as ttl:
+                await self._finish.wait()
+            if ttl.cancelled_caught and self._end_cause is None:
+                self._end_cause = (
+                    f"the session's TTL of {self.config.ttl_s:g} s expired at {_clock(time.time())}; "
+                    + (
+                        "debuggee and adapter killed"
+                        if self.mode == "launch"
+                        else "detached from the program"
+                    )
+                )
+            with anyio.CancelScope(shield=True):
+                await self._shutdown(client)
+            tg.cancel_scope.cancel()
+        self.phase = Phase.ENDED
+        self.ended_at = time.time()
+        self._ended.set()
+        self._notify()
+
+    async def _shutdown(self, client: DapClient) -> None:
+        self._remember_tree()
+        if self._end_cause is None:
+            if self._program_ended:
+                self._end_cause = (
+                    f"the program exited with code {self.exit_code}"
+                    if self.exit_code is not None
+                    else "the program ended"
+                )
+            else:
+                code = None
+                if self.process is not None:
+                    with anyio.move_on_after(1.0):
+                        code = await self.process.wait()
+                status = f" (exit code {code})" if code is not None else ""
+                self._end_cause = f"the {self.adapter.id} adapter stopped unexpectedly{status}: {client.closed_reason}"
+                self._end_cause += self._stderr_note()
+        self.end_reason = self._end_cause
+        if not client.closed.is_set():
+            with anyio.move_on_after(_SHUTDOWN_S / 2):
+                try:
+                    await client.request(
+                        "disconnect",
+                        {"terminateDebuggee": self.mode == "launch", "restart": False},
+                        timeout_s=_SHUTDOWN_S / 2,
+                    )
+                except (DapError, DapTimeout, AdapterGone):
+                    pass
+        await client.aclose()  # debugpy's adapter exits when its stdin closes, not on disconnect
+        if self.process is not None:
+            with anyio.move_on_after(_SHUTDOWN_S / 2):
+                await self.process.wait()
+            await self.process.terminate(grace_s=0.5)
+        # An adapter that exits by itself orphans its children (debugpy's launcher, the
+        # debuggee). terminate() finds re-parented ones by process group and owner marker; a
+        # debuggee that changed both (its own session, a scrubbed environment) would still
+        # escape, so the pids seen while it ran are checked as well.
+        leftovers = {pid for pid in self._tree if is_alive(pid)}
+        for pid in leftovers:
+            kill_tree(pid)
+        with anyio.move_on_after(1.0):
+            while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
+                await anyio.sleep(0.02)
+
+    def _remember_tree(self) -> None:
+        if self.process is not None:
+            self._tree |= descendants(self.process.pid)
+        if self.debuggee_pid is not None:
+            self._tree |= {self.debuggee_pid, *descendants(self.debuggee_pid)}
+
+    async def close(self, reason: str) -> None:
+        """End the session (bounded); a no-op once it has ended."""
+        if self._end_cause is None and not self._ended.is_set():
+            self._end_cause = reason
+        self._finish.set()
+        if self._client is None:
+            self.phase = Phase.ENDED
+            self.end_reason = self.end_reason or reason
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S * 2):
+            await self._ended.wait()
+
+    def _stderr_note(self) -> str:
+        if self.process is None:
+            return ""
+        tail = self.process.stderr_tail.text().strip()
+        if not tail:
+            return ""
+        lines = tail.splitlines()[-8:]
+        return "\nadapter stderr (last lines):\n" + "\n".join(lines)
+
+
+_OP_NAMES = {"next": "step_over", "stepIn": "step_in", "stepOut": "step_out"}
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return as soon as any of ``events`` is set."""
+    if any(e.is_set() for e in events):
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, DapError) else str(exc)
+
+
+def _traceback_tail(message: str) -> str:
+    """A Python traceback cut to the part about the evaluated code (debugpy includes its own
+    frames); other messages unchanged."""
+    if "Traceback (most recent call last):" not in message:
+        return message
+    lines = message.rstrip().splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith('  File "<string>"')]
+    tail = lines[starts[-1] :] if starts else lines[-1:]
+    return "\n".join(tail)
+
+
+def _frame_label(frame: Mapping[str, Any]) -> str:
+    source = frame.get("source") or {}
+    where = source.get("path") or source.get("name") or "?"
+    return f"{frame.get('name', '?')} at {where}:{frame.get('line', '?')}"
+
+
+def source_line(path: str | None, line: int | None) -> str | None:
+    if not path or not line:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for number, text in enumerate(fh, 1):
+                if number == line:
+                    return text.rstrip("\n")
+    except OSError:
+        return None
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((_LOCALHOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _clock(stamp: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(stamp))

@@ -1,0 +1,568 @@
+"""The debug supervisor of one run (one conversation): the adapters contributed by plugins,
+the breakpoints set so far, and at most one live session, with its TTL. Each ``debug`` op is a
+method here that returns the text the model reads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+
+from tether import ArgumentError, PluginError, ToolError
+from tether.paths import relative
+from tether.text import cap, truncate
+from tether_debug.adapters import DebugAdapter, Probe, availability
+from tether_debug.config import DebugConfig, check_config
+from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
+
+if TYPE_CHECKING:
+    from tether import Run
+
+MAX_FRAMES = 30
+MAX_VARIABLES = 50
+MAX_VALUE_CHARS = 400
+MAX_EVALUATE_CHARS = 4000
+MAX_THREADS = 100
+_END_OUTPUT_CHARS = 2000
+
+
+class DebugSupervisor:
+    """Resource ``debug_supervisor``: wired only when the run has a conversation id."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.config = check_config(run.config("debug", DebugConfig))
+        self.breakpoints: dict[Path, list[int]] = {}
+        self.session: DebugSession | None = None
+        self.probe = Probe(run.spawn)
+        self._adapters: dict[str, DebugAdapter] | None = None
+
+    # --- adapters ---------------------------------------------------------------------------
+
+    def adapters(self) -> dict[str, DebugAdapter]:
+        """Every adapter contributed through ``tether_debug_adapters``; duplicate ids are an error."""
+        if self._adapters is None:
+            found: dict[str, DebugAdapter] = {}
+            origin: dict[str, str] = {}
+            caller = self.run.pm.hook.tether_debug_adapters
+            for impl in reversed(caller.get_hookimpls()):
+                plugin = self.run.pm.get_name(impl.plugin) or repr(impl.plugin)
+                contributed = cast("list[object]", impl.function() or [])
+                for adapter in contributed:
+                    if not isinstance(adapter, DebugAdapter) or not adapter.id:
+                        raise PluginError(
+                            f"plugin {plugin!r} returned {adapter!r}, not a DebugAdapter with an id"
+                        )
+                    if adapter.id in found:
+                        raise PluginError(
+                            f"debug adapter {adapter.id!r} is contributed by both {origin[adapter.id]!r} and {plugin!r}"
+                        )
+                    found[adapter.id] = adapter
+                    origin[adapter.id] = plugin
+            self._adapters = found
+        return self._adapters
+
+    def _adapter_named(self, name: str) -> DebugAdapter:
+        adapters = self.adapters()
+        if name not in adapters:
+            raise ArgumentError(
+                "adapter", f"unknown adapter {name!r}; known: {', '.join(sorted(adapters))}"
+            )
+        return adapters[name]
+
+    async def op_adapters(self) -> str:
+        lines = [f"Debug adapters for {self.run.workdir}:"]
+        for adapter in self.adapters().values():
+            found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
+            attach = {"connect": "attach by port", "adapter": "attach by port (gdb-remote)"}.get(
+                adapter.attach_mode, "no attach"
+            )
+            lines.append(
+                f"- {adapter.id} [{adapter.kind or 'programs'}; {attach}]: {found.explain(self.run.workdir)}"
+            )
+        lines.append(
+            "Availability is checked from the workdir; launch checks again from the program's directory "
+            "(the nearest root marker between it and the workdir)."
+        )
+        return "\n".join(lines)
+
+    # --- breakpoints ------------------------------------------------------------------------
+
+    async def op_breakpoints(self, file: str, lines: Sequence[int]) -> str:
+        path = self.run.confine(file, field="file")
+        if not path.is_file():
+            raise ArgumentError("file", f"no such file in the workdir: {file!r}")
+        bad = [line for line in lines if line < 1]
+        if bad:
+            raise ArgumentError("lines", f"line numbers start at 1, got {bad[0]}")
+        wanted = sorted(set(lines))
+        if wanted:
+            self.breakpoints[path] = wanted
+        else:
+            self.breakpoints.pop(path, None)
+        name = self._rel(path)
+        session = self.session
+        if session is not None and session.live and session.phase is not Phase.STARTING:
+            states = await session.set_breakpoints(path, wanted)
+            if not wanted:
+                return f"Cleared every breakpoint in {name} (sent to the running {session.adapter.id} session)."
+            return f"Breakpoints in {name} (sent to the running session):\n" + _render_states(
+                states
+            )
+        if not wanted:
+            return f"Cleared every breakpoint in {name}."
+        listed = ", ".join(str(line) for line in wanted)
+        noun = "line" if len(wanted) == 1 else "lines"
+        return (
+            f"Breakpoints in {name}: {noun} {listed}. "
+            "No session is running: they are sent at launch/attach."
+        )
+
+    def _breakpoint_report(self, session: DebugSession) -> str:
+        if not session.breakpoints:
+            return "Breakpoints: none."
+        parts = ["Breakpoints:"]
+        for path, states in session.breakpoints.items():
+            parts.append(f"{self._rel(path)}:\n{_render_states(states)}")
+        return "\n".join(parts)
+
+    # --- starting a session -----------------------------------------------------------------
+
+    def _refuse_second(self) -> None:
+        session = self.session
+        if session is not None and session.live:
+            raise ToolError(
+                f"a debug session is already running in this conversation: {self._what(session)}, "
+                f"started at {_clock(session.started_at)} ({_ago(session.started_at)} ago), "
+                f"{session.describe_phase()}. It is not replaced: call terminate first to start another."
+            )
+
+    async def op_launch(self, program: str, args: Sequence[str], adapter_name: str | None) -> str:
+        self._refuse_second()
+        path = self.run.confine(program, field="program")
+        if not path.exists():
+            raise ArgumentError("program", f"no such file in the workdir: {program!r}")
+        if path.is_dir():
+            raise ArgumentError("program", f"{program!r} is a directory, not a program")
+        if adapter_name is not None:
+            adapter = self._adapter_named(adapter_name)
+        else:
+            matching = [a for a in self.adapters().values() if a.matches_program(path)]
+            if not matching:
+                kinds = "; ".join(f"{a.id}: {a.kind}" for a in self.adapters().values())
+                raise ArgumentError(
+                    "program",
+                    f"no debug adapter recognises {program!r} ({kinds}); name one in 'adapter'",
+                )
+            adapter = matching[0]
+        found = await availability(adapter, self.run.workdir, path, self.probe)
+        if not found.usable:
+            raise ToolError(
+                f"the {adapter.id} adapter cannot debug {program!r} here: {found.explain(self.run.workdir)}"
+            )
+        session = DebugSession(
+            run=self.run,
+            availability=found,
+            adapter=adapter,
+            mode="launch",
+            target=self._rel(path),
+            config=self.config,
+        )
+        self.session = session
+        cwd = found.root or self.run.workdir
+        arguments = adapter.launch_arguments(
+            path, list(args), cwd, found.resolution, list(self.breakpoints)
+        )
+        await self._start(session, "launch", arguments, None)
+        settled = await session.wait_settled(self.config.stop_timeout_s)
+        pid = f", pid {session.debuggee_pid}" if session.debuggee_pid else ""
+        head = f"Launched {session.target} with {adapter.id}{pid}."
+        return "\n".join(
+            [head, self._breakpoint_report(session), await self._where(session, settled)]
+        )
+
+    async def op_attach(self, port: int, adapter_name: str | None) -> str:
+        self._refuse_second()
+        if adapter_name is not None:
+            adapter = self._adapter_named(adapter_name)
+            if adapter.attach_mode == "none":
+                raise ArgumentError("adapter", f"the {adapter.id} adapter cannot attach by port")
+        else:
+            candidates = [a for a in self.adapters().values() if a.attach_mode != "none"]
+            usable = []
+            for candidate in candidates:
+                if (
+                    await availability(candidate, self.run.workdir, self.run.workdir, self.probe)
+                ).usable:
+                    usable.append(candidate)
+            if len(usable) != 1:
+                names = ", ".join(a.id for a in (usable or candidates))
+                raise ArgumentError(
+                    "adapter",
+                    f"required for attach here: {len(usable)} usable adapters attach by port ({names}); name one",
+                )
+            adapter = usable[0]
+        found = None
+        if adapter.attach_mode == "adapter":
+            found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
+            if not found.usable:
+                raise ToolError(
+                    f"the {adapter.id} adapter cannot start here: {found.explain(self.run.workdir)}"
+                )
+        session = DebugSession(
+            run=self.run,
+            availability=found,
+            adapter=adapter,
+            mode="attach",
+            target=f"127.0.0.1:{port}",
+            config=self.config,
+        )
+        self.session = session
+        arguments = adapter.attach_arguments("127.0.0.1", port, found.resolution if found else None)
+        try:
+            await self._start(session, "attach", arguments, port)
+        except ArgumentError:
+            raise
+        except ToolError as exc:
+            hint = adapter.attach_hint.format(port=port)
+            if not hint:
+                raise
+            raise ToolError(
+                f"{exc}\nIs a debug server listening on 127.0.0.1:{port}? Start the program under "
+                f"one first, e.g. {hint}"
+            ) from None
+        settled = session.phase in (Phase.STOPPED, Phase.ENDED)
+        lines = [
+            f"Attached to {session.target} with {adapter.id}.",
+            self._breakpoint_report(session),
+        ]
+        if settled:
+            lines.append(await self._where(session, True))
+        else:
+            lines.append(
+                "The program keeps running (attaching does not pause it): use pause, or continue to a breakpoint."
+            )
+        return "\n".join(lines)
+
+    async def _start(
+        self, session: DebugSession, command: str, arguments: dict[str, Any], port: int | None
+    ) -> None:
+        filters = self.config.exception_filters.get(
+            session.adapter.id, list(session.adapter.exception_filters)
+        )
+        try:
+            await session.open(attach_port=port)
+            await session.configure(command, arguments, self.breakpoints, filters)
+        except Exception as exc:
+            text = str(exc)
+            reason = text if text.startswith(f"{command} failed") else f"{command} failed: {text}"
+            with anyio.CancelScope(shield=True):
+                await session.close(reason)
+            raise
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await session.close(f"{command} was cancelled")
+            raise
+
+    # --- driving ----------------------------------------------------------------------------
+
+    def _live(self) -> DebugSession:
+        session = self.session
+        if session is None:
+            raise ToolError("no debug session in this conversation: launch or attach first")
+        if not session.live:
+            raise ToolError(
+                f"the debug session has ended: {session.end_reason}. Launch or attach again."
+            )
+        return session
+
+    async def op_resume(self, command: str, thread_id: int | None) -> str:
+        session = self._live()
+        settled = await session.resume(command, thread_id)
+        return await self._where(session, settled)
+
+    async def op_pause(self, thread_id: int | None) -> str:
+        session = self._live()
+        settled = await session.pause(thread_id)
+        return await self._where(session, settled)
+
+    async def op_threads(self) -> str:
+        session = self._live()
+        threads = await session.threads()
+        shown, note = cap(threads, MAX_THREADS, "threads shown")
+        lines = [f"thread_id {t.get('id')}: {t.get('name', '')}" for t in shown]
+        if note:
+            lines.append(f"({note})")
+        return "\n".join(lines) or "The program reports no threads."
+
+    async def op_stack(self, thread_id: int | None) -> str:
+        session = self._live()
+        frames, total = await session.stack(thread_id, MAX_FRAMES + 1)
+        shown = frames[:MAX_FRAMES]
+        lines = []
+        for index, frame in enumerate(shown):
+            source = frame.get("source") or {}
+            where = self._rel_str(source.get("path")) or source.get("name") or "?"
+            line = frame.get("line")
+            lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}:{line}")
+            if index == 0:
+                text = source_line(source.get("path"), line)
+                if text is not None:
+                    lines.append(f"    {line} | {text.strip()}")
+        if len(frames) > MAX_FRAMES:
+            count = total if total is not None and total > MAX_FRAMES else f"more than {MAX_FRAMES}"
+            lines.append(f"({MAX_FRAMES} of {count} frames shown)")
+        return "\n".join(lines) or "The thread has no frames."
+
+    async def op_scopes(self, frame_id: int) -> str:
+        session = self._live()
+        session.require_stopped("scopes")
+        _check_id(frame_id, "frame_id", session.frames, session.seen_frames, "frame", "stack")
+        scopes = await session.scopes(frame_id)
+        lines = []
+        for scope in scopes:
+            extra = ", expensive" if scope.get("expensive") else ""
+            count = (
+                f", {scope['namedVariables']} variables"
+                if scope.get("namedVariables") is not None
+                else ""
+            )
+            lines.append(
+                f"{scope.get('name', '?')}: reference {scope.get('variablesReference')}{count}{extra}"
+            )
+        return "\n".join(lines) or "This frame has no scopes."
+
+    async def op_variables(self, reference: int) -> str:
+        session = self._live()
+        session.require_stopped("variables")
+        _check_id(
+            reference,
+            "reference",
+            session.references,
+            session.seen_references,
+            "reference",
+            "scopes",
+        )
+        variables = await session.variables(reference)
+        shown, note = cap(variables, MAX_VARIABLES, "variables shown")
+        lines = []
+        cut = 0
+        for var in shown:
+            value = str(var.get("value", ""))
+            if len(value) > MAX_VALUE_CHARS:
+                cut += 1
+                value = truncate(value, MAX_VALUE_CHARS)
+            kind = f" ({var['type']})" if var.get("type") else ""
+            child = (
+                f"  [reference {var['variablesReference']}]"
+                if var.get("variablesReference")
+                else ""
+            )
+            lines.append(f"{var.get('name', '?')}{kind} = {value}{child}")
+        if note:
+            lines.append(f"({note})")
+        if cut:
+            lines.append(f"({cut} values cut to {MAX_VALUE_CHARS} characters)")
+        return "\n".join(lines) or "No variables under this reference."
+
+    async def op_evaluate(self, expression: str, frame_id: int | None) -> str:
+        session = self._live()
+        if frame_id is not None:
+            session.require_stopped("evaluate with frame_id")
+            _check_id(frame_id, "frame_id", session.frames, session.seen_frames, "frame", "stack")
+        elif session.phase is Phase.STOPPED:
+            stop = await session.describe_stop()
+            frame_id = stop.frame_id if stop else None
+        else:
+            raise ToolError(
+                f"evaluate needs a stopped program (it is {session.describe_phase()}): pause it first"
+            )
+        body = await session.evaluate(expression, frame_id)
+        value = truncate(str(body.get("result", "")), MAX_EVALUATE_CHARS) or "(no value)"
+        kind = f" ({body['type']})" if body.get("type") else ""
+        child = (
+            f"\n[reference {body['variablesReference']}: call variables for its members]"
+            if body.get("variablesReference")
+            else ""
+        )
+        where = (
+            f" in frame_id {frame_id} ({session.frames.get(frame_id, '')})"
+            if frame_id is not None
+            else ""
+        )
+        return f"{value}{kind}{child}\n(evaluated{where})"
+
+    async def op_output(self) -> str:
+        session = self.session
+        if session is None:
+            raise ToolError("no debug session has run in this conversation, so there is no output")
+        text, notes = session.output.read_new(self.config.output_chunk_chars)
+        state = "live" if session.live else f"ended: {session.end_reason}"
+        parts = [text if text else "(no new output since the last call)"]
+        parts.extend(f"({note})" for note in notes)
+        parts.append(f"[session {state}]")
+        return "\n".join(parts)
+
+    async def op_terminate(self) -> str:
+        session = self._live()
+        await session.close("terminated on request")
+        leftover = ""
+        if session.output.unread:
+            leftover = f" {session.output.unread} bytes of output are still unread (call output)."
+        gone = (
+            "the debuggee and adapter are gone"
+            if session.mode == "launch"
+            else "detached; the program keeps running"
+        )
+        return f"Terminated the {session.adapter.id} session of {session.target}: {gone}.{leftover}"
+
+    async def op_status(self) -> str:
+        session = self.session
+        lines = []
+        if session is None:
+            lines.append("No debug session in this conversation yet.")
+        elif session.live:
+            remaining = max(0.0, session.deadline - anyio.current_time())
+            lines.append(
+                f"Session: {self._what(session)}, started at {_clock(session.started_at)} "
+                f"({_ago(session.started_at)} ago); TTL ends in {_duration(remaining)}."
+            )
+            lines.append(
+                await self._where(
+                    session, session.phase in (Phase.STOPPED, Phase.ENDED), brief=True
+                )
+            )
+            if session.output.unread:
+                lines.append(f"{session.output.unread} bytes of unread output (call output).")
+        else:
+            ended = _clock(session.ended_at) if session.ended_at else "?"
+            lines.append(
+                f"No live session. The last one ({self._what(session)}, {_clock(session.started_at)}–{ended}) "
+                f"ended: {session.end_reason}."
+            )
+            if session.output.unread:
+                lines.append(
+                    f"{session.output.unread} bytes of its output are unread (call output)."
+                )
+        if self.breakpoints:
+            listed = "; ".join(
+                f"{self._rel(p)}: {', '.join(map(str, lines_))}"
+                for p, lines_ in self.breakpoints.items()
+            )
+            lines.append(f"Breakpoints: {listed}.")
+        else:
+            lines.append("Breakpoints: none.")
+        return "\n".join(lines)
+
+    # --- rendering --------------------------------------------------------------------------
+
+    async def _where(self, session: DebugSession, settled: bool, brief: bool = False) -> str:
+        if session.phase is Phase.ENDED:
+            text = f"The session ended: {session.end_reason}."
+            if not brief and session.output.unread:
+                out, _ = session.output.read_new(_END_OUTPUT_CHARS)
+                more = (
+                    f"\n({session.output.unread} more bytes: call output)"
+                    if session.output.unread
+                    else ""
+                )
+                text += f"\nOutput:\n{out.rstrip()}{more}"
+            return text
+        if session.phase is Phase.STOPPED:
+            stop = await session.describe_stop()
+            assert stop is not None
+            why = stop.reason + (
+                f": {stop.description}"
+                if stop.description and stop.description != stop.reason
+                else ""
+            )
+            lines = []
+            if stop.line is None:
+                where = "an unknown location"
+            else:
+                where = f"{self._rel_str(stop.path) or '?'}:{stop.line}"
+                if stop.line == 0:
+                    where += " (before its first line)"
+            in_frame = f" in {stop.frame_name}" if stop.frame_name else ""
+            lines.append(f"Stopped ({why}) at {where}{in_frame} (thread_id {stop.thread_id}).")
+            if stop.source_line is not None:
+                lines.append(f"    {stop.line} | {stop.source_line.strip()}")
+            if stop.exception:
+                lines.append(f"Exception: {stop.exception}")
+            if stop.frame_id is not None:
+                lines.append(f"Top frame_id {stop.frame_id}.")
+            return "\n".join(lines)
+        if not settled and not brief:
+            return (
+                f"Still running after {self.config.stop_timeout_s:g} s without stopping: use pause, "
+                "or status/continue later."
+            )
+        return "The program is running."
+
+    def _what(self, session: DebugSession) -> str:
+        return f"{session.adapter.id} {session.mode} of {session.target}"
+
+    def _rel(self, path: Path) -> str:
+        return relative(self.run.workdir, path)
+
+    def _rel_str(self, path: str | None) -> str | None:
+        return relative(self.run.workdir, path) if path else None
+
+    async def aclose(self) -> None:
+        if self.session is not None and self.session.live:
+            await self.session.close("the run closed")
+
+
+def _check_id(
+    value: int, field: str, current: Collection[int], seen: Collection[int], noun: str, how: str
+) -> None:
+    """Accept only ids handed out during the current stop; say when one is stale."""
+    if value in current:
+        return
+    if value in seen:
+        raise ArgumentError(
+            field,
+            f"{noun} {value} is stale: it belongs to an earlier stop and the program has moved "
+            f"since; call {how} again",
+        )
+    raise ArgumentError(
+        field, f"{value} is not a {noun} of the current stop; call {how} for valid ids"
+    )
+
+
+def _render_states(states: Sequence[BreakpointState]) -> str:
+    verified_lines = [s.line or s.requested for s in states if s.verified]
+    out = []
+    for state in states:
+        if state.verified is None:
+            out.append(f"  line {state.requested}: set (sent at launch)")
+        elif state.verified and state.line in (None, state.requested):
+            out.append(f"  line {state.requested}: verified")
+        elif state.verified:
+            out.append(f"  line {state.requested}: moved by the adapter to line {state.line}")
+        else:
+            why = f" ({state.message})" if state.message else ""
+            nearest = ""
+            if verified_lines:
+                best = min(verified_lines, key=lambda n: abs(n - state.requested))
+                nearest = f"; nearest verified line: {best}"
+            out.append(f"  line {state.requested}: NOT verified{why}{nearest}")
+    return "\n".join(out)
+
+
+def _clock(stamp: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(stamp))
+
+
+def _ago(stamp: float) -> str:
+    return _duration(time.time() - stamp)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    return f"{seconds // 60} min {seconds % 60} s"

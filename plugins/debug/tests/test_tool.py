@@ -1,0 +1,226 @@
+"""Registration, argument validation, configuration and the adapters report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tether
+import tether_debug.hooks
+from tether.testing import check_plugin_contract
+from tether_debug import DebugAdapter
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_registered_only_with_a_conversation_id(tether_workdir: Path) -> None:
+    async with tether.open_run(
+        tether_workdir, plugins=[tether_debug.hooks], entry_points=False
+    ) as run:
+        assert "debug" not in run.tools
+        assert "debug_supervisor" not in run.resources
+    async with tether.open_run(
+        tether_workdir, conversation_id="c1", plugins=[tether_debug.hooks], entry_points=False
+    ) as run:
+        spec = run.tools["debug"]
+        assert spec.tier is tether.Tier.EXEC
+        assert spec.parallel_safe is False
+        # exec tier: absent from plan and read-only surfaces
+        assert "debug" not in [s.name for s in run.tools_for("plan")]
+        assert "debug" not in [s.name for s in run.tools_for("readonly")]
+
+
+async def test_plugin_contract(debug_run, tether_workdir: Path) -> None:
+    async with debug_run(tether_workdir) as run:
+        assert await check_plugin_contract(run) == ["debug"]
+
+
+async def test_each_op_names_the_fields_it_needs_and_refuses_the_rest(
+    dbg, debug_run, tether_workdir: Path
+) -> None:
+    async with debug_run(tether_workdir) as run:
+        assert (
+            await dbg.error(run, op="breakpoints", file="a.py")
+            == 'lines: required for op "breakpoints"'
+        )
+        assert await dbg.error(run, op="launch") == 'program: required for op "launch"'
+        assert await dbg.error(run, op="attach") == 'port: required for op "attach"'
+        assert await dbg.error(run, op="scopes") == 'frame_id: required for op "scopes"'
+        assert await dbg.error(run, op="variables") == 'reference: required for op "variables"'
+        assert await dbg.error(run, op="evaluate") == 'expression: required for op "evaluate"'
+        text = await dbg.error(run, op="continue", frame_id=3)
+        assert text == 'frame_id: not used by op "continue"; leave it out'
+        text = await dbg.error(run, op="dance")
+        assert "op" in text and "dance" in text
+        text = await dbg.error(run, op="attach", port=70000)
+        assert "port: expected at most 65535, got 70000" in text
+        text = await dbg.error(run, op="breakpoints", file="a.py", lines="3")
+        assert "\nlines: expected" in text
+
+
+async def test_a_config_key_that_does_not_exist_is_refused(tether_workdir: Path) -> None:
+    caught: list[Exception] = []
+    try:
+        async with tether.open_run(
+            tether_workdir,
+            conversation_id="c1",
+            plugins=[tether_debug.hooks],
+            entry_points=False,
+            config={"debug": {"ttl": 5}},
+        ):
+            pass
+    except* tether.ConfigError as group:  # open_run's task group may wrap it
+        caught.extend(group.exceptions)
+    assert [str(e) for e in caught] == ["debug.ttl: unknown argument (not in the schema)"]
+
+
+async def test_adapters_explains_what_is_usable_and_why_not(
+    dbg, debug_run, py_workdir: Path
+) -> None:
+    async with debug_run(py_workdir) as run:
+        text = await dbg.ok(run, op="adapters")
+    lines = {line.split(" ", 2)[1]: line for line in text.splitlines() if line.startswith("- ")}
+    assert set(lines) == {"debugpy", "lldb", "delve", "dart"}
+    assert "debugpy" in lines and "usable: python -m debugpy.adapter" in lines["debugpy"]
+    assert "root the workdir" in lines["debugpy"]
+    # neither delve nor the Dart SDK can be installed here: both reasons are spelled out
+    assert "unusable: no root marker (go.mod) found; dlv not on PATH" in lines["delve"]
+    assert "unusable: no root marker (pubspec.yaml) found; dart not on PATH" in lines["dart"]
+    assert "no root marker (Cargo.toml, CMakeLists.txt) found" in lines["lldb"]
+
+
+async def test_a_root_marker_without_the_binary_is_still_unusable(
+    dbg, debug_run, tether_workdir: Path
+) -> None:
+    (tether_workdir / "go.mod").write_text("module example.com/x\n\ngo 1.22\n")
+    (tether_workdir / "main.go").write_text("package main\n\nfunc main() {}\n")
+    async with debug_run(tether_workdir) as run:
+        text = await dbg.ok(run, op="adapters")
+        assert "- delve [Go (.go); attach by port]: unusable: dlv not on PATH" in text
+        failure = await dbg.error(run, op="launch", program="main.go")
+    assert failure == "the delve adapter cannot debug 'main.go' here: unusable: dlv not on PATH"
+
+
+class _Gdb(DebugAdapter):
+    id = "gdb"
+    kind = "native executables via gdb"
+    commands = (("gdb-that-is-not-installed", "--interpreter=dap"),)
+    root_markers = ("Makefile",)
+    program_suffixes = (".elf",)
+
+
+class _BrokenShim(DebugAdapter):
+    """On PATH but failing when run, like a rustup shim without its toolchain."""
+
+    id = "shim"
+    kind = "programs of a broken toolchain"
+    commands = (("python3",),)
+    probe_args = ("-c", "import sys; sys.exit('error: toolchain is not installed')")
+    root_markers = ("Makefile",)
+
+
+class _GdbPlugin:
+    @tether.hookimpl
+    def tether_debug_adapters(self) -> list[DebugAdapter]:
+        return [_Gdb(), _BrokenShim()]
+
+
+async def test_a_third_party_adapter_joins_through_the_hook(
+    dbg, debug_run, tether_workdir: Path
+) -> None:
+    (tether_workdir / "Makefile").write_text("all:\n")
+    (tether_workdir / "fw.elf").write_bytes(b"\x7fELF")
+    async with debug_run(tether_workdir, plugins=[_GdbPlugin()]) as run:
+        text = await dbg.ok(run, op="adapters")
+        assert (
+            "- gdb [native executables via gdb; no attach]: unusable: gdb-that-is-not-installed not on PATH"
+            in text
+        )
+        shim = next(line for line in text.splitlines() if line.startswith("- shim "))
+        assert shim.endswith("exited with code 1: error: toolchain is not installed")
+        assert "unusable: `" in shim
+        failure = await dbg.error(run, op="launch", program="fw.elf", adapter="gdb")
+        assert "gdb-that-is-not-installed not on PATH" in failure
+        unknown = await dbg.error(run, op="launch", program="fw.elf", adapter="gbd")
+        assert unknown.startswith(
+            "adapter: unknown adapter 'gbd'; known: dart, debugpy, delve, gdb, lldb"
+        )
+
+
+class _DuplicateDebugpy(DebugAdapter):
+    id = "debugpy"
+
+
+class _DuplicatePlugin:
+    @tether.hookimpl
+    def tether_debug_adapters(self) -> list[DebugAdapter]:
+        return [_DuplicateDebugpy()]
+
+
+async def test_two_plugins_contributing_one_adapter_id_is_an_error_naming_both(
+    debug_run, tether_workdir: Path
+) -> None:
+    async with debug_run(tether_workdir, plugins=[_DuplicatePlugin()]) as run:
+        with pytest.raises(tether.PluginError, match="'debugpy' is contributed by both"):
+            await run.call("debug", {"op": "adapters"})
+
+
+async def test_status_before_any_session(dbg, debug_run, py_workdir: Path) -> None:
+    async with debug_run(py_workdir) as run:
+        assert (
+            await dbg.ok(run, op="status")
+            == "No debug session in this conversation yet.\nBreakpoints: none."
+        )
+        text = await dbg.ok(run, op="breakpoints", file="loop.py", lines=[5, 14, 5])
+        assert (
+            text
+            == "Breakpoints in loop.py: lines 5, 14. No session is running: they are sent at launch/attach."
+        )
+        assert (await dbg.ok(run, op="status")).endswith("Breakpoints: loop.py: 5, 14.")
+        assert (
+            await dbg.ok(run, op="breakpoints", file="loop.py", lines=[])
+            == "Cleared every breakpoint in loop.py."
+        )
+        for op in ("continue", "stack", "threads", "terminate"):
+            assert (
+                await dbg.error(run, op=op)
+                == "no debug session in this conversation: launch or attach first"
+            )
+        assert "there is no output" in await dbg.error(run, op="output")
+
+
+async def test_bad_breakpoint_and_program_paths(dbg, debug_run, py_workdir: Path) -> None:
+    async with debug_run(py_workdir) as run:
+        text = await dbg.error(run, op="breakpoints", file="../outside.py", lines=[1])
+        assert text.startswith("file: '../outside.py' is outside the workdir")
+        text = await dbg.error(run, op="breakpoints", file="/etc/passwd", lines=[1])
+        assert text.startswith("file: '/etc/passwd' is outside the workdir")
+        assert await dbg.error(run, op="breakpoints", file="nope.py", lines=[1]) == (
+            "file: no such file in the workdir: 'nope.py'"
+        )
+        assert await dbg.error(run, op="breakpoints", file="loop.py", lines=[0]) == (
+            "lines: line numbers start at 1, got 0"
+        )
+        assert await dbg.error(run, op="launch", program="missing.py") == (
+            "program: no such file in the workdir: 'missing.py'"
+        )
+        (py_workdir / "notes.txt").write_text("hi\n")
+        text = await dbg.error(run, op="launch", program="notes.txt")
+        assert text.startswith("program: no debug adapter recognises 'notes.txt'")
+
+
+async def test_limits_must_be_positive(tether_workdir: Path) -> None:
+    caught: list[Exception] = []
+    try:
+        async with tether.open_run(
+            tether_workdir,
+            conversation_id="c1",
+            plugins=[tether_debug.hooks],
+            entry_points=False,
+            config={"debug": {"ttl_s": -1}},
+        ):
+            pass
+    except* tether.ConfigError as group:
+        caught.extend(group.exceptions)
+    assert [str(e) for e in caught] == ["debug.ttl_s: expected a positive number, got -1.0"]

@@ -1,0 +1,34 @@
+"""tether hook implementations of the vibe family."""
+
+from __future__ import annotations
+
+import pluggy
+
+import tether
+from tether_vibe import hookspecs
+from tether_vibe.config import VibeConfig, validate
+from tether_vibe.roster import Roster, resolve_runners
+from tether_vibe.tools import RESOURCE, tool_specs
+
+
+@tether.hookimpl
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@tether.hookimpl
+def tether_resources(run: tether.Run) -> dict[str, object] | None:
+    if not run.vibe:
+        return None
+    config = validate(run.config("vibe", VibeConfig))
+    contributed = [
+        (impl.plugin_name, impl.function())
+        for impl in reversed(run.pm.hook.tether_vibe_runners.get_hookimpls())
+    ]
+    runners = resolve_runners(config, contributed)
+    return {RESOURCE: Roster(run, config, runners)}
+
+
+@tether.hookimpl
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
+    return tool_specs()
