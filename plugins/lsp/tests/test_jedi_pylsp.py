@@ -95,3 +95,21 @@ def test_plain_pylsp_without_pyflakes(tmp_path_factory: pytest.TempPathFactory) 
         assert caller.ok(action="diagnostics", file="pkg/quiet.py") == (
             "no diagnostics for pkg/quiet.py (pylsp)"
         )
+
+
+def test_one_server_per_root_in_a_monorepo(tmp_path: Path) -> None:
+    need("jedi-language-server")
+    for name in ("alpha", "beta"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
+        (tmp_path / name / "m.py").write_text(f"def {name}_fn():\n    pass\n\n\n{name}_fn()\n")
+    with open_lsp_run(tmp_path, {"servers": {"python": ["jedi-language-server"]}}) as run:
+        caller = Caller(run)
+        for name in ("alpha", "beta"):
+            text = caller.ok(action="definition", file=f"{name}/m.py", line=5, symbol=f"{name}_fn")
+            assert f"{name}/m.py:1:5: def {name}_fn():" in text
+        status = caller.ok(action="status")
+        assert "jedi-language-server for alpha (pid" in status
+        assert "jedi-language-server for beta (pid" in status
+        assert "jedi-language-server [python] can answer — usable" in status
+        assert "roots: alpha, beta" in status
