@@ -132,7 +132,8 @@ def test_diagnostics_of_a_file_and_of_the_project(py: Caller, python_project: Pa
     assert "pkg/broken.py:1:14 error" in text and "reportAssignmentType" in text
     project = py.ok(action="diagnostics", file="*")
     assert "`basedpyright` in . (checker of basedpyright) exited 1" in project
-    assert "broken.py:1:14 - error" in project
+    assert "  pkg/broken.py:1:14 - error" in project
+    assert str(python_project) not in project  # paths are made relative
 
 
 def test_code_actions(py: Caller, python_project: Path) -> None:

@@ -47,6 +47,13 @@ def test_jedi_says_what_it_lacks(jedi: Caller) -> None:
     )
 
 
+def test_a_server_without_a_project_checker_says_so(jedi: Caller) -> None:
+    assert jedi.err(action="diagnostics", file="*") == (
+        "no project checker: the server(s) for this checkout (jedi-language-server) name none; "
+        "ask `diagnostics` for one file instead"
+    )
+
+
 def test_jedi_workspace_symbols(jedi: Caller) -> None:
     text = jedi.ok(action="symbols", query="make_square")
     assert "function make_square" in text and "pkg/shapes.py:19:5" in text

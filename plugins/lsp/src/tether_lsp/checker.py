@@ -41,18 +41,22 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
             "no project checker: no usable language server has a root marker in the workdir "
             "(see `lsp status`)"
         )
-    sections = [await _run_one(supervisor, spec, root) for spec, root in targets]
+    results = [await _run_one(supervisor, spec, root) for spec, root in targets]
+    if not any(ran for ran, _ in results):
+        raise tether.ToolError("\n\n".join(text for _, text in results))
+    sections = [text for _, text in results]
     if without:
         sections.append(f"(no project checker for {', '.join(without)})")
     return "\n\n".join(sections)
 
 
-async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> str:
+async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> tuple[bool, str]:
+    """(whether the checker ran, what it said)."""
     binary = supervisor.resolve_binary(spec.checker[0], root)
     where = supervisor.relative(root) or "."
     shown = " ".join(spec.checker)
     if binary is None:
-        return f"`{shown}` in {where}: `{spec.checker[0]}` not found (checker of {spec.id})"
+        return False, f"`{shown}` in {where}: `{spec.checker[0]}` not found (checker of {spec.id})"
     process = await supervisor.run.spawn(
         [binary, *spec.checker[1:]], cwd=root, stdin=False, stdout=True
     )
@@ -65,11 +69,11 @@ async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> s
         code = await process.wait()
     if code is None:
         await process.terminate(grace_s=0.5)
-        return f"`{shown}` in {where} did not finish within {timeout:g} s and was stopped"
-    text = output.text().strip()
+        return False, f"`{shown}` in {where} did not finish within {timeout:g} s and was stopped"
+    # checkers print absolute paths; relative ones are shorter and match the other actions
+    text = output.render().strip().replace(f"{supervisor.workdir}/", "")
     errors = process.stderr_tail.text().strip()
     head = f"`{shown}` in {where} (checker of {spec.id}) exited {code}"
     if not text and not errors:
-        return head + ": no findings" if code == 0 else head + " with no output"
-    body = text or errors
-    return f"{head}:\n{body}"
+        return True, head + (": no findings" if code == 0 else " with no output")
+    return True, f"{head}:\n{text or errors}"

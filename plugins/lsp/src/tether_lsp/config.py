@@ -23,6 +23,7 @@ class LspConfig:
     ready_timeout_s: float = 15.0
     #: how long a write waits for the server's diagnostics of the new version
     diagnostics_timeout_s: float = 5.0
-    checker_timeout_s: float = 300.0
+    #: below the core's default call timeout (120 s), so the checker's own limit speaks first
+    checker_timeout_s: float = 100.0
     #: crashes within a minute after which a server is no longer restarted
     max_restarts: int = 3
