@@ -1,0 +1,24 @@
+"""Hook implementations of tether-ask."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tether
+from tether_ask.tool import ask_user_spec
+from tether_ask.wiring import wire_ask_resources
+
+
+# trylast: the harness's own plugin and the CLI's transport (card_stream, terminal) are wired
+# first, so this plugin sees them and never doubles a question_port or an approver.
+@tether.hookimpl(trylast=True)
+def tether_resources(run: tether.Run) -> dict[str, Any] | None:
+    return wire_ask_resources(run)
+
+
+@tether.hookimpl
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec] | None:
+    # The card needs a destination: the conversation it is shown in.
+    if run.conversation_id is None:
+        return None
+    return [ask_user_spec()]

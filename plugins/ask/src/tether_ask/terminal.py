@@ -1,0 +1,156 @@
+"""The terminal port: a numbered card printed on a TTY, answered by typing a line.
+
+A line of numbers picks options (several, separated by spaces or commas, on a multi-select
+card), `0` skips, anything else is free text when the card accepts it. A reply that does not fit
+the card is explained and asked again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import termios
+from typing import Protocol, TextIO
+
+import anyio
+import attrs
+
+import tether
+from tether_ask.cards import Answer, Card, check_answer
+
+_NUMBERS = re.compile(r"\d+(?:[\s,]+\d+)*")
+_RULE = "─" * 60
+
+
+class Terminal(Protocol):
+    """The `terminal` resource `tether call` wires."""
+
+    @property
+    def interactive(self) -> bool: ...
+
+    @property
+    def stdin(self) -> TextIO: ...
+
+    @property
+    def stdout(self) -> TextIO: ...
+
+
+def render_card(card: Card, number: str) -> str:
+    """The card as the person sees it on a terminal."""
+    title = "approval" if card.kind == "approval" else "question"
+    lines = [_RULE, f"{title} {number}", card.question]
+    if card.context:
+        lines += [f"  ({line})" if line else "" for line in card.context.splitlines()]
+    for index, option in enumerate(card.options, start=1):
+        described = f" — {option.description}" if option.description else ""
+        lines.append(f"  {index}. {option.label}{described}")
+    lines.append(_instructions(card))
+    return "\n".join(lines) + "\n"
+
+
+def _instructions(card: Card) -> str:
+    count = len(card.options)
+    parts = []
+    if count:
+        pick = "1" if count == 1 else f"1-{count}"
+        if card.multi_select:
+            parts.append(f"type the numbers of your choices ({pick}, separated by spaces)")
+        else:
+            parts.append(f"type a number ({pick})")
+    if card.allow_free_text:
+        parts.append("type your answer" if not count else "or type your own answer")
+    parts.append("0 skips")
+    return "Reply: " + ", ".join(parts) + f"  [waits {card.timeout_s:g} s]"
+
+
+def parse_reply(card: Card, line: str) -> Answer | str:
+    """The answer a typed line gives to `card`, or why it does not answer it."""
+    reply = line.strip()
+    if reply == "0":
+        return Answer.skip()
+    if not reply:
+        return "empty reply: " + _instructions(card)[len("Reply: ") :]
+    if card.options and _NUMBERS.fullmatch(reply):
+        numbers = [int(n) for n in re.split(r"[\s,]+", reply)]
+        for number in numbers:
+            if not 1 <= number <= len(card.options):
+                return f"{number} is not an option: choose 1-{len(card.options)}, or 0 to skip"
+        if len(numbers) > 1 and not card.multi_select:
+            return f"{len(numbers)} numbers given but this card takes one"
+        chosen = [card.options[n - 1].label for n in dict.fromkeys(numbers)]
+        return Answer(choices=tuple(chosen))
+    if not card.allow_free_text:
+        return f"{reply!r} is not a number: this card takes no free text; choose 1-{len(card.options)}, or 0 to skip"
+    answer = Answer(text=reply)
+    return check_answer(card, answer) or answer
+
+
+class TerminalPort:
+    """A port that prints cards on the `tether call` terminal and reads the typed reply.
+
+    Cards are shown one at a time (the terminal has one person); a second question waits for
+    the first, within its own timeout.
+    """
+
+    name = "terminal"
+
+    def __init__(self, terminal: Terminal, *, timeout_s: float | None = None) -> None:
+        self._terminal = terminal
+        self.timeout_s = timeout_s
+        self._one_card_at_a_time = anyio.Lock()
+        self._numbers = itertools.count(1)
+        self._unread = b""
+
+    @property
+    def person_attached(self) -> bool:
+        return bool(self._terminal.interactive)
+
+    @property
+    def why_no_person(self) -> str:
+        return "stdin is not a terminal"
+
+    async def ask(self, card: Card) -> Answer:
+        if not self.person_attached:
+            raise tether.NoPerson(f"no person attached: {self.why_no_person}")
+        async with self._one_card_at_a_time:
+            number = str(next(self._numbers))
+            self._discard_typeahead()
+            self._write(render_card(card, number))
+            try:
+                while True:
+                    self._write("> ")
+                    reply = parse_reply(card, await self._read_line())
+                    if isinstance(reply, Answer):
+                        return attrs.evolve(reply, card=number)
+                    self._write(f"  {reply}\n")
+            except anyio.get_cancelled_exc_class():
+                # timed out (or the run is closing): tell the person this card no longer counts
+                self._write(f"\n  {card.kind} {number} closed without an answer\n")
+                raise
+
+    def _write(self, text: str) -> None:
+        out = self._terminal.stdout
+        out.write(text)
+        out.flush()
+
+    def _discard_typeahead(self) -> None:
+        # Keys pressed before the card was shown must not answer it.
+        self._unread = b""
+        with contextlib.suppress(OSError, termios.error, ValueError):
+            termios.tcflush(self._terminal.stdin.fileno(), termios.TCIFLUSH)
+
+    async def _read_line(self) -> str:
+        fd = self._terminal.stdin.fileno()
+        while b"\n" not in self._unread:
+            await anyio.wait_readable(fd)
+            try:
+                chunk = os.read(fd, 4096)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                raise tether.NoPerson("no person attached: the terminal closed (end of input)")
+            self._unread += chunk
+        line, _, self._unread = self._unread.partition(b"\n")
+        return line.decode(errors="replace")

@@ -1,0 +1,46 @@
+"""The eval family's hook implementations (logic lives in the modules named for it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+import tether
+from tether_eval.interpreters import EvalConfig, Interpreters, check_config, collect_kernels
+from tether_eval.kernels import KernelSpec
+from tether_eval.tool import RESOURCE, eval_tool
+
+
+@tether.hookimpl
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    from tether_eval import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@tether.hookimpl
+def tether_eval_kernels() -> list[KernelSpec]:
+    from tether_eval.builtin import builtin_kernels
+
+    return builtin_kernels()
+
+
+@tether.hookimpl
+def tether_resources(run: tether.Run) -> dict[str, Any] | None:
+    config = run.config("eval", EvalConfig)
+    specs = collect_kernels(run.pm)
+    check_config(config, list(specs))
+    if not specs:
+        return None
+    interpreters = Interpreters(run, config, specs)
+    interpreters.prestart(config.prestart)
+    return {RESOURCE: interpreters}
+
+
+@tether.hookimpl
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec] | None:
+    interpreters = run.resources.get(RESOURCE)
+    if not isinstance(interpreters, Interpreters):
+        return None
+    return [eval_tool(interpreters.languages, interpreters.config.idle_budget_s)]

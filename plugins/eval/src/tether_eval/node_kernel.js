@@ -1,0 +1,286 @@
+// The JavaScript interpreter of tether-eval: one persistent vm context driven over stdio.
+//
+// host -> kernel (one JSON object per line):
+//   {"type": "execute", "id": N, "code": "..."}
+//   {"type": "tool_reply", "req": R, "result": {"is_error": bool, "content": [...], "meta": {}}}
+// kernel -> host:
+//   {"type": "ready", "pid": P, "node": "v20..."}
+//   {"type": "stream", "id": N|null, "name": "stdout"|"stderr", "text": "..."}
+//   {"type": "tool", "id": N, "req": R, "tool": "read", "args": {...}}
+//   {"type": "done", "id": N, "value": "inspected value"|null, "error": "stack"|null,
+//    "interrupted": bool}
+// SIGINT interrupts the running cell (a synchronous loop via breakOnSigint, a pending await by
+// abandoning it); the context and its variables survive.
+'use strict';
+
+const vm = require('node:vm');
+const util = require('node:util');
+const { Console } = require('node:console');
+const { Writable } = require('node:stream');
+const { createRequire } = require('node:module');
+const path = require('node:path');
+
+const rawWrite = process.stdout.write.bind(process.stdout);
+const CHUNK = 65536;
+
+function send(message) {
+  rawWrite(JSON.stringify(message) + '\n');
+}
+
+let currentId = null;
+
+function emit(name, text) {
+  for (let i = 0; i < text.length; i += CHUNK) {
+    send({ type: 'stream', id: currentId, name, text: text.slice(i, i + CHUNK) });
+  }
+}
+
+function textOf(chunk, encoding) {
+  if (typeof chunk === 'string') return chunk;
+  const known = typeof encoding === 'string' && Buffer.isEncoding(encoding);
+  return Buffer.from(chunk).toString(known ? encoding : 'utf8');
+}
+
+function streamFor(name) {
+  return new Writable({
+    write(chunk, encoding, callback) {
+      emit(name, textOf(chunk, encoding));
+      callback();
+    },
+  });
+}
+
+// Direct writes from cell code (process.stdout.write) become output, not protocol noise.
+for (const name of ['stdout', 'stderr']) {
+  process[name].write = (chunk, encoding, callback) => {
+    emit(name, textOf(chunk, encoding));
+    const done = typeof encoding === 'function' ? encoding : callback;
+    if (typeof done === 'function') done();
+    return true;
+  };
+}
+
+class ToolError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+class ToolResult {
+  constructor(result) {
+    this.content = result.content || [];
+    this.isError = Boolean(result.is_error);
+    this.meta = result.meta || {};
+  }
+  get text() {
+    return this.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+  }
+  toString() {
+    return this.text;
+  }
+  [util.inspect.custom]() {
+    return `ToolResult(${util.inspect(this.text)})`;
+  }
+}
+
+const pendingTools = new Map();
+let nextReq = 1;
+let toolQueue = Promise.resolve();
+
+function tool(name, args) {
+  if (typeof name !== 'string') {
+    return Promise.reject(new TypeError('tool(): name must be a string'));
+  }
+  if (args === undefined || args === null) args = {};
+  if (typeof args !== 'object' || Array.isArray(args)) {
+    return Promise.reject(new TypeError('tool(): args must be an object'));
+  }
+  const req = nextReq++;
+  const id = currentId;
+  const promise = new Promise((resolve, reject) => {
+    pendingTools.set(req, { resolve, reject, name });
+  });
+  // One request in flight at a time, like the Python side.
+  toolQueue = toolQueue.then(() => {
+    send({ type: 'tool', id, req, tool: name, args });
+    return promise.catch(() => undefined);
+  });
+  return promise;
+}
+
+const workdir = process.cwd();
+const sandbox = {
+  console: new Console({ stdout: streamFor('stdout'), stderr: streamFor('stderr') }),
+  require: createRequire(path.join(workdir, 'cell.js')),
+  process,
+  Buffer,
+  URL,
+  URLSearchParams,
+  TextEncoder,
+  TextDecoder,
+  AbortController,
+  AbortSignal,
+  structuredClone,
+  queueMicrotask,
+  setTimeout,
+  clearTimeout,
+  setInterval,
+  clearInterval,
+  setImmediate,
+  clearImmediate,
+  performance,
+  fetch: globalThis.fetch,
+  tool,
+  ToolError,
+  ToolResult,
+};
+const context = vm.createContext(sandbox, { name: 'tether-eval' });
+vm.runInContext('globalThis.global = globalThis;', context);
+
+// Node's own parser and REPL rewriter: present in every node since 16, reachable only with
+// --expose-internals. Without them cells still run, minus redeclaration and top-level await.
+let acorn = null;
+let processTopLevelAwait = null;
+try {
+  acorn = require('internal/deps/acorn/acorn/dist/acorn');
+  ({ processTopLevelAwait } = require('internal/repl/await'));
+} catch {
+  acorn = null;
+}
+
+// Top-level let/const/class become `var` so a cell can be run again without
+// "Identifier has already been declared", and every declaration persists.
+function hoistDeclarations(code) {
+  const ast = acorn.parse(code, {
+    ecmaVersion: 'latest',
+    sourceType: 'script',
+    allowAwaitOutsideFunction: true,
+    allowHashBang: true,
+  });
+  const edits = [];
+  for (const node of ast.body) {
+    if (node.type === 'VariableDeclaration' && node.kind !== 'var') {
+      edits.push([node.start, node.start + node.kind.length, 'var']);
+    } else if (node.type === 'ClassDeclaration' && node.id) {
+      edits.push([node.start, node.start, `var ${node.id.name} = `]);
+      edits.push([node.end, node.end, ';']);
+    }
+  }
+  edits.sort((a, b) => b[0] - a[0]);
+  for (const [start, end, text] of edits) {
+    code = code.slice(0, start) + text + code.slice(end);
+  }
+  return code;
+}
+
+let interruptCurrent = null;
+
+process.on('SIGINT', () => {
+  if (interruptCurrent) interruptCurrent();
+});
+
+function cleanStack(error) {
+  // Errors thrown in the vm context come from another realm: no instanceof checks.
+  if (!error || typeof error.stack !== 'string') {
+    return `Uncaught ${util.inspect(error)}`;
+  }
+  const lines = error.stack.split('\n').filter(
+    (line) => !line.includes(__filename) && !line.includes('node:internal') && !line.includes('node:vm'),
+  );
+  return lines.join('\n');
+}
+
+async function execute(id, code) {
+  currentId = id;
+  let value = null;
+  let error = null;
+  let interrupted = false;
+  let source = code;
+  let isAsync = false;
+  try {
+    if (acorn) {
+      try {
+        source = hoistDeclarations(code);
+      } catch (err) {
+        if (err instanceof SyntaxError) {
+          const where = err.loc ? ` (line ${err.loc.line}, column ${err.loc.column + 1})` : '';
+          throw new SyntaxError(err.message.replace(/ \(\d+:\d+\)$/, '') + where);
+        }
+        throw err;
+      }
+      const wrapped = processTopLevelAwait(source);
+      if (wrapped !== null) {
+        source = wrapped;
+        isAsync = true;
+      }
+    }
+    const script = new vm.Script(source, { filename: `cell[${id}]` });
+    let result = script.runInContext(context, { breakOnSigint: true, displayErrors: false });
+    if (isAsync) {
+      const stop = new Promise((_, reject) => {
+        interruptCurrent = () => reject(Object.assign(new Error('interrupted'), { interrupt: true }));
+      });
+      result = await Promise.race([result, stop]);
+      result = result ? result.value : undefined;
+    }
+    if (result !== undefined) {
+      value = util.inspect(result, { depth: 4, maxArrayLength: 100, maxStringLength: 20000, breakLength: 100 });
+    }
+  } catch (err) {
+    if ((err && err.interrupt) || (err && err.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED')) {
+      interrupted = true;
+    } else {
+      error = cleanStack(err);
+    }
+  } finally {
+    interruptCurrent = null;
+  }
+  send({ type: 'done', id, value, error, interrupted });
+  currentId = null;
+}
+
+let queue = Promise.resolve();
+let buffer = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (data) => {
+  buffer += data;
+  let newline;
+  while ((newline = buffer.indexOf('\n')) >= 0) {
+    const line = buffer.slice(0, newline);
+    buffer = buffer.slice(newline + 1);
+    if (!line.trim()) continue;
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      send({ type: 'stream', id: currentId, name: 'stderr', text: `[kernel: bad request line]\n` });
+      continue;
+    }
+    if (message.type === 'tool_reply') {
+      const waiter = pendingTools.get(message.req);
+      if (!waiter) continue;
+      pendingTools.delete(message.req);
+      const result = message.result || {};
+      if (result.is_error) {
+        const text = (result.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+        waiter.reject(new ToolError(text || `tool ${waiter.name} failed`));
+      } else {
+        waiter.resolve(new ToolResult(result));
+      }
+    } else if (message.type === 'execute') {
+      queue = queue.then(() => execute(message.id, String(message.code)));
+    }
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+
+// A rejection nobody awaited must not kill the interpreter: report it as output instead.
+process.on('unhandledRejection', (reason) => {
+  emit('stderr', `Unhandled promise rejection: ${cleanStack(reason)}\n`);
+});
+process.on('uncaughtException', (err) => {
+  emit('stderr', `Uncaught exception: ${cleanStack(err)}\n`);
+});
+
+send({ type: 'ready', pid: process.pid, node: process.version, rewriter: Boolean(acorn) });

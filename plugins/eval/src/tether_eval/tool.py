@@ -1,0 +1,143 @@
+"""The ``eval`` tool: arguments, the handler and the bridge back into the run's pipeline."""
+
+# No `from __future__ import annotations`: the argument class is built per set of languages
+# and its Literal must be a real object, not a string the converter cannot resolve.
+
+import functools
+import time
+from typing import Any, Literal
+
+import anyio
+import attrs
+
+import tether
+from tether_eval.interpreters import Interpreters
+from tether_eval.kernels import Bridge, KernelDied
+from tether_eval.output import CellOutput
+
+RESOURCE = "eval_interpreters"
+
+DESCRIPTION = """\
+Run a cell of Python (an IPython kernel) or JavaScript (node) in a persistent interpreter: \
+variables, imports and loaded data survive between calls until `reset`. The last expression \
+is shown as a notebook would; display(), pandas tables and matplotlib figures (returned as \
+images) work; IPython idioms %pip, %cd, !cmd, %%bash, %%timeit work. Inside a cell, \
+`tool(name, args)` (JavaScript: `await tool(name, args)`) calls one of your other tools \
+through the same approvals and returns its result; a failed call raises ToolError. A cell \
+that prints nothing for {budget} is interrupted (the interpreter keeps its state; time spent \
+in tool() calls does not count)."""
+
+
+@functools.cache
+def eval_args_class(languages: tuple[str, ...]) -> type:
+    """The argument class for a run whose registered languages are ``languages``."""
+    language_type: Any = Literal[languages]
+
+    @attrs.frozen
+    class EvalArgs:
+        code: str = tether.arg(description="The cell to run")
+        description: str = tether.arg(
+            description="What the cell does, in 5 to 10 words (shown in the transcript)"
+        )
+        language: language_type = tether.arg(
+            "python" if "python" in languages else languages[0],
+            description=f"Interpreter: {', '.join(languages)}",
+        )
+        reset: bool = tether.arg(
+            False,
+            description="Discard this language's interpreter first and start clean "
+            "(an empty `code` then only resets)",
+        )
+
+    return EvalArgs
+
+
+def check_description(text: str) -> None:
+    words = text.split()
+    if not 5 <= len(words) <= 10:
+        raise tether.ArgumentError(
+            "description", f"5 to 10 words saying what the cell does, got {len(words)}"
+        )
+
+
+def make_bridge(call: tether.CallContext) -> Bridge:
+    """Bridge calls go through ``run.call`` on the caller's surface: same gates and wrappers."""
+
+    async def bridge(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        result = await call.run.call(name, args, surface=call.surface)
+        return result.to_json()
+
+    return bridge
+
+
+async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
+    check_description(args.description)
+    interpreters: Interpreters = call.run.resources[RESOURCE]
+    config = interpreters.config
+    language: str = args.language
+    notes: list[str] = []
+    if args.reset:
+        had = await interpreters.discard(language)
+        notes.append(
+            f"the {language} interpreter was reset"
+            if had
+            else f"no {language} interpreter was running; starting clean"
+        )
+        if not args.code.strip():
+            return tether.ToolResult.text(notes[0] + ".", language=language, reset=True)
+    if not args.code.strip():
+        raise tether.ArgumentError("code", "a non-empty cell (or reset: true to only reset)")
+    started = time.monotonic()
+    kernel, start_notes = await interpreters.get(language)
+    notes.extend(start_notes)
+    output = CellOutput(max_chars=config.max_output_chars, max_images=config.max_images)
+    for note in notes:
+        output.note(note)
+    meta: dict[str, Any] = {"language": language}
+    try:
+        await kernel.execute(
+            args.code,
+            output=output,
+            bridge=make_bridge(call),
+            idle_budget_s=config.idle_budget_s,
+        )
+    except KernelDied as exc:
+        tail = exc.stderr_tail.strip()
+        output.error = True
+        output.note(
+            f"{exc}; its state is lost and the next call starts a fresh interpreter"
+            + (f"\nlast stderr of the interpreter:\n{tail[-2000:]}" if tail else "")
+        )
+        await interpreters.died(language, exc)
+        meta["kernel_died"] = True
+    except BaseException:
+        # Cancelled (or a bridge bug) mid-cell: the kernel is in an unknown state.
+        with anyio.CancelScope(shield=True):
+            await interpreters.discard(
+                language, "the previous call was cancelled while its cell was running"
+            )
+        raise
+    meta["duration_s"] = round(time.monotonic() - started, 3)
+    if output.interrupted:
+        meta["interrupted"] = True
+    return output.result(**meta)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute" + ("s" if minutes != 1 else "")
+    return f"{seconds:g} s"
+
+
+def eval_tool(languages: list[str], idle_budget_s: float) -> tether.ToolSpec:
+    return tether.ToolSpec(
+        name="eval",
+        tier=tether.Tier.EXEC,
+        args=eval_args_class(tuple(languages)),
+        handler=handle_eval,
+        description=DESCRIPTION.format(budget=_duration(idle_budget_s)),
+        requires=(RESOURCE,),
+        parallel_safe=False,
+        timeout_s=0,
+    )

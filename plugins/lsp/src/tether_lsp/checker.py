@@ -1,0 +1,79 @@
+"""``diagnostics "*"``: run each project's own checker (basedpyright, tsc, cargo check…)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+import tether
+from tether.text import TailBuffer
+from tether_lsp.servers import ServerSpec
+from tether_lsp.supervisor import LspSupervisor
+
+OUTPUT_CAP_BYTES = 24_000
+
+
+async def run_checkers(supervisor: LspSupervisor) -> str:
+    """The primary usable server of every language rooted in the workdir runs its checker."""
+    targets: list[tuple[ServerSpec, Path]] = []
+    without: list[str] = []
+    for language in sorted({spec.language for spec in supervisor.specs.values()}):
+        for spec in supervisor.candidates(language):
+            roots = supervisor.roots_in_workdir(spec)
+            if not roots:
+                continue
+            probe = await supervisor.probe(spec, roots[0])
+            if not probe.ok:
+                continue
+            if not spec.checker:
+                without.append(spec.id)
+            else:
+                targets += [(spec, root) for root in roots]
+            break
+    if not targets:
+        if without:
+            raise tether.ToolError(
+                "no project checker: the server(s) for this checkout "
+                f"({', '.join(without)}) name none; ask `diagnostics` for one file instead"
+            )
+        raise tether.ToolError(
+            "no project checker: no usable language server has a root marker in the workdir "
+            "(see `lsp status`)"
+        )
+    results = [await _run_one(supervisor, spec, root) for spec, root in targets]
+    if not any(ran for ran, _ in results):
+        raise tether.ToolError("\n\n".join(text for _, text in results))
+    sections = [text for _, text in results]
+    if without:
+        sections.append(f"(no project checker for {', '.join(without)})")
+    return "\n\n".join(sections)
+
+
+async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> tuple[bool, str]:
+    """(whether the checker ran, what it said)."""
+    binary = supervisor.resolve_binary(spec.checker[0], root)
+    where = supervisor.relative(root) or "."
+    shown = " ".join(spec.checker)
+    if binary is None:
+        return False, f"`{shown}` in {where}: `{spec.checker[0]}` not found (checker of {spec.id})"
+    process = await supervisor.run.spawn(
+        [binary, *spec.checker[1:]], cwd=root, stdin=False, stdout=True
+    )
+    output = TailBuffer(OUTPUT_CAP_BYTES)
+    timeout = supervisor.config.checker_timeout_s
+    code: int | None = None
+    with anyio.move_on_after(timeout):
+        async for chunk in process.stdout:
+            output.write(chunk)
+        code = await process.wait()
+    if code is None:
+        await process.terminate(grace_s=0.5)
+        return False, f"`{shown}` in {where} did not finish within {timeout:g} s and was stopped"
+    # checkers print absolute paths; relative ones are shorter and match the other actions
+    text = output.render().strip().replace(f"{supervisor.workdir}/", "")
+    errors = process.stderr_tail.text().strip()
+    head = f"`{shown}` in {where} (checker of {spec.id}) exited {code}"
+    if not text and not errors:
+        return True, head + (": no findings" if code == 0 else " with no output")
+    return True, f"{head}:\n{text or errors}"

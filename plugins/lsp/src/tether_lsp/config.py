@@ -1,0 +1,29 @@
+"""The ``[lsp]`` configuration table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen
+class LspConfig:
+    """``[lsp]``: every key is optional; unknown keys are refused by the core."""
+
+    #: host tools whose results get the new diagnostics of the file they wrote
+    write_tools: tuple[str, ...] = ("write", "edit", "apply_patch")
+    #: preferred server order per language, e.g. {"python": ["pylsp", "basedpyright"]}
+    servers: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: per-server settings merged over the spec's own, e.g. {"pylsp": {"pylsp": {...}}}
+    settings: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    request_timeout_s: float = 10.0
+    start_timeout_s: float = 30.0
+    #: how long a query waits for indexing to finish before answering "still indexing"
+    ready_timeout_s: float = 15.0
+    #: how long a write waits for the server's diagnostics of the new version
+    diagnostics_timeout_s: float = 5.0
+    #: below the core's default call timeout (120 s), so the checker's own limit speaks first
+    checker_timeout_s: float = 100.0
+    #: crashes within a minute after which a server is no longer restarted
+    max_restarts: int = 3

@@ -1,0 +1,313 @@
+"""The read-only ``lsp`` actions against a file's server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import tether
+from tether.text import cap, truncate
+from tether_lsp.client import LspClient, OpenDocument
+from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
+from tether_lsp.render import (
+    Place,
+    SourceLines,
+    display_path,
+    format_diagnostics,
+    hover_text,
+    places,
+    symbol_rows,
+)
+from tether_lsp.supervisor import SKIP_DIRS, Choice, LspSupervisor
+
+REFERENCES_CAP = 50
+WORKSPACE_SYMBOLS_CAP = 100
+DOCUMENT_SYMBOLS_CAP = 200
+CODE_ACTIONS_CAP = 50
+
+#: action -> (LSP method, server capability, what the model is told it found)
+NAVIGATION = {
+    "definition": ("textDocument/definition", "definitionProvider", "definition"),
+    "type_definition": ("textDocument/typeDefinition", "typeDefinitionProvider", "type definition"),
+    "implementation": ("textDocument/implementation", "implementationProvider", "implementation"),
+    "references": ("textDocument/references", "referencesProvider", "reference"),
+}
+
+
+class Session:
+    """One query: the server for a file, the synced document, the resolved position."""
+
+    def __init__(
+        self, supervisor: LspSupervisor, client: LspClient, doc: OpenDocument, fresh: bool
+    ) -> None:
+        self.supervisor = supervisor
+        self.client = client
+        self.doc = doc
+        #: this call told the server about new content (it may still be digesting it)
+        self.fresh = fresh
+
+    @property
+    def rel(self) -> str:
+        return self.supervisor.relative(self.doc.path)
+
+    def position(self, line: int, symbol: str) -> tuple[SymbolPosition, dict[str, Any]]:
+        pos = resolve_position(self.doc.text, line, symbol, where=self.rel)
+        character = to_lsp_character(pos.line_text, pos.start, self.client.encoding)
+        params = {
+            "textDocument": {"uri": self.doc.uri},
+            "position": {"line": pos.line, "character": character},
+        }
+        return pos, params
+
+    def require(self, method: str, capability: str, action: str) -> None:
+        if not self.client.supports(method, capability):
+            raise tether.ToolError(
+                f'action "{action}" is not supported by {self.client.spec.id} '
+                f"(the server answering {self.rel})"
+            )
+
+    def indexing_note(self) -> str | None:
+        if self.client.is_ready():
+            return None
+        return f"{self.client.spec.id} is still indexing ({self.client.busy_with()})"
+
+
+#: actions whose answer spans the project: they wait for indexing to end (bounded)
+PROJECT_WIDE = frozenset({"references", "implementation", "rename"})
+
+
+async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
+    if not path.is_file():
+        raise tether.ArgumentError(
+            "file", f"an existing file, {supervisor.relative(path)} is not one"
+        )
+    client = await supervisor.client_for(path)
+    refreshed = await client.refresh_documents()
+    before = client.publish_seq
+    doc, opened_now = await client.sync_document(path)
+    config = supervisor.config
+    if opened_now and client.spec.open_waits_for_diagnostics:
+        await client.diagnostics_for(doc, before, config.ready_timeout_s)
+    # a hover or a definition in one file need not wait for a whole-project index
+    await client.wait_ready(config.ready_timeout_s, index=action in PROJECT_WIDE)
+    return Session(supervisor, client, doc, refreshed or opened_now)
+
+
+def _capped(lines: list[str], limit: int, noun: str) -> tuple[list[str], str]:
+    shown, note = cap(lines, limit, noun)
+    return list(shown), note or ""
+
+
+async def navigate(session: Session, action: str, line: int, symbol: str) -> str:
+    method, capability, noun = NAVIGATION[action]
+    session.require(method, capability, action)
+    pos, params = session.position(line, symbol)
+    if action == "references":
+        params["context"] = {"includeDeclaration": True}
+    result = await session.client.request(method, params)
+    found = places(result)
+    target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
+    if not found:
+        note = session.indexing_note()
+        if note:
+            return f"{note}; no {noun} for {target} yet — ask again in a moment"
+        return f"no {noun} found for {target} ({session.client.spec.id})"
+    sources = SourceLines(session.client)
+    rows = [sources.describe(place, session.supervisor.workdir) for place in found]
+    shown, note = _capped(rows, REFERENCES_CAP, f"{noun}s")
+    head = f"{len(found)} {noun}{'s' if len(found) != 1 else ''} of {target}"
+    head += f" ({note})" if note else ""
+    tail = session.indexing_note()
+    text = head + ":\n" + "\n".join(shown)
+    if tail and action == "references":
+        text += f"\n(partial: {tail})"
+    return text
+
+
+async def hover(session: Session, line: int, symbol: str) -> str:
+    session.require("textDocument/hover", "hoverProvider", "hover")
+    pos, params = session.position(line, symbol)
+    text = hover_text(await session.client.request("textDocument/hover", params))
+    if not text:
+        note = session.indexing_note()
+        target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
+        if note:
+            return f"{note}; no hover for {target} yet — ask again in a moment"
+        return f"no hover information for {target} ({session.client.spec.id})"
+    return truncate(text, 8000)
+
+
+async def document_symbols(session: Session) -> str:
+    session.require("textDocument/documentSymbol", "documentSymbolProvider", "symbols")
+    result = await session.client.request(
+        "textDocument/documentSymbol", {"textDocument": {"uri": session.doc.uri}}
+    )
+    rows = symbol_rows(result)
+    if not rows:
+        note = session.indexing_note()
+        return f"{note}; no symbols yet" if note else f"no symbols in {session.rel}"
+    sources = SourceLines(session.client)
+    lines = []
+    for depth, kind, name, place, _container in rows:
+        where = ""
+        if place is not None:
+            own = Place(session.doc.path, session.doc.uri, place.line, place.character)
+            where = " " + sources.describe(own, session.supervisor.workdir).split(": ", 1)[0]
+        lines.append(f"{'  ' * depth}{kind} {name}{where}")
+    shown, note = _capped(lines, DOCUMENT_SYMBOLS_CAP, "symbols")
+    head = f"{len(rows)} symbols in {session.rel}" + (f" ({note})" if note else "")
+    return head + ":\n" + "\n".join(shown)
+
+
+async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | None) -> str:
+    """``symbols`` with a query: the file's server, else every language rooted at the workdir."""
+    if path is not None:
+        choices = [await supervisor.choose(path)]
+    else:
+        choices = []
+        reasons = []
+        for language in sorted({spec.language for spec in supervisor.specs.values()}):
+            for spec in supervisor.candidates(language):
+                root = supervisor.find_root(spec, supervisor.workdir)
+                if root is None:
+                    continue
+                probe = await supervisor.probe(spec, root)
+                if probe.ok:
+                    choices.append(Choice(spec, root))
+                    break
+                reasons.append(f"{spec.id}: {probe.detail}")
+        if not choices:
+            extra = ("\n  " + "\n  ".join(reasons)) if reasons else ""
+            raise tether.ToolError(
+                "no language server has a root marker at the workdir; pass `file` to pick the "
+                f"project to search (its server and root are used){extra}"
+            )
+    sections: list[str] = []
+    unsupported: list[str] = []
+    for choice in choices:
+        client = await supervisor.client(choice.spec, choice.root)
+        if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
+            unsupported.append(
+                f'action "symbols" with a query is not supported by {client.spec.id}'
+            )
+            continue
+        await client.refresh_documents()
+        if client.spec.workspace_needs_open_file and not client.documents:
+            first = _first_source_file(client, choice.root)
+            if first is not None:
+                before = client.publish_seq
+                doc, _ = await client.sync_document(first)
+                await client.diagnostics_for(doc, before, supervisor.config.ready_timeout_s)
+        await client.wait_ready(supervisor.config.ready_timeout_s)
+        result = await client.request("workspace/symbol", {"query": query})
+        sections.append(_workspace_section(supervisor, client, query, result))
+    if not sections:
+        raise tether.ToolError("\n".join(unsupported))
+    return "\n\n".join(sections + [f"({note})" for note in unsupported])
+
+
+def _first_source_file(client: LspClient, root: Path) -> Path | None:
+    suffixes = set(client.spec.extensions)
+    for directory, dirnames, filenames in os.walk(root):
+        for name in sorted(filenames):
+            if Path(name).suffix in suffixes:
+                return Path(directory) / name
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+    return None
+
+
+def _workspace_section(
+    supervisor: LspSupervisor, client: LspClient, query: str, result: Any
+) -> str:
+    rows = symbol_rows(result)
+    if not rows:
+        if not client.is_ready():
+            return (
+                f"{client.spec.id} is still indexing ({client.busy_with()}); no symbols "
+                f"matching {query!r} yet — ask again in a moment"
+            )
+        return f"no workspace symbols match {query!r} ({client.spec.id})"
+    sources = SourceLines(client)
+    lines = []
+    for _depth, kind, name, place, container in rows:
+        where = ""
+        if place is not None and place.uri:
+            if (place.line, place.character) == (0, 0) and place.path is not None:
+                where = display_path(place, supervisor.workdir)
+            else:
+                where = sources.describe(place, supervisor.workdir).split(": ", 1)[0]
+        inside = f" in {container}" if container else ""
+        lines.append(f"{kind} {name}{inside} — {where}")
+    shown, note = _capped(lines, WORKSPACE_SYMBOLS_CAP, "symbols")
+    head = f"{len(rows)} symbols matching {query!r} ({client.spec.id})"
+    head += f" ({note})" if note else ""
+    return head + ":\n" + "\n".join(shown)
+
+
+async def current_diagnostics(session: Session) -> list[dict[str, Any]] | None:
+    """The diagnostics of the document's current version (waiting for them, bounded)."""
+    timeout = session.supervisor.config.diagnostics_timeout_s
+    return await session.client.current_diagnostics(session.doc, None, timeout)
+
+
+async def file_diagnostics(session: Session) -> str:
+    client, doc = session.client, session.doc
+    items = await current_diagnostics(session)
+    if items is None:
+        raise tether.ToolError(
+            f"{client.spec.id} published no diagnostics for {session.rel} within "
+            f"{session.supervisor.config.diagnostics_timeout_s:g} s"
+        )
+    if not items:
+        return f"no diagnostics for {session.rel} ({client.spec.id})"
+    rows = format_diagnostics(items, session.rel, doc.text, client.encoding)
+    shown, note = _capped(rows, 100, "diagnostics")
+    head = f"{len(rows)} diagnostics for {session.rel} ({client.spec.id})"
+    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown)
+
+
+async def code_actions(session: Session, line: int, symbol: str) -> str:
+    session.require("textDocument/codeAction", "codeActionProvider", "code_actions")
+    pos, params = session.position(line, symbol)
+    end = to_lsp_character(pos.line_text, pos.end, session.client.encoding)
+    start = params["position"]
+    rng = {"start": start, "end": {"line": pos.line, "character": end}}
+    # quick fixes are offered for the diagnostics in the request: wait for this version's
+    current = await current_diagnostics(session) or []
+    on_line = [
+        d
+        for d in current
+        if d.get("range", {}).get("start", {}).get("line", -1)
+        <= pos.line
+        <= d.get("range", {}).get("end", {}).get("line", -1)
+    ]
+    result = await session.client.request(
+        "textDocument/codeAction",
+        {
+            "textDocument": {"uri": session.doc.uri},
+            "range": rng,
+            "context": {"diagnostics": on_line, "triggerKind": 1},
+        },
+    )
+    actions = [a for a in (result or []) if isinstance(a, dict)]
+    target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
+    if not actions:
+        return f"no code actions offered by {session.client.spec.id} for {target}"
+    rows = []
+    for action in actions:
+        kind = action.get("kind")
+        flags = []
+        if kind:
+            flags.append(str(kind))
+        if action.get("isPreferred"):
+            flags.append("preferred")
+        edit = action.get("edit") or {}
+        files = len(edit.get("changes") or {}) or len(edit.get("documentChanges") or [])
+        if files:
+            flags.append(f"edits {files} file{'s' if files != 1 else ''}")
+        suffix = f" [{', '.join(flags)}]" if flags else ""
+        rows.append(f"- {action.get('title', '?')}{suffix}")
+    shown, note = _capped(rows, CODE_ACTIONS_CAP, "code actions")
+    head = f"{len(actions)} code actions for {target} ({session.client.spec.id})"
+    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown)

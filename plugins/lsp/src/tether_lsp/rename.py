@@ -1,0 +1,128 @@
+"""``lsp_rename``: one WorkspaceEdit applied to every file at once, or to none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import tether
+from tether.fsutil import FileChange, StaleFiles, apply_changes
+from tether.paths import confine
+from tether_lsp.client import uri_to_path
+from tether_lsp.positions import apply_text_edits
+from tether_lsp.queries import Session
+
+
+def edits_by_file(edit: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """``changes`` or ``documentChanges`` -> uri -> TextEdits; file operations are refused."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for change in edit.get("documentChanges") or []:
+        if "kind" in change:
+            raise tether.ToolError(
+                f"the server's rename also wants to {change['kind']} a file "
+                f"({change.get('uri') or change.get('oldUri')}); tether applies text edits only, "
+                "nothing was written"
+            )
+        uri = change["textDocument"]["uri"]
+        grouped.setdefault(uri, []).extend(change.get("edits") or [])
+    for uri, edits in (edit.get("changes") or {}).items():
+        grouped.setdefault(uri, []).extend(edits or [])
+    return grouped
+
+
+async def rename(session: Session, line: int, symbol: str, new_name: str) -> str:
+    client, supervisor = session.client, session.supervisor
+    if not new_name.strip():
+        raise tether.ArgumentError("new_name", "a non-empty name")
+    session.require("textDocument/rename", "renameProvider", "rename")
+    pos, params = session.position(line, symbol)
+    old_name = pos.line_text[pos.start : pos.end]
+    provider = client.capabilities.get("renameProvider")
+    if isinstance(provider, dict) and provider.get("prepareProvider"):
+        settled = client.settled
+        prepared = await client.request("textDocument/prepareRename", params)
+        if not prepared and session.fresh:
+            # pyright refuses a symbol whose files it is still taking in; ask again once the
+            # work our changes started has ended (bounded), instead of sleeping
+            await client.wait_until(
+                lambda: client.settled > settled and client.is_ready(),
+                supervisor.config.ready_timeout_s,
+            )
+            prepared = await client.request("textDocument/prepareRename", params)
+        if not prepared:
+            raise tether.ToolError(
+                f"{client.spec.id} cannot rename `{old_name}` at {session.rel}:{line} "
+                "(prepareRename refused the position); nothing was written"
+            )
+        if isinstance(prepared, dict) and isinstance(prepared.get("placeholder"), str):
+            old_name = prepared["placeholder"]
+    edit = await client.request("textDocument/rename", {**params, "newName": new_name})
+    grouped = edits_by_file(edit or {})
+    if not grouped:
+        raise tether.ToolError(
+            f"{client.spec.id} returned no edits for renaming `{old_name}` at "
+            f"{session.rel}:{line}; nothing was written"
+        )
+    changes: list[FileChange] = []
+    counts: dict[Path, int] = {}
+    for uri, edits in grouped.items():
+        path = uri_to_path(uri)
+        if path is None:
+            raise tether.ToolError(
+                f"the rename touches {uri}, which is not a file; nothing was written"
+            )
+        try:
+            confine(supervisor.workdir, str(path), field="file")
+        except tether.ArgumentError:
+            raise tether.ToolError(
+                f"the rename would edit {path}, outside the workdir; nothing was written"
+            ) from None
+        try:
+            before = path.read_bytes()
+        except OSError as exc:
+            raise tether.ToolError(f"cannot read {path}: {exc}; nothing was written") from None
+        try:
+            text = before.decode("utf-8")
+        except UnicodeDecodeError:
+            raise tether.ToolError(
+                f"{supervisor.relative(path)} is not UTF-8 text; nothing was written"
+            ) from None
+        doc = client.documents.get(uri)
+        if doc is not None and doc.text != text:
+            raise tether.ToolError(
+                f"{supervisor.relative(path)} changed while the server computed the rename; "
+                "nothing was written, try again"
+            )
+        after = apply_text_edits(text, edits, client.encoding)
+        if after != text:
+            changes.append(FileChange(path, before, after.encode("utf-8")))
+            counts[path] = sum(1 for e in edits if e.get("newText") is not None)
+    if not changes:
+        raise tether.ToolError(
+            f"renaming `{old_name}` to `{new_name}` changes nothing "
+            f"({client.spec.id} returned edits that leave every file as it is)"
+        )
+    try:
+        apply_changes(changes)
+    except StaleFiles as exc:
+        names = ", ".join(supervisor.relative(Path(p)) for p in exc.paths)
+        raise tether.ToolError(
+            f"nothing was written: {names} changed since the rename was computed; try again"
+        ) from None
+    except OSError as exc:
+        # apply_changes has put back every file it had already replaced
+        raise tether.ToolError(f"nothing was written: {exc}") from None
+    for change in changes:
+        if change.path.as_uri() in client.documents:
+            doc, _ = await client.sync_document(change.path)
+            await client.save(doc)
+    total = sum(counts.values())
+    rows = [
+        f"  {supervisor.relative(path)}: {count} edit{'s' if count != 1 else ''}"
+        for path, count in sorted(counts.items())
+    ]
+    return (
+        f"renamed `{old_name}` to `{new_name}`: {total} edit{'s' if total != 1 else ''} in "
+        f"{len(changes)} file{'s' if len(changes) != 1 else ''} ({client.spec.id})\n"
+        + "\n".join(rows)
+    )

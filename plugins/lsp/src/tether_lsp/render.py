@@ -1,0 +1,162 @@
+"""Compact text for the model: ``path:line:col`` plus the source line, hover as markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from tether.text import truncate
+from tether_lsp.client import LspClient, uri_to_path
+from tether_lsp.positions import from_lsp_character, split_lines
+
+SYMBOL_KINDS = {
+    1: "file", 2: "module", 3: "namespace", 4: "package", 5: "class", 6: "method",
+    7: "property", 8: "field", 9: "constructor", 10: "enum", 11: "interface", 12: "function",
+    13: "variable", 14: "constant", 15: "string", 16: "number", 17: "boolean", 18: "array",
+    19: "object", 20: "key", 21: "null", 22: "enum member", 23: "struct", 24: "event",
+    25: "operator", 26: "type parameter",
+}  # fmt: skip
+SEVERITIES = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+
+
+@attrs.frozen
+class Place:
+    path: Path | None
+    uri: str
+    line: int  # 0-based
+    character: int  # LSP units
+
+
+class SourceLines:
+    """Reads (once per call) the lines of files that results point into."""
+
+    def __init__(self, client: LspClient) -> None:
+        self._client = client
+        self._cache: dict[str, list[str]] = {}
+
+    def lines(self, place: Place) -> list[str]:
+        if place.uri not in self._cache:
+            doc = self._client.documents.get(place.uri)
+            if doc is not None:
+                text = doc.text
+            elif place.path is not None and place.path.is_file():
+                text = place.path.read_bytes().decode("utf-8", errors="replace")
+            else:
+                text = ""
+            self._cache[place.uri] = split_lines(text)
+        return self._cache[place.uri]
+
+    def describe(self, place: Place, workdir: Path) -> str:
+        lines = self.lines(place)
+        text = lines[place.line] if place.line < len(lines) else ""
+        column = from_lsp_character(text, place.character, self._client.encoding) + 1
+        where = f"{display_path(place, workdir)}:{place.line + 1}:{column}"
+        source = truncate(text.strip(), 160)
+        return f"{where}: {source}" if source else where
+
+
+def display_path(place: Place, workdir: Path) -> str:
+    if place.path is None:
+        return place.uri
+    try:
+        return str(place.path.relative_to(workdir))
+    except ValueError:
+        return str(place.path)
+
+
+def places(result: Any) -> list[Place]:
+    """Location | Location[] | LocationLink[] | null -> sorted unique places."""
+    if result is None:
+        return []
+    items = result if isinstance(result, list) else [result]
+    found: dict[tuple[str, int, int], Place] = {}
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        uri = item.get("targetUri") or item.get("uri")
+        rng = item.get("targetSelectionRange") or item.get("range") or item.get("targetRange")
+        if not uri or not rng:
+            continue
+        start = rng["start"]
+        found.setdefault(
+            (uri, start["line"], start["character"]),
+            Place(uri_to_path(uri), uri, start["line"], start["character"]),
+        )
+    return [found[key] for key in sorted(found)]
+
+
+def hover_text(result: Any) -> str:
+    if not result:
+        return ""
+    contents = result.get("contents") if isinstance(result, dict) else result
+    parts = contents if isinstance(contents, list) else [contents]
+    out: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, dict) and "language" in part:
+            out.append(f"```{part['language']}\n{part.get('value', '')}\n```")
+        elif isinstance(part, dict):
+            out.append(str(part.get("value", "")))
+    return "\n\n".join(chunk for chunk in out if chunk.strip()).strip()
+
+
+def diagnostic_line(diagnostic: dict[str, Any], where: str, line_text: str, encoding: str) -> str:
+    start = diagnostic.get("range", {}).get("start", {"line": 0, "character": 0})
+    column = from_lsp_character(line_text, start.get("character", 0), encoding) + 1
+    severity = SEVERITIES.get(diagnostic.get("severity") or 1, "error")
+    code = diagnostic.get("code")
+    code_text = f" [{code}]" if code not in (None, "") else ""
+    message = str(diagnostic.get("message", "")).strip().replace("\n", " ")
+    source = diagnostic.get("source")
+    source_text = f" ({source})" if source else ""
+    return (
+        f"{where}:{start.get('line', 0) + 1}:{column} {severity}{code_text}: {message}{source_text}"
+    )
+
+
+def format_diagnostics(
+    diagnostics: list[dict[str, Any]], rel: str, text: str, encoding: str
+) -> list[str]:
+    lines = split_lines(text)
+    out = []
+    for diagnostic in sorted(diagnostics, key=_diagnostic_order):
+        line = diagnostic.get("range", {}).get("start", {}).get("line", 0)
+        out.append(
+            diagnostic_line(diagnostic, rel, lines[line] if line < len(lines) else "", encoding)
+        )
+    return out
+
+
+def _diagnostic_order(diagnostic: dict[str, Any]) -> tuple[int, int, int]:
+    start = diagnostic.get("range", {}).get("start", {})
+    return (start.get("line", 0), start.get("character", 0), diagnostic.get("severity") or 1)
+
+
+def symbol_rows(result: Any) -> list[tuple[int, str, str, Place | None, str]]:
+    """(depth, kind, name, place, container) for document or workspace symbols."""
+    rows: list[tuple[int, str, str, Place | None, str]] = []
+
+    def walk(items: list[Any], depth: int, parent: str) -> None:
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            kind = SYMBOL_KINDS.get(item.get("kind", 0), "symbol")
+            name = str(item.get("name", "?"))
+            place: Place | None = None
+            if "location" in item:
+                loc = item["location"]
+                start = (loc.get("range") or {}).get("start", {"line": 0, "character": 0})
+                place = Place(
+                    uri_to_path(loc["uri"]), loc["uri"], start["line"], start["character"]
+                )
+            elif "selectionRange" in item:
+                start = item["selectionRange"]["start"]
+                place = Place(None, "", start["line"], start["character"])
+            rows.append((depth, kind, name, place, str(item.get("containerName") or parent)))
+            walk(item.get("children") or [], depth + 1, name)
+
+    walk(result if isinstance(result, list) else [], 0, "")
+    return rows

@@ -1,0 +1,395 @@
+"""The run's language servers: which one answers a file, availability, start and restart."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+
+import tether
+from tether.text import truncate
+from tether_lsp.client import LspClient
+from tether_lsp.config import LspConfig
+from tether_lsp.ledger import DiagnosticLedger
+from tether_lsp.servers import ServerSpec
+
+_LOCAL_BIN_DIRS = (".venv/bin", "venv/bin", "node_modules/.bin")
+SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
+_CRASH_WINDOW_S = 60.0
+_PROBE_TIMEOUT_S = 15.0
+
+
+class NoServer(tether.ToolError):
+    """No usable language server for a file (none handles it, no root, no runnable binary)."""
+
+
+@attrs.frozen
+class Probe:
+    ok: bool
+    detail: str
+
+
+@attrs.frozen
+class Choice:
+    """The server that answers for a file, with its root."""
+
+    spec: ServerSpec
+    root: Path
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class LspSupervisor:
+    """One server process per (server, root), started lazily, restarted after a crash."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.config: LspConfig = run.config("lsp", LspConfig)
+        self.workdir: Path = run.workdir
+        self._specs: dict[str, ServerSpec] | None = None
+        self._clients: dict[tuple[str, Path], LspClient] = {}
+        self._crashes: dict[tuple[str, Path], list[float]] = {}
+        self._probes: dict[tuple[str, ...], Probe] = {}
+        self._locks: dict[tuple[str, Path], anyio.Lock] = {}
+        self.ledger = DiagnosticLedger()
+        _ = self.specs  # a bad or duplicate contribution fails the run's opening, not a call
+
+    # -- specs -----------------------------------------------------------------------------
+
+    @property
+    def specs(self) -> dict[str, ServerSpec]:
+        if self._specs is None:
+            found: dict[str, tuple[ServerSpec, str]] = {}
+            hook = self.run.pm.hook.tether_lsp_servers
+            for impl in hook.get_hookimpls():
+                for spec in impl.function() or ():
+                    if not isinstance(spec, ServerSpec):
+                        raise TypeError(
+                            f"plugin {impl.plugin_name!r} returned {spec!r} from "
+                            "tether_lsp_servers(); expected tether_lsp.ServerSpec"
+                        )
+                    if spec.id in found:
+                        raise ValueError(
+                            f"language server {spec.id!r} is contributed by both "
+                            f"{found[spec.id][1]!r} and {impl.plugin_name!r}"
+                        )
+                    found[spec.id] = (spec, impl.plugin_name)
+            self._specs = {sid: spec for sid, (spec, _) in found.items()}
+        return self._specs
+
+    def candidates(self, language: str) -> list[ServerSpec]:
+        """Servers for ``language`` in preference order ([lsp] servers, else priority)."""
+        pool = [spec for spec in self.specs.values() if spec.language == language]
+        preferred = self.config.servers.get(language)
+        if preferred:
+            by_id = {spec.id: spec for spec in pool}
+            ordered = [by_id[sid] for sid in preferred if sid in by_id]
+            return ordered + [spec for spec in pool if spec.id not in preferred]
+        return sorted(pool, key=lambda spec: spec.priority)
+
+    def language_of(self, path: Path) -> str | None:
+        for spec in self.specs.values():
+            if spec.language_id(path.suffix) is not None:
+                return spec.language
+        return None
+
+    def settings_for(self, spec: ServerSpec) -> dict[str, Any]:
+        return deep_merge(spec.settings, self.config.settings.get(spec.id, {}))
+
+    # -- availability ----------------------------------------------------------------------
+
+    def find_root(self, spec: ServerSpec, start: Path) -> Path | None:
+        """Nearest directory from ``start`` up to the workdir holding one of the markers."""
+        here = start if start.is_dir() else start.parent
+        while True:
+            if any((here / marker).exists() for marker in spec.root_markers):
+                return here
+            if here == self.workdir or here.parent == here or self.workdir not in here.parents:
+                return None
+            here = here.parent
+
+    def resolve_binary(self, name: str, root: Path | None) -> str | None:
+        if os.sep in name:
+            return name if os.access(name, os.X_OK) else None
+        bases = [base for base in (root, self.workdir) if base is not None]
+        for base in dict.fromkeys(bases):
+            for sub in _LOCAL_BIN_DIRS:
+                candidate = base / sub / name
+                if candidate.is_file() and os.access(candidate, os.X_OK):
+                    return str(candidate)
+        found = shutil.which(name)
+        if found:
+            return found
+        # the environment tether runs in (e.g. `tether-lsp[python]` brings basedpyright)
+        return shutil.which(name, path=str(Path(sys.executable).parent))
+
+    async def probe(self, spec: ServerSpec, root: Path | None) -> Probe:
+        """Does the server's binary resolve AND run here? Cached per resolved binary."""
+        binary = self.resolve_binary(spec.command[0], root)
+        if binary is None:
+            where = ", ".join(_LOCAL_BIN_DIRS)
+            return Probe(False, f"`{spec.command[0]}` not found in {where} or PATH")
+        if not spec.probe:
+            return Probe(True, binary)
+        probe_binary = self.resolve_binary(spec.probe[0], root)
+        if probe_binary is None:
+            return Probe(False, f"`{spec.probe[0]}` (its version check) not found")
+        argv = (probe_binary, *spec.probe[1:])
+        cached = self._probes.get(argv)
+        if cached is None:
+            cached = await self._run_probe(argv)
+            self._probes[argv] = cached
+        return Probe(True, binary) if cached.ok else cached
+
+    async def _run_probe(self, argv: tuple[str, ...]) -> Probe:
+        shown = " ".join([Path(argv[0]).name, *argv[1:]])
+        try:
+            process = await self.run.spawn(list(argv), cwd=self.workdir, stdin=False, stdout=False)
+        except OSError as exc:
+            return Probe(False, f"`{shown}` cannot start: {exc}")
+        with anyio.move_on_after(_PROBE_TIMEOUT_S):
+            code = await process.wait()
+            if code == 0:
+                return Probe(True, argv[0])
+            said = [
+                line.strip() for line in process.stderr_tail.text().splitlines() if line.strip()
+            ]
+            # the first lines say why (a rustup shim: "Unknown binary …"), the rest is a trace
+            first = truncate(" | ".join(said[:2]), 300)
+            return Probe(False, f"`{shown}` exited {code}: {first or '(no stderr)'}")
+        await process.terminate(grace_s=0.2)
+        return Probe(False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s")
+
+    def _no_server(self, path: Path) -> NoServer:
+        known = sorted({ext for spec in self.specs.values() for ext in spec.extensions})
+        return NoServer(
+            f"no language server handles {path.suffix or 'extensionless'} files "
+            f"({self.relative(path)}); known extensions: {' '.join(known)}"
+        )
+
+    def _unusable(self, language: str, path: Path, reasons: list[str]) -> NoServer:
+        return NoServer(
+            f"no usable {language} language server for {self.relative(path)}:\n  "
+            + "\n  ".join(reasons)
+        )
+
+    def _locate(self, spec: ServerSpec, path: Path) -> tuple[Path | None, str | None]:
+        """(root, why not) — a root marker must exist and the binary must resolve."""
+        root = self.find_root(spec, path)
+        if root is None:
+            markers = ", ".join(spec.root_markers)
+            return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
+        if self.resolve_binary(spec.command[0], root) is None:
+            where = ", ".join(_LOCAL_BIN_DIRS)
+            return None, f"not usable — `{spec.command[0]}` not found in {where} or PATH"
+        return root, None
+
+    async def choose(self, path: Path) -> Choice:
+        """The first server for ``path``'s language with a root and a binary (not started)."""
+        language = self.language_of(path)
+        if language is None:
+            raise self._no_server(path)
+        reasons: list[str] = []
+        for spec in self.candidates(language):
+            root, why = self._locate(spec, path)
+            if root is not None:
+                return Choice(spec, root)
+            reasons.append(f"{spec.id}: {why}")
+        raise self._unusable(language, path, reasons)
+
+    async def client_for(self, path: Path) -> LspClient:
+        """The running server for ``path``, started if needed. A candidate whose binary is
+        found but cannot start (a broken shim) is skipped for the next one, and said why;
+        starting it is the check that it runs, so the first answer costs no extra probe."""
+        language = self.language_of(path)
+        if language is None:
+            raise self._no_server(path)
+        reasons: list[str] = []
+        for spec in self.candidates(language):
+            root, why = self._locate(spec, path)
+            if root is None:
+                reasons.append(f"{spec.id}: {why}")
+                continue
+            key = (spec.id, root)
+            if key in self._clients or key in self._crashes:
+                return await self.client(spec, root)  # it ran here before: report its trouble
+            try:
+                return await self.client(spec, root)
+            except tether.ToolError as exc:
+                reasons.append(f"{spec.id}: not usable — {exc}")
+        raise self._unusable(language, path, reasons)
+
+    def relative(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(self.workdir))
+        except ValueError:
+            return str(path)
+
+    # -- clients ---------------------------------------------------------------------------
+
+    async def client(self, spec: ServerSpec, root: Path) -> LspClient:
+        key = (spec.id, root)
+        lock = self._locks.setdefault(key, anyio.Lock())
+        async with lock:
+            current = self._clients.get(key)
+            if current is not None and current.check_running():
+                return current
+            if current is not None:
+                crashes = self._crashes.setdefault(key, [])
+                now = time.monotonic()
+                crashes[:] = [t for t in crashes if now - t < _CRASH_WINDOW_S]
+                if not current.crash_counted:  # one crash, however many calls meet it
+                    current.crash_counted = True
+                    crashes.append(now)
+                if len(crashes) > self.config.max_restarts:
+                    raise tether.ToolError(
+                        f"{spec.id} for {self.relative(root) or '.'} crashed {len(crashes)} times "
+                        f"within {_CRASH_WINDOW_S:g} s; not restarting it again (`lsp reload` "
+                        f"tries once more). Last exit: {current.exit_reason}. "
+                        f"stderr: {current.stderr_tail().strip()[-800:] or '(empty)'}"
+                    )
+                del self._clients[key]
+            binary = self.resolve_binary(spec.command[0], root)
+            if binary is None:
+                raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
+            argv = [binary, *spec.command[1:]]
+            client = LspClient(
+                self.run,
+                spec,
+                root,
+                argv,
+                self.settings_for(spec),
+                self.config.request_timeout_s,
+            )
+            self._clients[key] = client
+            try:
+                await client.start(self.config.start_timeout_s)
+            except OSError as exc:
+                del self._clients[key]
+                raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
+            except tether.ToolError as exc:
+                await client.close()
+                del self._clients[key]
+                raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
+            return client
+
+    @property
+    def clients(self) -> list[LspClient]:
+        return list(self._clients.values())
+
+    async def reload(self, path: Path | None) -> str:
+        """Restart the server(s) for ``path``'s root (or every running one)."""
+        if path is not None:
+            choice = await self.choose(path)
+            keys = [(choice.spec.id, choice.root)]
+        else:
+            keys = list(self._clients)
+        if not keys:
+            return "no language server is running; nothing to restart"
+        self._probes.clear()
+        lines = []
+        for key in keys:
+            self._crashes.pop(key, None)
+            old = self._clients.pop(key, None)
+            if old is not None:
+                await old.close()
+            spec = self.specs[key[0]]
+            started = time.monotonic()
+            await self.client(spec, key[1])
+            took = time.monotonic() - started
+            lines.append(f"restarted {spec.id} for {self.relative(key[1]) or '.'} ({took:.2f} s)")
+        return "\n".join(lines)
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            clients, self._clients = list(self._clients.values()), {}
+            async with anyio.create_task_group() as group:
+                for client in clients:
+                    group.start_soon(client.close)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def roots_in_workdir(self, spec: ServerSpec, limit: int = 5) -> list[Path]:
+        """Directories (workdir and two levels down) holding one of ``spec``'s markers."""
+        found: list[Path] = []
+        frontier = [self.workdir]
+        for _depth in range(3):
+            following: list[Path] = []
+            for directory in frontier:
+                if any((directory / marker).exists() for marker in spec.root_markers):
+                    found.append(directory)
+                    if len(found) >= limit:
+                        return found
+                try:
+                    children = sorted(directory.iterdir())
+                except OSError:
+                    continue
+                following += [
+                    child
+                    for child in children
+                    if child.is_dir()
+                    and child.name not in SKIP_DIRS
+                    and not child.name.startswith(".")
+                ]
+            frontier = following
+        return found
+
+    async def status(self) -> str:
+        lines = []
+        running = [client for client in self._clients.values()]
+        if running:
+            lines.append("Running:")
+            for client in running:
+                where = self.relative(client.root) or "."
+                if not client.alive:
+                    state = f"exited: {client.exit_reason}"
+                elif client.is_ready():
+                    state = "ready"
+                else:
+                    state = f"still indexing: {client.busy_with()}"
+                lines.append(
+                    f"  {client.spec.id} for {where} (pid {client.pid}, up "
+                    f"{time.monotonic() - client.started_at:.0f} s, {len(client.documents)} "
+                    f"open files, {client.encoding} positions): {state}"
+                )
+        else:
+            lines.append("Running: none (servers start on first use)")
+        lines.append("Known servers:")
+        specs = sorted(self.specs.values(), key=lambda spec: (spec.language, spec.priority))
+        results: dict[str, str] = {}
+
+        async def assess(spec: ServerSpec) -> None:
+            roots = self.roots_in_workdir(spec)
+            probe = await self.probe(spec, roots[0] if roots else None)
+            binary = f"usable ({probe.detail})" if probe.ok else f"not usable: {probe.detail}"
+            if roots:
+                shown = ", ".join(self.relative(root) or "." for root in roots)
+                marker = f"roots: {shown}"
+            else:
+                marker = f"no root marker ({', '.join(spec.root_markers)}) in the workdir"
+            verdict = "can answer" if probe.ok and roots else "cannot answer here"
+            results[spec.id] = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
+
+        async with anyio.create_task_group() as group:
+            for spec in specs:
+                group.start_soon(assess, spec)
+        lines += [results[spec.id] for spec in specs]
+        for language in sorted({spec.language for spec in specs}):
+            order = ", ".join(spec.id for spec in self.candidates(language))
+            lines.append(f"Order for {language}: {order}")
+        return "\n".join(lines)

@@ -1,0 +1,144 @@
+"""Tool arguments and handlers of ``lsp`` and ``lsp_rename``."""
+
+from __future__ import annotations
+
+from typing import Literal, TypeVar
+
+import attrs
+
+import tether
+from tether_lsp import checker, queries, rename
+from tether_lsp.supervisor import LspSupervisor
+
+Action = Literal[
+    "diagnostics",
+    "definition",
+    "type_definition",
+    "implementation",
+    "references",
+    "hover",
+    "symbols",
+    "code_actions",
+    "status",
+    "reload",
+]
+T = TypeVar("T")
+
+
+@attrs.frozen
+class LspArgs:
+    action: Action = tether.arg(
+        description=(
+            'diagnostics (file, or "*" for the project\'s checker); definition, '
+            "type_definition, implementation, references, hover, code_actions (file, line, "
+            "symbol); symbols (query for workspace symbols, or file for its outline); status; "
+            "reload"
+        )
+    )
+    file: str | None = tether.arg(None, description="Path relative to the workdir")
+    line: int | None = tether.arg(None, description="1-based line holding the symbol")
+    symbol: str | None = tether.arg(
+        None,
+        description=(
+            "Text of the symbol as it appears on that line (a substring, never a column); "
+            "when it occurs several times, pick one with name#2"
+        ),
+    )
+    query: str | None = tether.arg(None, description="Workspace symbol search (action symbols)")
+
+
+@attrs.frozen
+class RenameArgs:
+    file: str = tether.arg(
+        description="Path of the file holding the symbol, relative to the workdir"
+    )
+    line: int = tether.arg(description="1-based line holding the symbol")
+    symbol: str = tether.arg(
+        description="Text of the symbol on that line (substring; name#2 picks the 2nd occurrence)"
+    )
+    new_name: str = tether.arg(description="The new name")
+
+
+LSP_DESCRIPTION = (
+    "Ask the project's language server. Positions are a 1-based `line` plus the `symbol` text "
+    "on it, never a column. Results are path:line:col plus the source line."
+)
+RENAME_DESCRIPTION = (
+    "Rename a symbol across the project through its language server; every file is written "
+    "or none is."
+)
+
+
+def _supervisor(call: tether.CallContext) -> LspSupervisor:
+    return call.run.resources["lsp_supervisor"]
+
+
+def _required(value: T | None, field: str, action: str) -> T:
+    if value is None:
+        raise tether.ArgumentError(field, f'required for action "{action}"')
+    return value
+
+
+async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
+    supervisor = _supervisor(call)
+    action = args.action
+    if action == "status":
+        return await supervisor.status()
+    if action == "reload":
+        path = call.run.confine(args.file, field="file") if args.file else None
+        return await supervisor.reload(path)
+    if action == "diagnostics":
+        file = _required(args.file, "file", action)
+        if file == "*":
+            return await checker.run_checkers(supervisor)
+        path = call.run.confine(file, field="file")
+        return await queries.file_diagnostics(await queries.open_session(supervisor, path, action))
+    if action == "symbols":
+        if args.query is None and args.file is None:
+            raise tether.ArgumentError(
+                "query", 'required for action "symbols" (or `file` for the symbols of one file)'
+            )
+        path = call.run.confine(args.file, field="file") if args.file is not None else None
+        if args.query is not None:
+            return await queries.workspace_symbols(supervisor, args.query, path)
+        assert path is not None
+        return await queries.document_symbols(await queries.open_session(supervisor, path, action))
+    file = _required(args.file, "file", action)
+    line = _required(args.line, "line", action)
+    symbol = _required(args.symbol, "symbol", action)
+    session = await queries.open_session(supervisor, call.run.confine(file, field="file"), action)
+    if action == "hover":
+        return await queries.hover(session, line, symbol)
+    if action == "code_actions":
+        return await queries.code_actions(session, line, symbol)
+    return await queries.navigate(session, action, line, symbol)
+
+
+async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
+    supervisor = _supervisor(call)
+    path = call.run.confine(args.file, field="file")
+    session = await queries.open_session(supervisor, path, "rename")
+    return await rename.rename(session, args.line, args.symbol, args.new_name)
+
+
+def tool_specs() -> list[tether.ToolSpec]:
+    return [
+        tether.ToolSpec(
+            name="lsp",
+            tier=tether.Tier.READ,
+            args=LspArgs,
+            handler=handle_lsp,
+            description=LSP_DESCRIPTION,
+            requires=("lsp_supervisor",),
+            parallel_safe=True,
+        ),
+        tether.ToolSpec(
+            name="lsp_rename",
+            tier=tether.Tier.WRITE,
+            args=RenameArgs,
+            handler=handle_rename,
+            description=RENAME_DESCRIPTION,
+            requires=("lsp_supervisor",),
+            parallel_safe=True,
+        ),
+    ]

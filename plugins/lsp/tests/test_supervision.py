@@ -1,0 +1,282 @@
+"""Availability, hangs, crashes and restarts, with a third-party server added by the hook.
+
+The misbehaving server is a real process speaking LSP (tests/fake_lsp_server.py): no real
+server can be made to hang or die on cue.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from lsp_testkit import Caller, open_lsp_run
+
+import tether
+from tether.process import is_alive
+from tether_lsp import ServerSpec
+
+FAKE = str(Path(__file__).parent / "fake_lsp_server.py")
+
+
+class ThirdParty:
+    """What a third-party plugin does to add servers: implement tether_lsp_servers."""
+
+    def __init__(self, workdir: Path, mode: str = "ok") -> None:
+        self.workdir = workdir
+        self.mode = mode
+
+    @tether.hookimpl
+    def tether_lsp_servers(self) -> list[ServerSpec]:
+        broken = self.workdir / "bin" / "broken-ls"
+        return [
+            ServerSpec(
+                id="fake",
+                language="fake",
+                extensions={".fake": "fake"},
+                command=(sys.executable, FAKE, self.mode),
+                root_markers=("fake.toml",),
+            ),
+            ServerSpec(
+                id="broken-ls",
+                language="broken",
+                extensions={".brk": "broken"},
+                command=(str(broken),),
+                probe=(str(broken), "--version"),
+                root_markers=("broken.toml",),
+            ),
+            ServerSpec(
+                id="local-ls",
+                language="local",
+                extensions={".loc": "local"},
+                command=("local-ls", "--stdio"),
+                probe=("local-ls", "--version"),
+                root_markers=("local.toml",),
+            ),
+            ServerSpec(
+                id="absent-ls",
+                language="absent",
+                extensions={".abs": "absent"},
+                command=("absent-language-server-xyz",),
+                probe=("absent-language-server-xyz", "--version"),
+                root_markers=("absent.toml",),
+            ),
+        ]
+
+
+def make_project(workdir: Path) -> None:
+    (workdir / "fake.toml").write_text("")
+    (workdir / "broken.toml").write_text("")
+    (workdir / "absent.toml").write_text("")
+    (workdir / "main.fake").write_text("def alpha\nalpha alpha\n")
+    (workdir / "x.brk").write_text("x\n")
+    (workdir / "x.abs").write_text("x\n")
+    (workdir / "bin").mkdir()
+    broken = workdir / "bin" / "broken-ls"
+    broken.write_text(
+        "#!/bin/sh\necho 'broken-ls: libfoo.so.3: cannot open shared object' >&2\nexit 127\n"
+    )
+    broken.chmod(broken.stat().st_mode | stat.S_IXUSR)
+    (workdir / "local.toml").write_text("")
+    (workdir / ".venv" / "bin").mkdir(parents=True)
+    local = workdir / ".venv" / "bin" / "local-ls"
+    local.write_text("#!/bin/sh\nexit 0\n")
+    local.chmod(local.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Caller, Path]]:
+    workdir = tmp_path_factory.mktemp("fake")
+    make_project(workdir)
+    os.environ["FAKE_LSP_LOG"] = str(workdir / "log.txt")
+    lsp = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "max_restarts": 2}
+    with open_lsp_run(workdir, lsp, plugins=[ThirdParty(workdir)]) as run:
+        yield Caller(run), workdir
+
+
+def supervisor(caller: Caller) -> Any:
+    return caller.run.run.resources["lsp_supervisor"]
+
+
+def test_a_third_party_server_answers(fake: tuple[Caller, Path]) -> None:
+    caller, _ = fake
+    text = caller.ok(action="definition", file="main.fake", line=2, symbol="alpha#2")
+    assert text == "1 definition of `alpha` at main.fake:2:\nmain.fake:1:5: def alpha"
+
+
+def test_a_hanging_request_times_out_and_is_cancelled(fake: tuple[Caller, Path]) -> None:
+    caller, workdir = fake
+    text = caller.err(action="hover", file="main.fake", line=1, symbol="alpha")
+    assert text.startswith("fake did not answer textDocument/hover within 1 s (request cancelled")
+    # the server is still usable afterwards
+    assert "main.fake:1:5" in caller.ok(
+        action="definition", file="main.fake", line=1, symbol="alpha"
+    )
+    # it reads in order: having answered the definition, it has logged the cancel before it
+    log = (workdir / "log.txt").read_text().splitlines()
+    assert any(line.startswith("$/cancelRequest ") for line in log)
+
+
+def test_a_server_dying_mid_request_then_restarting(fake: tuple[Caller, Path]) -> None:
+    caller, _ = fake
+    old_pid = supervisor(caller).clients[0].pid
+    text = caller.err(action="references", file="main.fake", line=1, symbol="alpha")
+    assert text.startswith("fake exited (its output closed, exit code 3)")
+    assert not is_alive(old_pid)
+    # the next call starts a fresh server and works
+    assert "main.fake:1:5" in caller.ok(
+        action="definition", file="main.fake", line=1, symbol="alpha"
+    )
+    assert supervisor(caller).clients[0].pid != old_pid
+
+
+def test_a_crash_loop_stops_restarting(fake: tuple[Caller, Path]) -> None:
+    caller, _ = fake
+    messages = [
+        caller.err(action="references", file="main.fake", line=1, symbol="alpha") for _ in range(3)
+    ]
+    assert "crashed 3 times within 60 s; not restarting it again" in messages[-1]
+    # asking again does not count as crashing again
+    assert "crashed 3 times" in caller.err(
+        action="definition", file="main.fake", line=1, symbol="alpha"
+    )
+    # reload is the way out
+    assert caller.ok(action="reload", file="main.fake").startswith("restarted fake for .")
+    assert "main.fake:1:5" in caller.ok(
+        action="definition", file="main.fake", line=1, symbol="alpha"
+    )
+
+
+def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) -> None:
+    caller, workdir = fake
+    status = caller.ok(action="status")
+    assert "fake for . (pid " in status
+    assert (
+        "broken-ls [broken] cannot answer here — not usable: `broken-ls --version` exited 127: "
+        "broken-ls: libfoo.so.3: cannot open shared object; roots: ." in status
+    )
+    assert (
+        "absent-ls [absent] cannot answer here — not usable: `absent-language-server-xyz` not "
+        "found in .venv/bin, venv/bin, node_modules/.bin or PATH; roots: ." in status
+    )
+    assert "rust-analyzer [rust] cannot answer here — not usable:" in status
+    # a project-local .venv/bin wins over PATH
+    assert (
+        f"local-ls [local] can answer — usable ({workdir}/.venv/bin/local-ls); roots: ." in status
+    )
+
+
+def test_a_query_on_an_unusable_server_says_why(fake: tuple[Caller, Path]) -> None:
+    caller, _ = fake
+    text = caller.err(action="hover", file="x.brk", line=1, symbol="x")
+    assert text.startswith("no usable broken language server for x.brk:\n  broken-ls: not usable")
+    assert "cannot open shared object" in text
+    text = caller.err(action="hover", file="x.abs", line=1, symbol="x")
+    assert "absent-ls: not usable — `absent-language-server-xyz` not found" in text
+
+
+def test_no_root_marker_is_explained(tmp_path: Path) -> None:
+    (tmp_path / "lonely.fake").write_text("def alpha\n")
+    with open_lsp_run(tmp_path, plugins=[ThirdParty(tmp_path)]) as run:
+        text = Caller(run).err(action="definition", file="lonely.fake", line=1, symbol="alpha")
+    assert "fake: no root marker (fake.toml) between lonely.fake and the workdir" in text
+
+
+def test_a_server_that_never_initializes(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    lsp = {"start_timeout_s": 1.0}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "hang-init")]) as run:
+        text = Caller(run).err(action="definition", file="main.fake", line=1, symbol="alpha")
+        pids = [client.pid for client in run.run.resources["lsp_supervisor"].clients]
+    assert text.startswith(
+        "no usable fake language server for main.fake:\n"
+        "  fake: not usable — fake failed to start: fake did not answer initialize within 1 s"
+    )
+    assert all(not is_alive(pid) for pid in pids)
+
+
+def test_no_server_outlives_its_run(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    with open_lsp_run(tmp_path, plugins=[ThirdParty(tmp_path)]) as run:
+        Caller(run).ok(action="definition", file="main.fake", line=1, symbol="alpha")
+        pid = run.run.resources["lsp_supervisor"].clients[0].pid
+        assert is_alive(pid)
+    assert not is_alive(pid)
+
+
+class Duplicate:
+    @tether.hookimpl
+    def tether_lsp_servers(self) -> list[ServerSpec]:
+        return [
+            ServerSpec(
+                id="clangd",
+                language="c",
+                extensions={".c": "c"},
+                command=("x",),
+                root_markers=("x",),
+            )
+        ]
+
+
+def test_a_duplicate_server_id_fails_the_run_opening(tmp_path: Path) -> None:
+    expected = "'clangd' is contributed by both 'lsp' and"
+    with pytest.raises(BaseException) as info:
+        with open_lsp_run(tmp_path, plugins=[Duplicate()]):
+            pass
+    if isinstance(info.value, BaseExceptionGroup):
+        assert info.group_contains(tether.PluginError, match=expected)
+    else:
+        assert isinstance(info.value, tether.PluginError) and expected in str(info.value)
+
+
+def test_an_empty_answer_while_indexing_says_so(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    lsp = {"ready_timeout_s": 0.5}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "indexing")]) as run:
+        caller = Caller(run)
+        text = caller.ok(action="definition", file="main.fake", line=2, symbol="alpha#1")
+        assert text == (
+            "fake is still indexing (indexing (0/40 files)); no definition for `alpha` at "
+            "main.fake:2 yet — ask again in a moment"
+        )
+        assert "fake for . (pid" in caller.ok(action="status")
+        assert "still indexing: indexing (0/40 files)" in caller.ok(action="status")
+
+
+@attrs.frozen
+class SaveArgs:
+    path: str = tether.arg(description="where")
+    text: str = tether.arg(description="what")
+
+
+def save(call: tether.CallContext, args: SaveArgs) -> str:
+    call.run.confine(args.path).write_text(args.text)
+    return f"saved {args.path}"
+
+
+def test_write_tools_are_configurable(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    lsp = {"write_tools": ["save"]}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path)]) as run:
+        run.register_host_tool(
+            tether.ToolSpec(
+                name="save",
+                tier=tether.Tier.READ,
+                args=SaveArgs,
+                handler=save,
+                description="the harness's own write tool",
+            )
+        )
+        caller = Caller(run)
+        text = caller.ok("save", path="one.fake", text="fine\nBAD\n")
+        assert (
+            text
+            == "saved one.fake\n\nNew diagnostics from fake (1):\none.fake:2:1 error [X1]: bad line (fake)"
+        )
+        # `write` is not in write_tools here: its result is left alone
+        assert caller.ok("write", path="two.fake", content="BAD\n") == "created two.fake (4 bytes)"

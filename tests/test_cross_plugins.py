@@ -1,0 +1,78 @@
+"""What only shows with several families installed: one pipeline for every caller."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import tether
+from tether_ask import Answer, CallbackPort
+
+pytestmark = pytest.mark.anyio
+
+
+class Person:
+    """A harness whose UI answers approval cards from a script."""
+
+    def __init__(self, *labels: str) -> None:
+        self.labels = list(labels)
+        self.cards: list = []
+
+    async def show(self, card):
+        self.cards.append(card)
+        return Answer(choices=(self.labels.pop(0),))
+
+    @tether.hookimpl
+    def tether_resources(self, run):
+        return {"question_port": CallbackPort(self.show, timeout_s=10)}
+
+
+async def test_a_bridge_call_from_eval_meets_the_same_approval_card(tmp_path):
+    person = Person("allow", "deny")
+    config = {"core": {"approval": {"exec": "auto", "write": "ask"}}}
+    async with tether.open_run(
+        tmp_path, conversation_id="c", plugins=[person], config=config
+    ) as run:
+        code = (
+            "first = tool('echo_write', {'path': 'a.txt', 'text': 'one'})\n"
+            "try:\n"
+            "    tool('echo_write', {'path': 'b.txt', 'text': 'two'})\n"
+            "except ToolError as exc:\n"
+            "    second = str(exc)\n"
+            "print(first, '|', second)"
+        )
+        result = await run.call(
+            "eval", {"code": code, "description": "write two files through the bridge"}
+        )
+        assert not result.is_error, result.text_content
+        assert "wrote a.txt" in result.text_content and "denied" in result.text_content
+    assert (tmp_path / "a.txt").read_text() == "one" and not (tmp_path / "b.txt").exists()
+    assert [c.kind for c in person.cards] == ["approval", "approval"]
+
+
+async def test_a_read_only_surface_cannot_reach_write_tools_through_any_door(tmp_path):
+    async with tether.open_run(tmp_path, conversation_id="c", vibe=True) as run:
+        plan = {s["name"]: s["tier"] for s in run.schemas("plan")}
+        assert set(plan.values()) == {"read"}
+        assert "eval" not in plan and "debug" not in plan and "vibe_list" in plan
+        refused = await run.call(
+            "eval", {"code": "1", "description": "one plus nothing at all"}, surface="plan"
+        )
+        assert refused.is_error and "not available on surface 'plan'" in refused.text_content
+
+
+def test_the_cli_lists_every_family(tmp_path):
+    tools = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "tether.cli", "tools", "--vibe", "--workdir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+    )
+    names = {t["name"] for t in tools}
+    assert {"eval", "debug", "ask_user", "vibe_spawn", "read", "echo"} <= names
