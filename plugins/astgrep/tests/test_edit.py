@@ -230,3 +230,15 @@ def test_property_no_partial_application_ever(tmp_path_factory, n_files, changed
             assert snapshot(root) == before  # nothing written, not even the unchanged files
 
     anyio.run(scenario)
+
+
+async def test_pending_edits_are_bounded(astgrep_run) -> None:
+    config = {"astgrep": {"max_pending_edits": 2}}
+    async with astgrep_run({"a.py": "dispose(x)\n"}, config=config) as run:
+        for _ in range(3):
+            result = await run.call("ast_edit", {"pattern": "dispose($X)", "rewrite": "$X.d()"})
+            assert not result.is_error, result.text_content
+        old = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
+        assert old.is_error and "expired: more than 2 edits were pending" in old.text_content
+        newest = await run.call("resolve", {"edit_id": "edit_3", "action": "accept"})
+        assert not newest.is_error, newest.text_content

@@ -28,6 +28,7 @@ class AstgrepConfig:
     cache_mb: int = 820  # estimated MB of sources + parsed trees kept per run, all processes
     search_timeout_s: float = 100.0
     preview_chars: int = 6000  # unified diff shown by ast_edit
+    max_pending_edits: int = 20  # staging one more expires the oldest pending edit
 
 
 @attrs.frozen
@@ -175,4 +176,10 @@ class AstgrepService:
         )
         staged = StagedEdit(edit_id, changes)
         self.staged[edit_id] = staged
+        while len(self.staged) > max(1, self.config.max_pending_edits):
+            oldest = next(iter(self.staged))
+            del self.staged[oldest]
+            self.resolved[oldest] = (
+                f"expired: more than {self.config.max_pending_edits} edits were pending"
+            )
         return staged
