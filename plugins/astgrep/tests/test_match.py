@@ -267,3 +267,22 @@ def test_dart_member_chains_bind_whole_receivers(registry: GrammarRegistry) -> N
 def test_several_statements_match_consecutive_siblings(registry: GrammarRegistry) -> None:
     code = "x = 1\ny = 2\nz = 3\nw = 1\n"
     assert find(registry, "python", "$A = 1\n$B = 2", code) == ["x = 1\ny = 2"]
+
+
+@pytest.mark.parametrize(
+    ("language", "code"),
+    [
+        ("c", "void f(void) { if (x) { a(); b(); } if (y) { } if (z) w(); }"),
+        ("dart", "void f() { if (x) { a(); b(); } if (y) { } if (z) w(); }"),
+        ("javascript", "if (x) { a(); b(); } if (y) { } if (z) w();"),
+        ("go", "package m\nfunc f() { if x { a(); b() }; if y { }; if z { w() } }\n"),
+    ],
+)
+def test_a_statement_run_in_a_block(registry: GrammarRegistry, language: str, code: str) -> None:
+    pattern = "if $C { $$$B }" if language == "go" else "if ($C) { $$$B }"
+    found = find(registry, language, pattern, code)
+    expected_first = "if x { a(); b() }" if language == "go" else "if (x) { a(); b(); }"
+    assert found[0] == expected_first
+    assert len(found) == (3 if language == "go" else 2)
+    caps = captures(registry, language, pattern, code)
+    assert caps[0]["B"].startswith("a()") and caps[1]["B"] == ""

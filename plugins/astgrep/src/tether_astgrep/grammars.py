@@ -61,6 +61,9 @@ class Grammar:
     # these kinds continue the expression before them, so `$X` absorbs them (`$X.dispose()`
     # binds `a.b` in `a.b.dispose()`) and no match starts at one.
     continuation_kinds: frozenset[str] = frozenset()
+    # What ends a statement when the grammar requires it (C's and Dart's `;`): a `$$$X` standing
+    # alone as a statement (`{ $$$BODY }`) is parsed as `X;` so that it reads as statements.
+    statement_terminator: str = ""
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -207,6 +210,7 @@ def builtin_grammars() -> list[Grammar]:
             language=_lang("tree_sitter_c"),
             scaffolds=_c_like("void _t(void)", ("struct _T {\n", "\n};"), semicolon=True),
             comment_regex=_C_COMMENT,
+            statement_terminator=";",
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
         ),
         Grammar(
@@ -238,6 +242,7 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset({"template_substitution"}),
             comment_regex=_C_COMMENT,
             continuation_kinds=frozenset({"selector", "cascade_section"}),
+            statement_terminator=";",
         ),
     ]
 

@@ -65,8 +65,20 @@ class CompiledPattern:
         return self.items[0]
 
 
-def placeholders_for(pattern: str) -> tuple[str, dict[bytes, MetaVar]]:
-    """Replace metavariables by identifiers the grammar can parse."""
+def _alone_as_statement(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] stands where a statement would (after `{`/`;`/a line start,
+    before `}`/a line end)."""
+    before = text[:start].rstrip(" \t")
+    after = text[end:].lstrip(" \t")
+    return (not before or before[-1] in "{;\n") and (not after or after[0] in "}\n")
+
+
+def placeholders_for(pattern: str, terminator: str = "") -> tuple[str, dict[bytes, MetaVar]]:
+    """Replace metavariables by identifiers the grammar can parse.
+
+    With a `terminator`, a `$$$X` alone as a statement becomes `ident;`, and the mapping also
+    knows `ident;` (the expression statement that then stands for the run of statements).
+    """
     mapping: dict[bytes, MetaVar] = {}
     anonymous = 0
 
@@ -77,10 +89,14 @@ def placeholders_for(pattern: str) -> tuple[str, dict[bytes, MetaVar]]:
         if name is None or name.startswith("_"):
             anonymous += 1
             ident = f"__tmv{'s' if multi else ''}__{anonymous}"
-            mapping[ident.encode()] = MetaVar(None, multi)
+            var = MetaVar(None, multi)
         else:
             ident = f"__tmv{'s' if multi else ''}_{name}"
-            mapping[ident.encode()] = MetaVar(name, multi)
+            var = MetaVar(name, multi)
+        mapping[ident.encode()] = var
+        if multi and terminator and _alone_as_statement(pattern, m.start(), m.end()):
+            mapping[(ident + terminator).encode()] = var
+            return ident + terminator
         return ident
 
     return METAVAR_RE.sub(sub, pattern), mapping
@@ -195,7 +211,7 @@ def compile_pattern(
     text = pattern.strip()
     if not text:
         raise PatternError("pattern: must not be empty")
-    substituted, mapping = placeholders_for(text)
+    substituted, mapping = placeholders_for(text, grammar.statement_terminator)
     parser = grammar.parser()
     tried: list[str] = []
     for scaffold in grammar.scaffolds:
