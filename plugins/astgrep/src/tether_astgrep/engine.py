@@ -72,6 +72,7 @@ class FileCache:
     def __init__(self, budget_bytes: int) -> None:
         self.budget = budget_bytes
         self.used = 0
+        self.admit_trees = True
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
 
     def get(self, path: str, st: os.stat_result) -> _Entry | None:
@@ -92,7 +93,7 @@ class FileCache:
             self.trim()
 
     def set_tree(self, path: str, entry: _Entry, tree: ts.Tree) -> None:
-        if path not in self._entries:
+        if not self.admit_trees or path not in self._entries:
             return
         extra = len(entry.source) * TREE_BYTES_PER_SOURCE_BYTE
         if self.used + extra > self.budget:
@@ -119,9 +120,15 @@ class FileCache:
 class ProcessState:
     """What one process (the run's own, or a worker) keeps between searches."""
 
-    def __init__(self, registry: GrammarRegistry, cache_bytes: int) -> None:
+    def __init__(
+        self, registry: GrammarRegistry, cache_bytes: int, trees_from_search: int = 1
+    ) -> None:
         self.registry = registry
         self.cache = FileCache(cache_bytes)
+        # Keeping trees costs page faults and teardown time; a one-shot search never gains
+        # from them, so a worker starts keeping them from the run's second search on.
+        self.trees_from_search = trees_from_search
+        self.searches = 0
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str], Matcher] = {}
         self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
@@ -148,6 +155,8 @@ class ProcessState:
         return matcher
 
     def run(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
+        self.searches += 1
+        self.cache.admit_trees = self.searches >= self.trees_from_search
         grammar = self.registry.get(task.pattern.grammar_id)
         assert grammar is not None
         matcher = self.matcher(task.pattern, grammar)
@@ -234,7 +243,7 @@ def _describe(m: Match, source: bytes) -> tuple[Any, ...]:
 
 
 def _worker_main(conn: Connection, registry: GrammarRegistry, cache_bytes: int) -> None:
-    state = ProcessState(registry, cache_bytes)
+    state = ProcessState(registry, cache_bytes, trees_from_search=2)
     while True:
         try:
             msg = conn.recv()
