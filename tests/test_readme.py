@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -36,3 +37,20 @@ def test_every_documented_plugin_entry_point_is_installed():
     assert all(p["status"] == "loaded" for p in plugins.values()), plugins
     for name in plugins:
         assert f"tether-{name}" in README, f"plugin {name} is not in the README's table"
+
+
+def test_the_main_job_command_answers_on_this_checkout():
+    block = re.search(r"```sh\n(.*?)```", README, re.S).group(1)
+    call = block.split("uv run ", 1)[1].strip()
+    assert call.startswith("tether call ")
+    args = shlex.split(call)[1:]
+    out = subprocess.run(
+        [sys.executable, "-m", "tether.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    result = json.loads(out.stdout)
+    assert out.returncode == 0 and not result["is_error"], out.stdout + out.stderr
+    assert "function open_run — core/src/tether/run.py:" in result["content"][0]["text"]

@@ -19,17 +19,17 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from queue import Empty
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import zmq
-import zmq.asyncio
-from jupyter_client.asynchronous import AsyncKernelClient
-from jupyter_client.connect import write_connection_file
 
 from tether.process import ManagedProcess
 from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError
 from tether_eval.output import CellOutput
+
+if TYPE_CHECKING:
+    # jupyter_client and zmq cost ~150 ms to import: only a run that starts a kernel pays it
+    from jupyter_client.asynchronous import AsyncKernelClient
 
 #: Marks an ``input_request`` prompt that is a bridge call rather than ``input()``.
 BRIDGE_PREFIX = "\x00tether-bridge:"
@@ -117,6 +117,9 @@ class IPythonKernel:
         python = str(ctx.settings.get("python") or sys.executable)
         socket_dir = _socket_dir()
         connection_file = socket_dir / "kernel.json"
+        from jupyter_client.asynchronous import AsyncKernelClient
+        from jupyter_client.connect import write_connection_file
+
         # Messages are signed too, though the socket dir is already private (mode 0700).
         write_connection_file(
             str(connection_file),
@@ -226,6 +229,9 @@ class IPythonKernel:
         )
         iopub = client.iopub_channel
         stdin = client.stdin_channel
+        import zmq
+        import zmq.asyncio
+
         poller = zmq.asyncio.Poller()
         poller.register(iopub.socket, zmq.POLLIN)
         poller.register(stdin.socket, zmq.POLLIN)
