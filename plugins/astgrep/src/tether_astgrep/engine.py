@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 import attrs
 import tree_sitter as ts
 
+from tether.process import kill_tree
 from tether.text import truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
@@ -277,13 +277,6 @@ def _reaped(pid: int) -> bool:
     return done == pid
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def _reap_blocking(pid: int) -> None:
     try:
         os.waitpid(pid, 0)  # SIGKILLed: returns at once
@@ -294,7 +287,14 @@ def _reap_blocking(pid: int) -> None:
 class WorkerPool:
     """Forked worker processes, each owning the files whose path hashes to it."""
 
-    def __init__(self, registry: GrammarRegistry, workers: int, cache_bytes: int) -> None:
+    def __init__(
+        self,
+        registry: GrammarRegistry,
+        workers: int,
+        cache_bytes: int,
+        on_start: Callable[[int], None] | None = None,
+    ) -> None:
+        self.on_start = on_start  # told each worker's pid as it starts
         self.registry = registry
         self.size = workers
         self.cache_bytes = cache_bytes
@@ -331,6 +331,8 @@ class WorkerPool:
                     os._exit(code)
             child.close()
             self._procs.append(pid)
+            if self.on_start is not None:
+                self.on_start(pid)
             self._conns.append(parent)
 
     def run(
@@ -379,7 +381,7 @@ class WorkerPool:
             while not _reaped(pid) and time.monotonic() < deadline:
                 time.sleep(0.01)
             if not _reaped(pid):
-                _kill(pid)
+                kill_tree(pid)
                 _reap_blocking(pid)
         for conn in self._conns:
             conn.close()
@@ -395,5 +397,5 @@ class WorkerPool:
             return
         # A search is still running in a thread: end the workers under it.
         for pid in list(self._procs):
-            _kill(pid)
+            kill_tree(pid)
             _reap_blocking(pid)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -49,7 +50,13 @@ class StagedEdit:
 class AstgrepService:
     """One per run; wired as the `parser_registry` resource."""
 
-    def __init__(self, workdir: Path, registry: GrammarRegistry, config: AstgrepConfig) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        registry: GrammarRegistry,
+        config: AstgrepConfig,
+        on_worker_start: Callable[[int], None] | None = None,
+    ) -> None:
         self.workdir = workdir
         self.registry = registry
         self.config = config
@@ -59,7 +66,9 @@ class AstgrepService:
         self._local = ProcessState(registry, local)
         self._local_lock = anyio.Lock()
         self._pool = (
-            WorkerPool(registry, config.workers, cache - local) if config.workers > 0 else None
+            WorkerPool(registry, config.workers, cache - local, on_start=on_worker_start)
+            if config.workers > 0
+            else None
         )
         self.staged: dict[str, StagedEdit] = {}
         self.resolved: dict[str, str] = {}  # edit id -> accepted / discarded / rejected / failed
