@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
+
 
 GIT_TIMEOUT_S = 30.0
 
@@ -35,6 +38,8 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def _walk_files(root: Path) -> list[str]:
+    import pathspec  # only a checkout without git pays for it
+
     out: list[str] = []
     # (directory relative to root, spec) for every .gitignore seen on the way down
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
