@@ -76,3 +76,21 @@ def test_the_cli_lists_every_family(tmp_path):
     )
     names = {t["name"] for t in tools}
     assert {"eval", "debug", "ask_user", "vibe_spawn", "read", "echo"} <= names
+
+
+async def test_a_write_from_an_eval_cell_gets_its_new_diagnostics(tmp_path):
+    """The diagnostics-on-write wrapper (lsp) applies to a host tool (files) called through the
+    eval bridge: one pipeline, whoever calls."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    config = {"core": {"approval": {"write": "auto", "exec": "auto"}}}
+    async with tether.open_run(tmp_path, conversation_id="c", config=config) as run:
+        warm = await run.call("lsp", {"action": "diagnostics", "file": "ok.py"})
+        assert not warm.is_error, warm.text_content
+        code = "print(tool('write', {'path': 'broken.py', 'content': 'print(undefined_name)\\n'}))"
+        result = await run.call(
+            "eval", {"code": code, "description": "write a file with an undefined name"}
+        )
+        assert not result.is_error, result.text_content
+        assert "created broken.py" in result.text_content
+        assert "broken.py:1:7 error [reportUndefinedVariable]" in result.text_content
