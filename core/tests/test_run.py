@@ -94,6 +94,19 @@ async def test_duplicate_tool_names_are_rejected(tmp_path):
             pass
 
 
+async def test_a_duplicate_of_a_skipped_tool_is_rejected_too(tmp_path):
+    skipped = make_tool("same", requires=("absent",))
+    plugins = [Provides(tools=[skipped]), Provides(tools=[make_tool("same")])]
+    with pytest.raises(tether.PluginError, match="'same' is declared by both"):
+        async with tether.open_run(tmp_path, entry_points=False, plugins=plugins):
+            pass
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides(tools=[skipped])]
+    ) as run:
+        with pytest.raises(tether.PluginError, match="declared by both"):
+            run.register_host_tool(make_tool("same"))
+
+
 async def test_duplicate_resources_are_rejected(tmp_path):
     with pytest.raises(tether.PluginError, match="wired by both"):
         async with tether.open_run(
@@ -193,12 +206,31 @@ async def test_not_parallel_safe_calls_are_serialised(tmp_path):
         spans.sort()
         # each call starts after the previous one ended
         assert all(later[1] - earlier[1] >= 0.28 for earlier, later in itertools.pairwise(spans))
-        spans.clear()
-        start = time.monotonic()
-        async with anyio.create_task_group() as tg:
-            for _ in range(3):
-                tg.start_soon(timed, "echo", {"message": "m", "delay_s": 0.3})
-        assert time.monotonic() - start < 0.8  # parallel-safe calls overlap
+
+    # parallel-safe calls overlap: three handlers that each wait until all three have started
+    started = []
+    all_in = anyio.Event()
+
+    @attrs.frozen
+    class Args:
+        n: int = tether.arg(description="which")
+
+    async def meet(call, args):
+        started.append(args.n)
+        if len(started) == 3:
+            all_in.set()
+        await all_in.wait()
+        return "met"
+
+    spec = tether.ToolSpec("meet", "read", Args, meet, "waits for the others")
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides(tools=[spec])]
+    ) as run:
+        with anyio.fail_after(10):  # serialised calls would never all meet
+            async with anyio.create_task_group() as tg:
+                for n in range(3):
+                    tg.start_soon(run.call, "meet", {"n": n})
+        assert sorted(started) == [0, 1, 2]
 
 
 async def test_handler_timeout_and_tool_errors(tmp_path):
@@ -293,21 +325,28 @@ async def test_bad_config_names_the_key(tmp_path):
             pass
 
 
+async def wait_for(predicate, timeout=10.0):
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
 async def test_closing_the_run_kills_every_child_tree(tmp_path):
     config = {"core": {"approval": {"exec": "auto"}}}
-    script = "sleep 300 & sleep 300 & (setsid sleep 300 &) ; wait"
+    pids = tmp_path / "pids"
+    # two plain jobs and one that leaves the tree (its own session, re-parented at once)
+    script = (
+        f"sleep 300 & echo $! >> {pids}; sleep 300 & echo $! >> {pids}; "
+        f"(setsid sh -c 'echo $$ >> {pids}; exec sleep 300' &); wait"
+    )
     async with tether.open_run(tmp_path, config=config) as run:
         result = await run.call("echo_exec", {"argv": ["sh", "-c", script], "background": True})
         pid = result.meta["pid"]
-        for _ in range(100):
-            if len(descendants(pid)) >= 3:
-                break
-            await anyio.sleep(0.02)
-        tree = descendants(pid) | {pid}
-        assert len(tree) >= 3
-    await anyio.sleep(0.1)
-    assert not [p for p in tree if is_alive(p)]
-    assert not [p for p in descendants(os.getpid()) if is_alive(p)]
+        await wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 3)
+        jobs = {int(p) for p in pids.read_text().split()}
+        assert all(is_alive(p) for p in jobs)
+        assert jobs - descendants(pid), "the setsid job should have left the shell's tree"
+    await wait_for(lambda: not any(is_alive(p) for p in jobs | {pid}), timeout=5)
 
 
 async def test_sync_facade(tmp_path):

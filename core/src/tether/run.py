@@ -175,19 +175,19 @@ class Run:
             raise PluginError(
                 f"plugin {origin!r} declared {spec!r}, which is not a tether.ToolSpec"
             )
-        if spec.name in self._tools:
+        if spec.name in self._tools or spec.name in self._skipped:
             raise PluginError(
                 f"tool name {spec.name!r} is declared by both {self._tool_origin[spec.name]!r} and {origin!r}"
             )
         object_schema(spec.args)  # fails early on an argument type the schema cannot describe
         missing = [r for r in spec.requires if r not in self.resources]
+        self._tool_origin[spec.name] = origin
         if missing:
             self._skipped[spec.name] = (
                 f"needs resource(s) {', '.join(missing)} (not wired for this run)"
             )
             return False
         self._tools[spec.name] = spec
-        self._tool_origin[spec.name] = origin
         return True
 
     def register_host_tool(self, spec: ToolSpec) -> None:

@@ -70,6 +70,30 @@ def open_test_run(tether_workdir: Path) -> Callable[..., AbstractAsyncContextMan
     return factory
 
 
+def _valid_value(prop: dict[str, Any]) -> Any:
+    """Some value the schema property accepts (to isolate one wrong field per check)."""
+    if "enum" in prop:
+        return prop["enum"][0]
+    kind = prop.get("type")
+    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
+    if kind == "string":
+        return "x" * max(1, prop.get("minLength", 1))
+    if kind in ("integer", "number"):
+        return prop.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return [_valid_value(prop.get("items", {})) for _ in range(prop.get("minItems", 0))]
+    if kind == "object":
+        required = prop.get("required", [])
+        return {k: _valid_value(prop["properties"][k]) for k in required}
+    return None
+
+
+def _names_field(text: str, field: str) -> bool:
+    return any(line.startswith(f"{field}: ") for line in text.splitlines())
+
+
 def _wrong_value(prop: dict[str, Any]) -> Any:
     kind = prop.get("type")
     kinds = kind if isinstance(kind, list) else [kind]
