@@ -12,7 +12,6 @@ Not a test and not run in CI. Run: ``uv run python plugins/debug/benchmarks/benc
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import queue
@@ -29,8 +28,8 @@ import anyio
 
 import tether
 import tether_debug.hooks
-from tether.process import spawn
-from tether_debug.adapters import Debugpy, Probe, Resolution
+from tether.availability import CommandProbe
+from tether_debug.adapters import Debugpy, Resolution
 
 PROGRAM = """\
 def work():
@@ -173,8 +172,8 @@ async def tether_run(workdir: Path, steps: int) -> tuple[float, list[float]]:
 
 
 async def _resolve(adapter: Debugpy, workdir: Path) -> Resolution:
-    async with anyio.create_task_group() as tg:
-        return await adapter.resolve(workdir, Probe(functools.partial(spawn, task_group=tg)))
+    async with tether.open_run(workdir, entry_points=False) as run:
+        return await adapter.resolve(workdir, CommandProbe(run))
 
 
 def main() -> None:

@@ -13,6 +13,9 @@ from tether_debug import DebugAdapter
 
 pytestmark = pytest.mark.anyio
 
+# what an adapter command that resolves nowhere is reported as (the root's local bins, then PATH)
+NOT_FOUND = "not found in .venv/bin, venv/bin, node_modules/.bin or PATH"
+
 
 async def test_registered_only_with_a_conversation_id(tether_workdir: Path) -> None:
     async with tether.open_run(
@@ -85,8 +88,8 @@ async def test_adapters_explains_what_is_usable_and_why_not(
     assert "debugpy" in lines and "usable: python -m debugpy.adapter" in lines["debugpy"]
     assert "root the workdir" in lines["debugpy"]
     # neither delve nor the Dart SDK can be installed here: both reasons are spelled out
-    assert "unusable: no root marker (go.mod) found; dlv not on PATH" in lines["delve"]
-    assert "unusable: no root marker (pubspec.yaml) found; dart not on PATH" in lines["dart"]
+    assert f"unusable: no root marker (go.mod) found; `dlv` {NOT_FOUND}" in lines["delve"]
+    assert f"unusable: no root marker (pubspec.yaml) found; `dart` {NOT_FOUND}" in lines["dart"]
     assert "no root marker (Cargo.toml, CMakeLists.txt) found" in lines["lldb"]
 
 
@@ -97,9 +100,9 @@ async def test_a_root_marker_without_the_binary_is_still_unusable(
     (tether_workdir / "main.go").write_text("package main\n\nfunc main() {}\n")
     async with debug_run(tether_workdir) as run:
         text = await dbg.ok(run, op="adapters")
-        assert "- delve [Go (.go); attach by port]: unusable: dlv not on PATH" in text
+        assert f"- delve [Go (.go); attach by port]: unusable: `dlv` {NOT_FOUND}" in text
         failure = await dbg.error(run, op="launch", program="main.go")
-    assert failure == "the delve adapter cannot debug 'main.go' here: unusable: dlv not on PATH"
+    assert failure == f"the delve adapter cannot debug 'main.go' here: unusable: `dlv` {NOT_FOUND}"
 
 
 class _Gdb(DebugAdapter):
@@ -134,14 +137,14 @@ async def test_a_third_party_adapter_joins_through_the_hook(
     async with debug_run(tether_workdir, plugins=[_GdbPlugin()]) as run:
         text = await dbg.ok(run, op="adapters")
         assert (
-            "- gdb [native executables via gdb; no attach]: unusable: gdb-that-is-not-installed not on PATH"
+            f"- gdb [native executables via gdb; no attach]: unusable: `gdb-that-is-not-installed` {NOT_FOUND}"
             in text
         )
         shim = next(line for line in text.splitlines() if line.startswith("- shim "))
         assert shim.endswith("exited with code 1: error: toolchain is not installed")
         assert "unusable: `" in shim
         failure = await dbg.error(run, op="launch", program="fw.elf", adapter="gdb")
-        assert "gdb-that-is-not-installed not on PATH" in failure
+        assert f"`gdb-that-is-not-installed` {NOT_FOUND}" in failure
         unknown = await dbg.error(run, op="launch", program="fw.elf", adapter="gbd")
         assert unknown.startswith(
             "adapter: unknown adapter 'gbd'; known: dart, debugpy, delve, gdb, lldb"

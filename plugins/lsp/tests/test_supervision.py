@@ -157,7 +157,7 @@ def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) 
     status = caller.ok(action="status")
     assert "fake for . (pid " in status
     assert (
-        "broken-ls [broken] cannot answer here — not usable: `broken-ls --version` exited 127: "
+        "broken-ls [broken] cannot answer here — not usable: `broken-ls --version` exited with code 127: "
         "broken-ls: libfoo.so.3: cannot open shared object; roots: ." in status
     )
     assert (

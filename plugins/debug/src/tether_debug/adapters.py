@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import anyio
 import attrs
 
-from tether.process import ManagedProcess
+from tether.availability import (
+    CommandProbe,
+    find_local_command,
+    find_root,
+    not_found,
+    resolve_command,
+)
+from tether.paths import relative
 
-Spawn = Callable[..., Awaitable[ManagedProcess]]
+#: What :meth:`DebugAdapter.resolve` receives: ``ok, why = await probe(argv)``.
+Probe = CommandProbe
 Transport = Literal["stdio", "tcp"]
 AttachMode = Literal["none", "connect", "adapter"]
 
-_PROBE_TIMEOUT_S = 10.0
 _NATIVE_MAGIC = (
     b"\x7fELF",
     b"\xcf\xfa\xed\xfe",  # Mach-O 64-bit
@@ -62,40 +68,8 @@ class Availability:
             problems.append(self.resolution.detail)
         if problems:
             return "unusable: " + "; ".join(problems)
-        where = _relative(self.root, workdir) if self.root else "?"
-        return f"usable: {self.resolution.detail}; root {where}"
-
-
-class Probe:
-    """Runs a command once (as a child of the run) to see whether it works; cached per argv."""
-
-    def __init__(self, spawn: Spawn) -> None:
-        self._spawn = spawn
-        self._cache: dict[tuple[str, ...], tuple[bool, str]] = {}
-
-    async def __call__(self, argv: Sequence[str]) -> tuple[bool, str]:
-        key = tuple(argv)
-        if key not in self._cache:
-            self._cache[key] = await self._run(key)
-        return self._cache[key]
-
-    async def _run(self, argv: tuple[str, ...]) -> tuple[bool, str]:
-        shown = " ".join(argv)
-        try:
-            process = await self._spawn(list(argv), stdin=False, stdout=False)
-        except OSError as exc:
-            return False, f"`{argv[0]}` cannot run: {exc.strerror or exc}"
-        try:
-            with anyio.fail_after(_PROBE_TIMEOUT_S):
-                code = await process.wait()
-        except TimeoutError:
-            await process.terminate()
-            return False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s"
-        if code != 0:
-            lines = process.stderr_tail.text().strip().splitlines()
-            last = f": {lines[-1]}" if lines else ""
-            return False, f"`{shown}` exited with code {code}{last}"
-        return True, ""
+        where = relative(workdir, self.root) if self.root else "?"
+        return f"usable: {self.resolution.detail}; root {'the workdir' if where == '.' else where}"
 
 
 class DebugAdapter:
@@ -108,7 +82,8 @@ class DebugAdapter:
 
     #: Unique id, used in ``adapters`` output and the tool's ``adapter`` field.
     id: ClassVar[str] = ""
-    #: Candidate commands, tried in order: the first whose program is on PATH and whose probe
+    #: Candidate commands, tried in order: the first whose program resolves (the root's
+    #: ``.venv/bin``, ``venv/bin``, ``node_modules/.bin``, then PATH) and whose probe
     #: (program + ``probe_args``) exits 0 is used. TCP adapters put ``{port}`` where the port goes.
     commands: ClassVar[tuple[tuple[str, ...], ...]] = ()
     probe_args: ClassVar[tuple[str, ...]] = ("--version",)
@@ -136,12 +111,12 @@ class DebugAdapter:
         return program.suffix in self.program_suffixes
 
     async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
-        """Find a command that runs here (first candidate on PATH whose probe succeeds)."""
+        """Find a command that runs here (first candidate that resolves and whose probe succeeds)."""
         reasons = []
         for candidate in self.commands:
-            exe = shutil.which(candidate[0])
+            exe = resolve_command(candidate[0], [root] if root else [])
             if exe is None:
-                reasons.append(f"{candidate[0]} not on PATH")
+                reasons.append(not_found(candidate[0]))
                 continue
             ok, why = await probe([exe, *self.probe_args])
             if ok:
@@ -185,7 +160,9 @@ class Debugpy(DebugAdapter):
     async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
         # The debuggee runs with the project's own interpreter when it has one: a PATH python is
         # a different environment, and debugging from it fails in ways that read like broken code.
-        project = _project_python(root) if root else None
+        # Only a venv's: node_modules/.bin holds no Python environment.
+        local = find_local_command("python", [root], (".venv/bin", "venv/bin")) if root else None
+        project = Path(local) if local else None
         path_python = shutil.which("python3")
         debuggee = project or (Path(path_python) if path_python else Path(sys.executable))
         tried = []
@@ -329,32 +306,13 @@ class Dart(DebugAdapter):
 BUILTIN_ADAPTERS: tuple[type[DebugAdapter], ...] = (Dart, Debugpy, Lldb, Delve)
 
 
-def find_root(markers: Sequence[str], start: Path, workdir: Path) -> Path | None:
-    """The nearest directory from ``start`` up to ``workdir`` holding one of ``markers``."""
-    current = start if start.is_dir() else start.parent
-    while True:
-        if any((current / marker).exists() for marker in markers):
-            return current
-        if current == workdir or workdir not in current.parents:
-            return None
-        current = current.parent
-
-
 async def availability(
     adapter: DebugAdapter, workdir: Path, start: Path, probe: Probe
 ) -> Availability:
     """Check an adapter at call time: root marker ∩ a command that resolves and runs."""
-    root = find_root(adapter.root_markers, start, workdir)
+    root = find_root(start, adapter.root_markers, workdir)
     resolution = await adapter.resolve(root or workdir, probe)
     return Availability(adapter, root, resolution, adapter.root_markers)
-
-
-def _project_python(root: Path) -> Path | None:
-    for rel in (".venv/bin/python", "venv/bin/python"):
-        candidate = root / rel
-        if candidate.exists():
-            return candidate
-    return None
 
 
 def _unique(paths: Sequence[Path | None]) -> list[Path]:
@@ -363,11 +321,3 @@ def _unique(paths: Sequence[Path | None]) -> list[Path]:
         if path is not None and path not in seen:
             seen.append(path)
     return seen
-
-
-def _relative(path: Path, workdir: Path) -> str:
-    try:
-        rel = path.relative_to(workdir)
-    except ValueError:
-        return str(path)
-    return str(rel) if str(rel) != "." else "the workdir"

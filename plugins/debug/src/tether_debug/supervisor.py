@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from tether import ArgumentError, PluginError, ToolError
+from tether.availability import CommandProbe
 from tether.paths import relative
 from tether.text import cap, truncate
-from tether_debug.adapters import DebugAdapter, Probe, availability
+from tether_debug.adapters import DebugAdapter, availability
 from tether_debug.config import DebugConfig, check_config
 from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
 
@@ -37,7 +38,7 @@ class DebugSupervisor:
         self.config = check_config(run.config("debug", DebugConfig))
         self.breakpoints: dict[Path, list[int]] = {}
         self.session: DebugSession | None = None
-        self.probe = Probe(run.spawn)
+        self.probe = CommandProbe(run)
         self._adapters: dict[str, DebugAdapter] | None = None
 
     # --- adapters ---------------------------------------------------------------------------

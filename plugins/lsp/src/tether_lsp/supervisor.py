@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,26 +11,19 @@ import anyio
 import attrs
 
 import tether
-from tether.text import truncate
+from tether.availability import CommandProbe, ProbeResult, find_root, not_found, resolve_command
+from tether.paths import relative
 from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
 
-_LOCAL_BIN_DIRS = (".venv/bin", "venv/bin", "node_modules/.bin")
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 _CRASH_WINDOW_S = 60.0
-_PROBE_TIMEOUT_S = 15.0
 
 
 class NoServer(tether.ToolError):
     """No usable language server for a file (none handles it, no root, no runnable binary)."""
-
-
-@attrs.frozen
-class Probe:
-    ok: bool
-    detail: str
 
 
 @attrs.frozen
@@ -64,7 +54,7 @@ class LspSupervisor:
         self._specs: dict[str, ServerSpec] | None = None
         self._clients: dict[tuple[str, Path], LspClient] = {}
         self._crashes: dict[tuple[str, Path], list[float]] = {}
-        self._probes: dict[tuple[str, ...], Probe] = {}
+        self._probe = CommandProbe(run)
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
         self.ledger = DiagnosticLedger()
         _ = self.specs  # a bad or duplicate contribution fails the run's opening, not a call
@@ -115,65 +105,24 @@ class LspSupervisor:
 
     def find_root(self, spec: ServerSpec, start: Path) -> Path | None:
         """Nearest directory from ``start`` up to the workdir holding one of the markers."""
-        here = start if start.is_dir() else start.parent
-        while True:
-            if any((here / marker).exists() for marker in spec.root_markers):
-                return here
-            if here == self.workdir or here.parent == here or self.workdir not in here.parents:
-                return None
-            here = here.parent
+        return find_root(start, spec.root_markers, self.workdir)
 
     def resolve_binary(self, name: str, root: Path | None) -> str | None:
-        if os.sep in name:
-            return name if os.access(name, os.X_OK) else None
-        bases = [base for base in (root, self.workdir) if base is not None]
-        for base in dict.fromkeys(bases):
-            for sub in _LOCAL_BIN_DIRS:
-                candidate = base / sub / name
-                if candidate.is_file() and os.access(candidate, os.X_OK):
-                    return str(candidate)
-        found = shutil.which(name)
-        if found:
-            return found
-        # the environment tether runs in (e.g. `tether-lsp[python]` brings basedpyright)
-        return shutil.which(name, path=str(Path(sys.executable).parent))
+        """``name`` as it runs for ``root``: the root's, then the workdir's local bins, PATH."""
+        return resolve_command(name, [base for base in (root, self.workdir) if base is not None])
 
-    async def probe(self, spec: ServerSpec, root: Path | None) -> Probe:
+    async def probe(self, spec: ServerSpec, root: Path | None) -> ProbeResult:
         """Does the server's binary resolve AND run here? Cached per resolved binary."""
         binary = self.resolve_binary(spec.command[0], root)
         if binary is None:
-            where = ", ".join(_LOCAL_BIN_DIRS)
-            return Probe(False, f"`{spec.command[0]}` not found in {where} or PATH")
+            return ProbeResult(False, not_found(spec.command[0]))
         if not spec.probe:
-            return Probe(True, binary)
+            return ProbeResult(True, binary)
         probe_binary = self.resolve_binary(spec.probe[0], root)
         if probe_binary is None:
-            return Probe(False, f"`{spec.probe[0]}` (its version check) not found")
-        argv = (probe_binary, *spec.probe[1:])
-        cached = self._probes.get(argv)
-        if cached is None:
-            cached = await self._run_probe(argv)
-            self._probes[argv] = cached
-        return Probe(True, binary) if cached.ok else cached
-
-    async def _run_probe(self, argv: tuple[str, ...]) -> Probe:
-        shown = " ".join([Path(argv[0]).name, *argv[1:]])
-        try:
-            process = await self.run.spawn(list(argv), cwd=self.workdir, stdin=False, stdout=False)
-        except OSError as exc:
-            return Probe(False, f"`{shown}` cannot start: {exc}")
-        with anyio.move_on_after(_PROBE_TIMEOUT_S):
-            code = await process.wait()
-            if code == 0:
-                return Probe(True, argv[0])
-            said = [
-                line.strip() for line in process.stderr_tail.text().splitlines() if line.strip()
-            ]
-            # the first lines say why (a rustup shim: "Unknown binary …"), the rest is a trace
-            first = truncate(" | ".join(said[:2]), 300)
-            return Probe(False, f"`{shown}` exited {code}: {first or '(no stderr)'}")
-        await process.terminate(grace_s=0.2)
-        return Probe(False, f"`{shown}` did not finish within {_PROBE_TIMEOUT_S:g} s")
+            return ProbeResult(False, f"`{spec.probe[0]}` (its version check) not found")
+        probed = await self._probe((probe_binary, *spec.probe[1:]))
+        return ProbeResult(True, binary) if probed.ok else probed
 
     def _no_server(self, path: Path) -> NoServer:
         known = sorted({ext for spec in self.specs.values() for ext in spec.extensions})
@@ -195,8 +144,7 @@ class LspSupervisor:
             markers = ", ".join(spec.root_markers)
             return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
         if self.resolve_binary(spec.command[0], root) is None:
-            where = ", ".join(_LOCAL_BIN_DIRS)
-            return None, f"not usable — `{spec.command[0]}` not found in {where} or PATH"
+            return None, f"not usable — {not_found(spec.command[0])}"
         return root, None
 
     async def choose(self, path: Path) -> Choice:
@@ -235,10 +183,7 @@ class LspSupervisor:
         raise self._unusable(language, path, reasons)
 
     def relative(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.workdir))
-        except ValueError:
-            return str(path)
+        return relative(self.workdir, path)
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -301,7 +246,7 @@ class LspSupervisor:
             keys = list(self._clients)
         if not keys:
             return "no language server is running; nothing to restart"
-        self._probes.clear()
+        self._probe.clear()
         lines = []
         for key in keys:
             self._crashes.pop(key, None)

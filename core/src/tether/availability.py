@@ -1,0 +1,130 @@
+"""Availability at call time: a project root found by its marker files, a command that resolves
+(project-local bin dirs before PATH) and a probe that shows it actually runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+import anyio
+
+from tether.text import truncate
+
+if TYPE_CHECKING:
+    from tether.run import Run
+
+LOCAL_BIN_DIRS = (".venv/bin", "venv/bin", "node_modules/.bin")
+PROBE_TIMEOUT_S = 15.0
+# "error: …", "fatal: …", "ModuleNotFoundError: …", "thread 'main' panicked"; not "recursion_error"
+_SAYS_WHY = re.compile(r"\b(error|ERROR|Error|fatal|FATAL|Fatal|panicked)\b|[a-z]Error\b")
+
+
+def find_root(start: Path, markers: Sequence[str], workdir: Path) -> Path | None:
+    """The nearest directory from ``start`` (a file's directory, or a directory) up to and
+    including ``workdir`` that holds one of ``markers``; never a directory above ``workdir``.
+    Both paths absolute and resolved, as ``run.workdir`` and ``run.confine`` give them."""
+    here = start if start.is_dir() else start.parent
+    while here == workdir or workdir in here.parents:
+        if any((here / marker).exists() for marker in markers):
+            return here
+        if here == workdir:
+            break
+        here = here.parent
+    return None
+
+
+def find_local_command(
+    name: str, roots: Iterable[Path], local_dirs: Sequence[str] = LOCAL_BIN_DIRS
+) -> str | None:
+    """``name`` in a project-local bin directory: each root's ``local_dirs`` in order."""
+    for root in dict.fromkeys(roots):
+        for sub in local_dirs:
+            candidate = root / sub / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    return None
+
+
+def resolve_command(
+    name: str, roots: Iterable[Path], local_dirs: Sequence[str] = LOCAL_BIN_DIRS
+) -> str | None:
+    """The executable ``name`` would run as here, or None.
+
+    A name with a path separator is used as given if it is executable. Otherwise the project's
+    own copy wins (each root's ``local_dirs``, in order), then PATH, then the directory of the
+    interpreter tether runs in (a plugin extra such as ``tether-lsp[python]`` installs
+    basedpyright there without it being on PATH)."""
+    if os.sep in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return (
+        find_local_command(name, roots, local_dirs)
+        or shutil.which(name)
+        or shutil.which(name, path=str(Path(sys.executable).parent))
+    )
+
+
+def not_found(name: str, local_dirs: Sequence[str] = LOCAL_BIN_DIRS) -> str:
+    """Why :func:`resolve_command` found nothing, naming where it looked."""
+    return f"`{name}` not found in {', '.join(local_dirs)} or PATH"
+
+
+class ProbeResult(NamedTuple):
+    """``ok``; ``detail`` is the command that ran, or why it cannot run here."""
+
+    ok: bool
+    detail: str
+
+
+class CommandProbe:
+    """Runs a command once per run (a child of the run, bounded in time) to see whether it
+    works — a binary can resolve yet fail: a rustup shim without its toolchain, a missing
+    shared library. Results are cached per argv until :meth:`clear`."""
+
+    def __init__(self, run: Run, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+        self._run = run
+        self.timeout_s = timeout_s
+        self._cache: dict[tuple[str, ...], ProbeResult] = {}
+
+    async def __call__(self, argv: Sequence[str]) -> ProbeResult:
+        key = tuple(argv)
+        if key not in self._cache:
+            self._cache[key] = await self._probe(key)
+        return self._cache[key]
+
+    def clear(self) -> None:
+        """Forget every result (after the user fixed an install, say)."""
+        self._cache.clear()
+
+    async def _probe(self, argv: tuple[str, ...]) -> ProbeResult:
+        shown = " ".join([Path(argv[0]).name, *argv[1:]])
+        try:
+            process = await self._run.spawn(
+                list(argv), cwd=self._run.workdir, stdin=False, stdout=False
+            )
+        except OSError as exc:
+            return ProbeResult(False, f"`{shown}` cannot start: {exc.strerror or exc}")
+        with anyio.move_on_after(self.timeout_s):
+            code = await process.wait()
+            if code == 0:
+                return ProbeResult(True, argv[0])
+            said = informative_lines(process.stderr_tail.text())
+            why = truncate(" | ".join(said), 300) if said else "(no stderr)"
+            return ProbeResult(False, f"`{shown}` exited with code {code}: {why}")
+        await process.terminate(grace_s=0.2)
+        return ProbeResult(False, f"`{shown}` did not finish within {self.timeout_s:g} s")
+
+
+def informative_lines(stderr: str) -> list[str]:
+    """The lines of a failing command's stderr that say why: the first and last that read as
+    an error (a rustup shim's "error: Unknown binary …" comes first, before a backtrace; a Python
+    traceback's exception comes last), else the last non-blank line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if _SAYS_WHY.search(line)]
+    if errors:
+        return list(dict.fromkeys((errors[0], errors[-1])))
+    return lines[-1:]
