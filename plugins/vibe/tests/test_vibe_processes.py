@@ -96,7 +96,8 @@ async def test_double_forked_daemons_die_too(vibe_run: Any, tmp_path: Path) -> N
         waited = await run.call("vibe_wait", {"worker_id": exiting, "timeout_seconds": 15})
         assert waited.meta["status"] == "done" and "result:\nbye" in waited.text_content
         assert not alive(int(exited_daemon.read_text())), "the daemon of an exited worker is gone"
-        assert time.monotonic() - started < 1.5, "its open stdout did not hold the worker up"
+        # the daemon holds stdout open for 300 s: the worker settled long before that
+        assert time.monotonic() - started < 10, "its open stdout did not hold the worker up"
 
 
 async def test_idle_watchdog(vibe_run: Any, tmp_path: Path) -> None:
@@ -184,7 +185,7 @@ async def test_concurrent_sends_leave_one_attempt(vibe_run: Any, tmp_path: Path)
 
         # an attempt stopped before its python started never logs; the last one always does
         await wait_until(lambda: any(alive(pid) for pid in logged()[1:]))
-        await anyio.sleep(0.5)  # room for a (wrongly) concurrent attempt to show up
+        await anyio.sleep(1.0)  # room for a (wrongly) concurrent attempt to show up
         live = [pid for pid in logged() if alive(pid)]
         assert len(live) == 1, f"one attempt runs at a time, found {live}"
         killed = await run.call("vibe_kill", {"worker_id": worker})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +57,11 @@ async def test_spawn_returns_at_once_then_wait_and_list(
     vibe_run: Any, tether_workdir: Path
 ) -> None:
     async with vibe_run() as run:
-        started = time.monotonic()
         brief = "say: step 1\nsleep: 0.6\nwrite: out.txt=hello\nsay: all done"
         result = await run.call("vibe_spawn", {"brief": brief, "label": "writer"})
-        assert time.monotonic() - started < 0.5, "vibe_spawn must not wait for the worker"
+        # it returned before the worker got to its write (no wall-clock bound: a loaded CI
+        # machine must not make this flaky)
+        assert not (tether_workdir / "out.txt").exists(), "vibe_spawn must not wait for the worker"
         assert result.meta["worker_id"] == "w1"
         assert result.meta["status"] in ("queued", "running")
         assert "w1" in result.text_content
