@@ -6,7 +6,6 @@ server can be made to hang or die on cue.
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from collections.abc import Iterator
@@ -27,19 +26,21 @@ FAKE = str(Path(__file__).parent / "fake_lsp_server.py")
 class ThirdParty:
     """What a third-party plugin does to add servers: implement tether_lsp_servers."""
 
-    def __init__(self, workdir: Path, mode: str = "ok") -> None:
+    def __init__(self, workdir: Path, mode: str = "ok", log: Path | None = None) -> None:
         self.workdir = workdir
         self.mode = mode
+        self.log = log
 
     @tether.hookimpl
     def tether_lsp_servers(self) -> list[ServerSpec]:
         broken = self.workdir / "bin" / "broken-ls"
+        log = (str(self.log),) if self.log else ()
         return [
             ServerSpec(
                 id="fake",
                 language="fake",
                 extensions={".fake": "fake"},
-                command=(sys.executable, FAKE, self.mode),
+                command=(sys.executable, FAKE, self.mode, *log),
                 root_markers=("fake.toml",),
             ),
             ServerSpec(
@@ -89,13 +90,16 @@ def make_project(workdir: Path) -> None:
     local.chmod(local.stat().st_mode | stat.S_IXUSR)
 
 
+LIMITS = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "max_restarts": 2}
+
+
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Caller, Path]]:
     workdir = tmp_path_factory.mktemp("fake")
     make_project(workdir)
-    os.environ["FAKE_LSP_LOG"] = str(workdir / "log.txt")
-    lsp = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "max_restarts": 2}
-    with open_lsp_run(workdir, lsp, plugins=[ThirdParty(workdir)]) as run:
+    with open_lsp_run(
+        workdir, LIMITS, plugins=[ThirdParty(workdir, log=workdir / "log.txt")]
+    ) as run:
         yield Caller(run), workdir
 
 
@@ -135,21 +139,30 @@ def test_a_server_dying_mid_request_then_restarting(fake: tuple[Caller, Path]) -
     assert supervisor(caller).clients[0].pid != old_pid
 
 
-def test_a_crash_loop_stops_restarting(fake: tuple[Caller, Path]) -> None:
-    caller, _ = fake
-    messages = [
-        caller.err(action="references", file="main.fake", line=1, symbol="alpha") for _ in range(3)
-    ]
-    assert "crashed 3 times within 60 s; not restarting it again" in messages[-1]
-    # asking again does not count as crashing again
-    assert "crashed 3 times" in caller.err(
-        action="definition", file="main.fake", line=1, symbol="alpha"
-    )
-    # reload is the way out
-    assert caller.ok(action="reload", file="main.fake").startswith("restarted fake for .")
-    assert "main.fake:1:5" in caller.ok(
-        action="definition", file="main.fake", line=1, symbol="alpha"
-    )
+def test_a_crash_loop_stops_restarting(tmp_path: Path) -> None:
+    make_project(tmp_path)  # a run of its own: no crash from another test counts here
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path)]) as run:
+        caller = Caller(run)
+        crashes = [
+            caller.err(action="references", file="main.fake", line=1, symbol="alpha")
+            for _ in range(3)
+        ]
+        # max_restarts = 2: the first crash and two restarts that crash again
+        assert all(text.startswith("fake exited (its output closed") for text in crashes)
+        assert not any("not restarting" in text for text in crashes)
+        # the next call finds three crashes within the minute and does not start it again
+        refused = caller.err(action="definition", file="main.fake", line=1, symbol="alpha")
+        assert "fake for . crashed 3 times within 60 s; not restarting it again" in refused
+        assert "Last exit: its output closed" in refused
+        # asking again does not count as crashing again
+        assert "crashed 3 times within 60 s" in caller.err(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
+        # reload is the way out
+        assert caller.ok(action="reload", file="main.fake").startswith("restarted fake for .")
+        assert "main.fake:1:5" in caller.ok(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
 
 
 def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) -> None:
