@@ -293,3 +293,34 @@ def test_write_tools_are_configurable(tmp_path: Path) -> None:
         )
         # `write` is not in write_tools here: its result is left alone
         assert caller.ok("write", path="two.fake", content="BAD\n") == "created two.fake (4 bytes)"
+
+
+def test_a_write_whose_server_is_unusable_says_diagnostics_are_unavailable(
+    fake: tuple[Caller, Path],
+) -> None:
+    caller, _ = fake
+    # broken-ls is found but cannot start: silence would read as "no new problems"
+    text = caller.ok("write", path="y.brk", content="y\n")
+    assert text.startswith(
+        "created y.brk (2 bytes)\n\n(diagnostics unavailable: no usable broken language server "
+        "for y.brk:\n  broken-ls: not usable — broken-ls failed to start:"
+    )
+    assert "cannot open shared object" in text and text.endswith(")")
+    text = caller.ok("write", path="y.abs", content="y\n")
+    assert text == (
+        "created y.abs (2 bytes)\n\n(diagnostics unavailable: no usable absent language server "
+        "for y.abs:\n  absent-ls: not usable — `absent-language-server-xyz` not found in "
+        ".venv/bin, venv/bin, node_modules/.bin or PATH)"
+    )
+    # no server handles .txt at all: there is nothing to report
+    assert caller.ok("write", path="y.txt", content="y\n") == "created y.txt (2 bytes)"
+
+
+def test_a_write_without_a_root_marker_says_diagnostics_are_unavailable(tmp_path: Path) -> None:
+    with open_lsp_run(tmp_path, plugins=[ThirdParty(tmp_path)]) as run:
+        text = Caller(run).ok("write", path="lonely.fake", content="BAD\n")
+    assert text == (
+        "created lonely.fake (4 bytes)\n\n(diagnostics unavailable: no usable fake language "
+        "server for lonely.fake:\n  fake: no root marker (fake.toml) between lonely.fake and "
+        "the workdir)"
+    )
