@@ -324,3 +324,23 @@ def test_a_write_without_a_root_marker_says_diagnostics_are_unavailable(tmp_path
         "server for lonely.fake:\n  fake: no root marker (fake.toml) between lonely.fake and "
         "the workdir)"
     )
+
+
+def test_code_actions_offer_the_quick_fix_of_a_diagnostic(fake: tuple[Caller, Path]) -> None:
+    caller, workdir = fake
+    (workdir / "fixme.fake").write_text("fine\nBAD line\n")
+    text = caller.ok(action="code_actions", file="fixme.fake", line=2, symbol="BAD")
+    assert text == ("1 code actions for `BAD` at fixme.fake:2 (fake):\n- fix: bad line [quickfix]")
+
+
+def test_code_actions_say_when_diagnostics_did_not_arrive(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    (tmp_path / "fixme.fake").write_text("fine\nBAD line\n")
+    lsp = {"diagnostics_timeout_s": 0.3}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "silent")]) as run:
+        text = Caller(run).ok(action="code_actions", file="fixme.fake", line=2, symbol="BAD")
+    # without this version's diagnostics no quick fix can be asked for: not "none exist"
+    assert text == (
+        "no code actions offered by fake for `BAD` at fixme.fake:2\n(diagnostics of fixme.fake "
+        "did not arrive from fake within 0.3 s; quick fixes for them may be missing)"
+    )
