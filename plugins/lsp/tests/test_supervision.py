@@ -344,3 +344,57 @@ def test_code_actions_say_when_diagnostics_did_not_arrive(tmp_path: Path) -> Non
         "no code actions offered by fake for `BAD` at fixme.fake:2\n(diagnostics of fixme.fake "
         "did not arrive from fake within 0.3 s; quick fixes for them may be missing)"
     )
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Caller]:
+    """A server answering with more than every cap lets through."""
+    workdir = tmp_path_factory.mktemp("many")
+    (workdir / "fake.toml").write_text("")
+    (workdir / "many.fake").write_text("".join(f"alpha {n}\n" for n in range(400)))
+    with open_lsp_run(workdir, LIMITS, plugins=[ThirdParty(workdir, "many")]) as run:
+        yield Caller(run)
+
+
+def test_references_are_capped_at_50(many: Caller) -> None:
+    text = many.ok(action="references", file="many.fake", line=1, symbol="alpha")
+    head, *rows = text.splitlines()
+    assert head == "312 references of `alpha` at many.fake:1 (50 of 312 references shown):"
+    assert rows == [f"many.fake:{n + 1}:1: alpha {n}" for n in range(50)]
+
+
+def test_workspace_symbols_are_capped_at_100(many: Caller) -> None:
+    text = many.ok(action="symbols", query="sym")
+    head, *rows = text.splitlines()
+    assert head == "250 symbols matching 'sym' (fake) (100 of 250 symbols shown):"
+    # a symbol at 1:1 stands for the whole file: its place is the path alone
+    assert rows == ["function sym0 — many.fake"] + [
+        f"function sym{n} — many.fake:{n + 1}:1" for n in range(1, 100)
+    ]
+
+
+def test_document_symbols_are_capped_at_200(many: Caller) -> None:
+    text = many.ok(action="symbols", file="many.fake")
+    head, *rows = text.splitlines()
+    assert head == "250 symbols in many.fake (200 of 250 symbols shown):"
+    assert rows == [f"function sym{n} many.fake:{n + 1}:1" for n in range(200)]
+
+
+def test_code_actions_are_capped_at_50(many: Caller) -> None:
+    text = many.ok(action="code_actions", file="many.fake", line=1, symbol="alpha")
+    head, *rows = text.splitlines()
+    assert head == (
+        "60 code actions for `alpha` at many.fake:1 (fake) (50 of 60 code actions shown):"
+    )
+    assert rows == [f"- action {n} [refactor]" for n in range(50)]
+
+
+def test_diagnostics_are_capped(many: Caller) -> None:
+    text = many.ok("write", path="bad.fake", content="BAD\n" * 40)
+    head, *rows = text.split("\n\n", 1)[1].splitlines()
+    assert head == "New diagnostics from fake (40, 30 of 40 diagnostics shown):"
+    assert rows == [f"bad.fake:{n + 1}:1 error [X1]: bad line (fake)" for n in range(30)]
+    (many.run.run.workdir / "worse.fake").write_text("BAD\n" * 120)
+    head, *rows = many.ok(action="diagnostics", file="worse.fake").splitlines()
+    assert head == "120 diagnostics for worse.fake (fake) (100 of 120 diagnostics shown):"
+    assert len(rows) == 100

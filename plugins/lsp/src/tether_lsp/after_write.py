@@ -85,7 +85,7 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
     if not fresh:
         return ""
     rows = format_diagnostics(fresh, rel, doc.text, client.encoding)
-    shown, note = cap(rows, CAP, "diagnostics")
+    shown, note = cap(rows, CAP, "diagnostics shown")
     head = f"New diagnostics from {client.spec.id} ({len(fresh)}"
     head += f", {note})" if note else ")"
     return head + ":\n" + "\n".join(shown)

@@ -95,7 +95,7 @@ async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Se
 
 
 def _capped(lines: list[str], limit: int, noun: str) -> tuple[list[str], str]:
-    shown, note = cap(lines, limit, noun)
+    shown, note = cap(lines, limit, f"{noun} shown")
     return list(shown), note or ""
 
 
