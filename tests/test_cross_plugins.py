@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import tether
+from tether.testing import require_real
 from tether_ask import Answer, CallbackPort
 
 pytestmark = pytest.mark.anyio
@@ -81,6 +84,9 @@ def test_the_cli_lists_every_family(tmp_path):
 async def test_a_write_from_an_eval_cell_gets_its_new_diagnostics(tmp_path):
     """The diagnostics-on-write wrapper (lsp) applies to a host tool (files) called through the
     eval bridge: one pipeline, whoever calls."""
+    server = "basedpyright-langserver"
+    found = shutil.which(server) or shutil.which(server, path=str(Path(sys.executable).parent))
+    require_real(found is not None, f"{server} (a real language server)")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
     (tmp_path / "ok.py").write_text("x = 1\n")
     config = {"core": {"approval": {"write": "auto", "exec": "auto"}}}

@@ -1,16 +1,21 @@
 """A small language server speaking real LSP over stdio, scripted to misbehave.
 
+    fake_lsp_server.py MODE [LOG]
+
 hover never answers (the client must time out and cancel), references exits mid-request,
-definition answers. ``argv[1] == "hang-init"`` never answers initialize; ``"indexing"`` starts
-a progress that never ends and finds no definition. Every line holding "BAD" gets an error
-diagnostic, pushed after each didOpen/didChange. Every message it
-receives is appended to ``$FAKE_LSP_LOG`` (one method name a line).
+definition answers. MODE ``hang-init`` never answers initialize; ``indexing`` starts a progress
+that never ends and finds no definition; ``silent`` never publishes diagnostics; ``many``
+answers references (312), workspace and document symbols (250) and code actions (60) with more
+than the caps let through. Every line holding "BAD" gets an error diagnostic, pushed after each
+didOpen/didChange, and a quick fix when code actions are asked for it. Every message it receives
+is appended to LOG (one method name a line).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import anyio
 from anyio.streams.file import FileReadStream, FileWriteStream
@@ -18,7 +23,10 @@ from anyio.streams.file import FileReadStream, FileWriteStream
 from tether.framing import FramedReader, FramedWriter
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
-LOG = os.environ.get("FAKE_LSP_LOG")
+LOG = sys.argv[2] if len(sys.argv) > 2 else None
+MANY_REFERENCES = 312
+MANY_SYMBOLS = 250
+MANY_ACTIONS = 60
 STDIN = open(0, "rb", buffering=0)
 STDOUT = open(1, "wb", buffering=0)
 
@@ -29,10 +37,36 @@ def log(line: str) -> None:
             fh.write(line + "\n")
 
 
+def span(line: int) -> dict[str, Any]:
+    return {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 5}}
+
+
+def symbols(uri: str, workspace: bool) -> list[dict[str, Any]]:
+    if workspace:  # SymbolInformation
+        return [
+            {"name": f"sym{n}", "kind": 12, "location": {"uri": uri, "range": span(n)}}
+            for n in range(MANY_SYMBOLS)
+        ]
+    return [  # DocumentSymbol
+        {"name": f"sym{n}", "kind": 12, "range": span(n), "selectionRange": span(n)}
+        for n in range(MANY_SYMBOLS)
+    ]
+
+
+def code_actions(params: dict[str, Any]) -> list[dict[str, Any]]:
+    if MODE == "many":
+        return [{"title": f"action {n}", "kind": "refactor"} for n in range(MANY_ACTIONS)]
+    return [
+        {"title": f"fix: {d['message']}", "kind": "quickfix", "diagnostics": [d]}
+        for d in params["context"]["diagnostics"]
+    ]
+
+
 async def main() -> None:
     # unbuffered: a buffered read(65536) would wait for 64 KiB instead of one message
     reader = FramedReader(FileReadStream(STDIN))
     writer = FramedWriter(FileWriteStream(STDOUT))
+    root_uri = ""
     while True:
         try:
             message = await reader.read()
@@ -45,16 +79,21 @@ async def main() -> None:
         if method == "initialize":
             if MODE == "hang-init":
                 continue
+            root_uri = message["params"].get("rootUri") or ""
             capabilities = {
                 "textDocumentSync": 1,
                 "hoverProvider": True,
                 "definitionProvider": True,
                 "referencesProvider": True,
+                "codeActionProvider": True,
             }
+            if MODE == "many":
+                capabilities["documentSymbolProvider"] = True
+                capabilities["workspaceSymbolProvider"] = True
             await writer.write(
                 {"jsonrpc": "2.0", "id": request_id, "result": {"capabilities": capabilities}}
             )
-        elif method in ("textDocument/didOpen", "textDocument/didChange"):
+        elif method in ("textDocument/didOpen", "textDocument/didChange") and MODE != "silent":
             params = message["params"]
             document = params["textDocument"]
             text = document.get("text") or params["contentChanges"][-1]["text"]
@@ -83,8 +122,22 @@ async def main() -> None:
                     },
                 }
             )
+        elif method == "textDocument/references" and MODE == "many":
+            uri = message["params"]["textDocument"]["uri"]
+            found = [{"uri": uri, "range": span(n)} for n in range(MANY_REFERENCES)]
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "result": found})
         elif method == "textDocument/references":
             os._exit(3)
+        elif method == "workspace/symbol":
+            uri = f"{root_uri}/many.fake"
+            result = symbols(uri, workspace=True)
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "result": result})
+        elif method == "textDocument/documentSymbol":
+            result = symbols(message["params"]["textDocument"]["uri"], workspace=False)
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "result": result})
+        elif method == "textDocument/codeAction":
+            result = code_actions(message["params"])
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "initialized" and MODE == "indexing":
             begin = {"kind": "begin", "title": "indexing", "message": "0/40 files"}
             await writer.write(

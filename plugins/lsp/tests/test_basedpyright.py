@@ -77,7 +77,7 @@ def test_document_symbols_are_nested(py: Caller) -> None:
 
 
 def test_bad_input_is_named(py: Caller) -> None:
-    assert "action" in py.err(action="rename_everything")
+    assert 'action: expected one of "diagnostics", ' in py.err(action="rename_everything")
     assert 'symbol: required for action "definition"' in py.err(
         action="definition", file="pkg/use.py", line=3
     )
@@ -95,8 +95,12 @@ def test_bad_input_is_named(py: Caller) -> None:
     assert "line: 99 is past the end of pkg/use.py (6 lines)" in py.err(
         action="hover", file="pkg/use.py", line=99, symbol="x"
     )
-    assert "file" in py.err(action="hover", file="../outside.py", line=1, symbol="x")
-    assert "query" in py.err(action="symbols")
+    assert py.err(action="hover", file="../outside.py", line=1, symbol="x") == (
+        f"file: '../outside.py' is outside the workdir '{py.run.run.workdir}'"
+    )
+    assert py.err(action="symbols") == (
+        'query: required for action "symbols" (or `file` for the symbols of one file)'
+    )
     assert "pkg/missing.py is not" in py.err(
         action="hover", file="pkg/missing.py", line=1, symbol="x"
     )

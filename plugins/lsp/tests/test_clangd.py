@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lsp_testkit import Caller, copy_project, need, open_lsp_run
+from lsp_testkit import Ask, Caller, action_matrix, check_action, copy_project, need, open_lsp_run
 
 from tether.process import is_alive, kill_tree
 
@@ -83,3 +83,50 @@ def test_a_killed_server_is_restarted_by_the_next_call(c: Caller) -> None:
     assert "function `add`" in text
     (restarted,) = [cl for cl in supervisor.clients if cl.alive]
     assert restarted.pid != client.pid
+
+
+MISSING_SEMI = '#include "util.h"\nint thrice(int x) { return add(x, add(x, x)) }\n'
+CLANGD = {
+    "definition": Ask(
+        {"action": "definition", "file": "main.c", "line": 6, "symbol": "add"},
+        "int add(int a, int b)",
+    ),
+    "type_definition": Ask(
+        {"action": "type_definition", "file": "main.c", "line": 6, "symbol": "c"},
+        "util.h:4:8: struct counter {",
+    ),
+    "implementation": Ask(
+        {"action": "implementation", "file": "shapes.cpp", "line": 2, "symbol": "area"},
+        "shapes.cpp:7:9: int area() const override { return side * side; }",
+    ),
+    "references": Ask(
+        {"action": "references", "file": "util.h", "line": 8, "symbol": "add"}, "main.c:6:17:"
+    ),
+    "hover": Ask(
+        {"action": "hover", "file": "main.c", "line": 6, "symbol": "add"}, "function `add`"
+    ),
+    "symbols query": Ask({"action": "symbols", "query": "add"}, "function add"),
+    "symbols file": Ask({"action": "symbols", "file": "shapes.cpp"}, "class Square shapes.cpp:5:8"),
+    "code_actions": Ask(
+        {"action": "code_actions", "file": "semi.c", "line": 2, "symbol": "add(x, add"},
+        "insert ';'",
+        files={"semi.c": MISSING_SEMI},
+    ),
+    "diagnostics file": Ask(
+        {"action": "diagnostics", "file": "semi.c"},
+        "semi.c:2:46 error [expected_semi_after_stmt]: Expected ';' after return statement",
+        files={"semi.c": MISSING_SEMI},
+    ),
+    'diagnostics "*"': Ask(
+        {"action": "diagnostics", "file": "*"},
+        "no project checker: the server(s) for this checkout (clangd) name none",
+        refused=True,
+    ),
+    "status": Ask({"action": "status"}, "clangd [c] can answer — usable"),
+    "reload": Ask({"action": "reload", "file": "main.c"}, "restarted clangd for ."),
+}
+
+
+@pytest.mark.parametrize("ask", action_matrix("clangd", CLANGD))
+def test_every_action(c: Caller, ask: Ask) -> None:
+    check_action(c, "clangd", ask)

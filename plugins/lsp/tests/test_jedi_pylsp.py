@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lsp_testkit import Caller, copy_project, need, open_lsp_run
+from lsp_testkit import Ask, Caller, action_matrix, check_action, copy_project, need, open_lsp_run
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +65,61 @@ def test_jedi_rename(jedi: Caller, tmp_path_factory: pytest.TempPathFactory) -> 
     text = jedi.ok("lsp_rename", file="pkg/jr.py", line=5, symbol="jfun", new_name="kfun")
     assert "renamed `jfun` to `kfun`: 2 edits in 1 file" in text
     assert (run_dir / "pkg" / "jr.py").read_text() == "def kfun():\n    return 1\n\n\nkfun()\n"
+
+
+JEDI = {
+    "definition": Ask(
+        {"action": "definition", "file": "pkg/use.py", "line": 3, "symbol": "make_square"},
+        "pkg/shapes.py:19:5: def make_square(side: float) -> Square:",
+    ),
+    "type_definition": Ask(
+        {"action": "type_definition", "file": "pkg/use.py", "line": 3, "symbol": "square#1"},
+        "pkg/shapes.py:11:7: class Square(Shape):",
+    ),
+    "implementation": Ask(
+        {"action": "implementation", "file": "pkg/shapes.py", "line": 7, "symbol": "area"},
+        'action "implementation" is not supported by jedi-language-server',
+        refused=True,
+    ),
+    "references": Ask(
+        {"action": "references", "file": "pkg/shapes.py", "line": 19, "symbol": "make_square"},
+        "pkg/use.py:3:10: square = make_square(2.0)",
+    ),
+    "hover": Ask(
+        {"action": "hover", "file": "pkg/use.py", "line": 3, "symbol": "make_square"},
+        "make_square(side: float) -> Square",
+    ),
+    "symbols query": Ask(
+        {"action": "symbols", "query": "make_square"},
+        "function make_square in pkg.shapes.make_square — pkg/shapes.py:19:5",
+    ),
+    "symbols file": Ask(
+        {"action": "symbols", "file": "pkg/shapes.py"}, "\n  method area pkg/shapes.py:7:9"
+    ),
+    "code_actions": Ask(
+        {"action": "code_actions", "file": "pkg/use.py", "line": 3, "symbol": "make_square"},
+        "- Extract expression into variable 'jls_extract_var' [refactor.extract, edits 1 file]",
+    ),
+    "diagnostics file": Ask(
+        {"action": "diagnostics", "file": "pkg/unclosed.py"},
+        "pkg/unclosed.py:1:1 error: SyntaxError: '(' was never closed",
+        files={"pkg/unclosed.py": "print(1\n"},
+    ),
+    'diagnostics "*"': Ask(
+        {"action": "diagnostics", "file": "*"},
+        "no project checker: the server(s) for this checkout (jedi-language-server) name none",
+        refused=True,
+    ),
+    "status": Ask({"action": "status"}, "jedi-language-server for . (pid"),
+    "reload": Ask(
+        {"action": "reload", "file": "pkg/use.py"}, "restarted jedi-language-server for ."
+    ),
+}
+
+
+@pytest.mark.parametrize("ask", action_matrix("jedi-language-server", JEDI))
+def test_every_jedi_action(jedi: Caller, ask: Ask) -> None:
+    check_action(jedi, "jedi-language-server", ask)
 
 
 def test_pylsp_navigation_and_missing_workspace_symbols(pylsp: Caller) -> None:

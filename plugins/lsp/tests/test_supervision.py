@@ -6,7 +6,6 @@ server can be made to hang or die on cue.
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from collections.abc import Iterator
@@ -27,19 +26,21 @@ FAKE = str(Path(__file__).parent / "fake_lsp_server.py")
 class ThirdParty:
     """What a third-party plugin does to add servers: implement tether_lsp_servers."""
 
-    def __init__(self, workdir: Path, mode: str = "ok") -> None:
+    def __init__(self, workdir: Path, mode: str = "ok", log: Path | None = None) -> None:
         self.workdir = workdir
         self.mode = mode
+        self.log = log
 
     @tether.hookimpl
     def tether_lsp_servers(self) -> list[ServerSpec]:
         broken = self.workdir / "bin" / "broken-ls"
+        log = (str(self.log),) if self.log else ()
         return [
             ServerSpec(
                 id="fake",
                 language="fake",
                 extensions={".fake": "fake"},
-                command=(sys.executable, FAKE, self.mode),
+                command=(sys.executable, FAKE, self.mode, *log),
                 root_markers=("fake.toml",),
             ),
             ServerSpec(
@@ -89,13 +90,16 @@ def make_project(workdir: Path) -> None:
     local.chmod(local.stat().st_mode | stat.S_IXUSR)
 
 
+LIMITS = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "max_restarts": 2}
+
+
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Caller, Path]]:
     workdir = tmp_path_factory.mktemp("fake")
     make_project(workdir)
-    os.environ["FAKE_LSP_LOG"] = str(workdir / "log.txt")
-    lsp = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "max_restarts": 2}
-    with open_lsp_run(workdir, lsp, plugins=[ThirdParty(workdir)]) as run:
+    with open_lsp_run(
+        workdir, LIMITS, plugins=[ThirdParty(workdir, log=workdir / "log.txt")]
+    ) as run:
         yield Caller(run), workdir
 
 
@@ -135,21 +139,30 @@ def test_a_server_dying_mid_request_then_restarting(fake: tuple[Caller, Path]) -
     assert supervisor(caller).clients[0].pid != old_pid
 
 
-def test_a_crash_loop_stops_restarting(fake: tuple[Caller, Path]) -> None:
-    caller, _ = fake
-    messages = [
-        caller.err(action="references", file="main.fake", line=1, symbol="alpha") for _ in range(3)
-    ]
-    assert "crashed 3 times within 60 s; not restarting it again" in messages[-1]
-    # asking again does not count as crashing again
-    assert "crashed 3 times" in caller.err(
-        action="definition", file="main.fake", line=1, symbol="alpha"
-    )
-    # reload is the way out
-    assert caller.ok(action="reload", file="main.fake").startswith("restarted fake for .")
-    assert "main.fake:1:5" in caller.ok(
-        action="definition", file="main.fake", line=1, symbol="alpha"
-    )
+def test_a_crash_loop_stops_restarting(tmp_path: Path) -> None:
+    make_project(tmp_path)  # a run of its own: no crash from another test counts here
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path)]) as run:
+        caller = Caller(run)
+        crashes = [
+            caller.err(action="references", file="main.fake", line=1, symbol="alpha")
+            for _ in range(3)
+        ]
+        # max_restarts = 2: the first crash and two restarts that crash again
+        assert all(text.startswith("fake exited (its output closed") for text in crashes)
+        assert not any("not restarting" in text for text in crashes)
+        # the next call finds three crashes within the minute and does not start it again
+        refused = caller.err(action="definition", file="main.fake", line=1, symbol="alpha")
+        assert "fake for . crashed 3 times within 60 s; not restarting it again" in refused
+        assert "Last exit: its output closed" in refused
+        # asking again does not count as crashing again
+        assert "crashed 3 times within 60 s" in caller.err(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
+        # reload is the way out
+        assert caller.ok(action="reload", file="main.fake").startswith("restarted fake for .")
+        assert "main.fake:1:5" in caller.ok(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
 
 
 def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) -> None:
@@ -280,3 +293,108 @@ def test_write_tools_are_configurable(tmp_path: Path) -> None:
         )
         # `write` is not in write_tools here: its result is left alone
         assert caller.ok("write", path="two.fake", content="BAD\n") == "created two.fake (4 bytes)"
+
+
+def test_a_write_whose_server_is_unusable_says_diagnostics_are_unavailable(
+    fake: tuple[Caller, Path],
+) -> None:
+    caller, _ = fake
+    # broken-ls is found but cannot start: silence would read as "no new problems"
+    text = caller.ok("write", path="y.brk", content="y\n")
+    assert text.startswith(
+        "created y.brk (2 bytes)\n\n(diagnostics unavailable: no usable broken language server "
+        "for y.brk:\n  broken-ls: not usable — broken-ls failed to start:"
+    )
+    assert "cannot open shared object" in text and text.endswith(")")
+    text = caller.ok("write", path="y.abs", content="y\n")
+    assert text == (
+        "created y.abs (2 bytes)\n\n(diagnostics unavailable: no usable absent language server "
+        "for y.abs:\n  absent-ls: not usable — `absent-language-server-xyz` not found in "
+        ".venv/bin, venv/bin, node_modules/.bin or PATH)"
+    )
+    # no server handles .txt at all: there is nothing to report
+    assert caller.ok("write", path="y.txt", content="y\n") == "created y.txt (2 bytes)"
+
+
+def test_a_write_without_a_root_marker_says_diagnostics_are_unavailable(tmp_path: Path) -> None:
+    with open_lsp_run(tmp_path, plugins=[ThirdParty(tmp_path)]) as run:
+        text = Caller(run).ok("write", path="lonely.fake", content="BAD\n")
+    assert text == (
+        "created lonely.fake (4 bytes)\n\n(diagnostics unavailable: no usable fake language "
+        "server for lonely.fake:\n  fake: no root marker (fake.toml) between lonely.fake and "
+        "the workdir)"
+    )
+
+
+def test_code_actions_offer_the_quick_fix_of_a_diagnostic(fake: tuple[Caller, Path]) -> None:
+    caller, workdir = fake
+    (workdir / "fixme.fake").write_text("fine\nBAD line\n")
+    text = caller.ok(action="code_actions", file="fixme.fake", line=2, symbol="BAD")
+    assert text == ("1 code actions for `BAD` at fixme.fake:2 (fake):\n- fix: bad line [quickfix]")
+
+
+def test_code_actions_say_when_diagnostics_did_not_arrive(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    (tmp_path / "fixme.fake").write_text("fine\nBAD line\n")
+    lsp = {"diagnostics_timeout_s": 0.3}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "silent")]) as run:
+        text = Caller(run).ok(action="code_actions", file="fixme.fake", line=2, symbol="BAD")
+    # without this version's diagnostics no quick fix can be asked for: not "none exist"
+    assert text == (
+        "no code actions offered by fake for `BAD` at fixme.fake:2\n(diagnostics of fixme.fake "
+        "did not arrive from fake within 0.3 s; quick fixes for them may be missing)"
+    )
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Caller]:
+    """A server answering with more than every cap lets through."""
+    workdir = tmp_path_factory.mktemp("many")
+    (workdir / "fake.toml").write_text("")
+    (workdir / "many.fake").write_text("".join(f"alpha {n}\n" for n in range(400)))
+    with open_lsp_run(workdir, LIMITS, plugins=[ThirdParty(workdir, "many")]) as run:
+        yield Caller(run)
+
+
+def test_references_are_capped_at_50(many: Caller) -> None:
+    text = many.ok(action="references", file="many.fake", line=1, symbol="alpha")
+    head, *rows = text.splitlines()
+    assert head == "312 references of `alpha` at many.fake:1 (50 of 312 references shown):"
+    assert rows == [f"many.fake:{n + 1}:1: alpha {n}" for n in range(50)]
+
+
+def test_workspace_symbols_are_capped_at_100(many: Caller) -> None:
+    text = many.ok(action="symbols", query="sym")
+    head, *rows = text.splitlines()
+    assert head == "250 symbols matching 'sym' (fake) (100 of 250 symbols shown):"
+    # a symbol at 1:1 stands for the whole file: its place is the path alone
+    assert rows == ["function sym0 — many.fake"] + [
+        f"function sym{n} — many.fake:{n + 1}:1" for n in range(1, 100)
+    ]
+
+
+def test_document_symbols_are_capped_at_200(many: Caller) -> None:
+    text = many.ok(action="symbols", file="many.fake")
+    head, *rows = text.splitlines()
+    assert head == "250 symbols in many.fake (200 of 250 symbols shown):"
+    assert rows == [f"function sym{n} many.fake:{n + 1}:1" for n in range(200)]
+
+
+def test_code_actions_are_capped_at_50(many: Caller) -> None:
+    text = many.ok(action="code_actions", file="many.fake", line=1, symbol="alpha")
+    head, *rows = text.splitlines()
+    assert head == (
+        "60 code actions for `alpha` at many.fake:1 (fake) (50 of 60 code actions shown):"
+    )
+    assert rows == [f"- action {n} [refactor]" for n in range(50)]
+
+
+def test_diagnostics_are_capped(many: Caller) -> None:
+    text = many.ok("write", path="bad.fake", content="BAD\n" * 40)
+    head, *rows = text.split("\n\n", 1)[1].splitlines()
+    assert head == "New diagnostics from fake (40, 30 of 40 diagnostics shown):"
+    assert rows == [f"bad.fake:{n + 1}:1 error [X1]: bad line (fake)" for n in range(30)]
+    (many.run.run.workdir / "worse.fake").write_text("BAD\n" * 120)
+    head, *rows = many.ok(action="diagnostics", file="worse.fake").splitlines()
+    assert head == "120 diagnostics for worse.fake (fake) (100 of 120 diagnostics shown):"
+    assert len(rows) == 100

@@ -9,7 +9,7 @@ import tether
 from tether.text import cap
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.render import format_diagnostics
-from tether_lsp.supervisor import LspSupervisor, NoServer
+from tether_lsp.supervisor import LspSupervisor
 
 _PATH_KEYS = ("path", "file", "file_path", "filename")
 _META_KEYS = ("paths", "files", "changed", "written")
@@ -44,12 +44,12 @@ async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) 
             continue
     for path in paths:
         if not path.is_file() or supervisor.language_of(path) is None:
-            continue
+            continue  # no server handles this kind of file: nothing to check, nothing to say
         try:
             note = await diagnose(supervisor, supervisor.ledger, path)
-        except NoServer:
-            continue  # no usable server for this file: the write result stays as it was
         except tether.ToolError as exc:
+            # a server should answer but cannot (missing, broken, no root marker): silence
+            # would read as "no new problems"
             note = f"(diagnostics unavailable: {exc})"
         if note:
             notes.append(note)
@@ -85,7 +85,7 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
     if not fresh:
         return ""
     rows = format_diagnostics(fresh, rel, doc.text, client.encoding)
-    shown, note = cap(rows, CAP, "diagnostics")
+    shown, note = cap(rows, CAP, "diagnostics shown")
     head = f"New diagnostics from {client.spec.id} ({len(fresh)}"
     head += f", {note})" if note else ")"
     return head + ":\n" + "\n".join(shown)

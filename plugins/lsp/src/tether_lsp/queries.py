@@ -95,7 +95,7 @@ async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Se
 
 
 def _capped(lines: list[str], limit: int, noun: str) -> tuple[list[str], str]:
-    shown, note = cap(lines, limit, noun)
+    shown, note = cap(lines, limit, f"{noun} shown")
     return list(shown), note or ""
 
 
@@ -274,7 +274,16 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
     start = params["position"]
     rng = {"start": start, "end": {"line": pos.line, "character": end}}
     # quick fixes are offered for the diagnostics in the request: wait for this version's
-    current = await current_diagnostics(session) or []
+    current = await current_diagnostics(session)
+    missing = ""
+    if current is None:
+        # not the same as "no diagnostics": the answer must not pass for a complete one
+        timeout = session.supervisor.config.diagnostics_timeout_s
+        missing = (
+            f"\n(diagnostics of {session.rel} did not arrive from {session.client.spec.id} "
+            f"within {timeout:g} s; quick fixes for them may be missing)"
+        )
+        current = []
     on_line = [
         d
         for d in current
@@ -293,7 +302,7 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
     actions = [a for a in (result or []) if isinstance(a, dict)]
     target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
     if not actions:
-        return f"no code actions offered by {session.client.spec.id} for {target}"
+        return f"no code actions offered by {session.client.spec.id} for {target}{missing}"
     rows = []
     for action in actions:
         kind = action.get("kind")
@@ -310,4 +319,4 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
         rows.append(f"- {action.get('title', '?')}{suffix}")
     shown, note = _capped(rows, CODE_ACTIONS_CAP, "code actions")
     head = f"{len(actions)} code actions for {target} ({session.client.spec.id})"
-    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown)
+    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown) + missing
