@@ -29,8 +29,9 @@ def bwrap_works() -> bool:
     return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _needs_bwrap() -> None:
+@pytest.fixture(scope="module")
+def needs_bwrap() -> None:
+    """Only the tests that start a real enclosure ask for this; the others run without bwrap."""
     require_real(bwrap_works(), "a working bubblewrap (`bwrap --unshare-all`, Debian bubblewrap)")
 
 
@@ -50,6 +51,7 @@ async def cell(run: tether.Run, code: str, language: str = "python") -> tether.T
     )
 
 
+@pytest.mark.usefixtures("needs_bwrap")
 async def test_python_cell_cannot_write_outside_the_workdir(tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
@@ -87,6 +89,7 @@ async def test_python_cell_cannot_write_outside_the_workdir(tmp_path: Path) -> N
     assert not Path("/tmp/tether-escape.txt").exists()
 
 
+@pytest.mark.usefixtures("needs_bwrap")
 async def test_bridge_and_state_work_inside(tmp_path: Path) -> None:
     (tmp_path / "data.txt").write_text("from the host\n")
     async with run_with_bwrap(tmp_path) as run:
@@ -110,6 +113,7 @@ async def test_bridge_and_state_work_inside(tmp_path: Path) -> None:
         assert denied.text_content.strip() == "'EROFS'"
 
 
+@pytest.mark.usefixtures("needs_bwrap")
 async def test_interrupt_and_close_inside_the_enclosure(tmp_path: Path) -> None:
     async with run_with_bwrap(tmp_path, idle_budget_s=1.0) as run:
         await cell(run, "let kept = 3", "javascript")
@@ -143,6 +147,7 @@ async def test_enabled_without_bwrap_refuses_to_run_on_the_host(tmp_path: Path) 
         assert run.resources["eval_interpreters"].live("python") is None
 
 
+@pytest.mark.usefixtures("needs_bwrap")
 async def test_config_table_enables_the_entry_point_plugin(tmp_path: Path) -> None:
     import tether_bwrap.hooks
 
@@ -164,13 +169,19 @@ async def test_config_table_enables_the_entry_point_plugin(tmp_path: Path) -> No
 
 
 def test_wrap_binds_only_what_it_must(tmp_path: Path) -> None:
-    argv = BwrapEnclosure().wrap(
+    # wrap() only builds the command line, so any executable stands in for bwrap; it never runs.
+    program = tmp_path / "bin" / "bwrap"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\nexit 99\n")
+    program.chmod(0o755)
+    argv = BwrapEnclosure(BwrapConfig(program=str(program))).wrap(
         ["python", "-V"],
         cwd=tmp_path,
         env={},
         reachable=[tmp_path, Path("/tmp/tether-x")],
         readable=[Path("/tmp/venv")],
     )
+    assert argv[0] == str(program)
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
     assert binds == [str(tmp_path.resolve()), "/tmp/tether-x"]
     # Read-only binds come after the private /tmp, or a venv under /tmp would vanish.

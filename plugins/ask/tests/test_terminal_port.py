@@ -150,6 +150,7 @@ async def test_concurrent_questions_on_one_terminal_are_shown_one_at_a_time(
     reaches its own call."""
     import os
     import pty
+    import select
 
     import anyio
 
@@ -186,7 +187,13 @@ async def test_concurrent_questions_on_one_terminal_are_shown_one_at_a_time(
                 await read_until("question 1")
                 tg.start_soon(ask, "toppings", TOPPINGS)
                 await read_until("> ")
-                await anyio.sleep(0.2)
+                # State, not a pause: the second call has reached the port and waits for card 1.
+                lock = run.resources["question_port"]._one_card_at_a_time
+                with anyio.fail_after(10):
+                    while lock.statistics().tasks_waiting != 1:
+                        await anyio.sleep(0.01)
+                while select.select([leader], [], [], 0)[0]:
+                    screen += os.read(leader, 4096).decode()
                 assert "question 2" not in screen
                 os.write(leader, b"1\n")
                 await read_until("question 2")

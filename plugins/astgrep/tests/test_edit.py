@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tether.fsutil
@@ -186,25 +187,42 @@ async def test_failure_in_the_middle_of_applying_restores_earlier_files(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     n_files=st.integers(min_value=1, max_value=5),
-    changed=st.sets(st.integers(min_value=0, max_value=4), min_size=1),
+    changed=st.sets(st.integers(min_value=0, max_value=4)),
     how=st.sampled_from(["append", "delete", "same-size"]),
+    fail_at=st.one_of(st.none(), st.integers(min_value=0, max_value=4)),
 )
-def test_property_no_partial_application_ever(tmp_path_factory, n_files, changed, how) -> None:
-    """Whatever files change between staging and accept, either all are written or none."""
+# Each outcome at least once, whatever hypothesis draws: stale, failure after a write, success.
+@example(n_files=3, changed={2}, how="same-size", fail_at=1)
+@example(n_files=3, changed=set(), how="append", fail_at=2)
+@example(n_files=3, changed=set(), how="delete", fail_at=None)
+def test_property_no_partial_application_ever(
+    tmp_path_factory, n_files, changed, how, fail_at
+) -> None:
+    """Stale files, a write failing part way, or neither: every file ends all-new or all-old."""
     import anyio
 
     import tether
     import tether_astgrep.hooks
 
     auto = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}}
-    changed = {i for i in changed if i < n_files} or {0}
+    changed = {i for i in changed if i < n_files}
+    fails = fail_at is not None and fail_at < n_files
     root = tmp_path_factory.mktemp("prop")
     for i in range(n_files):
         (root / f"f{i}.py").write_text(f"dispose(v{i})\nkeep()\n")
+    real_write = tether.fsutil.atomic_write
+    writes: list[str] = []
+
+    def flaky_write(path: Path | str, data: str | bytes) -> None:
+        # Only the forward writes count; the restore of earlier files must still succeed.
+        writes.append(Path(path).name)
+        if fails and len(writes) == fail_at + 1:
+            raise OSError(28, "No space left on device")
+        real_write(path, data)
 
     async def scenario() -> None:
         async with tether.open_run(
@@ -222,14 +240,55 @@ def test_property_no_partial_application_ever(tmp_path_factory, n_files, changed
                     path.unlink()
                 else:
                     path.write_text(path.read_text().replace("keep", "peek"))
-            before = snapshot(root)
-            result = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
-            assert result.is_error
-            for i in sorted(changed):
-                assert f"f{i}.py" in result.text_content
-            assert snapshot(root) == before  # nothing written, not even the unchanged files
+            old = snapshot(root)
+            new = {f"f{i}.py": f"v{i}.dispose()\nkeep()\n".encode() for i in range(n_files)}
+            tether.fsutil.atomic_write = flaky_write
+            try:
+                result = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
+            finally:
+                tether.fsutil.atomic_write = real_write
+            after = snapshot(root)
+            assert after in (old, new)  # never a mix
+            if changed:
+                assert result.is_error and "rejected, nothing written" in result.text_content
+                for i in sorted(changed):
+                    assert f"f{i}.py" in result.text_content
+                assert writes == [] and after == old
+            elif fails:
+                assert result.is_error and "failed while writing" in result.text_content
+                assert len(writes) > fail_at and after == old
+            else:
+                assert not result.is_error, result.text_content
+                assert after == new
 
     anyio.run(scenario)
+
+
+async def test_the_diff_preview_is_capped_says_what_it_cut_and_writes_nothing(
+    astgrep_run, tether_workdir: Path
+) -> None:
+    body = "".join(f"dispose(item_{i})\n" for i in range(300))
+    after = "".join(f"item_{i}.dispose()\n" for i in range(300))
+    full = "".join(
+        difflib.unified_diff(
+            body.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile="a/big.py",
+            tofile="b/big.py",
+        )
+    )
+    async with astgrep_run({"big.py": body}, config={"astgrep": {"preview_chars": 200}}) as run:
+        before = snapshot(tether_workdir)
+        result = await run.call("ast_edit", {"pattern": "dispose($X)", "rewrite": "$X.dispose()"})
+        assert not result.is_error, result.text_content
+        assert result.text_content.endswith(f"{full[:200]}… ({len(full) - 200} more characters)"), (
+            result.text_content
+        )
+        assert snapshot(tether_workdir) == before
+        assert result.meta["replacements"] == 300  # the cap cuts the preview, not the edit
+        done = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
+        assert not done.is_error, done.text_content
+        assert (tether_workdir / "big.py").read_text() == after
 
 
 async def test_pending_edits_are_bounded(astgrep_run) -> None:

@@ -74,8 +74,16 @@ async def test_mixed_languages_need_a_language(astgrep_run) -> None:
         ({"pattern": "f()", "path": "notes.txt"}, "language", "cannot infer it from 'notes.txt'"),
         ({"pattern": "f()", "path": "../outside"}, "path", "outside the workdir"),
         ({"pattern": "f()", "path": "missing.py"}, "path", "does not exist"),
-        ({"pattern": "f()", "language": "python", "max_results": 0}, "max_results", ""),
-        ({"pattern": "f()", "language": "python", "max_results": -3}, "max_results", ""),
+        (
+            {"pattern": "f()", "language": "python", "max_results": 0},
+            "max_results",
+            "max_results: expected at least 1, got 0",
+        ),
+        (
+            {"pattern": "f()", "language": "python", "max_results": -3},
+            "max_results",
+            "max_results: expected at least 1, got -3",
+        ),
         ({"pattern": "   ", "language": "python"}, None, "pattern: must not be empty"),
     ],
 )
@@ -84,7 +92,8 @@ async def test_bad_input_is_a_clear_error(astgrep_run, args, field, words) -> No
         result = await run.call("ast_grep", args)
         assert result.is_error, result.text_content
         if field:
-            assert result.text_content.startswith(f"{field}:") or f"{field}:" in result.text_content
+            lines = result.text_content.splitlines()
+            assert any(line.startswith(f"{field}:") for line in lines), result.text_content
         assert words in result.text_content
 
 
@@ -137,6 +146,31 @@ async def test_walk_honours_gitignore_without_git(astgrep_run) -> None:
         result = await run.call("ast_grep", {"pattern": "f($A)"})
         paths = sorted(m["path"] for m in result.meta["matches"])
         assert paths == ["a.py", "pkg/kept.py"]
+        assert "could not read" not in result.text_content
+        assert result.meta["unreadable_ignores"] == []
+
+
+async def test_an_unreadable_gitignore_is_reported_not_skipped_silently(
+    astgrep_run, tether_workdir: Path
+) -> None:
+    files = {"a.py": "f(1)\n", "pkg/local.py": "f(2)\n", "pkg/kept.py": "f(3)\n"}
+    async with astgrep_run(files) as run:
+        # A symlink loop fails to read even as root (a chmod 000 file would not).
+        (tether_workdir / "pkg" / ".gitignore").symlink_to(".gitignore")
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert not result.is_error, result.text_content
+        assert result.meta["total"] == 3  # its rules could not apply
+        assert result.meta["unreadable_ignores"] == ["pkg/.gitignore"]
+        assert result.text_content.splitlines()[-1] == (
+            "warning: could not read pkg/.gitignore; its rules were not applied, "
+            "so files meant to be ignored may be included"
+        )
+        scoped = await run.call("ast_grep", {"pattern": "f($A)", "path": "pkg"})
+        assert scoped.meta["unreadable_ignores"] == ["pkg/.gitignore"]
+        edit = await run.call("ast_edit", {"pattern": "f($A)", "rewrite": "g($A)"})
+        assert not edit.is_error, edit.text_content
+        assert "warning: could not read pkg/.gitignore" in edit.text_content
+        assert edit.meta["unreadable_ignores"] == ["pkg/.gitignore"]
 
 
 async def test_git_checkout_lists_tracked_and_untracked_not_ignored(

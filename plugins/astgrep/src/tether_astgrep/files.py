@@ -7,11 +7,21 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 if TYPE_CHECKING:
     import pathspec
 
 
 GIT_TIMEOUT_S = 30.0
+
+
+@attrs.frozen
+class FileListing:
+    """The files a search covers, and the .gitignore files whose rules could not be applied."""
+
+    names: list[str]
+    unreadable_ignores: list[str] = attrs.field(factory=list)
 
 
 def _regular(path: Path) -> bool:
@@ -37,10 +47,11 @@ def _git_files(root: Path) -> list[str] | None:
     return sorted({n for n in names if n and _regular(root / n)})
 
 
-def _walk_files(root: Path) -> list[str]:
+def _walk_files(root: Path) -> FileListing:
     import pathspec  # only a checkout without git pays for it
 
     out: list[str] = []
+    unreadable: list[str] = []
     # (directory relative to root, spec) for every .gitignore seen on the way down
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
 
@@ -61,7 +72,9 @@ def _walk_files(root: Path) -> list[str]:
                 lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
                 specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
             except OSError:
-                pass
+                # Its rules stay unapplied; the caller must say so, or ignored files would be
+                # searched (and edited) without a word.
+                unreadable.append(f"{rel_dir}/.gitignore" if rel_dir else ".gitignore")
         keep = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
@@ -73,17 +86,19 @@ def _walk_files(root: Path) -> list[str]:
             rel = f"{rel_dir}/{f}" if rel_dir else f
             if not ignored(rel, False) and _regular(Path(dirpath, f)):
                 out.append(rel)
-    return out
+    return FileListing(out, unreadable)
 
 
-def list_files(workdir: Path, target: Path) -> list[str]:
+def list_files(workdir: Path, target: Path) -> FileListing:
     """Files under `target` (a file or directory inside `workdir`), relative to `workdir`."""
     if target.is_file():
-        return [target.relative_to(workdir).as_posix()]
+        return FileListing([target.relative_to(workdir).as_posix()])
     names = _git_files(target)
-    if names is None:
-        names = _walk_files(target)
+    listing = FileListing(names) if names is not None else _walk_files(target)
     prefix = target.relative_to(workdir).as_posix()
     if prefix in ("", "."):
-        return names
-    return [f"{prefix}/{n}" for n in names]
+        return listing
+    return FileListing(
+        [f"{prefix}/{n}" for n in listing.names],
+        [f"{prefix}/{n}" for n in listing.unreadable_ignores],
+    )

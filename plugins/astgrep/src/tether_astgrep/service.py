@@ -39,6 +39,7 @@ class SearchOutcome:
     files: list[FileResult]
     searched: int
     skipped: Counter[str]
+    unreadable_ignores: list[str] = attrs.field(factory=list)  # .gitignore rules not applied
 
 
 @attrs.frozen
@@ -137,7 +138,8 @@ class AstgrepService:
         rewrite: str | None = None,
     ) -> SearchOutcome:
         target = self._target(path)
-        files = await anyio.to_thread.run_sync(list_files, self.workdir, target)
+        listing = await anyio.to_thread.run_sync(list_files, self.workdir, target)
+        files = listing.names
         grammar = self._grammar(language, target, files)
         if target.is_file():
             files = [target.relative_to(self.workdir).as_posix()]
@@ -173,7 +175,12 @@ class AstgrepService:
         results.sort(key=lambda r: r.path)
         skipped = Counter(r.skipped for r in results if r.skipped)
         return SearchOutcome(
-            compiled, grammar, results, len(files) - sum(skipped.values()), skipped
+            compiled,
+            grammar,
+            results,
+            len(files) - sum(skipped.values()),
+            skipped,
+            listing.unreadable_ignores,
         )
 
     def stage(self, outcome: SearchOutcome) -> StagedEdit:

@@ -86,6 +86,17 @@ def _skips(outcome: SearchOutcome, max_bytes: int) -> str | None:
     return "skipped files: " + ", ".join(parts)
 
 
+def _unread_ignores(outcome: SearchOutcome) -> str | None:
+    if not outcome.unreadable_ignores:
+        return None
+    names = outcome.unreadable_ignores
+    its = "its" if len(names) == 1 else "their"
+    return (
+        f"warning: could not read {', '.join(names)}; {its} rules were not applied, "
+        "so files meant to be ignored may be included"
+    )
+
+
 async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether.ToolResult:
     service = _service(call)
     outcome = await service.search(args.pattern, args.path, args.language)
@@ -122,12 +133,16 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
     skip = _skips(outcome, service.config.max_file_bytes)
     if skip:
         lines.append(skip)
+    unread = _unread_ignores(outcome)
+    if unread:
+        lines.append(unread)
     return tether.ToolResult.text(
         "\n".join(lines),
         total=len(rows),
         shown=len(shown),
         interpreted_as=outcome.pattern.interpretation,
         matches=structured,
+        unreadable_ignores=outcome.unreadable_ignores,
     )
 
 
@@ -159,6 +174,9 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
     for r in broken:
         where = ", ".join(str(n) for n in r.new_error_lines[:10])
         lines.append(f"warning: {r.path} has new syntax errors after the rewrite (lines {where})")
+    unread = _unread_ignores(outcome)
+    if unread:
+        lines.append(unread)
     diff: list[str] = []
     for r in changed:
         assert r.original is not None and r.new is not None
@@ -178,6 +196,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         replacements=replaced,
         files=[r.path for r in changed],
         new_syntax_errors={r.path: list(r.new_error_lines) for r in broken},
+        unreadable_ignores=outcome.unreadable_ignores,
     )
 
 

@@ -241,6 +241,9 @@ class IPythonKernel:
         while True:
             now = time.monotonic()
             if self._process.returncode is not None:
+                # Its last stderr may still sit in the pipe; the tail must include it.
+                with anyio.move_on_after(1.0):
+                    await self._process.wait()
                 raise KernelDied(
                     f"the Python kernel died (exit code {self._process.returncode})",
                     self.stderr_tail(),

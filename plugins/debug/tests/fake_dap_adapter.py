@@ -1,0 +1,142 @@
+"""A tiny debug adapter speaking real DAP over stdio, for the client's edge cases.
+
+While answering ``launch`` it sends the client a ``runInTerminal`` reverse request and an event
+no client knows, then goes on as a one-thread program stopped on entry. ``evaluate`` of
+``reverse_response`` returns the client's answer to the reverse request as JSON; ``continue``
+ends the program with exit code 0. ``--version`` only exits 0 (tether's availability probe).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+STDIN = sys.stdin.buffer
+STDOUT = sys.stdout.buffer
+_seq = 0
+
+
+def read() -> dict[str, Any] | None:
+    length = None
+    while True:
+        line = STDIN.readline()
+        if not line:
+            return None
+        line = line.strip()
+        if not line:
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    assert length is not None, "a header block without Content-Length"
+    message: dict[str, Any] = json.loads(STDIN.read(length))
+    return message
+
+
+def write(message: dict[str, Any]) -> None:
+    global _seq
+    _seq += 1
+    body = json.dumps({"seq": _seq, **message}).encode()
+    STDOUT.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    STDOUT.flush()
+
+
+def respond(request: dict[str, Any], body: dict[str, Any] | None = None, **extra: Any) -> None:
+    write(
+        {
+            "type": "response",
+            "request_seq": request["seq"],
+            "command": request["command"],
+            "success": True,
+            "body": body or {},
+            **extra,
+        }
+    )
+
+
+def event(name: str, body: dict[str, Any] | None = None) -> None:
+    write({"type": "event", "event": name, "body": body or {}})
+
+
+def reverse_request() -> dict[str, Any]:
+    """Send ``runInTerminal`` and return the client's response to it."""
+    write(
+        {
+            "type": "request",
+            "command": "runInTerminal",
+            "arguments": {"kind": "integrated", "cwd": ".", "args": ["prog"]},
+        }
+    )
+    sent = _seq
+    while True:
+        message = read()
+        if message is None:
+            sys.exit("the client closed the stream instead of answering runInTerminal")
+        if message.get("type") == "response" and message.get("request_seq") == sent:
+            return message
+        sys.exit(f"expected the runInTerminal response first, got {message!r}")
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--version"]:
+        print("fake-dap-adapter 1")
+        return
+    answer: dict[str, Any] | None = None
+    program = "prog"
+    while (request := read()) is not None:
+        command = request.get("command")
+        if command == "initialize":
+            respond(request, {"supportsConfigurationDoneRequest": True})
+        elif command == "launch":
+            program = request.get("arguments", {}).get("program", program)
+            answer = reverse_request()
+            event("tetherFakeUnknownEvent", {"anything": [1, 2, 3]})
+            event("initialized")
+            respond(request)
+        elif command in ("setBreakpoints", "setExceptionBreakpoints"):
+            respond(request, {"breakpoints": []})
+        elif command == "configurationDone":
+            respond(request)
+            event("stopped", {"reason": "entry", "threadId": 1})
+        elif command == "threads":
+            respond(request, {"threads": [{"id": 1, "name": "main"}]})
+        elif command == "stackTrace":
+            source = {"name": "prog", "path": program}
+            frame = {"id": 1, "name": "main", "line": 1, "column": 1, "source": source}
+            respond(request, {"stackFrames": [frame], "totalFrames": 1})
+        elif command == "evaluate":
+            expression = request.get("arguments", {}).get("expression")
+            if expression == "reverse_response":
+                respond(request, {"result": json.dumps(answer), "variablesReference": 0})
+            else:
+                write(
+                    {
+                        "type": "response",
+                        "request_seq": request["seq"],
+                        "command": command,
+                        "success": False,
+                        "message": f"unknown expression {expression!r}",
+                    }
+                )
+        elif command == "continue":
+            respond(request, {"allThreadsContinued": True})
+            event("exited", {"exitCode": 0})
+            event("terminated")
+        elif command == "disconnect":
+            respond(request)
+            return
+        else:
+            write(
+                {
+                    "type": "response",
+                    "request_seq": request["seq"],
+                    "command": command,
+                    "success": False,
+                    "message": f"the fake adapter does not do {command!r}",
+                }
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""The DAP client's edge cases against a real process speaking DAP (fake_dap_adapter.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import tether
+from tether_debug import DebugAdapter
+
+pytestmark = pytest.mark.anyio
+
+FAKE_ADAPTER = Path(__file__).with_name("fake_dap_adapter.py")
+
+
+class _FakeAdapter(DebugAdapter):
+    id = "fake"
+    kind = "the fake DAP adapter's pretend programs"
+    commands = ((sys.executable, str(FAKE_ADAPTER)),)
+    root_markers = ("fake.marker",)
+
+
+class _FakePlugin:
+    @tether.hookimpl
+    def tether_debug_adapters(self) -> list[DebugAdapter]:
+        return [_FakeAdapter()]
+
+
+async def test_a_reverse_request_gets_an_error_response_and_an_unknown_event_is_ignored(
+    dbg, debug_run, tether_workdir: Path
+) -> None:
+    (tether_workdir / "fake.marker").write_text("")
+    (tether_workdir / "prog").write_text("")
+    async with debug_run(tether_workdir, plugins=[_FakePlugin()]) as run:
+        # The adapter sent runInTerminal and an unknown event while launching: the session
+        # still came up and stopped where the adapter said.
+        text = await dbg.ok(run, op="launch", program="prog", adapter="fake")
+        assert "Stopped (entry) at prog:1 in main (thread_id 1)." in text
+        shown = await dbg.ok(run, op="evaluate", expression="reverse_response")
+        answer = json.loads(shown.split("\n", 1)[0])
+        assert answer["type"] == "response"
+        assert answer["command"] == "runInTerminal"
+        assert answer["success"] is False
+        assert answer["message"] == "tether does not support the reverse request 'runInTerminal'"
+        assert isinstance(answer["request_seq"], int) and isinstance(answer["seq"], int)
+        assert "Stopped (entry)" in await dbg.ok(run, op="status")
+        end = await dbg.ok(run, op="continue")
+        assert end.startswith("The session ended: the program exited with code 0.")
