@@ -427,3 +427,36 @@ async def test_wait_returns_after_stderr_is_drained(tmp_path):
         )
         assert await proc.wait() == 4
         assert proc.stderr_tail.text() == "last words\n"
+
+
+async def test_allow_for_the_run_answers_the_other_waiting_cards_of_that_tool(tmp_path):
+    class SlowPerson:
+        def __init__(self):
+            self.asked = []
+            self.first_answer = anyio.Event()
+
+        async def approve(self, request):
+            self.asked.append(request.call_id)
+            if len(self.asked) == 1:
+                await anyio.sleep(0.2)  # the person reads the first card while others queue up
+                self.first_answer.set()
+                return tether.Decision.ALLOW_FOR_RUN
+            await anyio.sleep(60)  # would only be answered by the person: must be withdrawn
+            return tether.Decision.DENY
+
+    person = SlowPerson()
+    results = {}
+    async with tether.open_run(tmp_path, plugins=[Provides({"approver": person})]) as run:
+
+        async def write(name):
+            results[name] = await run.call("echo_write", {"path": name, "text": name})
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for name in ("a", "b", "c"):
+                    tg.start_soon(write, name)
+    assert len(person.asked) == 3
+    assert all(not r.is_error for r in results.values()), {
+        k: r.text_content for k, r in results.items()
+    }
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]

@@ -82,6 +82,7 @@ class Run:
         self._configs: dict[str, Any] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._allowed_for_run: set[str] = set()
+        self._approvals_waiting: dict[str, set[anyio.CancelScope]] = {}
         self._processes: list[_process.ManagedProcess] = []
         self._adopted: set[int] = set()
         self._call_ids = itertools.count(1)
@@ -322,14 +323,25 @@ class Run:
             call_id=ctx.call_id,
             surface=ctx.surface,
         )
-        try:
-            decision = await approver.approve(request)
-        except NoPerson as exc:
-            return f"{ctx.tool!r} refused: it needs approval and no person is attached to give it ({exc}) (fail closed)"
-        except TimeoutError:
-            return f"{ctx.tool!r} refused: the approval question timed out (fail closed)"
+        # approvals of the same tool waiting at once: "allow for the run" on one answers them all
+        waiting = self._approvals_waiting.setdefault(ctx.tool, set())
+        decision: Decision | None = None
+        with anyio.CancelScope() as scope:
+            waiting.add(scope)
+            try:
+                decision = await approver.approve(request)
+            except NoPerson as exc:
+                return f"{ctx.tool!r} refused: it needs approval and no person is attached to give it ({exc}) (fail closed)"
+            except TimeoutError:
+                return f"{ctx.tool!r} refused: the approval question timed out (fail closed)"
+            finally:
+                waiting.discard(scope)
+        if decision is None:  # withdrawn: another card allowed this tool for the rest of the run
+            return None
         if decision is Decision.ALLOW_FOR_RUN:
             self._allowed_for_run.add(ctx.tool)
+            for other in list(waiting):
+                other.cancel()
             return None
         if decision is Decision.ALLOW:
             return None
