@@ -199,7 +199,9 @@ async function execute(id, code) {
   let source = code;
   let isAsync = false;
   try {
-    if (acorn) {
+    // Parsing is the dearest step of a small cell: only code that may hold a top-level
+    // declaration or an await pays for it (a keyword inside a string just takes the long way).
+    if (acorn && /\b(let|const|class)\b/.test(code)) {
       try {
         source = hoistDeclarations(code);
       } catch (err) {
@@ -209,6 +211,8 @@ async function execute(id, code) {
         }
         throw err;
       }
+    }
+    if (processTopLevelAwait && /\bawait\b/.test(code)) {
       const wrapped = processTopLevelAwait(source);
       if (wrapped !== null) {
         source = wrapped;
