@@ -126,7 +126,11 @@ class Matcher:
     # -- candidates -----------------------------------------------------------------
 
     def _anchored(self, root: ts.Node, source: bytes) -> list[ts.Node]:
-        literal, depths = min(self._anchors, key=lambda a: source.count(a[0]))
+        anchors = self._anchors
+        # Counting costs a pass over the source: only worth it when there is a choice.
+        literal, depths = (
+            anchors[0] if len(anchors) == 1 else min(anchors, key=lambda a: source.count(a[0]))
+        )
         size = len(literal)
         root_ids = self._root_ids
         found: dict[int, ts.Node] = {}
@@ -191,8 +195,12 @@ class Matcher:
         return self.grammar.significant(node)
 
     def _tokens(self, nodes: list[ts.Node]) -> tuple[bytes, ...]:
-        out: list[bytes] = []
         comma = self.comma_ids
+        if len(nodes) == 1:  # the common case, a lone token (`$X == $X` on names)
+            only = nodes[0]
+            if only.child_count == 0 and not only.is_extra and only.kind_id not in comma:
+                return (only.text or b"",)
+        out: list[bytes] = []
         stack = list(reversed(nodes))
         while stack:
             node = stack.pop()
