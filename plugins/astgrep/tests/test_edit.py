@@ -52,6 +52,22 @@ async def test_staging_writes_nothing_and_accept_applies(astgrep_run, tether_wor
         assert again.is_error and "already resolved (accepted)" in again.text_content
 
 
+async def test_dart_method_is_rewritten_in_place(astgrep_run, tether_workdir: Path) -> None:
+    code = "class A {\n  @override\n  void dispose() {\n    a.close();\n  }\n}\n"
+    async with astgrep_run({"a.dart": code}) as run:
+        result = await run.call(
+            "ast_edit",
+            {"pattern": "void dispose() { $$$B }", "rewrite": "void close() { $$$B }"},
+        )
+        assert not result.is_error, result.text_content
+        assert "(proposed) 1 replacement in 1 file" in result.text_content
+        done = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
+        assert not done.is_error, done.text_content
+        assert (tether_workdir / "a.dart").read_text() == (
+            "class A {\n  @override\n  void close() { a.close(); }\n}\n"
+        )
+
+
 async def test_discard_and_unknown_ids(astgrep_run, tether_workdir: Path) -> None:
     async with astgrep_run({"a.py": "dispose(x)\n"}) as run:
         await run.call("ast_edit", {"pattern": "dispose($X)", "rewrite": "$X.dispose()"})

@@ -73,6 +73,37 @@ def test_ladder_order_statement_first(registry: GrammarRegistry) -> None:
     assert compiled.interpretation.startswith("sequence of identifier, selector")
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    ["void dispose() { $$$B }", "$T $NAME($$$P) { $$$B }", "Future<void> $F() async { $$$B }"],
+)
+def test_dart_function_declaration_is_read_as_a_declaration_first(
+    registry: GrammarRegistry, pattern: str
+) -> None:
+    # The one exception to the ladder order: the statement rung reads these as local functions,
+    # which would find neither top-level functions nor methods.
+    dart = registry.get("dart")
+    assert dart is not None
+    assert compile_pattern(pattern, dart, rungs=["statement"]).interpretation == (
+        "lambda expression (as a statement)"
+    )
+    compiled = compile_pattern(pattern, dart)
+    assert compiled.rung == "declaration"
+    assert compiled.interpretation == (
+        "sequence of function signature, function body (as a declaration, not as a local "
+        "function declaration: finds top-level functions, methods and local functions)"
+    )
+
+
+@pytest.mark.parametrize("pattern", ["dispose(x)", "dispose($A)", "$F($$$A)", "$X.dispose()"])
+def test_dart_calls_are_not_declarations(registry: GrammarRegistry, pattern: str) -> None:
+    dart = registry.get("dart")
+    assert dart is not None
+    compiled = compile_pattern(pattern, dart)
+    assert compiled.rung == "statement"
+    assert "signature" not in compiled.interpretation
+
+
 def test_ladder_falls_through_to_later_rungs(registry: GrammarRegistry) -> None:
     python = registry.get("python")
     assert python is not None

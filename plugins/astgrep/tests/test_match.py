@@ -70,6 +70,67 @@ def test_dart_seed_dispose_call_is_not_a_function_signature(registry: GrammarReg
     assert [c["A"] for c in caps] == ["x", "x", "y"]
 
 
+DART_FUNCTIONS = """
+void dispose() { a(); }
+class Holder {
+  @override
+  void dispose() {
+    b();
+  }
+  static void dispose() {}
+  int size(int x) => x;
+}
+void main() {
+  void dispose() { c(); }
+  dispose();
+  var f = () { d(); };
+}
+"""
+
+
+def test_dart_function_pattern_finds_a_top_level_function(registry: GrammarRegistry) -> None:
+    found = find(registry, "dart", "void dispose() { $$$B }", "void dispose() { a(); }\n")
+    assert found == ["void dispose() { a(); }"]
+
+
+def test_dart_function_pattern_finds_a_method_in_a_class(registry: GrammarRegistry) -> None:
+    code = """
+    class Holder {
+      @override
+      void dispose() {
+        b();
+      }
+    }
+    """
+    # The annotation is a sibling before the method, so the match starts at `void`.
+    assert find(registry, "dart", "void dispose() { $$$B }", code) == [
+        "void dispose() {\n    b();\n  }"
+    ]
+
+
+def test_dart_function_pattern_finds_top_level_methods_and_local_functions(
+    registry: GrammarRegistry,
+) -> None:
+    caps = captures(registry, "dart", "void dispose() { $$$B }", DART_FUNCTIONS)
+    # Strict children: `static` is part of the method's signature, so that one is left out.
+    assert [c["B"] for c in caps] == ["a();", "b();", "c();"]
+    caps = captures(registry, "dart", "$T $NAME($$$P) { $$$B }", DART_FUNCTIONS)
+    assert [(c["T"], c["NAME"], c["P"]) for c in caps] == [
+        ("void", "dispose", ""),
+        ("void", "dispose", ""),
+        ("void", "main", ""),
+        ("void", "dispose", ""),
+    ]
+    caps = captures(registry, "dart", "$T $NAME($$$P) => $E", DART_FUNCTIONS)
+    assert caps == [{"T": "int", "NAME": "size", "P": "int x", "E": "x"}]
+    found = find(registry, "dart", "static void dispose() {}", DART_FUNCTIONS)
+    assert found == ["static void dispose() {}"]
+
+
+def test_dart_call_pattern_still_finds_only_calls(registry: GrammarRegistry) -> None:
+    assert find(registry, "dart", "dispose()", DART_FUNCTIONS) == ["dispose()"]
+
+
 # The same shapes (guard then release the same variable) in the other languages: the guarded
 # release of the same variable matches; releasing another variable, the braced form and the
 # form with an else branch do not.

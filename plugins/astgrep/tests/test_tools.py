@@ -49,6 +49,29 @@ async def test_seed_dart_example_through_the_tool(astgrep_run) -> None:
         assert result.meta["matches"][0]["captures"] == {"X": "c"}
 
 
+async def test_dart_function_pattern_through_the_tool_says_how_it_was_read(astgrep_run) -> None:
+    files = {
+        "lib/a.dart": "void dispose() {\n  a();\n}\n",
+        "lib/holder.dart": DART_FILE,
+        "lib/b.dart": "class B {\n  @override\n  void dispose() {}\n}\n",
+    }
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "void $M() { $$$B }"})
+        assert not result.is_error, result.text_content
+        text = result.text_content
+        assert (
+            "interpreted as: sequence of function signature, function body (as a declaration"
+            in text
+        )
+        assert "finds top-level functions, methods and local functions" in text
+        where = [(m["path"], m["line"], m["captures"]["M"]) for m in result.meta["matches"]]
+        assert where == [
+            ("lib/a.dart", 1, "dispose"),
+            ("lib/b.dart", 3, "dispose"),
+            ("lib/holder.dart", 2, "close"),
+        ]
+
+
 async def test_language_is_inferred_from_a_file_path(astgrep_run) -> None:
     async with astgrep_run({"src/m.rs": "fn m() { drop(x); }\n", "a.py": "drop(x)\n"}) as run:
         result = await run.call("ast_grep", {"pattern": "drop($A)", "path": "src/m.rs"})

@@ -180,7 +180,7 @@ class ProcessState:
                     source = f.read()
             except OSError:
                 return FileResult(path, skipped="unreadable")
-            if b"\0" in source[:BINARY_SNIFF_BYTES]:
+            if source.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
                 return FileResult(path, skipped="binary")
             entry = _Entry(st.st_mtime_ns, st.st_size, source)
             self.cache.put(path, entry)
@@ -379,7 +379,7 @@ class WorkerPool:
         deadline = time.monotonic() + 1.0
         for pid in self._procs:
             while not _reaped(pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
+                time.sleep(0.001)  # a worker told to stop exits at once
             if not _reaped(pid):
                 kill_tree(pid)
                 _reap_blocking(pid)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,9 +25,12 @@ class FileListing:
     unreadable_ignores: list[str] = attrs.field(factory=list)
 
 
-def _regular(path: Path) -> bool:
+def _regular(path: Path | str) -> bool:
     """A regular file, not a symlink (which could lead outside the workdir)."""
-    return not path.is_symlink() and path.is_file()
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)  # one system call, not two
+    except (OSError, ValueError):
+        return False
 
 
 def _git_files(root: Path) -> list[str] | None:
@@ -44,7 +48,7 @@ def _git_files(root: Path) -> list[str] | None:
     if proc.returncode != 0:
         return None
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return sorted({n for n in names if n and _regular(root / n)})
+    return sorted({n for n in names if n and _regular(os.path.join(root, n))})
 
 
 def _walk_files(root: Path) -> FileListing:
@@ -84,7 +88,7 @@ def _walk_files(root: Path) -> FileListing:
         dirnames[:] = keep
         for f in sorted(filenames):
             rel = f"{rel_dir}/{f}" if rel_dir else f
-            if not ignored(rel, False) and _regular(Path(dirpath, f)):
+            if not ignored(rel, False) and _regular(os.path.join(dirpath, f)):
                 out.append(rel)
     return FileListing(out, unreadable)
 

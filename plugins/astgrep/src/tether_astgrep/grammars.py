@@ -6,7 +6,7 @@ A grammar is plain data so that third-party plugins can contribute one through t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -64,6 +64,15 @@ class Grammar:
     # What ends a statement when the grammar requires it (C's and Dart's `;`): a `$$$X` standing
     # alone as a statement (`{ $$$BODY }`) is parsed as `X;` so that it reads as statements.
     statement_terminator: str = ""
+    # The one exception to "first clean rung wins": a fragment that an earlier rung reads as
+    # one of these kinds looks like a declaration (Dart reads `void f() {…}` in a block as a
+    # local function), so the declaration rung is tried first; the value is what that reading
+    # finds, for the result's "interpreted as".
+    declaration_first: Mapping[str, str] = attrs.field(factory=dict)
+    # Candidate nodes a pattern looks through when they wrap one significant node of another
+    # kind (Dart's `method_signature` around a method's `function_signature`), so a function
+    # pattern also finds methods.
+    wrapper_kinds: frozenset[str] = frozenset()
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -104,6 +113,10 @@ class Grammar:
     @cached_property
     def continuation_ids(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.continuation_kinds)
+
+    @cached_property
+    def wrapper_ids(self) -> frozenset[int]:
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in self.wrapper_kinds)
 
     @cached_property
     def string_ids(self) -> frozenset[int]:
@@ -243,6 +256,10 @@ def builtin_grammars() -> list[Grammar]:
             comment_regex=_C_COMMENT,
             continuation_kinds=frozenset({"selector", "cascade_section"}),
             statement_terminator=";",
+            declaration_first={
+                "local_function_declaration": "top-level functions, methods and local functions"
+            },
+            wrapper_kinds=frozenset({"method_signature"}),
         ),
     ]
 

@@ -92,6 +92,7 @@ class Matcher:
         self.string_ids = grammar.string_ids
         self.code_ids = grammar.code_in_string_ids
         self.cont_ids = grammar.continuation_ids
+        self.wrapper_ids = grammar.wrapper_ids
         self._query: ts.Query | None = None
         first = pattern.items[0]
         # Anchors: each literal leaf of a single-node pattern with its depth(s) below the root.
@@ -125,7 +126,11 @@ class Matcher:
     # -- candidates -----------------------------------------------------------------
 
     def _anchored(self, root: ts.Node, source: bytes) -> list[ts.Node]:
-        literal, depths = min(self._anchors, key=lambda a: source.count(a[0]))
+        anchors = self._anchors
+        # Counting costs a pass over the source: only worth it when there is a choice.
+        literal, depths = (
+            anchors[0] if len(anchors) == 1 else min(anchors, key=lambda a: source.count(a[0]))
+        )
         size = len(literal)
         root_ids = self._root_ids
         found: dict[int, ts.Node] = {}
@@ -190,8 +195,12 @@ class Matcher:
         return self.grammar.significant(node)
 
     def _tokens(self, nodes: list[ts.Node]) -> tuple[bytes, ...]:
-        out: list[bytes] = []
         comma = self.comma_ids
+        if len(nodes) == 1:  # the common case, a lone token (`$X == $X` on names)
+            only = nodes[0]
+            if only.child_count == 0 and not only.is_extra and only.kind_id not in comma:
+                return (only.text or b"",)
+        out: list[bytes] = []
         stack = list(reversed(nodes))
         while stack:
             node = stack.pop()
@@ -223,10 +232,25 @@ class Matcher:
                 return None
             return self._bind(p, n, env)
         if n.kind_id not in p.ids:
-            return None
+            inner = self._unwrapped(n)
+            return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
             return env if n.child_count == 0 and n.text == p.text else None
         return self._seq(p.children, 0, self._sig(n), 0, env, whole=True)
+
+    def _unwrapped(self, n: ts.Node) -> ts.Node | None:
+        """The one node a wrapper (Dart's `method_signature`) holds, if `n` is such a wrapper."""
+        if n.kind_id not in self.wrapper_ids:
+            return None
+        kids = self._sig(n)
+        return kids[0] if len(kids) == 1 else None
+
+    def _lifted(self, node: ts.Node) -> ts.Node:
+        """`node`, or the wrapper around it whose only significant node it is."""
+        parent = node.parent
+        while parent is not None and self._unwrapped(parent) == node:
+            node, parent = parent, parent.parent
+        return node
 
     def _seq(
         self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env, *, whole: bool
@@ -300,7 +324,8 @@ class Matcher:
         else:
             first = self.items[0]
             seen: set[tuple[int, int]] = set()
-            for cand in self._candidates(root):
+            for found in self._candidates(root):
+                cand = self._lifted(found) if self.wrapper_ids else found
                 parent = cand.parent
                 if parent is None:
                     continue

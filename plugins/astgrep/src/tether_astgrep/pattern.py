@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import attrs
 import tree_sitter as ts
 
-from tether_astgrep.grammars import Grammar
+from tether_astgrep.grammars import Grammar, Scaffold
 
 # `$NAME`, `$$$NAME`, `$_`, `$_NAME`, `$$$`: ast-grep's spelling.
 METAVAR_RE = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)?|\$([A-Z_][A-Z0-9_]*)")
@@ -204,53 +204,87 @@ def _kind_words(item: PItem) -> str:
     return item.kind.replace("_", " ") if item.named else repr(item.kind)
 
 
+def _read(
+    scaffold: Scaffold,
+    text: str,
+    substituted: str,
+    mapping: dict[bytes, MetaVar],
+    grammar: Grammar,
+    parser: ts.Parser,
+    tried: list[str],
+) -> tuple[CompiledPattern, str] | None:
+    """The fragment read in one rung (and the kind it was read as, before unwrapping)."""
+    for terminator in scaffold.terminators:
+        body = substituted + terminator
+        indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
+        prefix = (scaffold.prefix + scaffold.indent).encode()
+        src = (scaffold.prefix + indented + scaffold.suffix).encode()
+        end = len((scaffold.prefix + indented).encode())
+        tree = parser.parse(src)
+        tried.append(scaffold.rung + (f" (+{terminator!r})" if terminator else ""))
+        if tree.root_node.has_error:
+            continue
+        located = _locate(tree.root_node, len(prefix), end, grammar)
+        nodes = _strip(located, terminator.encode(), grammar)
+        if not nodes:
+            continue
+        literals: list[tuple[bytes, int, int]] = []
+        items = tuple(_convert(n, mapping, grammar, literals) for n in nodes)
+        if len(items) == 1:
+            what = _kind_words(items[0])
+        else:
+            what = "sequence of " + ", ".join(_kind_words(i) for i in items)
+        names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
+        chains = _chains(literals, src, grammar, len(items) > 1)
+        compiled = CompiledPattern(
+            source=text,
+            grammar_id=grammar.id,
+            items=items,
+            rung=scaffold.rung,
+            interpretation=f"{what} (as a {scaffold.rung})",
+            literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
+            var_names=names,
+            chains=chains,
+        )
+        return compiled, located[0].type if len(located) == 1 else ""
+    return None
+
+
 def compile_pattern(
     pattern: str, grammar: Grammar, rungs: Sequence[str] | None = None
 ) -> CompiledPattern:
-    """Parse `pattern` in the first scaffold rung that accepts it cleanly."""
+    """Parse `pattern` in the first scaffold rung that accepts it cleanly.
+
+    The exception (`Grammar.declaration_first`): a fragment read as a kind that marks a
+    declaration in disguise is read at the declaration rung when that rung accepts it.
+    """
     text = pattern.strip()
     if not text:
         raise PatternError("pattern: must not be empty")
     substituted, mapping = placeholders_for(text, grammar.statement_terminator)
     parser = grammar.parser()
     tried: list[str] = []
-    for scaffold in grammar.scaffolds:
-        if rungs is not None and scaffold.rung not in rungs:
+    scaffolds = [s for s in grammar.scaffolds if rungs is None or s.rung in rungs]
+    declaration = next((s for s in scaffolds if s.rung == "declaration"), None)
+    for scaffold in scaffolds:
+        read = _read(scaffold, text, substituted, mapping, grammar, parser, tried)
+        if read is None:
             continue
-        for terminator in scaffold.terminators:
-            body = substituted + terminator
-            indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
-            prefix = (scaffold.prefix + scaffold.indent).encode()
-            src = (scaffold.prefix + indented + scaffold.suffix).encode()
-            end = len((scaffold.prefix + indented).encode())
-            tree = parser.parse(src)
-            tried.append(scaffold.rung + (f" (+{terminator!r})" if terminator else ""))
-            if tree.root_node.has_error:
-                continue
-            nodes = _locate(tree.root_node, len(prefix), end, grammar)
-            nodes = _strip(nodes, terminator.encode(), grammar)
-            if not nodes:
-                continue
-            literals: list[tuple[bytes, int, int]] = []
-            items = tuple(_convert(n, mapping, grammar, literals) for n in nodes)
-            if len(items) == 1:
-                what = _kind_words(items[0])
-            else:
-                what = "sequence of " + ", ".join(_kind_words(i) for i in items)
-            names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
-            chains = _chains(literals, src, grammar, len(items) > 1)
-            return CompiledPattern(
-                source=text,
-                grammar_id=grammar.id,
-                items=items,
-                rung=scaffold.rung,
-                interpretation=f"{what} (as a {scaffold.rung})",
-                literals=tuple(
-                    sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))
-                ),
-                var_names=names,
-                chains=chains,
-            )
+        compiled, kind = read
+        finds = grammar.declaration_first.get(kind)
+        if finds is not None and declaration is not None and declaration is not scaffold:
+            as_declaration = _read(declaration, text, substituted, mapping, grammar, parser, [])
+            if as_declaration is not None:
+                first, _ = as_declaration
+                what = first.interpretation.removesuffix(" (as a declaration)")
+                return attrs.evolve(
+                    first,
+                    interpretation=(
+                        f"{what} (as a declaration, not as a {kind.replace('_', ' ')}: "
+                        f"finds {finds})"
+                    ),
+                )
+        return compiled
     raise PatternError(
         f"pattern: not parseable as {grammar.id} in any context "
         f"(tried {', '.join(tried) or 'no rung'}); "
