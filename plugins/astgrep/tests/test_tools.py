@@ -218,6 +218,22 @@ async def test_git_checkout_lists_tracked_and_untracked_not_ignored(
         assert paths == ["tracked.py", "untracked.py"]
 
 
+async def test_a_workdir_git_ignores_is_walked_not_found_empty(
+    astgrep_run, tether_workdir: Path
+) -> None:
+    """A checkout whose own directory an enclosing repository ignores (pyenv's versions/, a
+    vendored tree): git lists nothing there, so the files are walked instead of "0 searched"."""
+    git = shutil.which("git")
+    require_real(git is not None, "git")
+    outer = tether_workdir.parent
+    (outer / ".gitignore").write_text(f"{tether_workdir.name}/\n")
+    await anyio.run_process(["git", "init", "-q"], cwd=outer, check=True)
+    files = {".gitignore": "skip.py\n", "a.py": "f(1)\n", "skip.py": "f(2)\n"}
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert sorted(m["path"] for m in result.meta["matches"]) == ["a.py"]
+
+
 async def test_syntax_error_files_are_searched(astgrep_run) -> None:
     async with astgrep_run({"a.py": "f(1)\ndef broken(:\n    pass\nf(2)\n"}) as run:
         result = await run.call("ast_grep", {"pattern": "f($A)"})

@@ -48,7 +48,27 @@ def _git_files(root: Path) -> list[str] | None:
     if proc.returncode != 0:
         return None
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return sorted({n for n in names if n and _regular(os.path.join(root, n))})
+    files = sorted({n for n in names if n and _regular(os.path.join(root, n))})
+    if not files and _ignored_by_git(root):
+        # The directory itself lies in an ignored part of an enclosing checkout (a venv, a
+        # vendored tree, pyenv's versions/): git lists nothing there, so walk it instead,
+        # honouring its own .gitignore files.
+        return None
+    return files
+
+
+def _ignored_by_git(root: Path) -> bool:
+    try:
+        proc = subprocess.run(
+            ["git", "check-ignore", "-q", "--", "."],
+            cwd=root,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
 
 
 def _walk_files(root: Path) -> FileListing:
