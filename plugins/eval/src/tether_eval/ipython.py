@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from tether.process import ManagedProcess
-from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError
+from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError, ProcessKernel
 from tether_eval.output import CellOutput
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def python_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
     return True, ""
 
 
-class IPythonKernel:
+class IPythonKernel(ProcessKernel):
     """One ipykernel process and the client talking to it."""
 
     language = "python"
@@ -96,19 +96,8 @@ class IPythonKernel:
         self._closed = False
 
     @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
     def socket_dir(self) -> Path:
         return self._socket_dir
-
-    @property
-    def alive(self) -> bool:
-        return not self._closed and self._process.returncode is None
-
-    def stderr_tail(self) -> str:
-        return self._process.stderr_tail.text()
 
     @classmethod
     async def start(cls, ctx: KernelContext) -> IPythonKernel:

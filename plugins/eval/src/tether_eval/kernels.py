@@ -112,6 +112,24 @@ class Kernel(Protocol):
         """Stop the interpreter and remove every file it left (sockets, connection file)."""
 
 
+class ProcessKernel:
+    """What the built-in kernels share: one child process of the run behind them."""
+
+    _process: ManagedProcess
+    _closed: bool
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        return not self._closed and self._process.returncode is None
+
+    def stderr_tail(self) -> str:
+        return self._process.stderr_tail.text()
+
+
 @attrs.frozen
 class KernelSpec:
     """A language the eval tool can run; returned (in a list) by ``tether_eval_kernels``.

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from tether.process import ManagedProcess, descendants
-from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError
+from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError, ProcessKernel
 from tether_eval.output import CellOutput
 
 # A protocol line longer than this (a huge tool argument) is refused rather than buffered.
@@ -79,7 +79,7 @@ class _Lines:
             self._buffer += chunk
 
 
-class NodeKernel:
+class NodeKernel(ProcessKernel):
     """One node process holding a persistent ``vm`` context."""
 
     language = "javascript"
@@ -93,17 +93,6 @@ class NodeKernel:
         self._kernel_pid = kernel_pid
         self._next_id = 0
         self._closed = False
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
-    def alive(self) -> bool:
-        return not self._closed and self._process.returncode is None
-
-    def stderr_tail(self) -> str:
-        return self._process.stderr_tail.text()
 
     @classmethod
     async def start(cls, ctx: KernelContext) -> NodeKernel:
