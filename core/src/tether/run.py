@@ -139,12 +139,18 @@ class Run:
     # --- registry ---------------------------------------------------------------------------
 
     def _plugin_calls(self, hook_name: str) -> Iterator[tuple[str, Any]]:
+        # Each plugin is called on its own (so one failure is attributed to it), but through
+        # pluggy's hook caller, so TETHER_TRACE_PLUGINS and any other monitoring see the call.
         caller = getattr(self.pm.hook, hook_name)
+        plugins = self.pm.get_plugins()
         for impl in reversed(caller.get_hookimpls()):
             name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-            kwargs = {"run": self}
+            alone = self.pm.subset_hook_caller(
+                hook_name, remove_plugins=[p for p in plugins if p is not impl.plugin]
+            )
             try:
-                value = impl.function(*[kwargs[a] for a in impl.argnames])
+                values = alone(run=self)
+                value = values[0] if values else None
             except (ToolError, ConfigError):
                 raise
             except Exception as exc:
