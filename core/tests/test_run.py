@@ -375,6 +375,18 @@ async def test_sync_facade(tmp_path):
     await anyio.to_thread.run_sync(use)
 
 
+async def test_sync_facade_refuses_async_methods_instead_of_handing_back_coroutines(tmp_path):
+    def use():
+        with hermetic_run_sync(tmp_path) as run:
+            with pytest.raises(AttributeError, match=r"Run\.spawn is async.*portal\.call"):
+                run.spawn(["true"])
+            assert run.workdir == tmp_path.resolve()  # plain attributes still pass through
+            proc = run.portal.call(lambda: run.run.spawn(["true"], stdin=False))
+            assert run.portal.call(proc.wait) == 0
+
+    await anyio.to_thread.run_sync(use)
+
+
 async def test_a_tool_cannot_re_enter_itself_while_serialised(tmp_path):
     @attrs.frozen
     class Args:

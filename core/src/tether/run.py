@@ -495,8 +495,21 @@ class SyncRun:
     def register_host_tool(self, spec: ToolSpec) -> None:
         self.run.register_host_tool(spec)
 
+    @property
+    def portal(self) -> BlockingPortal:
+        """The portal whose event loop runs the run: ``portal.call(async_fn, *args)`` blocks."""
+        return self._portal
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.run, name)
+        value = getattr(self.run, name)
+        if inspect.iscoroutinefunction(value):
+            # handing back the coroutine function would make `sync_run.spawn(...)` return a
+            # coroutine that is never awaited; say what to do instead
+            raise AttributeError(
+                f"Run.{name} is async and has no blocking form on SyncRun; "
+                f"use sync_run.portal.call(sync_run.run.{name}, ...)"
+            )
+        return value
 
 
 @contextmanager
