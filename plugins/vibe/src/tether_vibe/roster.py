@@ -7,7 +7,6 @@ tree before it ends. Closing the roster (the run closing) kills every worker.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +18,7 @@ import attrs
 
 import tether
 import tether.text
-from tether.text import TailBuffer
+from tether.text import TailBuffer, duration
 from tether_vibe import worktree
 from tether_vibe.config import TIERS, VibeConfig
 from tether_vibe.runners import CommandRunner, Job, Outcome, Runner
@@ -260,7 +259,7 @@ class Roster:
         self._cancel(worker, why)
         if not await self._settle(worker):
             raise tether.ToolError(
-                f"worker {worker.id} did not stop within {format_seconds(CLOSE_TIMEOUT_S)}; it is still {worker.status}"
+                f"worker {worker.id} did not stop within {duration(CLOSE_TIMEOUT_S)}; it is still {worker.status}"
             )
 
     async def _start_attempt(self, worker: Worker) -> None:
@@ -362,14 +361,8 @@ class Roster:
             if remaining <= 0:
                 worker.stop_reason = (
                     "failed",
-                    f"idle watchdog: no output for {format_seconds(idle)}; process tree killed",
+                    f"idle watchdog: no output for {duration(idle)}; process tree killed",
                 )
                 scope.cancel()
                 return
             await anyio.sleep(min(remaining, 1.0) + 0.01)
-
-
-def format_seconds(value: float) -> str:
-    if value >= 10 or math.isclose(value, round(value)):
-        return f"{value:.0f} s"
-    return f"{value:.1f} s"
