@@ -18,7 +18,7 @@ import pytest
 from tether.args import object_schema
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.run import Run, open_run
-from tether.tools import ToolResult
+from tether.tools import ToolResult, ToolSpec
 
 REQUIRE_REAL_ENV = "TETHER_REQUIRE_REAL"
 
@@ -138,8 +138,8 @@ class _ContractCheck:
     """The awaitable :func:`check_plugin_contract` returns: a test that forgets to await it fails
     (see :func:`pytest_runtest_call`) instead of passing with a "never awaited" warning."""
 
-    def __init__(self, run: Run, tools: list[str] | None) -> None:
-        self._coro = _check_plugin_contract(run, tools)
+    def __init__(self, run: Run, tools: list[str] | None, schemas: bool) -> None:
+        self._coro = _check_plugin_contract(run, tools, schemas)
         _UNAWAITED.add(self)
 
     def __await__(self) -> Any:
@@ -170,7 +170,9 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     return result
 
 
-def check_plugin_contract(run: Run, tools: list[str] | None = None) -> _ContractCheck:
+def check_plugin_contract(
+    run: Run, tools: list[str] | None = None, *, schemas: bool = True
+) -> _ContractCheck:
     """Check every registered tool (or those named): a valid tier, a description, a strict object
     schema, and errors whose lines start with the field they are about — for an unknown key, for
     each missing required field, and for a wrong type in each field while every other field holds a
@@ -178,7 +180,9 @@ def check_plugin_contract(run: Run, tools: list[str] | None = None) -> _Contract
 
     Await it: ``assert await check_plugin_contract(run) == ["mytool"]``. Approval is bypassed for
     the check (the run's policy is auto for every tier for its duration). Returns the tools
-    checked; raises AssertionError on the first broken rule.
+    checked; raises AssertionError on the first broken rule. With ``schemas`` (the default) each
+    tool's schema and converter are also property-tested against each other
+    (:func:`check_schema_agreement`, which needs ``tether[testing]``).
     """
     from tether.run import SyncRun
 
@@ -186,12 +190,14 @@ def check_plugin_contract(run: Run, tools: list[str] | None = None) -> _Contract
         raise TypeError(
             "check_plugin_contract takes a Run; use check_plugin_contract_sync(sync_run)"
         )
-    return _ContractCheck(run, tools)
+    return _ContractCheck(run, tools, schemas)
 
 
-def check_plugin_contract_sync(run: Any, tools: list[str] | None = None) -> list[str]:
+def check_plugin_contract_sync(
+    run: Any, tools: list[str] | None = None, *, schemas: bool = True
+) -> list[str]:
     """:func:`check_plugin_contract` for a :class:`tether.SyncRun` (``open_run_sync``)."""
-    checked: list[str] = run.portal.call(_check_plugin_contract, run.run, tools)
+    checked: list[str] = run.portal.call(_check_plugin_contract, run.run, tools, schemas)
     return checked
 
 
@@ -202,7 +208,7 @@ def _assert_names(name: str, result: Any, field: str, what: str) -> None:
     )
 
 
-async def _check_plugin_contract(run: Run, tools: list[str] | None) -> list[str]:
+async def _check_plugin_contract(run: Run, tools: list[str] | None, schemas: bool) -> list[str]:
     from tether.config import ApprovalPolicy
 
     names = tools if tools is not None else sorted(run.tools)
@@ -232,6 +238,112 @@ async def _check_plugin_contract(run: Run, tools: list[str] | None) -> list[str]
                     continue
                 result = await run.call(name, {**valid, field: wrong})
                 _assert_names(name, result, field, f"{field}={wrong!r}")
+            if schemas:
+                check_schema_agreement(spec)
     finally:
         run.core = saved
     return names
+
+
+def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
+    """Property test: every instance valid against ``spec``'s JSON Schema is accepted by the
+    core's converter, and every JSON value the converter accepts is schema-valid (arbitrary JSON
+    under the tool's own keys and a stranger, so most candidates are near misses).
+
+    Needs hypothesis and jsonschema: ``tether[testing]`` (imported only when called, so tether's
+    pytest plugin costs nothing in test runs that do not use it).
+    """
+    try:
+        import jsonschema
+        from hypothesis import HealthCheck, given, settings
+        from hypothesis import strategies as st
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise AssertionError(
+            f"check_schema_agreement needs {exc.name}: add 'tether[testing]' to your test extra"
+        ) from exc
+    import json
+
+    from tether.args import structure_args
+    from tether.errors import ArgumentErrors
+
+    json_values = st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(-3, 3)
+        | st.floats(-3, 3, allow_nan=False)
+        | st.text(max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+
+    def from_schema(schema: dict[str, Any]) -> Any:
+        kinds = schema.get("type")
+        kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
+        if "enum" in schema:
+            return st.sampled_from(schema["enum"])
+        options: list[Any] = []
+        for kind in kinds:
+            if kind == "null":
+                options.append(st.none())
+            elif kind == "boolean":
+                options.append(st.booleans())
+            elif kind == "string":
+                low, high = schema.get("minLength", 0), schema.get("maxLength", 12)
+                options.append(st.text(min_size=low, max_size=max(low, high)))
+            elif kind in ("integer", "number"):
+                low, high = schema.get("minimum", -1000), schema.get("maximum", 1000)
+                ints = st.integers(int(low), int(high))
+                options.append(
+                    ints if kind == "integer" else ints | st.floats(low, high, allow_nan=False)
+                )
+            elif kind == "array":
+                low = schema.get("minItems", 0)
+                options.append(
+                    st.lists(from_schema(schema.get("items", {})), min_size=low, max_size=low + 3)
+                )
+            elif kind == "object" and "properties" in schema:
+                props = schema["properties"]
+                required = set(schema.get("required", []))
+                options.append(
+                    st.fixed_dictionaries(
+                        {k: from_schema(v) for k, v in props.items() if k in required},
+                        optional={k: from_schema(v) for k, v in props.items() if k not in required},
+                    )
+                )
+            elif kind == "object":
+                options.append(st.dictionaries(st.text(max_size=5), json_values, max_size=3))
+        return st.one_of(options) if options else json_values
+
+    def loads(raw: Any) -> bool:
+        try:
+            structure_args(raw, spec.args)
+        except ArgumentErrors:
+            return False
+        return True
+
+    schema = object_schema(spec.args)
+    validator = jsonschema.Draft202012Validator(schema)
+    quiet = settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+
+    @quiet
+    @given(from_schema(schema))
+    def valid_instances_load(instance: Any) -> None:
+        assert loads(instance), f"{spec.name}: schema-valid arguments refused: {instance!r}"
+
+    near_misses = st.fixed_dictionaries(
+        {}, optional={**{k: json_values for k in schema["properties"]}, "stranger": json_values}
+    ) | from_schema(schema)
+
+    @quiet
+    @given(near_misses)
+    def loaded_instances_are_valid(raw: Any) -> None:
+        raw = json.loads(json.dumps(raw))
+        assert validator.is_valid(raw) == loads(raw), (
+            f"{spec.name}: schema says {validator.is_valid(raw)}, converter says {loads(raw)}: "
+            f"{raw!r}"
+        )
+
+    valid_instances_load()
+    loaded_instances_are_valid()
