@@ -9,7 +9,18 @@ resources and register their tools::
 
 Plugins are pluggy plugins registered under the entry-point group ``tether``; see
 ``docs/plugin-api.md``.
+
+tether runs on Linux only: it supervises processes through ``/proc`` and ``prctl``. Elsewhere the
+import fails at once with an error that says so, not with a crash deep inside a plugin.
 """
+
+import sys as _sys
+
+if not _sys.platform.startswith("linux"):
+    raise ImportError(
+        "tether supports Linux only (it supervises processes through /proc and prctl); "
+        f"this platform is {_sys.platform!r}"
+    )
 
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.args import arg, object_schema, structure_args
