@@ -105,32 +105,65 @@ async def test_registration_is_gated_by_resources(tmp_path):
         assert set(run.tools) == {"free", "needs_it"}
 
 
-async def test_duplicate_tool_names_are_rejected(tmp_path):
-    plugins = [Provides(tools=[make_tool("same")]), Provides(tools=[make_tool("same")])]
-    with pytest.raises(tether.PluginError, match="'same' is declared by both"):
-        async with tether.open_run(tmp_path, entry_points=False, plugins=plugins):
-            pass
+def failures(run):
+    return {info.name: info.reason for info in run.pm.report if info.status == "failed"}
 
 
-async def test_a_duplicate_of_a_skipped_tool_is_rejected_too(tmp_path):
+async def test_a_duplicate_tool_name_is_dropped_and_its_plugin_reported(tmp_path):
+    first, second = Provides(tools=[make_tool("same")]), Provides(tools=[make_tool("same")])
+    async with tether.open_run(tmp_path, entry_points=False, plugins=[first, second]) as run:
+        assert set(run.tools) == {"same"}
+        # pluggy's call order: the later-registered plugin is asked first and kept
+        assert run._tool_origin["same"] == "Provides-1"
+        assert failures(run) == {
+            "Provides-0": "tether_tools: tool 'same' dropped: already contributed by 'Provides-1'"
+        }
+
+
+async def test_a_duplicate_of_a_skipped_tool_is_dropped_too(tmp_path):
     skipped = make_tool("same", requires=("absent",))
-    plugins = [Provides(tools=[skipped]), Provides(tools=[make_tool("same")])]
-    with pytest.raises(tether.PluginError, match="'same' is declared by both"):
-        async with tether.open_run(tmp_path, entry_points=False, plugins=plugins):
-            pass
+    plugins = [Provides(tools=[make_tool("same")]), Provides(tools=[skipped])]
+    async with tether.open_run(tmp_path, entry_points=False, plugins=plugins) as run:
+        assert "same" in run.skipped_tools and "same" not in run.tools
+        assert "already contributed" in failures(run)["Provides-0"]
     async with tether.open_run(
         tmp_path, entry_points=False, plugins=[Provides(tools=[skipped])]
     ) as run:
         with pytest.raises(tether.PluginError, match="declared by both"):
-            run.register_host_tool(make_tool("same"))
+            run.register_host_tool(make_tool("same"))  # the harness's own call still raises
 
 
-async def test_duplicate_resources_are_rejected(tmp_path):
-    with pytest.raises(tether.PluginError, match="wired by both"):
-        async with tether.open_run(
-            tmp_path, entry_points=False, plugins=[Provides({"x": 1}), Provides({"x": 2})]
-        ):
-            pass
+async def test_a_duplicate_resource_is_dropped_and_its_plugin_reported(tmp_path):
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides({"x": 1}), Provides({"x": 2})]
+    ) as run:
+        assert run.resources["x"] == 2
+        assert "resource 'x' dropped: already wired by 'Provides-1'" in failures(run)["Provides-0"]
+
+
+async def test_a_broken_plugin_is_reported_failed_and_everything_else_works(tmp_path):
+    class Raises:
+        @tether.hookimpl
+        def tether_tools(self, run):
+            raise RuntimeError("bad plugin")
+
+    class WrongKind:
+        @tether.hookimpl
+        def tether_tools(self, run):
+            return [make_tool("fine"), {"name": "not a spec"}]
+
+        @tether.hookimpl
+        def tether_resources(self, run):
+            return ["not", "a", "dict"]
+
+    plugins = [tether_echo.hooks, Raises(), WrongKind()]
+    async with tether.open_run(tmp_path, entry_points=False, plugins=plugins) as run:
+        assert (await run.call("echo", {"message": "still"})).text_content == "still"
+        assert "fine" in run.tools
+        report = failures(run)
+        assert report["Raises-1"] == "tether_tools: raised RuntimeError: bad plugin"
+        assert "tether_resources: must return a dict, got list" in report["WrongKind-2"]
+        assert "tether_tools: tool dropped: expected a ToolSpec, got dict" in report["WrongKind-2"]
 
 
 async def test_surfaces_hide_and_refuse_tools_above_their_tier(tmp_path):

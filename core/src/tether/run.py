@@ -22,7 +22,8 @@ from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig
-from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
+from tether.contributions import call_each, collect, report_failure
+from tether.errors import ArgumentErrors, NoPerson, PluginError, ToolError
 from tether.hookspecs import hookimpl
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
@@ -138,44 +139,41 @@ class Run:
 
     # --- registry ---------------------------------------------------------------------------
 
-    def _plugin_calls(self, hook_name: str) -> Iterator[tuple[str, Any]]:
-        # Each plugin is called on its own (so one failure is attributed to it), but through
-        # pluggy's hook caller, so TETHER_TRACE_PLUGINS and any other monitoring see the call.
-        caller = getattr(self.pm.hook, hook_name)
-        plugins = self.pm.get_plugins()
-        for impl in reversed(caller.get_hookimpls()):
-            name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-            alone = self.pm.subset_hook_caller(
-                hook_name, remove_plugins=[p for p in plugins if p is not impl.plugin]
-            )
-            try:
-                values = alone(run=self)
-                value = values[0] if values else None
-            except (ToolError, ConfigError):
-                raise
-            except Exception as exc:
-                raise PluginError(
-                    f"plugin {name!r} failed in {hook_name}: {type(exc).__name__}: {exc}"
-                ) from exc
-            if value is not None:
-                yield name, value
-
     def _wire(self) -> None:
-        for plugin, wired in self._plugin_calls("tether_resources"):
+        """Resources, then tools, from every plugin, through the core's one collector: a plugin
+        whose hook raises or returns something malformed is reported ``failed`` in
+        ``pm.report`` and everything else keeps working."""
+        for plugin, wired in call_each(self.pm, "tether_resources", run=self):
             if not isinstance(wired, Mapping):
-                raise PluginError(
-                    f"plugin {plugin!r}: tether_resources must return a dict, got {type(wired).__name__}"
+                report_failure(
+                    self.pm,
+                    plugin,
+                    "tether_resources",
+                    f"must return a dict, got {type(wired).__name__}; nothing wired from it",
                 )
+                continue
             for name, resource in wired.items():
                 if name in self.resources:
-                    raise PluginError(
-                        f"resource {name!r} is wired by both {self._resource_origin[name]!r} and {plugin!r}"
+                    report_failure(
+                        self.pm,
+                        plugin,
+                        "tether_resources",
+                        f"resource {name!r} dropped: already wired by {self._resource_origin[name]!r}",
                     )
+                    continue
                 self.resources[name] = resource
                 self._resource_origin[name] = plugin
-        for plugin, specs in self._plugin_calls("tether_tools"):
-            for spec in specs:
-                self._add_tool(spec, plugin)
+        tools = collect(
+            self.pm,
+            "tether_tools",
+            ToolSpec,
+            key=lambda spec: spec.name,
+            label="tool",
+            check=_schema_problem,
+            run=self,
+        )
+        for contribution in tools.values():
+            self._add_tool(contribution.item, contribution.plugin)
 
     def _add_tool(self, spec: ToolSpec, origin: str) -> bool:
         if not isinstance(spec, ToolSpec):
@@ -186,7 +184,9 @@ class Run:
             raise PluginError(
                 f"tool name {spec.name!r} is declared by both {self._tool_origin[spec.name]!r} and {origin!r}"
             )
-        object_schema(spec.args)  # fails early on an argument type the schema cannot describe
+        problem = _schema_problem(spec)
+        if problem is not None:
+            raise PluginError(f"tool {spec.name!r} from {origin!r}: {problem}")
         missing = [r for r in spec.requires if r not in self.resources]
         self._tool_origin[spec.name] = origin
         if missing:
@@ -473,6 +473,15 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
     while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
         group = group.exceptions[0]  # type: ignore[assignment]
     return group
+
+
+def _schema_problem(spec: ToolSpec) -> str | None:
+    """Why ``spec``'s argument class cannot be described as a JSON Schema, or None."""
+    try:
+        object_schema(spec.args)
+    except Exception as exc:
+        return f"argument class {getattr(spec.args, '__name__', spec.args)!r}: {exc}"
+    return None
 
 
 class SyncRun:
