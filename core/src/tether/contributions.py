@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections.abc
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import PurePath
 from typing import Any, Generic, TypeVar
 
@@ -93,26 +93,49 @@ def collect(
     pm: pluggy.PluginManager,
     hook: str,
     kind: type[T],
-    key: Callable[[T], str],
+    key: Callable[[T], str] | None,
     *,
     label: str,
     check: Callable[[T], str | None] | None = None,
+    keys: Collection[str] | None = None,
     **kwargs: Any,
 ) -> dict[str, Contribution[T]]:
-    """Every item that implementations of ``hook`` return (one item, or a list/tuple of them),
-    keyed by ``key(item)``; see the module docstring for the rules. ``label`` names one item in
-    messages (``"language server"``); ``check`` may return a problem with an item's values."""
+    """Every item that implementations of ``hook`` return, keyed; see the module docstring for
+    the rules.
+
+    A hook returns one item or a list/tuple of them, keyed by ``key(item)``; or, when ``key`` is
+    None, a mapping of key to item (``{"fast": runner}``). ``label`` names one item in messages
+    (``"language server"``); ``check`` may return a problem with an item's values; ``keys``, when
+    given, are the only keys allowed.
+    """
     out: dict[str, Contribution[T]] = {}
     for plugin, value in call_each(pm, hook, **kwargs):
-        items = list(value) if isinstance(value, list | tuple) else [value]
-        for item in items:
+        pairs: list[tuple[str | None, Any]]
+        if key is None:
+            if not isinstance(value, Mapping):
+                report_failure(
+                    pm,
+                    plugin,
+                    hook,
+                    f"must return a mapping of key to {label}, got {type(value).__name__}",
+                )
+                continue
+            pairs = list(value.items())
+        else:
+            items = list(value) if isinstance(value, list | tuple) else [value]
+            pairs = [(None, item) for item in items]
+        for given, item in pairs:
             problem = shape_problem(item, kind)
             if problem is None and check is not None:
                 problem = check(item)
+            name = given if key is None else (key(item) if problem is None else None)
+            if problem is None and keys is not None and name not in keys:
+                problem = f"unknown key {name!r}; expected one of {', '.join(sorted(keys))}"
             if problem is not None:
-                report_failure(pm, plugin, hook, f"{label} dropped: {problem}")
+                what = f"{label} {given!r}" if given is not None else label
+                report_failure(pm, plugin, hook, f"{what} dropped: {problem}")
                 continue
-            name = key(item)
+            assert name is not None
             if name in out:
                 report_failure(
                     pm,
