@@ -40,9 +40,21 @@ from tether.hookspecs import hookimpl, hookspec
 from tether.plugins import PluginInfo, make_plugin_manager
 from tether.run import Run, SyncRun, open_run, open_run_sync
 from tether.tiers import Tier
-from tether.tools import CallContext, Content, Image, Text, ToolResult, ToolSpec, resolve
+from tether.tools import (
+    Action,
+    Actions,
+    CallContext,
+    Content,
+    Image,
+    Text,
+    ToolResult,
+    ToolSpec,
+    resolve,
+)
 
 __all__ = [
+    "Action",
+    "Actions",
     "ApprovalRefused",
     "ApprovalRequest",
     "Approver",

@@ -237,21 +237,25 @@ class Run:
                         "type": "function",
                         "function": {
                             "name": spec.name,
-                            "description": spec.description,
+                            "description": spec.full_description,
                             "parameters": schema,
                         },
                     }
                 )
             elif format == "anthropic":
                 out.append(
-                    {"name": spec.name, "description": spec.description, "input_schema": schema}
+                    {
+                        "name": spec.name,
+                        "description": spec.full_description,
+                        "input_schema": schema,
+                    }
                 )
             elif format == "json":
                 out.append(
                     {
                         "name": spec.name,
                         "tier": spec.tier.value,
-                        "description": spec.description,
+                        "description": spec.full_description,
                         "input_schema": schema,
                     }
                 )
@@ -288,6 +292,9 @@ class Run:
             parsed: Any = structure_args(raw, spec.args)
         except ArgumentErrors as exc:
             return ToolResult.error(f"invalid arguments for {name}:\n{exc}", call_id=call_id)
+        if spec.actions is not None and (problems := spec.actions.problems(raw)):
+            text = "\n".join(problems)
+            return ToolResult.error(f"invalid arguments for {name}:\n{text}", call_id=call_id)
         ctx = CallContext(
             run=self, spec=spec, args=parsed, raw_args=dict(raw), surface=surface, call_id=call_id
         )
@@ -476,11 +483,14 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 def _schema_problem(spec: ToolSpec) -> str | None:
-    """Why ``spec``'s argument class cannot be described as a JSON Schema, or None."""
+    """Why ``spec``'s argument class cannot be described as a JSON Schema, or its per-action
+    table names fields the class lacks; or None."""
     try:
         object_schema(spec.args)
     except Exception as exc:
         return f"argument class {getattr(spec.args, '__name__', spec.args)!r}: {exc}"
+    if spec.actions is not None and (unknown := spec.actions.unknown_fields(spec.args)):
+        return f"actions name fields the argument class lacks: {', '.join(unknown)}"
     return None
 
 
