@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import attrs
 
 from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
@@ -24,6 +25,7 @@ from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, NoPerson, PluginError, ToolError
+from tether.fsutil import recording_writes
 from tether.hookspecs import hookimpl
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
@@ -378,6 +380,35 @@ class Run:
                 _held_tools.reset(token)
 
     async def _run_handler(self, ctx: CallContext) -> ToolResult:
+        with recording_writes() as written:
+            result = await self._run_handler_unrecorded(ctx)
+        declared = self._declared_writes(ctx, result) if not result.is_error else []
+        unique: dict[Path, None] = {**written, **{path: None for path in declared}}
+        if not unique:
+            return result
+        return attrs.evolve(result, written=tuple(unique))
+
+    def _declared_writes(self, ctx: CallContext, result: ToolResult) -> list[Path]:
+        writes = ctx.spec.writes
+        if writes is None:
+            return []
+        raw: list[str | Path]
+        if isinstance(writes, str):
+            value = ctx.raw_args.get(writes)
+            raw = [value] if isinstance(value, str) else []
+        else:
+            raw = list(writes(ctx, result))
+        out = []
+        for item in raw:
+            try:
+                out.append(
+                    self.confine(str(item), field=writes if isinstance(writes, str) else "path")
+                )
+            except ToolError:
+                continue  # outside the workdir: not ours to post-process
+        return out
+
+    async def _run_handler_unrecorded(self, ctx: CallContext) -> ToolResult:
         spec = ctx.spec
         timeout = self.core.call_timeout_s if spec.timeout_s is None else spec.timeout_s
         try:

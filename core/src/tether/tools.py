@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -46,6 +47,10 @@ def _content_tuple(blocks: Iterable[Content]) -> tuple[Content, ...]:
     return tuple(blocks)
 
 
+def _paths(values: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(values)
+
+
 def _names(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
@@ -61,6 +66,9 @@ class ToolResult:
     content: tuple[Content, ...] = attrs.field(converter=_content_tuple, factory=tuple)
     is_error: bool = False
     meta: Mapping[str, Any] = attrs.field(factory=dict)
+    #: absolute paths of the files this call wrote, set by the core (from its writers, and from
+    #: the tool's ``ToolSpec.writes``); post-processors key on it
+    written: tuple[Path, ...] = attrs.field(converter=_paths, default=())
 
     @classmethod
     def text(cls, text: str, **meta: Any) -> ToolResult:
@@ -184,6 +192,10 @@ class ToolSpec:
     timeout_s: float | None = None
     #: per-action fields of a tool with an action selector, enforced by the core
     actions: Actions | None = None
+    #: how a tool that does not write through ``tether.fsutil`` says what it wrote: the name of
+    #: its path argument, or a function ``(call, result) -> paths`` (relative to the workdir or
+    #: absolute). Tools writing through the core's writers need nothing here.
+    writes: str | Callable[[CallContext, ToolResult], Iterable[str | Path]] | None = None
 
     @property
     def full_description(self) -> str:
