@@ -222,9 +222,9 @@ async def test_trace_env_var_prints_hook_calls(monkeypatch, capsys, tmp_path):
     import tether_echo.hooks
 
     class Wrap:
-        @tether.hookimpl(wrapper=True)
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            return (yield)
+            return None
 
     class Resources:
         @tether.hookimpl

@@ -307,41 +307,84 @@ async def test_handler_timeout_and_tool_errors(tmp_path):
 
 
 async def test_hook_tether_process_result(tmp_path):
-    class Wrapper:
-        @tether.hookimpl(wrapper=True)
+    order = []
+
+    class AsyncNote:
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
+            order.append("async")
             if call.tool != "echo":
-                return inner
+                return None
 
             async def later():
-                res = await tether.resolve(inner)
                 await anyio.lowlevel.checkpoint()
-                return res.with_text_appended("[async note]")
+                return tether.ResultNote("[async note]", {"noted": True})
 
             return later()
 
-    class SyncWrapper:
-        @tether.hookimpl(wrapper=True)
+    class TextNote:
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
-            return tether.resolve(inner)  # an awaitable passes through untouched
+            order.append("text")
+            assert result.text_content == "hi"  # each sees the handler's own result
+            return "[text note]"
 
-    async with hermetic_run(tmp_path, plugins=[Wrapper(), SyncWrapper()]) as run:
+    async with hermetic_run(tmp_path, plugins=[AsyncNote(), TextNote()]) as run:
         result = await run.call("echo", {"message": "hi"})
-        assert result.text_content == "hi\n[async note]"
+        # the collector's order: registered later, asked first
+        assert order == ["text", "async"]
+        assert result.text_content == "hi\n[text note]\n[async note]"
+        assert result.meta["noted"] is True
         assert (await run.call("read", {"path": "nope"})).is_error
 
 
-async def test_host_tools_get_the_same_gates_and_wrappers(tmp_path):
+async def test_a_post_processor_cannot_replace_break_or_stall_a_result(tmp_path):
+    class Replaces:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return tether.ToolResult.text("replaced!")
+
+    class Raises:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            async def boom():
+                raise ValueError("broken post-processor")
+
+            return boom()
+
+    class Stalls:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return anyio.sleep(30)
+
+    class OldWrapper:
+        @tether.hookimpl(wrapper=True)
+        def tether_process_result(self, call, result):
+            yield
+            return tether.ToolResult.text("replaced by a wrapper")
+
+    plugins = [Replaces(), Raises(), Stalls(), OldWrapper()]
+    config = {"core": {"post_process_timeout_s": 0.2}}
+    async with hermetic_run(tmp_path, plugins=plugins, config=config) as run:
+        result = await run.call("echo", {"message": "kept"})
+        lines = result.text_content.splitlines()
+        assert lines[0] == "kept" and "replaced" not in result.text_content
+        assert "(post-processing by 'Stalls-4' gave no answer within 0.2 s)" in lines
+        assert "(post-processing by 'Raises-3' failed: ValueError: broken post-processor)" in lines
+        failed = {i.name: i.reason for i in run.pm.report if i.status == "failed"}
+        assert "returned a ToolResult" in failed["Replaces-2"]
+        assert "implemented as a wrapper" in failed["OldWrapper-5"]
+        await run.call("echo", {"message": "again"})
+        assert failed["Replaces-2"].count("returned a ToolResult") == 1  # reported once
+
+
+async def test_host_tools_get_the_same_gates_and_post_processing(tmp_path):
     seen = []
 
     class Wrapper:
-        @tether.hookimpl(wrapper=True)
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
             seen.append(call.tool)
-            return inner
 
     def sync_host_tool(call, args):  # a synchronous harness tool
         return f"host wrote {args.text}"

@@ -26,11 +26,11 @@ from tether.config import CoreConfig
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, NoPerson, PluginError, ToolError
 from tether.fsutil import recording_writes
-from tether.hookspecs import hookimpl
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
+from tether.text import duration
 from tether.tiers import BUILTIN_SURFACES, Tier
-from tether.tools import CallContext, ToolResult, ToolSpec, as_result, resolve
+from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -44,14 +44,6 @@ SchemaFormat = Literal["json", "openai", "anthropic"]
 _held_tools: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
     "tether_held_tools", default=frozenset()
 )
-
-
-class _CoreHooks:
-    """The innermost ``tether_process_result``: the handler's result as it is."""
-
-    @hookimpl(trylast=True)
-    def tether_process_result(self, call: CallContext, result: ToolResult) -> ToolResult:
-        return result
 
 
 class Run:
@@ -304,9 +296,49 @@ class Run:
         if refusal is not None:
             return ToolResult.error(refusal, call_id=call_id)
         result = await self._run_serialised(ctx)
-        chained = self.pm.hook.tether_process_result(call=ctx, result=result)
-        final = await resolve(chained)
+        final = await self._post_process(ctx, result)
         return final.with_meta(call_id=call_id) if "call_id" not in final.meta else final
+
+    async def _post_process(self, ctx: CallContext, result: ToolResult) -> ToolResult:
+        """Every ``tether_process_result`` in the collector's order, each bounded in time and
+        attributed; each sees the handler's result and can only add to the final one."""
+        hook = "tether_process_result"
+        timeout = self.core.post_process_timeout_s
+        notes: list[str] = []
+        meta: dict[str, Any] = {}
+        for plugin, value in call_each(self.pm, hook, call=ctx, result=result):
+            try:
+                with anyio.fail_after(timeout):
+                    added = await value if inspect.isawaitable(value) else value
+            except TimeoutError:
+                notes.append(
+                    f"(post-processing by {plugin!r} gave no answer within {duration(timeout)})"
+                )
+                continue
+            except (ToolError, Exception) as exc:
+                notes.append(f"(post-processing by {plugin!r} failed: {type(exc).__name__}: {exc})")
+                continue
+            if added is None:
+                continue
+            if isinstance(added, str):
+                added = ResultNote(text=added)
+            if not isinstance(added, ResultNote):
+                report_failure(
+                    self.pm,
+                    plugin,
+                    hook,
+                    f"returned a {type(added).__name__}; a post-processor adds text or a "
+                    "tether.ResultNote, it never replaces the result",
+                )
+                continue
+            if added.text:
+                notes.append(added.text)
+            meta.update(added.meta)
+        if not notes and not meta:
+            return result
+        for note in notes:
+            result = result.with_text_appended(note)
+        return result.with_meta(**meta) if meta else result
 
     def _not_on_surface(self, name: str, surface: str, limit: Tier, spec: ToolSpec | None) -> str:
         if spec is not None:
@@ -478,7 +510,6 @@ async def open_run(
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
-    pm.register(_CoreHooks(), name="tether.core")
     try:
         async with anyio.create_task_group() as tg:
             run = Run(

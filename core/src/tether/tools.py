@@ -97,6 +97,14 @@ class ToolResult:
         }
 
 
+@attrs.frozen
+class ResultNote:
+    """What a result post-processor adds to a call's result: text appended, meta merged."""
+
+    text: str = ""
+    meta: Mapping[str, Any] = attrs.field(factory=dict)
+
+
 Handler = Callable[["CallContext", Any], Awaitable["ToolResult | str | Sequence[Content]"]]
 
 
