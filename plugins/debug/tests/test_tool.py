@@ -85,7 +85,7 @@ async def test_adapters_explains_what_is_usable_and_why_not(
         text = await dbg.ok(run, op="adapters")
     lines = {line.split(" ", 2)[1]: line for line in text.splitlines() if line.startswith("- ")}
     assert set(lines) == {"debugpy", "lldb", "delve", "dart"}
-    assert "debugpy" in lines and "usable: python -m debugpy.adapter" in lines["debugpy"]
+    assert "debugpy" in lines and "usable: debugpy's adapter (" in lines["debugpy"]
     assert "root the workdir" in lines["debugpy"]
     # neither delve nor the Dart SDK can be installed here: both reasons are spelled out
     assert f"unusable: no root marker (go.mod) found; `dlv` {NOT_FOUND}" in lines["delve"]

@@ -20,6 +20,10 @@ from tether.availability import (
 )
 from tether.paths import relative
 
+#: Runs ``debugpy.adapter`` with TCP_QUICKACK/TCP_NODELAY on its sockets (see the file): without
+#: it every request that reaches pydevd waits ~44 ms on a delayed ACK (debugpy#2054).
+DEBUGPY_LAUNCHER = Path(__file__).parent / "launchers" / "debugpy_adapter.py"
+
 #: What :meth:`DebugAdapter.resolve` receives: ``ok, why = await probe(argv)``.
 Probe = CommandProbe
 Transport = Literal["stdio", "tcp"]
@@ -179,8 +183,9 @@ class Debugpy(DebugAdapter):
                     else "tether's interpreter"
                 )
                 return Resolution(
-                    (str(python), "-m", "debugpy.adapter"),
-                    f"python -m debugpy.adapter ({python}); the program runs with {debuggee} ({source})",
+                    (str(python), str(DEBUGPY_LAUNCHER)),
+                    f"debugpy's adapter ({python}, through tether's socket-option launcher); "
+                    f"the program runs with {debuggee} ({source})",
                     {"python": [str(debuggee)]},
                 )
             tried.append(str(python))
