@@ -13,7 +13,7 @@ async def test_breakpoint_step_variables_evaluate_and_exit(dbg, debug_run, c_wor
     async with debug_run(c_workdir) as run:
         adapters = await dbg.ok(run, op="adapters")
         assert (
-            "- lldb [native executables (ELF/Mach-O, built with -g); attach by port (gdb-remote)]: usable: lldb-"
+            "- lldb [native executables (ELF/Mach-O, built with -g); attach by port (gdb-remote) or pid]: usable: lldb-"
             in adapters
         )
 
