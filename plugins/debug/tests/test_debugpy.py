@@ -295,6 +295,8 @@ async def test_attach_over_tcp_to_a_program_started_with_debugpy_listen(
                     await anyio.sleep(0.2)
             attached = result.text_content
             assert attached.startswith(f"Attached to 127.0.0.1:{port} with debugpy.")
+            assert "\nThreads (1):\n  thread_id 1: MainThread\n" in attached
+            assert "call pause to stop it where it is" in attached
             # the program runs on from attach and stops at the breakpoint by itself
             with anyio.fail_after(15):
                 while "Stopped (breakpoint) at forever.py:6" not in await dbg.ok(run, op="status"):
