@@ -245,3 +245,17 @@ async def test_attach_to_a_headless_delve_by_port(dbg, debug_run, go_workdir: Pa
     finally:
         kill_tree(server.pid)
         await server.aclose()
+
+
+async def test_a_build_error_is_reported_with_the_compilers_words(
+    dbg, debug_run, go_workdir: Path
+) -> None:
+    (go_workdir / "broken.go").write_text('package main\n\nfunc broken() int {\n\treturn "x"\n}\n')
+    async with debug_run(go_workdir) as run:
+        text = await dbg.error(run, op="launch", program="main.go")
+        assert text.startswith(
+            "launch failed: Failed to launch: Build error: Check the debug console for details."
+        )
+        assert "\nOutput:\nBuild Error: " in text
+        assert 'broken.go:4:9: cannot use "x" (untyped string constant) as int value' in text
+        assert "ended: launch failed: Failed to launch" in await dbg.ok(run, op="status")

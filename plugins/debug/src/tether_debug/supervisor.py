@@ -301,6 +301,12 @@ class DebugSupervisor:
             reason = text if text.startswith(f"{command} failed") else f"{command} failed: {text}"
             with anyio.CancelScope(shield=True):
                 await session.close(reason)
+            if isinstance(exc, ToolError) and not isinstance(exc, ArgumentError):
+                # what the adapter printed says why (delve's build errors: "check the debug
+                # console for details" is all its launch error says)
+                out, _ = session.output.read_new(_END_OUTPUT_CHARS)
+                if out.strip():
+                    raise ToolError(f"{text}\nOutput:\n{out.rstrip()}") from None
             raise
         except BaseException:
             with anyio.CancelScope(shield=True):
