@@ -523,3 +523,39 @@ async def test_js_statement_rewrite_keeps_the_semicolon(
         {"pattern": "if ($X) $X.dispose()", "rewrite": "$X?.dispose()"},
     )
     assert new.endswith("\nc?.dispose();\n")
+
+
+@pytest.mark.anyio
+async def test_unmentioned_code_is_kept_or_the_match_left_alone(
+    astgrep_run: Any, tether_workdir: Path
+) -> None:
+    source = "if f is not None:\n    f.close()\n    other()\nif g is not None:\n    g.close()\n"
+    async with astgrep_run({"a.py": source, "b.py": PY_TRY.lstrip("\n")}) as run:
+        result = await run.call(
+            "ast_edit",
+            {"pattern": "if $X is not None: $X.close()", "rewrite": "$X.close()", "path": "a.py"},
+        )
+        assert not result.is_error, result.text_content
+        text = result.text_content
+        # `other()` is kept verbatim after the rewritten part, never dropped; here it no
+        # longer fits, and compile() says so.
+        assert (
+            "code the pattern does not mention is kept verbatim before or after 1 rewritten "
+            "match (a.py:3)"
+        ) in text
+        assert (
+            "warning: a.py has new syntax errors after the rewrite (python compile(): line 2:"
+            in text
+        )
+        # Code the pattern does not mention *between* its parts (an earlier handler) would be
+        # dropped: that match is left alone and reported.
+        result = await run.call(
+            "ast_edit",
+            {
+                "pattern": "try:\n    $$$B\nexcept $E as $V:\n    $$$H",
+                "rewrite": "with guard($E) as $V:\n    $$$B",
+                "path": "b.py",
+            },
+        )
+        assert result.is_error
+        assert "1 match not rewritten (b.py:3)" in result.text_content

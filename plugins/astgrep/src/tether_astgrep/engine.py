@@ -55,6 +55,7 @@ class FileResult:
     new_error_lines: tuple[int, ...] = ()
     syntax: SyntaxCheck | None = None
     lossy_lines: tuple[int, ...] = ()  # matches not rewritten: code between their parts
+    kept_lines: tuple[int, ...] = ()  # rewritten, unmentioned code before/after kept as is
 
 
 class _Entry:
@@ -219,6 +220,7 @@ class ProcessState:
                 new_error_lines=syntax.new_error_lines if syntax is not None else (),
                 syntax=syntax,
                 lossy_lines=applied.lossy_lines,
+                kept_lines=applied.kept_lines,
             )
         return FileResult(
             path,

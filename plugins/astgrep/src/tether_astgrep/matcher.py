@@ -36,6 +36,9 @@ class Match:
     # 1-based line of code the pattern does not mention *between* the parts it does (a rewrite
     # would drop it), or None.
     lossy_line: int | None = None
+    # 1-based line of code the pattern does not mention before or after the parts it does
+    # (kept verbatim by a rewrite), or None.
+    kept_line: int | None = None
 
 
 class _N:
@@ -447,10 +450,12 @@ class Matcher:
         edit_start = env.get("\0s", start)
         edit_end = env.get("\0e", end)
         lossy: int | None = None
+        kept: int | None = None
         for a, b, line in env.get("\0skips", ()):
             if a < edit_end and b > edit_start:
-                lossy = line
-                break
+                lossy = line if lossy is None else lossy
+            elif kept is None:
+                kept = line
         for name, value in env.items():
             if name.startswith("\0"):
                 continue
@@ -470,4 +475,5 @@ class Matcher:
             edit_start,
             edit_end,
             lossy,
+            kept,
         )

@@ -116,6 +116,7 @@ class Applied:
     replaced: int
     skipped_inner: int  # inside a match that was rewritten
     lossy_lines: tuple[int, ...]  # matches left alone: the rewrite would drop code (1-based)
+    kept_lines: tuple[int, ...] = ()  # rewritten, keeping unmentioned code before/after
 
 
 def apply_matches(
@@ -131,6 +132,7 @@ def apply_matches(
     pos = 0
     done = skipped = 0
     lossy: list[int] = []
+    kept: list[int] = []
     trailing = [t.encode() for t in grammar.optional_trailing]
     for m in sorted(matches, key=lambda m: (m.start_byte, -m.end_byte)):
         if m.start_byte < pos:
@@ -149,8 +151,10 @@ def apply_matches(
         out.append(text)
         pos = end
         done += 1
+        if m.kept_line is not None:
+            kept.append(m.kept_line)
     out.append(source[pos:])
-    return Applied(b"".join(out), done, skipped, tuple(lossy))
+    return Applied(b"".join(out), done, skipped, tuple(lossy), tuple(kept))
 
 
 def error_lines(tree: ts.Tree) -> list[int]:

@@ -205,6 +205,14 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         )
     if lossy_line:
         lines.append(lossy_line)
+    kept = [(r.path, n) for r in changed for n in r.kept_lines]
+    if kept:
+        where = ", ".join(f"{p}:{n}" for p, n in kept[:10])
+        more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
+        lines.append(
+            "code the pattern does not mention is kept verbatim before or after "
+            f"{plural(len(kept), 'rewritten match')} ({where}{more}): check that it still fits"
+        )
     broken = [r for r in changed if r.new_error_lines]
     for r in broken:
         assert r.syntax is not None
@@ -246,6 +254,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             if r.syntax is not None
         },
         not_rewritten=[{"path": p, "line": n} for p, n in lossy],
+        kept_verbatim=[{"path": p, "line": n} for p, n in kept],
         unreadable_ignores=outcome.unreadable_ignores,
     )
 
