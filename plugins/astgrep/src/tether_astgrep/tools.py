@@ -346,14 +346,19 @@ GREP_DOC = (
     "with the file's grammar (trying statement, expression, class member, declaration contexts; "
     "the result says which was used). $NAME matches one node, $$$NAME a run of siblings, $_ any "
     "node; a repeated $NAME must capture the same code. Whitespace and comments are ignored; "
-    "strings and comments are never searched inside; a node must match all its children "
-    "(an `if` without `else` does not match an `if` with one). Returns file:line:column, the "
-    "matched code and the captures."
+    "strings and comments are never searched inside. By default (strictness smart) code the "
+    "pattern does not mention, such as an else/elif branch, further except clauses or an async "
+    "modifier, does not prevent a match; strictness cst requires every child. $ followed by a "
+    "lower-case letter or inside a name ($ZodType) is literal code. Returns file:line:column, "
+    "the matched code and the captures; a search that finds nothing names other readings "
+    "that would."
 )
 EDIT_DOC = (
     "Structural rewrite, staged: matches like ast_grep and replaces each match with `rewrite` "
-    "($NAME substituted, re-indented). Writes nothing; returns a diff preview and an edit_id "
-    "for resolve."
+    "($NAME substituted, multi-line captures keeping their shape). Code the pattern does not "
+    "mention before or after the matched parts (an else branch, a trailing ;) is kept verbatim. "
+    "Writes nothing; returns a diff preview, which syntax check ran on each file (Python: "
+    "compile()), and an edit_id for resolve."
 )
 RESOLVE_DOC = (
     "Accept or discard an edit staged by ast_edit. Accept writes every file or none: if any file "
