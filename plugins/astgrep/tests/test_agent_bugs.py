@@ -345,11 +345,15 @@ def test_dart_class_bodies_and_fields(registry: GrammarRegistry) -> None:
     assert caps[0]["B"].startswith("final String name;")
     caps = captures(registry, "dart", "final String $N;", DART_CLASS)
     assert [c["N"] for c in caps] == ["name", "label"]
+    code = "class B extends A {\n  int f() {\n    return super.build();\n  }\n}\n"
+    assert captures(registry, "dart", "return $X;", code) == [{"X": "super.build()"}]
 
 
 def test_c_enum_and_python_match(registry: GrammarRegistry) -> None:
-    caps = captures(registry, "c", "enum $E { $$$V }", "enum color { RED, GREEN = 2 };\n")
-    assert caps == [{"E": "color", "V": "RED, GREEN = 2"}]
+    code = "enum color { RED, GREEN = 2 };\ntypedef enum T { A, B } T_t;\n"
+    caps = captures(registry, "c", "enum $E { $$$V }", code)
+    # The `;` the statement rung adds is not part of the pattern: the typedef's enum counts.
+    assert caps == [{"E": "color", "V": "RED, GREEN = 2"}, {"E": "T", "V": "A, B"}]
     code = "match cmd:\n    case 'a':\n        run()\n    case _:\n        pass\n"
     caps = captures(registry, "python", "match $X: $$$C", code)
     assert [c["X"] for c in caps] == ["cmd"]
@@ -367,6 +371,11 @@ def test_define_is_one_macro_definition(registry: GrammarRegistry) -> None:
     assert compile_pattern("#define $N $V", grammar).interpretation.startswith("preproc def")
     caps = captures(registry, "c", "#define $N $V", C_MACROS)
     assert caps == [{"N": "A", "V": "1"}]
+    # `#  define` is the same directive (unnamed tokens compare by kind, as in ast-grep).
+    indented = "#ifdef X\n#   define W __attribute__((weak))\n#endif\n"
+    assert captures(registry, "c", "#define $N $V", indented) == [
+        {"N": "W", "V": "__attribute__((weak))"}
+    ]
 
 
 @pytest.mark.anyio
@@ -427,6 +436,15 @@ def test_modifiers_and_chains(registry: GrammarRegistry) -> None:
         "g",
     ]
     assert find(registry, "python", "$X == $X", 'a == a == "x"\n') == ['a == a == "x"']
+    rust = "fn a() {}\npub fn b() {}\npub(crate) fn c() {}\n"
+    assert [c["F"] for c in captures(registry, "rust", "fn $F() {}", rust)] == ["a", "b", "c"]
+    assert find(registry, "rust", "fn $F() {}", rust, strictness="cst") == ["fn a() {}"]
+    dart = "abstract class A { }\nsealed class B { }\nclass C { }\n"
+    assert [c["C"] for c in captures(registry, "dart", "class $C { $$$B }", dart)] == [
+        "A",
+        "B",
+        "C",
+    ]
 
 
 @pytest.mark.anyio

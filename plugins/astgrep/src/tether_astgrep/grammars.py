@@ -73,10 +73,14 @@ class Grammar:
     # kind (Dart's `method_signature` around a method's `function_signature`), so a function
     # pattern also finds methods.
     wrapper_kinds: frozenset[str] = frozenset()
-    # A fragment an earlier rung reads as one of these kinds is also read at the rung named,
-    # and matches of either reading count (Dart: `final String $N;` reads as a local variable
-    # in a block and as a field in a class body; a person means both).
-    also_read: Mapping[str, str] = attrs.field(factory=dict)
+    # A fragment an earlier rung reads as one of these kinds is also read at the rungs named,
+    # and matches of every reading count (Dart: `final String $N;` reads as a local variable
+    # in a block, a field in a class body, a top-level variable; a person means all three).
+    also_read: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    # Named kinds that are leading modifiers (Dart's `abstract`, `sealed`): like kinds named
+    # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
+    # matches code that has it.
+    modifier_kinds: frozenset[str] = frozenset()
     # Reserved words: a pattern reading that takes one for a name (`switch ($X) {…}` as a
     # method named `switch`) is refused, so the ladder goes on to the reading meant.
     keywords: frozenset[str] = frozenset()
@@ -306,7 +310,14 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=frozenset({"string_literal"}),
             code_in_string_kinds=frozenset({"template_substitution"}),
             comment_regex=_C_COMMENT,
-            continuation_kinds=frozenset({"selector", "cascade_section"}),
+            continuation_kinds=frozenset(
+                {
+                    "selector",
+                    "cascade_section",
+                    "unconditional_assignable_selector",
+                    "conditional_assignable_selector",
+                }
+            ),
             statement_terminator=";",
             declaration_first={
                 "local_function_declaration": "top-level functions, methods and local functions"
@@ -318,7 +329,8 @@ def builtin_grammars() -> list[Grammar]:
                 "var void while with"
             ),
             item_fillers=("case {0}:", "var {0};"),
-            also_read={"local_variable_declaration": "class member"},
+            also_read={"local_variable_declaration": ("class member", "declaration")},
+            modifier_kinds=frozenset({"abstract", "base", "interface", "sealed"}),
         ),
     ]
 

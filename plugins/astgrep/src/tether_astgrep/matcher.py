@@ -129,6 +129,14 @@ class Matcher:
         self.clause_ids = frozenset(
             i for i, n in enumerate(grammar.kind_names) if n.endswith("_clause")
         )
+        # Leading modifiers the pattern does not mention (`pub`, Dart's `abstract`): named
+        # kinds called `…modifier…`, and those the grammar lists in `modifier_kinds`.
+        lang = grammar.ts_language
+        self.modifier_ids = frozenset(
+            i
+            for i, n in enumerate(grammar.kind_names)
+            if lang.node_kind_is_named(i) and ("modifier" in n or n in grammar.modifier_kinds)
+        )
         self._query: ts.Query | None = None
         first = pattern.items[0]
         # Anchors: each literal leaf of a single-node pattern with its depth(s) below the root.
@@ -142,7 +150,7 @@ class Matcher:
                 if isinstance(node, MetaVar):
                     continue
                 if node.text is not None:
-                    if node.text:
+                    if node.text and (node.named or not node.text.startswith(b"#")):
                         anchors.setdefault(node.text, set()).add(depth)
                 else:
                     stack.extend((c, depth + 1) for c in node.children)
@@ -292,7 +300,10 @@ class Matcher:
             inner = self._unwrapped(n)
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
-            if n.child_count == 0 and (n.text == p.text or (self.kind_only and n.is_named)):
+            # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
+            if n.child_count == 0 and (
+                not p.named or n.text == p.text or (self.kind_only and n.is_named)
+            ):
                 return self._took(env, n.start_byte, n.end_byte) if self.track else env
             return None
         return self._seq(p.children, 0, self._sig(n), 0, env, whole=True)
@@ -359,9 +370,14 @@ class Matcher:
                 return None
             c = cs[j]
             goal_token = self.skip_goal_tokens and p.text is not None and not p.named
-            if not c.is_named or (c.kind_id in self.clause_ids and c.kind_id in p.ids):
-                # A keyword or punctuation the pattern does not have (`async`), or a clause
-                # before the one the pattern names (an earlier `except`): skip it.
+            if (
+                not c.is_named
+                or (c.kind_id in self.clause_ids and c.kind_id in p.ids)
+                or (i == 0 and c.kind_id in self.modifier_ids)
+            ):
+                # A keyword or punctuation the pattern does not have (`async`), a clause
+                # before the one the pattern names (an earlier `except`), or a modifier
+                # before anything the pattern names (`pub`, `abstract`): skip it.
                 if self.track:
                     env = self._skipped(env, c.start_byte, c.end_byte, c.start_point[0] + 1)
                 if goal_token:

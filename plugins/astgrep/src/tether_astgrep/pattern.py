@@ -163,6 +163,9 @@ def _locate(
 
 def _strip(nodes: list[ts.Node], terminator: bytes, grammar: Grammar) -> list[ts.Node]:
     """Drop a terminator we added, and wrappers that add nothing (statement → expression)."""
+    if terminator and len(nodes) > 1 and not nodes[-1].is_named and nodes[-1].text == terminator:
+        # `enum E {…}` + our `;` reads as the enum then a `;`: the `;` is not the user's.
+        nodes = nodes[:-1]
     if terminator and len(nodes) == 1 and nodes[0].type.endswith("expression_statement"):
         # The user wrote an expression; we added the `;` only to make it parse.
         kids = [c for c in nodes[0].children if not c.is_extra]
@@ -198,6 +201,10 @@ def _convert(
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
     if node.child_count == 0:
+        if not node.is_named and text.startswith(b"#"):
+            # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
+            literals.append((b"", 0, 0))
+            return PNode(node.type, node.is_named, text)
         literals.append((text, node.start_byte, node.end_byte))
         if node.is_named and text:
             named.add(text)
@@ -397,12 +404,12 @@ def compile_readings(
                         f"finds {finds})"
                     ),
                 )
-        also_rung = grammar.also_read.get(kind)
-        other = next((s for s in grammar.scaffolds if s.rung == also_rung), None)
-        if other is not None and other is not scaffold:
-            extra = _read(other, text, variants, grammar, parser, [])
-            if extra is not None:
-                compiled = _union(compiled, extra[0])
+        for also_rung in grammar.also_read.get(kind, ()):
+            other = next((s for s in grammar.scaffolds if s.rung == also_rung), None)
+            if other is not None and other is not scaffold:
+                extra = _read(other, text, variants, grammar, parser, [])
+                if extra is not None:
+                    compiled = _union(compiled, extra[0])
         if all(compiled.items != f.items for f in found):
             found.append(compiled)
     if not found:
@@ -422,7 +429,7 @@ def _union(first: CompiledPattern, extra: CompiledPattern) -> CompiledPattern:
         literals=tuple(t for t in first.literals if t in extra.literals),
         named_literals=tuple(t for t in first.named_literals if t in extra.named_literals),
         chains=tuple(c for c in first.chains if c in extra.chains),
-        also=(extra,),
+        also=(*first.also, extra),
     )
 
 
