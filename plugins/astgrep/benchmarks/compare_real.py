@@ -29,7 +29,7 @@ from pathlib import Path
 from tether_astgrep.engine import ProcessState, Task
 from tether_astgrep.files import list_files
 from tether_astgrep.grammars import GrammarRegistry, builtin_grammars
-from tether_astgrep.pattern import compile_pattern
+from tether_astgrep.pattern import PatternError, compile_pattern
 
 # (repository, tether grammar id, ast-grep language, patterns)
 CASES: list[tuple[str, str, str, list[str]]] = [
@@ -170,7 +170,10 @@ def tether_matches(
 ) -> tuple[Counter[Key], dict[Key, str]]:
     grammar = state.registry.get(grammar_id)
     assert grammar is not None
-    compiled = compile_pattern(pattern, grammar)
+    try:
+        compiled = compile_pattern(pattern, grammar)
+    except PatternError as exc:  # reported as "refused"
+        return Counter(), {("refused", 0, 0): str(exc)}
     results = state.run(Task("search", compiled, None, 2_000_000), str(root), files)
     found: Counter[Key] = Counter()
     text: dict[Key, str] = {}
@@ -232,6 +235,9 @@ def main() -> None:
                 t1 = time.perf_counter()
                 theirs, their_text = astgrep_matches(binary, pattern, lang, root, files)
                 t2 = time.perf_counter()
+                refused = ("refused", 0, 0) in mine_text
+                if refused:
+                    print(f"{pattern!r}: tether refused it: {mine_text[('refused', 0, 0)][:120]}")
                 same = sum((mine & theirs).values())
                 only_t = mine - theirs
                 only_a = theirs - mine
@@ -249,7 +255,7 @@ def main() -> None:
                     for key in sorted(extra)[: args.show]:
                         snippet = texts[key].replace("\n", "\\n")[:140]
                         print(f"    only {label}: {key[0]}:{key[1]}:{key[2]}: {snippet}")
-                rows.append((repo, gid, shown, n_t, n_a, same))
+                rows.append((repo, gid, shown, "refused" if refused else str(n_t), n_a, same))
     print("\n| repository | language | pattern | tether | ast-grep | same start |")
     print("|---|---|---|---:|---:|---:|")
     for repo, gid, shown, n_t, n_a, same in rows:
