@@ -577,3 +577,19 @@ async def test_unmentioned_code_is_kept_or_the_match_left_alone(
         )
         assert result.is_error
         assert "1 match not rewritten (b.py:3)" in result.text_content
+
+
+@pytest.mark.anyio
+async def test_a_captured_block_keeps_its_edge_comments(
+    astgrep_run: Any, tether_workdir: Path
+) -> None:
+    source = "function f() {\n  // first\n  a();\n\n  b();\n  // last\n}\n"
+    new, _ = await edit(
+        astgrep_run,
+        tether_workdir,
+        "a.js",
+        source,
+        {"pattern": "function $F() { $$$B }", "rewrite": "async function $F() { $$$B }"},
+    )
+    # The comments at the block's edges stay, and a line comment last does not swallow `}`.
+    assert new == "async function f() { // first\n  a();\n\n  b();\n  // last\n}\n"

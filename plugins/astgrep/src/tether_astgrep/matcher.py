@@ -97,6 +97,29 @@ def query_source(root: PNode, budget: int = 48, *, tokens: bool = True, texts: b
     return render(root, 0)
 
 
+def _run_span(nodes: list[ts.Node]) -> tuple[int, int]:
+    """A `$$$` run's bytes, with the comments at its edges when it reaches its container's
+    opening or closing token: `{ $$$B }` keeps a block's last `// note`."""
+    start, end = nodes[0].start_byte, nodes[-1].end_byte
+    edge = nodes[0].prev_sibling
+    first = None
+    while edge is not None and edge.is_extra:
+        first, edge = edge, edge.prev_sibling
+    if first is not None and (edge is None or not edge.is_named):
+        start = first.start_byte
+    edge = nodes[-1].next_sibling
+    last = None
+    while edge is not None and edge.is_extra:
+        last, edge = edge, edge.next_sibling
+    if (
+        last is not None
+        and (edge is None or not edge.is_named)
+        and (edge is None or edge.type != ",")
+    ):
+        end = last.end_byte
+    return start, end
+
+
 class Matcher:
     """A pattern prepared for one grammar (kind names resolved to kind ids)."""
 
@@ -476,10 +499,7 @@ class Matcher:
             if name.startswith("\0"):
                 continue
             if isinstance(value, list):
-                if value:
-                    caps[name] = (value[0].start_byte, value[-1].end_byte)
-                else:
-                    caps[name] = (-1, -1)
+                caps[name] = _run_span(value) if value else (-1, -1)
             else:
                 caps[name] = (value.start_byte, value.end_byte)
         return Match(

@@ -68,6 +68,20 @@ def _reindent_capture(
     return b"\n".join(out)
 
 
+def _ends_in_line_comment(source: bytes, tree: ts.Tree, end: int) -> bool:
+    """Whether the text before `end` is a comment that runs to the end of its line."""
+    if end <= 0 or source[end : end + 1] not in (b"\n", b"\r"):
+        return False
+    node = tree.root_node.descendant_for_byte_range(end - 1, end)
+    return (
+        node is not None
+        and node.is_extra
+        and node.end_byte == end
+        and b"\n" not in (node.text or b"")
+        and not (node.text or b"").rstrip().endswith((b"*/", b"-}", b"*)"))
+    )
+
+
 def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: Grammar) -> bytes:
     """The replacement text for one match.
 
@@ -105,6 +119,12 @@ def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: G
             pieces.append(
                 _reindent_capture(source, tree, grammar, span[0], span[1], ref, column_bytes)
             )
+            rest = body[m.end() : body.find(b"\n", m.end()) % (len(body) + 1)]
+            if rest.strip() and _ends_in_line_comment(source, tree, span[1]):
+                # `{ $$$B }` whose run ends with `// note`: the `}` goes on the next line.
+                pieces.append(b"\n" + (indent if line_start == 0 else column_bytes))
+                pos = m.end() + len(rest) - len(rest.lstrip(b" \t"))
+                continue
         pos = m.end()
     pieces.append(body[pos:])
     return b"".join(pieces)
