@@ -3,6 +3,10 @@
 Fixtures: ``tether_pm`` (a fresh plugin manager), ``tether_workdir`` (a temp checkout),
 ``open_test_run`` (an async factory of runs). Helpers: :func:`require_real` and
 :func:`check_plugin_contract`.
+
+Loaded in every pytest run of an environment where tether is installed, so it is harmless
+there: it only adds fixtures of its own and overrides none (in particular not anyio's
+``anyio_backend``, whose default — asyncio, module-scoped — applies as it would without tether).
 """
 
 from __future__ import annotations
@@ -33,11 +37,6 @@ def require_real(ok: bool, what: str) -> None:
     if os.environ.get(REQUIRE_REAL_ENV, "") not in ("", "0"):
         pytest.fail(f"required real component missing: {what} ({REQUIRE_REAL_ENV} is set)")
     pytest.skip(f"real component missing: {what}")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
