@@ -180,3 +180,12 @@ def test_every_direct_import_is_declared(name):
         if not dists & declared:
             missing.append(f"{module} (from {', '.join(sorted(dists))})")
     assert not missing, f"{meta['name']} imports but does not declare: {missing}"
+
+
+def test_the_plugin_template_stands_alone():
+    """Copied out of the repository it must build: a range on the core, no workspace source."""
+    pyproject = tomllib.loads((ROOT / "contrib" / "plugin-template" / "pyproject.toml").read_text())
+    meta = pyproject["project"]
+    assert any(re.fullmatch(r"tether>=\d+\.\d+,<\d+\.\d+", r) for r in meta["dependencies"])
+    assert "sources" not in pyproject.get("tool", {}).get("uv", {})
+    assert list(meta["entry-points"]["tether"]) == ["myplugin"]
