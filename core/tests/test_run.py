@@ -196,6 +196,8 @@ async def test_approval_fails_closed_without_an_approver(tmp_path):
             and "no approver" in result.text_content
             and "fail closed" in result.text_content
         )
+        # a harness on the Python API is told the configuration key, not only a CLI flag
+        assert '[core.approval] write = "auto"' in result.text_content
         assert not (tmp_path / "x").exists()
 
 

@@ -361,7 +361,8 @@ class Run:
         if approver is None:
             return (
                 f'{ctx.tool!r} refused: it needs approval ({tier.value} tier, policy "ask") and this run has no '
-                f"approver attached (fail closed). Auto-approve the tier (--approve {tier.value}) or attach an approver."
+                f'approver attached (fail closed). Auto-approve the tier ([core.approval] {tier.value} = "auto"; '
+                f"`tether call/session --approve {tier.value}` on the command line) or attach an approver."
             )
         request = ApprovalRequest(
             tool=ctx.tool,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,10 @@ from tether_debug import DebugAdapter
 pytestmark = pytest.mark.anyio
 
 # what an adapter command that resolves nowhere is reported as (the root's local bins, then PATH)
-NOT_FOUND = "not found in .venv/bin, venv/bin, node_modules/.bin or PATH"
+NOT_FOUND = (
+    "not found in .venv/bin, venv/bin, node_modules/.bin, PATH or the interpreter's directory "
+    f"({Path(sys.executable).parent})"
+)
 
 
 async def test_registered_only_with_a_conversation_id(tether_workdir: Path) -> None:

@@ -66,6 +66,7 @@ class ThirdParty:
                 command=("absent-language-server-xyz",),
                 probe=("absent-language-server-xyz", "--version"),
                 root_markers=("absent.toml",),
+                install="pip install absent-ls-xyz",
             ),
         ]
 
@@ -175,7 +176,8 @@ def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) 
     )
     assert (
         "absent-ls [absent] cannot answer here — not usable: `absent-language-server-xyz` not "
-        "found in .venv/bin, venv/bin, node_modules/.bin or PATH; roots: ." in status
+        "found in .venv/bin, venv/bin, node_modules/.bin, PATH or the interpreter's directory "
+        f"({Path(sys.executable).parent}); install: pip install absent-ls-xyz; roots: ." in status
     )
     assert "rust-analyzer [rust] cannot answer here — not usable:" in status
     # a project-local .venv/bin wins over PATH
@@ -315,7 +317,8 @@ def test_a_write_whose_server_is_unusable_says_diagnostics_are_unavailable(
     assert text == (
         "created y.abs (2 bytes)\n\n(diagnostics unavailable: no usable absent language server "
         "for y.abs:\n  absent-ls: not usable — `absent-language-server-xyz` not found in "
-        ".venv/bin, venv/bin, node_modules/.bin or PATH)"
+        ".venv/bin, venv/bin, node_modules/.bin, PATH or the interpreter's directory "
+        f"({Path(sys.executable).parent}); install: pip install absent-ls-xyz)"
     )
     # no server handles .txt at all: there is nothing to report
     assert caller.ok("write", path="y.txt", content="y\n") == "created y.txt (2 bytes)"

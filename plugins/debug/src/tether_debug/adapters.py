@@ -217,7 +217,7 @@ class Debugpy(DebugAdapter):
             tried.append(str(python))
         return Resolution(
             None,
-            f"debugpy is not importable from {', '.join(tried)} (install it: pip install debugpy)",
+            f"debugpy is not importable from {', '.join(tried)} (install it next to tether: pip install 'tether-debug[debugpy]', or into the project's venv)",
         )
 
     def launch_arguments(
