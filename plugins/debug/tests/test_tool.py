@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,25 +48,34 @@ async def test_each_op_names_the_fields_it_needs_and_refuses_the_rest(
     dbg, debug_run, tether_workdir: Path
 ) -> None:
     async with debug_run(tether_workdir) as run:
-        assert (
-            await dbg.error(run, op="breakpoints", file="a.py")
-            == 'lines: required for op "breakpoints"'
-        )
-        assert await dbg.error(run, op="launch") == 'program: required for op "launch"'
+
+        async def problems(**args: Any) -> list[str]:
+            text = await dbg.error(run, **args)
+            head, *lines = text.splitlines()
+            assert head == "invalid arguments for debug:", text
+            return lines
+
+        assert await problems(op="breakpoints", file="a.py") == [
+            'lines: required for op "breakpoints"'
+        ]
+        assert await problems(op="launch") == ['program: required for op "launch"']
         one_of = (
             'op "attach" takes exactly one of port and pid: port (a debug server listening on '
             "127.0.0.1) or pid (a local process); "
         )
-        assert await dbg.error(run, op="attach") == f"port: {one_of}neither was given"
-        assert (
-            await dbg.error(run, op="attach", port=5678, pid=42) == f"pid: {one_of}both were given"
-        )
+        assert await problems(op="attach") == [f"port: {one_of}neither was given"]
+        assert await problems(op="attach", port=5678, pid=42) == [f"pid: {one_of}both were given"]
         assert "pid: expected at least 1, got 0" in await dbg.error(run, op="attach", pid=0)
-        assert await dbg.error(run, op="scopes") == 'frame_id: required for op "scopes"'
-        assert await dbg.error(run, op="variables") == 'reference: required for op "variables"'
-        assert await dbg.error(run, op="evaluate") == 'expression: required for op "evaluate"'
-        text = await dbg.error(run, op="continue", frame_id=3)
-        assert text == 'frame_id: not used by op "continue"; leave it out'
+        assert await problems(op="scopes") == ['frame_id: required for op "scopes"']
+        assert await problems(op="variables") == ['reference: required for op "variables"']
+        assert await problems(op="evaluate") == ['expression: required for op "evaluate"']
+        assert await problems(op="continue", frame_id=3) == [
+            'frame_id: not used by op "continue"; leave it out'
+        ]
+        # a strict-schema client sends null for every unused field: that is "absent"
+        assert (
+            await run.call("debug", {"op": "status", "frame_id": None, "pid": None})
+        ).text_content
         text = await dbg.error(run, op="dance")
         assert "op" in text and "dance" in text
         text = await dbg.error(run, op="attach", port=70000)

@@ -188,7 +188,7 @@ class DebugSupervisor:
         )
 
     async def op_attach(self, port: int | None, pid: int | None, adapter_name: str | None) -> str:
-        assert (port is None) != (pid is None), "check_fields lets exactly one through"
+        assert (port is None) != (pid is None), "the core's per-op check lets exactly one through"
         self._refuse_second()
         field = "port" if port is not None else "pid"
 
