@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import traceback
 import uuid
 from collections.abc import AsyncIterator
@@ -117,9 +118,21 @@ def _print(obj: Any) -> None:
     sys.stdout.flush()
 
 
+async def _wired_report() -> list[dict[str, Any]]:
+    """The plugins' report after a run was wired (with no configuration, so nothing starts): a
+    plugin whose contribution the collector dropped shows ``failed`` with the reason, not only
+    one that failed to import."""
+    with tempfile.TemporaryDirectory(prefix="tether-plugins-") as workdir:
+        async with open_run(workdir, conversation_id="plugins", config={}, vibe=True) as run:
+            return [info.to_json() for info in run.pm.report]
+
+
 def cmd_plugins(ns: argparse.Namespace) -> int:
-    pm = make_plugin_manager()
-    report = [info.to_json() for info in pm.report]
+    try:
+        report = anyio.run(_wired_report)
+    except Exception as exc:  # a run that cannot even open: say so, and list what loaded
+        print(f"tether: a run could not be opened to check contributions: {exc}", file=sys.stderr)
+        report = [info.to_json() for info in make_plugin_manager().report]
     if ns.json:
         _print(report)
     else:
