@@ -111,3 +111,9 @@ def test_never_a_partial_application(tmp_path_factory, count, touched, fail_at):
     contents = [f.read_text() for f in files]
     expected_before = ["touched" if i in touched else "old" for i in range(count)]
     assert contents == (["new"] * count if applied else expected_before)
+
+
+def test_confine_refuses_a_lone_surrogate_naming_the_field(tmp_path):
+    with pytest.raises(PathError, match="lone surrogate") as info:
+        confine(tmp_path, "a\ud800.txt", "file")
+    assert info.value.field == "file"

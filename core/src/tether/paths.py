@@ -20,6 +20,10 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
         raise PathError(field, "expected a non-empty path")
     if "\x00" in path:
         raise PathError(field, "path contains a NUL byte")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise PathError(field, "path contains a lone surrogate, which no file name holds") from None
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate

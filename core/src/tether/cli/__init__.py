@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 import uuid
@@ -15,7 +14,7 @@ from typing import Any
 import anyio
 
 from tether.approval import policy_for_auto_up_to
-from tether.cli.session import CardStream, Terminal, run_session
+from tether.cli.session import CardStream, Terminal, json_line, parse_json, run_session
 from tether.config import load_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
@@ -97,7 +96,8 @@ def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
 
 
 def _print(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+    sys.stdout.write(json_line(obj))
     sys.stdout.flush()
 
 
@@ -137,7 +137,7 @@ async def cmd_tools(ns: argparse.Namespace) -> int:
 
 async def cmd_call(ns: argparse.Namespace) -> int:
     try:
-        args = json.loads(ns.args)
+        args = parse_json(ns.args)
     except ValueError as exc:
         print(f"tether call: ARGS_JSON is not valid JSON: {exc}", file=sys.stderr)
         return 2
