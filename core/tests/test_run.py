@@ -172,7 +172,8 @@ async def test_approver_allow_deny_and_allow_for_run(tmp_path):
         assert (
             approver.asked[0].tool == "echo_write" and approver.asked[0].tier is tether.Tier.WRITE
         )
-        assert 'path="a"' in approver.asked[0].args_summary
+        assert approver.asked[0].args_summary == 'path: "a"\ntext: "1"'
+        assert approver.asked[0].args == {"path": "a", "text": "1"}
 
 
 async def test_approver_with_no_person_fails_closed(tmp_path):

@@ -19,7 +19,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from tether import process as _process
-from tether.approval import ApprovalRequest, Decision, summarize_args
+from tether.approval import ApprovalRequest, Decision, render_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig
 from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
@@ -319,9 +319,10 @@ class Run:
         request = ApprovalRequest(
             tool=ctx.tool,
             tier=tier,
-            args_summary=summarize_args(ctx.raw_args),
+            args_summary=render_args(ctx.raw_args),
             call_id=ctx.call_id,
             surface=ctx.surface,
+            args=dict(ctx.raw_args),
         )
         # approvals of the same tool waiting at once: "allow for the run" on one answers them all
         waiting = self._approvals_waiting.setdefault(ctx.tool, set())
