@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 import tether
+from tether.config import workdir_may_set
 from tether.process import descendants, is_alive
 
 pytestmark = pytest.mark.anyio
@@ -461,3 +462,34 @@ async def test_allow_for_the_run_answers_the_other_waiting_cards_of_that_tool(tm
         k: r.text_content for k, r in results.items()
     }
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]
+
+
+@attrs.frozen
+class FamilyConfig:
+    """A family's table: one timeout a workdir may set, one command it may not."""
+
+    timeout_s: float = workdir_may_set(5.0)
+    command: tuple[str, ...] = ("safe",)
+
+
+async def test_workdir_layer_sets_only_what_fields_allow(tmp_path):
+    local = {"fam": {"timeout_s": 1.0, "command": ["evil"]}, "core": {"close_timeout_s": 3.0}}
+    async with tether.open_run(tmp_path, workdir_config=local) as run:
+        fam = run.config("fam", FamilyConfig)
+        assert fam.timeout_s == 1.0 and fam.command == ("safe",)
+        assert run.core.close_timeout_s == 3.0
+        assert run.config_notes == [
+            "workdir configuration: fam.command: ignored (harness-only: set it with "
+            "--config FILE or open_run(config=…))"
+        ]
+        first = await run.call("echo", {"message": "m"})
+        second = await run.call("echo", {"message": "m"})
+        assert first.meta["config_ignored"] == run.config_notes
+        assert "config_ignored" not in second.meta
+    harness = {"fam": {"timeout_s": 9.0, "command": ["mine"]}}
+    async with tether.open_run(tmp_path, config=harness, workdir_config=local) as run:
+        fam = run.config("fam", FamilyConfig)
+        assert fam.timeout_s == 9.0 and fam.command == ("mine",)  # the harness wins
+    with pytest.raises(tether.ConfigError, match=r"fam\.timeout_s: expected number"):
+        async with tether.open_run(tmp_path, workdir_config={"fam": {"timeout_s": "x"}}) as run:
+            run.config("fam", FamilyConfig)

@@ -15,7 +15,7 @@ import anyio
 
 from tether.approval import policy_for_auto_up_to
 from tether.cli.session import CardStream, Terminal, json_line, parse_json, run_session
-from tether.config import load_config_file
+from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.plugins import make_plugin_manager
@@ -41,7 +41,13 @@ def _common(p: argparse.ArgumentParser, *, surface: bool = True) -> None:
         "--config",
         type=Path,
         default=None,
-        help="a TOML file (default: [tool.tether] or tether.toml)",
+        help="the harness's TOML configuration (it may set anything; the workdir's [tool.tether]"
+        " or tether.toml may only set timeouts and caps and tighten approval and surfaces)",
+    )
+    p.add_argument(
+        "--trust-workdir",
+        action="store_true",
+        help="let read-tier servers run from the workdir's .venv/bin, venv/bin, node_modules/.bin",
     )
     p.add_argument("--conversation", default=None, help="conversation id (default: a fresh one)")
     p.add_argument("--vibe", action="store_true", help="vibe mode: register the vibe_* tools")
@@ -83,16 +89,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """(workdir, harness layer, workdir layer): ``--config FILE`` and ``--approve`` are the
+    harness's, wherever FILE lives; the workdir's own file is the workdir layer."""
     workdir = Path(ns.workdir).resolve()
     if not workdir.is_dir():
         raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
-    config = load_config_file(workdir, ns.config)
+    config = read_config_file(ns.config) if ns.config is not None else {}
     if getattr(ns, "approve", None):
         core = dict(config.get("core", {}))
         core["approval"] = policy_for_auto_up_to(Tier(ns.approve))
         config["core"] = core
-    return workdir, config
+    return workdir, config, load_workdir_config(workdir)
 
 
 def _print(obj: Any) -> None:
@@ -116,13 +124,15 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
 @asynccontextmanager
 async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
     """The run of one CLI command, with the command's question transport wired."""
-    workdir, config = _config(ns)
+    workdir, config, workdir_config = _config(ns)
     async with open_run(
         workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
         plugins=[_CliResources(resources)],
         config=config,
         vibe=ns.vibe,
+        workdir_config=workdir_config,
+        trust_workdir=ns.trust_workdir,
     ) as run:
         run.surface_tier(ns.surface)  # an unknown surface is a usage error, before any call
         yield run
@@ -151,10 +161,12 @@ async def cmd_call(ns: argparse.Namespace) -> int:
 
 
 async def cmd_session(ns: argparse.Namespace) -> int:
-    workdir, config = _config(ns)
+    workdir, config, workdir_config = _config(ns)
     return await run_session(
         workdir=workdir,
         config=config,
+        workdir_config=workdir_config,
+        trust_workdir=ns.trust_workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
         surface=ns.surface,
         vibe=ns.vibe,

@@ -196,6 +196,8 @@ async def run_session(
     make_resources: Callable[[dict[str, Any]], object],
     stdin: Any = None,
     stdout: TextIO | None = None,
+    workdir_config: dict[str, Any] | None = None,
+    trust_workdir: bool = False,
 ) -> int:
     if stdout is None:
         sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
@@ -219,6 +221,8 @@ async def run_session(
         plugins=[make_resources({"card_stream": cards})],
         config=config,
         vibe=vibe,
+        workdir_config=workdir_config,
+        trust_workdir=trust_workdir,
     ) as run:
         run.surface_tier(surface)
 

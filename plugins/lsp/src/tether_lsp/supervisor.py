@@ -17,6 +17,7 @@ from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
+from tether_lsp.trust import pin_workspace_loads
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 _CRASH_WINDOW_S = 60.0
@@ -108,14 +109,22 @@ class LspSupervisor:
         return find_root(start, spec.root_markers, self.workdir)
 
     def resolve_binary(self, name: str, root: Path | None) -> str | None:
-        """``name`` as it runs for ``root``: the root's, then the workdir's local bins, PATH."""
-        return resolve_command(name, [base for base in (root, self.workdir) if base is not None])
+        """``name`` as it runs for ``root``: PATH, tether's environment — and first, only in a
+        trusted workdir, the root's and the workdir's local bins (``tether.availability``)."""
+        return resolve_command(
+            name,
+            [base for base in (root, self.workdir) if base is not None],
+            trust_local=self.run.trust_workdir,
+        )
+
+    def not_found(self, name: str) -> str:
+        return not_found(name, trust_local=self.run.trust_workdir)
 
     async def probe(self, spec: ServerSpec, root: Path | None) -> ProbeResult:
         """Does the server's binary resolve AND run here? Cached per resolved binary."""
         binary = self.resolve_binary(spec.command[0], root)
         if binary is None:
-            return ProbeResult(False, not_found(spec.command[0]))
+            return ProbeResult(False, self.not_found(spec.command[0]))
         if not spec.probe:
             return ProbeResult(True, binary)
         probe_binary = self.resolve_binary(spec.probe[0], root)
@@ -144,7 +153,7 @@ class LspSupervisor:
             markers = ", ".join(spec.root_markers)
             return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
         if self.resolve_binary(spec.command[0], root) is None:
-            return None, f"not usable — {not_found(spec.command[0])}"
+            return None, f"not usable — {self.not_found(spec.command[0])}"
         return root, None
 
     async def choose(self, path: Path) -> Choice:
@@ -213,12 +222,14 @@ class LspSupervisor:
             if binary is None:
                 raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
             argv = [binary, *spec.command[1:]]
+            # an untrusted workdir: what the server would load from it is pinned outside it
+            pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
             client = LspClient(
                 self.run,
-                spec,
+                pinned,
                 root,
                 argv,
-                self.settings_for(spec),
+                deep_merge(pinned_settings, self.settings_for(spec)),
                 self.config.request_timeout_s,
             )
             self._clients[key] = client
