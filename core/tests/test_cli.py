@@ -350,3 +350,26 @@ async def test_session_eof_closes_open_cards_at_once(tmp_path):
         reply["is_error"]
         and "input closed before card_1 was answered" in reply["content"][0]["text"]
     )
+
+
+def test_call_with_a_plugin_missing_a_dependency_answers_a_result(tmp_path):
+    """Not a traceback and exit 3: a result naming the plugin and the module (issue 11, 10)."""
+    script = tmp_path / "missing.py"
+    script.write_text(
+        "import sys\n"
+        "sys.modules[sys.argv.pop(1)] = None  # the dependency is not installed\n"
+        "from tether.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script), "tether_echo.tools", "call", "echo", '{"message": "m"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 1, out.stderr
+    text = json.loads(out.stdout)["content"][0]["text"]
+    assert "unknown tool 'echo'" in text
+    assert "plugins that failed to load: echo (import failed: ModuleNotFoundError" in text
+    assert "tether_echo.tools" in text

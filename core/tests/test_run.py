@@ -493,3 +493,16 @@ async def test_workdir_layer_sets_only_what_fields_allow(tmp_path):
     with pytest.raises(tether.ConfigError, match=r"fam\.timeout_s: expected number"):
         async with tether.open_run(tmp_path, workdir_config={"fam": {"timeout_s": "x"}}) as run:
             run.config("fam", FamilyConfig)
+
+
+async def test_a_handler_missing_a_module_names_the_plugin_and_the_module(tmp_path):
+    async def needs_missing(call, args):
+        import tether_no_such_module_xyz  # noqa: F401
+
+    spec = attrs.evolve(make_tool("lacking"), handler=needs_missing)
+    async with tether.open_run(
+        tmp_path, plugins=[Provides(tools=[spec])], entry_points=False
+    ) as run:
+        result = await run.call("lacking", {})
+    assert result.is_error
+    assert "plugin 'Provides-0' needs module 'tether_no_such_module_xyz'" in result.text_content

@@ -185,3 +185,12 @@ async def test_write_tools_need_approval_by_default(tmp_path):
         result = await run.call("write", {"path": "x", "content": "y"})
         assert result.is_error and "approver" in result.text_content
         assert not (tmp_path / "x").exists()
+
+
+async def test_write_refuses_a_directory_path_and_an_overlong_name(run, tmp_path):
+    slash = await run.call("write", {"path": "dir/", "content": "x"})
+    assert slash.is_error and "path: 'dir/' ends with a slash" in slash.text_content
+    assert not (tmp_path / "dir").exists()
+    long = await run.call("write", {"path": "n" * 300 + ".txt", "content": "x"})
+    assert long.is_error and "path: the name" in long.text_content
+    assert "internal error" not in long.text_content and list(tmp_path.iterdir()) == []

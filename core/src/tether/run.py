@@ -338,7 +338,10 @@ class Run:
             )
         visible = ", ".join(s.name for s in self.tools_for(surface)) or "none"
         hint = f" ({name!r} {self._skipped[name]})" if name in self._skipped else ""
-        return f"unknown tool {name!r}{hint}; tools on surface {surface!r}: {visible}"
+        failed = [f"{i.name} ({i.reason})" for i in self.pm.report if i.status == "failed"]
+        if failed:  # the tool may be one of theirs: say which plugin and what it lacks
+            hint += f"; plugins that failed to load: {'; '.join(failed)}"
+        return f"unknown tool {name!r}; tools on surface {surface!r}: {visible}{hint}"
 
     async def _gate(self, ctx: CallContext) -> str | None:
         tier = ctx.spec.tier
@@ -416,6 +419,13 @@ class Run:
                         value = await value
         except ToolError as exc:
             return ToolResult.error(str(exc))
+        except ImportError as exc:  # a dependency the plugin imports when called is missing
+            origin = self._tool_origin.get(spec.name, "?")
+            module = exc.name or str(exc)
+            return ToolResult.error(
+                f"{spec.name} cannot run: plugin {origin!r} needs module {module!r}, which is "
+                f"not installed ({type(exc).__name__}: {exc})"
+            )
         if scope.cancelled_caught:
             return ToolResult.error(f"{spec.name} timed out after {timeout:g} s and was cancelled")
         return as_result(value)

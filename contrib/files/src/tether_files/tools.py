@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -181,6 +182,10 @@ async def read(call: tether.CallContext, args: ReadArgs) -> str:
 
 
 async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
+    if args.path.endswith(("/", os.sep)):
+        raise tether.ArgumentError(
+            "path", f"{args.path!r} ends with a slash: it names a directory, not a file"
+        )
     path = call.run.confine(args.path, "path")
     if path.is_dir():
         raise tether.ArgumentError("path", f"{args.path!r} is a directory")

@@ -14,7 +14,14 @@ from typing import Any
 import anyio
 
 from tether.approval import policy_for_auto_up_to
-from tether.cli.session import CardStream, Terminal, json_line, parse_json, run_session
+from tether.cli.session import (
+    CardStream,
+    Terminal,
+    internal_error,
+    json_line,
+    parse_json,
+    run_session,
+)
 from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
@@ -155,9 +162,12 @@ async def cmd_call(ns: argparse.Namespace) -> int:
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
     async with _cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
-        result = await run.call(ns.tool, args, surface=ns.surface)
-    _print(result.to_json())
-    return 1 if result.is_error else 0
+        try:
+            reply = (await run.call(ns.tool, args, surface=ns.surface)).to_json()
+        except Exception as exc:  # a bug in a tool: a result, as `tether session` answers it
+            reply = internal_error(ns.tool, exc)
+    _print(reply)
+    return 1 if reply["is_error"] else 0
 
 
 async def cmd_session(ns: argparse.Namespace) -> int:

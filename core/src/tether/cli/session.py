@@ -175,6 +175,14 @@ def json_line(obj: Any) -> str:
     return text + "\n"
 
 
+def internal_error(tool: str, exc: BaseException) -> dict[str, Any]:
+    """The reply to a call whose tool raised (a bug): the error, its traceback in meta."""
+    reply = _error_line(f"internal error in {tool}: {type(exc).__name__}: {exc}")
+    reply.pop("id")
+    reply["meta"] = {"traceback": "".join(traceback.format_exception(exc))}
+    return reply
+
+
 def _error_line(message: str, request_id: Any = None, **extra: Any) -> dict[str, Any]:
     return {
         "id": request_id,
@@ -231,11 +239,7 @@ async def run_session(
                 result = await run.call(tool, args, surface=surface, call_id=f"req_{request_id}")
                 reply = {"id": request_id, **result.to_json()}
             except Exception as exc:  # a bug in a tool: report it, keep the session alive
-                reply = _error_line(
-                    f"internal error in {tool}: {type(exc).__name__}: {exc}",
-                    request_id,
-                )
-                reply["meta"] = {"traceback": traceback.format_exc()}
+                reply = {"id": request_id, **internal_error(tool, exc)}
             finally:
                 in_flight.discard(request_id)
             write(reply)
