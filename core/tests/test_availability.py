@@ -98,13 +98,13 @@ def test_tethers_own_environment_is_the_last_resort(tmp_path: Path, monkeypatch)
 
 def test_a_missing_binary_resolves_to_nothing_and_says_where_it_looked(tmp_path: Path) -> None:
     assert resolve_command("absent-binary-xyz", [tmp_path]) is None
+    here = f"PATH or the interpreter's directory ({Path(sys.executable).parent})"
     assert not_found("absent-binary-xyz", trust_local=True) == (
-        "`absent-binary-xyz` not found in .venv/bin, venv/bin, node_modules/.bin or PATH"
+        f"`absent-binary-xyz` not found in .venv/bin, venv/bin, node_modules/.bin, {here}"
     )
     assert not_found("absent-binary-xyz") == (
-        "`absent-binary-xyz` not found on PATH or in tether's environment (the workdir's "
-        ".venv/bin, venv/bin, node_modules/.bin are used only when the harness trusts it: "
-        "--trust-workdir)"
+        f"`absent-binary-xyz` not found on {here} (the workdir's .venv/bin, venv/bin, "
+        "node_modules/.bin are used only when the harness trusts it: --trust-workdir)"
     )
 
 

@@ -84,12 +84,13 @@ def resolve_command(
 def not_found(
     name: str, local_dirs: Sequence[str] = LOCAL_BIN_DIRS, *, trust_local: bool = False
 ) -> str:
-    """Why :func:`resolve_command` found nothing, naming where it looked."""
+    """Why :func:`resolve_command` found nothing, naming every place it looked."""
+    here = f"PATH or the interpreter's directory ({Path(sys.executable).parent})"
     if trust_local:
-        return f"`{name}` not found in {', '.join(local_dirs)} or PATH"
+        return f"`{name}` not found in {', '.join(local_dirs)}, {here}"
     return (
-        f"`{name}` not found on PATH or in tether's environment (the workdir's "
-        f"{', '.join(local_dirs)} are used only when the harness trusts it: --trust-workdir)"
+        f"`{name}` not found on {here} (the workdir's {', '.join(local_dirs)} are used only "
+        "when the harness trusts it: --trust-workdir)"
     )
 
 

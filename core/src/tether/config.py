@@ -77,6 +77,8 @@ class CoreConfig:
     approval: ApprovalPolicy = workdir_may_set(ApprovalPolicy())  # each policy: tighten only
     call_timeout_s: float = workdir_may_set(120.0)
     close_timeout_s: float = workdir_may_set(10.0)
+    #: how long each result post-processor (``tether_process_result``) may take for one call
+    post_process_timeout_s: float = workdir_may_set(60.0)
     surfaces: dict[str, Literal["read", "write", "exec"]] = workdir_may_tighten(
         factory=dict,
         order=("exec", "write", "read"),
