@@ -413,7 +413,9 @@ async def test_host_tools_get_the_same_gates_and_post_processing(tmp_path):
 
 
 async def test_bad_config_names_the_key(tmp_path):
-    with pytest.raises(tether.ConfigError, match=r"core\.call_timeout: unknown argument"):
+    with pytest.raises(
+        tether.ConfigError, match=r"core\.call_timeout: unknown key \(not in this table\)"
+    ):
         async with hermetic_run(tmp_path, config={"core": {"call_timeout": 3}}):
             pass
     with pytest.raises(tether.ConfigError, match=r"core\.approval\.write"):

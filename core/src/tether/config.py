@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
+from tether.args import _CONSTRAINTS, bounds
 from tether.errors import ConfigError
 from tether.tiers import BUILTIN_SURFACES
 
@@ -35,10 +36,24 @@ _BASELINE = "tether_workdir_baseline"  # "tighten" of a dict: entries that exist
 HARNESS_ONLY_HINT = "harness-only: set it with --config FILE or open_run(config=…)"
 
 
-def workdir_may_set(default: Any = attrs.NOTHING, *, factory: Any = None) -> Any:
+def config_field(
+    default: Any = attrs.NOTHING, *, factory: Any = None, **limits: float | None
+) -> Any:
+    """A harness-only configuration field with bounds (``minimum``, ``maximum``, ``above``,
+    ``min_length``, ``max_length``), enforced by the core like an argument's."""
+    metadata = {_CONSTRAINTS: bounds(**limits)}
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=metadata)
+    return attrs.field(default=default, metadata=metadata)
+
+
+def workdir_may_set(
+    default: Any = attrs.NOTHING, *, factory: Any = None, **limits: float | None
+) -> Any:
     """A field a workdir file may set (a timeout, a cap); the harness's value wins over it.
-    On a field whose type is an attrs class, its own fields decide, one by one."""
-    metadata = {_WORKDIR: "set"}
+    On a field whose type is an attrs class, its own fields decide, one by one. ``limits`` are
+    bounds as in :func:`config_field`."""
+    metadata: dict[str, Any] = {_WORKDIR: "set", _CONSTRAINTS: bounds(**limits)}
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
@@ -50,11 +65,17 @@ def workdir_may_tighten(
     order: Sequence[Any],
     baseline: Mapping[str, Any] | None = None,
     factory: Any = None,
+    **limits: float | None,
 ) -> Any:
     """A field a workdir file may only make stricter: ``order`` lists its values loosest first.
     On a dict field each entry is tightened on its own, against the harness's entry or
     ``baseline``'s; an entry neither has is harness-only."""
-    metadata = {_WORKDIR: "tighten", _ORDER: tuple(order), _BASELINE: dict(baseline or {})}
+    metadata = {
+        _WORKDIR: "tighten",
+        _ORDER: tuple(order),
+        _BASELINE: dict(baseline or {}),
+        _CONSTRAINTS: bounds(**limits),
+    }
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
@@ -75,10 +96,10 @@ class CoreConfig:
     """The ``[core]`` table."""
 
     approval: ApprovalPolicy = workdir_may_set(ApprovalPolicy())  # each policy: tighten only
-    call_timeout_s: float = workdir_may_set(120.0)
-    close_timeout_s: float = workdir_may_set(10.0)
+    call_timeout_s: float = workdir_may_set(120.0, minimum=0)  # 0: no timeout
+    close_timeout_s: float = workdir_may_set(10.0, above=0)
     #: how long each result post-processor (``tether_process_result``) may take for one call
-    post_process_timeout_s: float = workdir_may_set(60.0)
+    post_process_timeout_s: float = workdir_may_set(60.0, above=0)
     surfaces: dict[str, Literal["read", "write", "exec"]] = workdir_may_tighten(
         factory=dict,
         order=("exec", "write", "read"),

@@ -97,7 +97,7 @@ async def test_a_config_key_that_does_not_exist_is_refused(tether_workdir: Path)
             pass
     except* tether.ConfigError as group:  # open_run's task group may wrap it
         caught.extend(group.exceptions)
-    assert [str(e) for e in caught] == ["debug.ttl: unknown argument (not in the schema)"]
+    assert [str(e) for e in caught] == ["debug.ttl: unknown key (not in this table)"]
 
 
 async def test_adapters_explains_what_is_usable_and_why_not(
@@ -272,4 +272,4 @@ async def test_limits_must_be_positive(tether_workdir: Path) -> None:
             pass
     except* tether.ConfigError as group:
         caught.extend(group.exceptions)
-    assert [str(e) for e in caught] == ["debug.ttl_s: expected a positive number, got -1.0"]
+    assert [str(e) for e in caught] == ["debug.ttl_s: expected a number above 0, got -1.0"]

@@ -18,7 +18,7 @@ from tether.paths import relative
 from tether.process import is_alive
 from tether.text import cap, truncate
 from tether_debug.adapters import DebugAdapter, availability
-from tether_debug.config import DebugConfig, check_config
+from tether_debug.config import DebugConfig
 from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class DebugSupervisor:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.config = check_config(run.config("debug", DebugConfig))
+        self.config = run.config("debug", DebugConfig)
         self.breakpoints: dict[Path, list[int]] = {}
         self.session: DebugSession | None = None
         self.probe = CommandProbe(run)
