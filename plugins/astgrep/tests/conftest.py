@@ -10,14 +10,14 @@ import pytest
 
 import tether
 import tether_astgrep.hooks
-from tether_astgrep.grammars import GrammarRegistry, builtin_grammars
+from tether_astgrep.grammars import GrammarRegistry, all_grammars
 
 AUTO = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}}
 
 
 @pytest.fixture(scope="session")
 def registry() -> GrammarRegistry:
-    return GrammarRegistry(builtin_grammars())
+    return GrammarRegistry(all_grammars())
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> None:

@@ -73,6 +73,25 @@ class Grammar:
     # kind (Dart's `method_signature` around a method's `function_signature`), so a function
     # pattern also finds methods.
     wrapper_kinds: frozenset[str] = frozenset()
+    # The tether-astgrep extra that installs this grammar's wheel (`pip install
+    # 'tether-astgrep[kotlin]'`); None for a grammar that is always installed.
+    extra: str | None = None
+    # How a metavariable's placeholder identifier is spelled in a pattern: a language with no
+    # identifiers where values go (JSON) needs `'"{}"'`, a string.
+    metavar_template: str = "{}"
+
+    def missing(self) -> str | None:
+        """Why this grammar cannot be used here (its package is not installed), or None."""
+        try:
+            self.ts_language  # noqa: B018 - loading it is the check
+        except ImportError as exc:
+            how = (
+                f"pip install 'tether-astgrep[{self.extra}]'"
+                if self.extra
+                else f"install the package that provides {exc.name or 'it'}"
+            )
+            return f"the {self.id} grammar is not installed ({exc}): {how}"
+        return None
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -138,6 +157,9 @@ def _lang(module: str, attr: str = "language") -> Callable[[], Any]:
 
     load.__qualname__ = f"load_{module}_{attr}"
     return load
+
+
+lazy_language = _lang  # for grammars defined in other modules (languages.py, other plugins)
 
 
 def _c_like(prefix_fn: str, member: tuple[str, str], *, semicolon: bool) -> tuple[Scaffold, ...]:
@@ -262,6 +284,13 @@ def builtin_grammars() -> list[Grammar]:
             wrapper_kinds=frozenset({"method_signature"}),
         ),
     ]
+
+
+def all_grammars() -> list[Grammar]:
+    """The built-in grammars and the optional ones (`languages.py`), installed or not."""
+    from tether_astgrep.languages import optional_grammars
+
+    return [*builtin_grammars(), *optional_grammars()]
 
 
 class GrammarError(Exception):

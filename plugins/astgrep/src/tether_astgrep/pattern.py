@@ -73,11 +73,14 @@ def _alone_as_statement(text: str, start: int, end: int) -> bool:
     return (not before or before[-1] in "{;\n") and (not after or after[0] in "}\n")
 
 
-def placeholders_for(pattern: str, terminator: str = "") -> tuple[str, dict[bytes, MetaVar]]:
+def placeholders_for(
+    pattern: str, terminator: str = "", template: str = "{}"
+) -> tuple[str, dict[bytes, MetaVar]]:
     """Replace metavariables by identifiers the grammar can parse.
 
     With a `terminator`, a `$$$X` alone as a statement becomes `ident;`, and the mapping also
     knows `ident;` (the expression statement that then stands for the run of statements).
+    `template` spells each placeholder (`Grammar.metavar_template`: JSON's is a string).
     """
     mapping: dict[bytes, MetaVar] = {}
     anonymous = 0
@@ -93,6 +96,7 @@ def placeholders_for(pattern: str, terminator: str = "") -> tuple[str, dict[byte
         else:
             ident = f"__tmv{'s' if multi else ''}_{name}"
             var = MetaVar(name, multi)
+        ident = template.format(ident)
         mapping[ident.encode()] = var
         if multi and terminator and _alone_as_statement(pattern, m.start(), m.end()):
             mapping[(ident + terminator).encode()] = var
@@ -261,7 +265,9 @@ def compile_pattern(
     text = pattern.strip()
     if not text:
         raise PatternError("pattern: must not be empty")
-    substituted, mapping = placeholders_for(text, grammar.statement_terminator)
+    substituted, mapping = placeholders_for(
+        text, grammar.statement_terminator, grammar.metavar_template
+    )
     parser = grammar.parser()
     tried: list[str] = []
     scaffolds = [s for s in grammar.scaffolds if rungs is None or s.rung in rungs]

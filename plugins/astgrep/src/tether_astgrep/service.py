@@ -141,6 +141,9 @@ class AstgrepService:
         listing = await anyio.to_thread.run_sync(list_files, self.workdir, target)
         files = listing.names
         grammar = self._grammar(language, target, files)
+        missing = grammar.missing()
+        if missing is not None:
+            raise tether.ArgumentError("language" if language is not None else "path", missing)
         if target.is_file():
             files = [target.relative_to(self.workdir).as_posix()]
         else:

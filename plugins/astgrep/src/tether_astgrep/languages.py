@@ -1,0 +1,265 @@
+"""The grammars beyond the built-in eight: one optional extra (and PyPI grammar wheel) each.
+
+`pip install 'tether-astgrep[kotlin]'` brings `tree-sitter-kotlin`; `[all]` brings every one.
+A grammar whose wheel is not installed is still known by its id and extensions, so that asking
+for it is an error naming the extra to install, not "unknown language".
+
+The prefilter that skips files before parsing needs a regex for one comment; it is off
+(`comment_regex=None`) where comments nest (Haskell, Kotlin, Scala, Swift) or where a
+comment's end depends on its start (Lua's `--[==[ … ]==]`), which a regex cannot follow.
+"""
+
+from __future__ import annotations
+
+from tether_astgrep.grammars import Grammar, Scaffold, lazy_language
+
+_C_COMMENT = r"//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
+_HASH_COMMENT = r"#[^\n]*+"
+_SEMI = ("", ";")
+
+
+def _braced(
+    function: str, expression: tuple[str, str], member: str, *, semicolon: bool
+) -> tuple[Scaffold, ...]:
+    """The ladder of a language with braces: a function body, an initialiser, a class body
+    and the top level (`function` and `member` are the openings; each closes with `}`)."""
+    terms = _SEMI if semicolon else ("",)
+    return (
+        Scaffold(
+            "statement", function + " {\n", "\n}" * (function.count("{") + 1), terminators=terms
+        ),
+        Scaffold("expression", expression[0], expression[1]),
+        Scaffold("class member", member + " {\n", "\n}", terminators=terms),
+        Scaffold("declaration", "", "", terminators=terms),
+    )
+
+
+def optional_grammars() -> list[Grammar]:
+    """Every optional grammar, installed or not (`Grammar.missing()` says which)."""
+    return [
+        Grammar(
+            id="bash",
+            extensions=(".sh", ".bash"),
+            language=lazy_language("tree_sitter_bash"),
+            extra="bash",
+            scaffolds=(
+                Scaffold("statement", "", ""),
+                Scaffold("case item", "case _t in\n", "\nesac", terminators=("", ";;")),
+            ),
+            string_kinds=frozenset({"string", "raw_string", "ansi_c_string", "heredoc_body"}),
+            code_in_string_kinds=frozenset(
+                {"expansion", "simple_expansion", "command_substitution", "arithmetic_expansion"}
+            ),
+            comment_regex=_HASH_COMMENT,
+            statement_terminator="\n",  # `{ $$$B }` reads as `{ B\n }`: bash needs an end there
+        ),
+        Grammar(
+            id="cpp",
+            extensions=(".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++"),
+            language=lazy_language("tree_sitter_cpp"),
+            extra="cpp",
+            scaffolds=_braced(
+                "void _t()", ("void _t() { (\n", "\n); }"), "struct _T", semicolon=True
+            ),
+            string_kinds=frozenset(
+                {"string_literal", "char_literal", "raw_string_literal", "system_lib_string"}
+            ),
+            comment_regex=_C_COMMENT,
+            statement_terminator=";",
+        ),
+        Grammar(
+            id="csharp",
+            extensions=(".cs",),
+            language=lazy_language("tree_sitter_c_sharp"),
+            extra="csharp",
+            scaffolds=_braced(
+                "class _T { void _t()",
+                ("class _T { object _t = (\n", "\n); }"),
+                "class _T",
+                semicolon=True,
+            ),
+            string_kinds=frozenset(
+                {
+                    "string_literal",
+                    "verbatim_string_literal",
+                    "raw_string_literal",
+                    "character_literal",
+                    "interpolated_string_expression",
+                }
+            ),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=_C_COMMENT,
+            statement_terminator="();",  # a bare name is no statement here: `$$$B` reads as `B();`
+        ),
+        Grammar(
+            id="css",
+            extensions=(".css",),
+            language=lazy_language("tree_sitter_css"),
+            extra="css",
+            scaffolds=(
+                Scaffold("rule", "", ""),
+                Scaffold("declaration", "_t {\n", "\n}", terminators=("", ";")),
+                Scaffold("value", "_t { _t: ", "; }"),
+            ),
+            string_kinds=frozenset({"string_value"}),
+            comment_regex=_C_COMMENT,
+            statement_terminator=": _",  # `{ $$$D }` reads as `{ D: _ }`, a declaration
+        ),
+        Grammar(
+            id="elixir",
+            extensions=(".ex", ".exs"),
+            language=lazy_language("tree_sitter_elixir"),
+            extra="elixir",
+            # Everything is an expression, at the top level too: one rung reads them all.
+            scaffolds=(Scaffold("expression", "", ""),),
+            string_kinds=frozenset({"string", "charlist", "sigil"}),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=_HASH_COMMENT,
+        ),
+        Grammar(
+            id="haskell",
+            extensions=(".hs",),
+            language=lazy_language("tree_sitter_haskell"),
+            extra="haskell",
+            # Declarations first: in a `do` block `import M` would read as an application.
+            scaffolds=(
+                Scaffold("declaration", "", ""),
+                Scaffold("statement", "_t = do\n", "\n", indent="  "),
+                Scaffold("expression", "_t =\n", "\n", indent="  "),
+            ),
+            string_kinds=frozenset({"string", "char"}),
+            comment_regex=None,  # `{- {- -} -}` nests
+        ),
+        Grammar(
+            id="html",
+            extensions=(".html", ".htm"),
+            language=lazy_language("tree_sitter_html"),
+            extra="html",
+            # Attributes first: the element rung reads any fragment at all as text.
+            scaffolds=(
+                Scaffold("attribute", "<t ", "></t>"),
+                Scaffold("element", "", ""),
+            ),
+            string_kinds=frozenset({"raw_text"}),
+            comment_regex=r"<!--(?:[^-]|-(?!->))*+-->",
+        ),
+        Grammar(
+            id="java",
+            extensions=(".java",),
+            language=lazy_language("tree_sitter_java"),
+            extra="java",
+            scaffolds=_braced(
+                "class _T { void _t()",
+                ("class _T { Object _t = (\n", "\n); }"),
+                "class _T",
+                semicolon=True,
+            ),
+            string_kinds=frozenset({"string_literal", "character_literal"}),
+            code_in_string_kinds=frozenset({"string_interpolation"}),
+            comment_regex=_C_COMMENT,
+            statement_terminator="();",  # a bare name is no statement here: `$$$B` reads as `B();`
+        ),
+        Grammar(
+            id="json",
+            extensions=(".json",),
+            language=lazy_language("tree_sitter_json"),
+            extra="json",
+            scaffolds=(
+                Scaffold("value", "", ""),
+                Scaffold("pair", "{\n", "\n}"),
+            ),
+            comment_regex=_C_COMMENT,
+            metavar_template='"{}"',  # JSON has no names: a metavariable stands as a string
+        ),
+        Grammar(
+            id="kotlin",
+            extensions=(".kt", ".kts"),
+            language=lazy_language("tree_sitter_kotlin"),
+            extra="kotlin",
+            scaffolds=_braced("fun _t()", ("val _t = (\n", "\n)"), "class _T", semicolon=False),
+            string_kinds=frozenset(
+                {"string_literal", "multiline_string_literal", "character_literal"}
+            ),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=None,  # `/* /* */ */` nests
+        ),
+        Grammar(
+            id="lua",
+            extensions=(".lua",),
+            language=lazy_language("tree_sitter_lua"),
+            extra="lua",
+            scaffolds=(
+                Scaffold("statement", "", ""),
+                Scaffold("expression", "local _t = (\n", "\n)"),
+            ),
+            string_kinds=frozenset({"string"}),
+            comment_regex=None,  # `--[==[ … ]==]` ends with as many `=` as it began
+            statement_terminator="()",  # a bare name is no statement: `$$$B` on its own line reads as `B()`
+        ),
+        Grammar(
+            id="php",
+            extensions=(".php",),
+            language=lazy_language("tree_sitter_php", "language_php"),
+            extra="php",
+            scaffolds=(
+                Scaffold("statement", "<?php\nfunction _t() {\n", "\n}", terminators=_SEMI),
+                Scaffold("expression", "<?php\n$_t = (\n", "\n);"),
+                Scaffold("class member", "<?php\nclass _T {\n", "\n}", terminators=_SEMI),
+                Scaffold("declaration", "<?php\n", "", terminators=_SEMI),
+            ),
+            string_kinds=frozenset({"string", "encapsed_string", "heredoc", "nowdoc"}),
+            code_in_string_kinds=frozenset(
+                {"variable_name", "member_access_expression", "subscript_expression"}
+            ),
+            comment_regex=r"(?://|#)[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/",
+            statement_terminator=";",
+        ),
+        Grammar(
+            id="ruby",
+            extensions=(".rb", ".rake", ".gemspec"),
+            language=lazy_language("tree_sitter_ruby"),
+            extra="ruby",
+            scaffolds=(
+                Scaffold("statement", "", ""),
+                Scaffold("expression", "_t = (\n", "\n)"),
+                Scaffold("class member", "class _T\n", "\nend"),
+            ),
+            string_kinds=frozenset(
+                {"string", "heredoc_body", "regex", "delimited_symbol", "subshell", "character"}
+            ),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=r"#[^\n]*+|=begin\b(?:[^\n]|\n(?!=end\b))*+\n=end\b[^\n]*+",
+        ),
+        Grammar(
+            id="scala",
+            extensions=(".scala", ".sc"),
+            language=lazy_language("tree_sitter_scala"),
+            extra="scala",
+            scaffolds=_braced(
+                "object _T { def _t() =", ("val _t = (\n", "\n)"), "class _T", semicolon=False
+            ),
+            string_kinds=frozenset({"string", "interpolated_string", "character_literal"}),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=None,  # `/* /* */ */` nests
+        ),
+        Grammar(
+            id="swift",
+            extensions=(".swift",),
+            language=lazy_language("tree_sitter_swift"),
+            extra="swift",
+            scaffolds=_braced("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False),
+            string_kinds=frozenset(
+                {"line_string_literal", "multi_line_string_literal", "raw_string_literal"}
+            ),
+            code_in_string_kinds=frozenset({"interpolated_expression"}),
+            comment_regex=None,  # `/* /* */ */` nests
+        ),
+        Grammar(
+            id="yaml",
+            extensions=(".yaml", ".yml"),
+            language=lazy_language("tree_sitter_yaml"),
+            extra="yaml",
+            scaffolds=(Scaffold("document", "", ""),),
+            comment_regex=_HASH_COMMENT,
+        ),
+    ]
