@@ -19,7 +19,12 @@ _SEMI = ("", ";")
 
 
 def _braced(
-    function: str, expression: tuple[str, str], member: str, *, semicolon: bool
+    function: str,
+    expression: tuple[str, str],
+    member: str,
+    *,
+    semicolon: bool,
+    member_end: str = "}",
 ) -> tuple[Scaffold, ...]:
     """The ladder of a language with braces: a function body, an initialiser, a class body
     and the top level (`function` and `member` are the openings; each closes with `}`)."""
@@ -29,7 +34,7 @@ def _braced(
             "statement", function + " {\n", "\n}" * (function.count("{") + 1), terminators=terms
         ),
         Scaffold("expression", expression[0], expression[1]),
-        Scaffold("class member", member + " {\n", "\n}", terminators=terms),
+        Scaffold("class member", member + " {\n", "\n" + member_end, terminators=terms),
         Scaffold("declaration", "", "", terminators=terms),
     )
 
@@ -59,7 +64,11 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_cpp"),
             extra="cpp",
             scaffolds=_braced(
-                "void _t()", ("void _t() { (\n", "\n); }"), "struct _T", semicolon=True
+                "void _t()",
+                ("void _t() { (\n", "\n); }"),
+                "struct _T",
+                semicolon=True,
+                member_end="};",
             ),
             string_kinds=frozenset(
                 {"string_literal", "char_literal", "raw_string_literal", "system_lib_string"}
@@ -222,7 +231,6 @@ def optional_grammars() -> list[Grammar]:
             scaffolds=(
                 Scaffold("statement", "", ""),
                 Scaffold("expression", "_t = (\n", "\n)"),
-                Scaffold("class member", "class _T\n", "\nend"),
             ),
             string_kinds=frozenset(
                 {"string", "heredoc_body", "regex", "delimited_symbol", "subshell", "character"}

@@ -245,7 +245,7 @@ def _read(
             grammar_id=grammar.id,
             items=items,
             rung=scaffold.rung,
-            interpretation=f"{what} (as a {scaffold.rung})",
+            interpretation=f"{what} (as {'an' if scaffold.rung[0] in 'aeiou' else 'a'} {scaffold.rung})",
             literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
             var_names=names,
             chains=chains,
