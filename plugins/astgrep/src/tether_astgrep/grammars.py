@@ -79,6 +79,9 @@ class Grammar:
     # How a metavariable's placeholder identifier is spelled in a pattern: a language with no
     # identifiers where values go (JSON) needs `'"{}"'`, a string.
     metavar_template: str = "{}"
+    # Whether candidates of a pattern with no literal token are found with a tree-sitter query
+    # (fast in C) rather than a walk; off where compiling the query is slower than any walk.
+    query_candidates: bool = True
 
     def missing(self) -> str | None:
         """Why this grammar cannot be used here (its package is not installed), or None."""

@@ -81,12 +81,15 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".cs",),
             language=lazy_language("tree_sitter_c_sharp"),
             extra="csharp",
-            scaffolds=_braced(
-                "class _T { void _t()",
-                ("class _T { object _t = (\n", "\n); }"),
-                "class _T",
-                semicolon=True,
+            # A member is a declaration in C#; the statement rung reads `void F() {…}` as a
+            # local function, so a method-like fragment is read in a class body first.
+            scaffolds=(
+                Scaffold("statement", "class _T { void _t() {\n", "\n}\n}", terminators=_SEMI),
+                Scaffold("expression", "class _T { object _t = (\n", "\n); }"),
+                Scaffold("declaration", "class _T {\n", "\n}", terminators=_SEMI),
+                Scaffold("top level", "", "", terminators=_SEMI),
             ),
+            declaration_first={"local_function_statement": "methods, not local functions"},
             string_kinds=frozenset(
                 {
                     "string_literal",
@@ -111,6 +114,7 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("value", "_t { _t: ", "; }"),
             ),
             string_kinds=frozenset({"string_value"}),
+            optional_trailing=frozenset({";"}),  # `color: red` is the same with its `;` or not
             comment_regex=_C_COMMENT,
             statement_terminator=": _",  # `{ $$$D }` reads as `{ D: _ }`, a declaration
         ),
@@ -261,6 +265,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolated_expression"}),
             comment_regex=None,  # `/* /* */ */` nests
+            query_candidates=False,  # compiling one query for `guard let …` took 90 s
         ),
         Grammar(
             id="yaml",

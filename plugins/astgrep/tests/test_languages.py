@@ -1,0 +1,502 @@
+"""The optional grammars (one extra each): every rung, matching, the prefilter, ast-grep agreement
+and the error that names the extra when a grammar's wheel is not installed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import tree_sitter as ts
+
+from tether.testing import require_real
+from tether_astgrep.grammars import GrammarRegistry
+from tether_astgrep.languages import optional_grammars
+from tether_astgrep.matcher import Matcher
+from tether_astgrep.pattern import compile_pattern
+
+OPTIONAL = sorted(g.id for g in optional_grammars())
+
+# (language, rung) -> (fragment, what it is read as)
+RUNG_CASES: dict[tuple[str, str], tuple[str, str]] = {
+    ("bash", "statement"): ("echo $X", "command"),
+    ("bash", "case item"): ("$P) $$$B ;;", "case item"),
+    ("cpp", "statement"): ("for (auto $X : $Y) { $$$B }", "for range loop"),
+    ("cpp", "expression"): ("$A << $B", "binary expression"),
+    ("cpp", "class member"): ("virtual void $F() = 0;", "field declaration"),
+    ("cpp", "declaration"): ("template <typename $T> struct $S {};", "template declaration"),
+    ("csharp", "statement"): ("using ($X) { $$$B }", "using statement"),
+    ("csharp", "expression"): ("$X ?? $Y", "binary expression"),
+    ("csharp", "declaration"): ("public $T $N { get; set; }", "property declaration"),
+    ("csharp", "top level"): ("namespace $N;", "file scoped namespace declaration"),
+    ("css", "rule"): ("$S { $$$D }", "rule set"),
+    ("css", "declaration"): ("color: $C", "declaration"),
+    ("css", "value"): ("rgba($$$A)", "call expression"),
+    ("elixir", "expression"): ("def $F($$$A) do $$$B end", "call"),
+    ("haskell", "declaration"): ("$F :: $T", "signature"),
+    ("haskell", "statement"): ("$X <- $Y", "bind"),
+    ("haskell", "expression"): ("\\$X -> $Y", "lambda"),
+    ("html", "attribute"): ('class="$C"', "attribute"),
+    ("html", "element"): ('<a href="$H">$$$T</a>', "element"),
+    ("java", "statement"): ("throw new $E($$$A);", "throw statement"),
+    ("java", "expression"): ("$X -> $Y", "lambda expression"),
+    ("java", "class member"): ("@Override public String toString() { $$$B }", "method declaration"),
+    ("java", "declaration"): ("import $X;", "import declaration"),
+    ("json", "value"): ("[$$$A]", "array"),
+    ("json", "pair"): ('"name": $V', "pair"),
+    ("kotlin", "statement"): ("val $X = $Y", "property declaration"),
+    ("kotlin", "expression"): ("$X ?: $Y", "binary expression"),
+    ("kotlin", "class member"): ("override fun toString() = $X", "function declaration"),
+    ("kotlin", "declaration"): ("import $X", "import"),
+    ("lua", "statement"): ("local $X = $Y", "variable declaration"),
+    ("lua", "expression"): ("function($$$A) return $X end", "function definition"),
+    ("php", "statement"): ("echo $X;", "echo statement"),
+    ("php", "expression"): ("$A ?? $B", "binary expression"),
+    ("php", "class member"): ("public function $F() { $$$B }", "method declaration"),
+    ("php", "declaration"): ("namespace $N;", "namespace definition"),
+    ("ruby", "statement"): ("puts $X", "call"),
+    ("ruby", "expression"): ("$X ? $Y : $Z", "conditional"),
+    ("scala", "statement"): ("val $X = $Y", "val definition"),
+    ("scala", "expression"): ("$X => $Y", "lambda expression"),
+    ("scala", "class member"): ("override def toString = $X", "function definition"),
+    ("scala", "declaration"): ("import $X", "import declaration"),
+    ("swift", "statement"): ("guard let $X = $Y else { return }", "guard statement"),
+    ("swift", "expression"): ("{ $X in $Y }", "lambda literal"),
+    ("swift", "class member"): ("deinit { $$$B }", "deinit declaration"),
+    ("swift", "declaration"): ("import $M", "import declaration"),
+    ("yaml", "document"): ("$K: $V", "block mapping pair"),
+}
+
+
+def test_every_optional_grammar_is_contributed_with_its_extra(registry: GrammarRegistry) -> None:
+    assert OPTIONAL == sorted(
+        "bash cpp csharp css elixir haskell html java json kotlin lua php ruby scala swift yaml".split()
+    )
+    for gid in OPTIONAL:
+        grammar = registry.get(gid)
+        assert grammar is not None, gid
+        assert grammar.extra == gid
+        assert grammar.missing() is None, gid  # the test extra installs every one
+        assert grammar.extensions and all(
+            registry.for_path("x" + e) is grammar for e in grammar.extensions
+        )
+
+
+def test_every_rung_of_every_optional_grammar_has_a_case(registry: GrammarRegistry) -> None:
+    for gid in OPTIONAL:
+        grammar = registry.get(gid)
+        assert grammar is not None
+        assert sorted(s.rung for s in grammar.scaffolds) == sorted(
+            rung for lang, rung in RUNG_CASES if lang == gid
+        ), gid
+
+
+@pytest.mark.parametrize(("language", "rung"), sorted(RUNG_CASES))
+def test_rung_parses_its_fragment(registry: GrammarRegistry, language: str, rung: str) -> None:
+    fragment, expected = RUNG_CASES[(language, rung)]
+    grammar = registry.get(language)
+    assert grammar is not None
+    compiled = compile_pattern(fragment, grammar, rungs=[rung])
+    article = "an" if rung[0] in "aeiou" else "a"
+    assert compiled.rung == rung
+    assert compiled.interpretation == f"{expected} (as {article} {rung})"
+
+
+@pytest.mark.parametrize(
+    ("language", "pattern", "rung"),
+    [
+        ("haskell", "import Data.Map", "declaration"),  # not an application in a `do` block
+        ("html", 'class="$C"', "attribute"),  # not text of an element
+        ("csharp", "public $T $N { get; set; }", "declaration"),
+        ("ruby", "def $M($$$A)\n  $$$B\nend", "statement"),
+    ],
+)
+def test_ladder_order(registry: GrammarRegistry, language: str, pattern: str, rung: str) -> None:
+    grammar = registry.get(language)
+    assert grammar is not None
+    assert compile_pattern(pattern, grammar).rung == rung
+
+
+def test_csharp_method_fragment_is_read_as_a_method_not_a_local_function(
+    registry: GrammarRegistry,
+) -> None:
+    csharp = registry.get("csharp")
+    assert csharp is not None
+    pattern = "public void $F() { $$$B }"
+    assert compile_pattern(pattern, csharp, rungs=["statement"]).interpretation == (
+        "local function statement (as a statement)"
+    )
+    compiled = compile_pattern(pattern, csharp)
+    assert compiled.interpretation == (
+        "method declaration (as a declaration, not as a local function statement: "
+        "finds methods, not local functions)"
+    )
+    code = "class A {\n    public void Run() { Go(); }\n    void Other() {}\n}\n"
+    assert _find(registry, "csharp", pattern, code) == ["public void Run() { Go(); }"]
+
+
+# One typical pattern per language: the code holds a match, a near miss, and the pattern's text
+# inside a string and a comment (never matched).
+SHAPES: dict[str, tuple[str, str, list[str]]] = {
+    "bash": (
+        "rm -rf $DIR",
+        """
+        rm -rf "$tmp"
+        rm -f "$tmp"
+        echo "rm -rf x" # rm -rf y
+        """,
+        ['rm -rf "$tmp"'],
+    ),
+    "cpp": (
+        "delete $P;",
+        """
+        void f() {
+            delete p;
+            delete[] q;
+            const char *s = "delete p;"; // delete p;
+        }
+        """,
+        ["delete p;"],
+    ),
+    "csharp": (
+        "Console.WriteLine($X)",
+        """
+        class A {
+            void F() {
+                Console.WriteLine(x);
+                Console.Write(x);
+                var s = "Console.WriteLine(x)"; // Console.WriteLine(x)
+            }
+        }
+        """,
+        ["Console.WriteLine(x)"],
+    ),
+    "css": (
+        "color: $C",
+        """
+        a { color: red; background: blue; }
+        c { color: blue }
+        b { background-color: red; }
+        /* a { color: red; } */
+        """,
+        ["color: red;", "color: blue"],
+    ),
+    "elixir": (
+        "IO.puts($X)",
+        """
+        IO.puts(x)
+        IO.inspect(x)
+        s = "IO.puts(x)" # IO.puts(x)
+        """,
+        ["IO.puts(x)"],
+    ),
+    "haskell": (
+        "map $F $X",
+        """
+        f = map g xs
+        h = fmap g xs
+        s = "map g xs" -- map g xs
+        """,
+        ["map g xs"],
+    ),
+    "html": (
+        '<img src="$S">',
+        """
+        <img src="a.png">
+        <img alt="a.png">
+        <!-- <img src="b.png"> -->
+        <script>var s = '<img src="c.png">';</script>
+        """,
+        ['<img src="a.png">'],
+    ),
+    "java": (
+        "$A.equals($B)",
+        """
+        class A {
+            boolean f() {
+                return a.equals(b) && a.equalsIgnoreCase(b);
+                // a.equals(b)
+            }
+            String s = "a.equals(b)";
+        }
+        """,
+        ["a.equals(b)"],
+    ),
+    "json": (
+        '"name": $V',
+        """
+        {"name": "tether", "names": ["x"], "deps": {"name": 1}, "s": "\\"name\\": 2"}
+        """,
+        ['"name": "tether"', '"name": 1'],
+    ),
+    "kotlin": (
+        "$X?.let { $$$B }",
+        """
+        fun f() {
+            a?.let { use(it) }
+            a?.also { use(it) }
+            val s = "a?.let { use(it) }" /* a?.let { /* nested */ use(it) } */
+        }
+        """,
+        ["a?.let { use(it) }"],
+    ),
+    "lua": (
+        "local $X = require($M)",
+        """
+        local json = require("json")
+        json = require("json")
+        local s = "local x = require('y')" --[==[ local x = require("y") ]==]
+        """,
+        ['local json = require("json")'],
+    ),
+    "php": (
+        "isset($X)",
+        """
+        <?php
+        if (isset($a)) { unset($a); }
+        $s = "isset($a)"; // isset($a)
+        # isset($b)
+        """,
+        ["isset($a)"],
+    ),
+    "ruby": (
+        "require $X",
+        """
+        require "json"
+        require_relative "x"
+        s = "require 'y'" # require "z"
+        =begin
+        require "w"
+        =end
+        """,
+        ['require "json"'],
+    ),
+    "scala": (
+        "val $X = $Y",
+        """
+        object A {
+          val x = 1
+          var y = 2
+          val s = "val z = 3" /* val w = /* nested */ 4 */
+        }
+        """,
+        ["val x = 1", 'val s = "val z = 3"'],
+    ),
+    "swift": (
+        "guard let $X = $Y else { return }",
+        """
+        func f() {
+            guard let x = y else { return }
+            guard let x = y else { throw e }
+            let s = "guard let x = y else { return }" // guard let x = y else { return }
+        }
+        """,
+        ["guard let x = y else { return }"],
+    ),
+    "yaml": (
+        "runs-on: $R",
+        """
+        jobs:
+          test:
+            runs-on: ubuntu-latest
+            run-on: x
+            name: "runs-on: y" # runs-on: z
+        """,
+        ["runs-on: ubuntu-latest"],
+    ),
+}
+
+
+def _find(registry: GrammarRegistry, language: str, pattern: str, code: str) -> list[str]:
+    grammar = registry.get(language)
+    assert grammar is not None
+    source = textwrap.dedent(code).lstrip("\n").encode()
+    tree = grammar.parser().parse(source)
+    assert not tree.root_node.has_error, language
+    matcher = Matcher(compile_pattern(pattern, grammar), grammar)
+    with_anchors = matcher.find(tree, source)
+    assert with_anchors == matcher.find(tree)  # both candidate strategies agree
+    return [source[m.start_byte : m.end_byte].decode() for m in with_anchors]
+
+
+def test_every_optional_grammar_has_a_shape() -> None:
+    assert sorted(SHAPES) == OPTIONAL
+
+
+@pytest.mark.parametrize("language", sorted(SHAPES))
+def test_shape_per_language(registry: GrammarRegistry, language: str) -> None:
+    pattern, code, expected = SHAPES[language]
+    assert _find(registry, language, pattern, code) == expected
+
+
+def _ast_grep() -> str | None:
+    return shutil.which("ast-grep", path=str(Path(sys.executable).parent)) or shutil.which(
+        "ast-grep"
+    )
+
+
+@pytest.mark.parametrize(
+    "language", sorted(set(SHAPES) - {"css", "html", "json", "scala", "yaml", "lua"})
+)
+def test_shape_agrees_with_the_ast_grep_cli(
+    registry: GrammarRegistry, language: str, tmp_path: Path
+) -> None:
+    # css/html/json/scala/yaml: ast-grep reads these patterns differently (see the README's
+    # table); lua: ast-grep cannot see inside `--[==[ … ]==]` and matches the comment's text.
+    binary = _ast_grep()
+    require_real(binary is not None, "the ast-grep CLI (tether-astgrep's test extra)")
+    assert binary is not None
+    pattern, code, _ = SHAPES[language]
+    grammar = registry.get(language)
+    assert grammar is not None
+    path = tmp_path / f"code{grammar.extensions[0]}"
+    path.write_text(textwrap.dedent(code).lstrip("\n"))
+    proc = subprocess.run(
+        [binary, "run", "-p", pattern, "-l", language, "--json=compact", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    theirs = [m["text"] for m in json.loads(proc.stdout)]
+    assert _find(registry, language, pattern, code) == theirs
+
+
+# Every comment form of each language whose prefilter is on; None: the prefilter is off.
+COMMENTS: dict[str, str | None] = {
+    "bash": "# a\necho x # b\n",
+    "cpp": "// a\n/* b * / */ int x;\n",
+    "csharp": "// a\n/* b */ class A {}\n/// <summary>c</summary>\nclass B {}\n",
+    "css": "/* a */ a { color: red; /* b */ }\n",
+    "elixir": "# a\nx = 1 # b\n",
+    "haskell": None,
+    "html": "<!-- a -- b -->\n<p>x</p><!---->\n",
+    "java": "// a\n/* b */ /** c */ class A {}\n",
+    "json": '// a\n/* b */ {"a": 1}\n',
+    "kotlin": None,
+    "lua": None,
+    "php": "<?php\n// a\n# b\n/* c */ $x = 1;\n",
+    "ruby": "# a\n=begin\nb\n=end\nx = 1\n",
+    "scala": None,
+    "swift": None,
+    "yaml": "# a\nk: v # b\n",
+}
+
+
+def test_every_optional_grammar_says_whether_its_prefilter_is_on(registry: GrammarRegistry) -> None:
+    assert sorted(COMMENTS) == OPTIONAL
+    for gid, sample in COMMENTS.items():
+        grammar = registry.get(gid)
+        assert grammar is not None
+        assert (grammar.comment_regex is None) == (sample is None), gid
+
+
+@pytest.mark.parametrize("language", sorted(k for k, v in COMMENTS.items() if v is not None))
+def test_comment_regex_spans_every_comment_the_grammar_parses(
+    registry: GrammarRegistry, language: str
+) -> None:
+    grammar = registry.get(language)
+    assert grammar is not None and grammar.comment_regex is not None
+    source = (COMMENTS[language] or "").encode()
+    tree = grammar.parser().parse(source)
+    assert not tree.root_node.has_error
+    regex = re.compile(grammar.comment_regex.encode())
+    comments: list[bytes] = []
+    stack: list[ts.Node] = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if "comment" in node.type:
+            comments.append(node.text or b"")
+            continue
+        stack.extend(node.children)
+    assert len(comments) >= 2, comments
+    for text in comments:
+        assert regex.fullmatch(text.rstrip(b"\n")), (language, text)
+
+
+# Pattern tokens split by a comment in the file: the prefilter must not skip the file.
+SPLIT: dict[str, tuple[str, str]] = {
+    "bash": ("rm -rf $X", "rm \\\n  -rf x # gone\n"),
+    "cpp": ("std::move($X)", "auto y = std:: /* ! */ move(x);\n"),
+    "csharp": (
+        "Console.WriteLine($X)",
+        "class A { void F() { Console /* ! */ . WriteLine(x); } }\n",
+    ),
+    "css": ("color: $C", "a { color /* ! */ : red }\n"),
+    "elixir": ("IO.puts($X)", "IO # !\n.puts(x)\n"),
+    "html": ('<img src="$S">', '<img <!-- ! --> src="a.png">\n'),
+    "java": ("$A.equals($B)", "class A { boolean f() { return a. /* ! */ equals(b); } }\n"),
+    "json": ('"name": $V', '{"name" /* ! */ : 1}\n'),
+    "php": ("isset($X)", "<?php\nif (isset # !\n($a)) {}\n"),
+    "ruby": ("require $X", 'x = [require \\\n "json"]\n'),
+    "yaml": ("runs-on: $R", "runs-on : x\n"),
+    "haskell": ("map $F $X", "f = map {- a {- b -} c -} g xs\n"),
+    "kotlin": ("listOf($X)", "val x = listOf /* a /* b */ c */ (1)\n"),
+    "scala": ("List($X)", "val x = List /* a /* b */ c */ (1)\n"),
+    "swift": ("print($X)", "print /* a /* b */ c */ (1)\n"),
+    "lua": ("print($X)", "print --[==[ a ]] b ]==] (1)\n"),
+}
+
+
+def test_every_optional_grammar_has_a_split_case() -> None:
+    assert sorted(SPLIT) == OPTIONAL
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("language", sorted(SPLIT))
+async def test_prefilter_keeps_matches_split_by_comments(astgrep_run, language: str) -> None:
+    pattern, code = SPLIT[language]
+    grammar = next(g for g in optional_grammars() if g.id == language)
+    name = f"a{grammar.extensions[0]}"
+    async with astgrep_run({name: code}) as run:
+        result = await run.call("ast_grep", {"pattern": pattern, "language": language})
+        assert not result.is_error, result.text_content
+        assert result.meta["total"] == 1, result.text_content
+
+
+# -- a grammar whose wheel is not installed ---------------------------------------------------
+
+
+@pytest.fixture
+def no_kotlin_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hide the installed `tree_sitter_kotlin` as if its wheel were not installed."""
+    monkeypatch.setitem(sys.modules, "tree_sitter_kotlin", None)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({"pattern": "println($X)", "language": "kotlin"}, "language"),
+        ({"pattern": "println($X)", "path": "src/Main.kt"}, "path"),
+        ({"pattern": "println($X)"}, "path"),  # the only files under the workdir are Kotlin
+    ],
+)
+async def test_a_grammar_not_installed_is_an_error_naming_its_extra(
+    astgrep_run, no_kotlin_wheel: None, args: dict[str, str], field: str
+) -> None:
+    async with astgrep_run({"src/Main.kt": 'fun main() { println("x") }\n'}) as run:
+        result = await run.call("ast_grep", args)
+        assert result.is_error, result.text_content
+        text = result.text_content
+        assert f"{field}:" in text
+        assert "the kotlin grammar is not installed" in text
+        assert "pip install 'tether-astgrep[kotlin]'" in text
+        edit = await run.call("ast_edit", {**args, "rewrite": "print($X)"})
+        assert edit.is_error and "pip install 'tether-astgrep[kotlin]'" in edit.text_content
+
+
+@pytest.mark.anyio
+async def test_other_grammars_still_work_without_one_wheel(
+    astgrep_run, no_kotlin_wheel: None
+) -> None:
+    files = {"src/Main.kt": "fun main() {}\n", "app.rb": 'require "json"\n'}
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "require $X", "language": "ruby"})
+        assert not result.is_error, result.text_content
+        assert "app.rb:1:1: require" in result.text_content
