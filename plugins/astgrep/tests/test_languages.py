@@ -140,6 +140,79 @@ def test_csharp_method_fragment_is_read_as_a_method_not_a_local_function(
     assert _find(registry, "csharp", pattern, code) == ["public void Run() { Go(); }"]
 
 
+# Where a metavariable must stand as a typed item (a parameter, a case), no rung reads the
+# plain placeholder; the grammar's `typed_placeholders` give it another spelling.
+TYPED: dict[str, tuple[str, str, list[dict[str, str]]]] = {
+    "java": (
+        "void $M($$$P) { $$$B }",
+        "class A {\n  void a() {}\n  void c(int x, String y) { f(); }\n  int d() { return 1; }\n}\n",
+        [{"M": "a", "P": "", "B": ""}, {"M": "c", "P": "int x, String y", "B": "f();"}],
+    ),
+    "csharp": (
+        "public $T $M($$$P) { $$$B }",
+        "class A {\n  public int b(int x) { return x; }\n  private void c() {}\n}\n",
+        [{"T": "int", "M": "b", "P": "int x", "B": "return x;"}],
+    ),
+    "kotlin": (
+        "fun $F($$$P) { $$$B }",
+        "fun a() {}\nfun c(x: Int, y: String) { f(); g() }\n",
+        [{"F": "a", "P": "", "B": ""}, {"F": "c", "P": "x: Int, y: String", "B": "f(); g()"}],
+    ),
+    "swift": (
+        "switch $X { $$$C }",
+        "switch x {\ncase 1: f()\ndefault: g()\n}\n",
+        [{"X": "x", "C": "case 1: f()\ndefault: g()\n"}],
+    ),
+    "scala": (
+        "def $F($$$P) = $B",
+        "object A {\n  def a() = 1\n  def c(x: Int, y: String) = y\n}\n",
+        [{"F": "a", "P": "", "B": "1"}, {"F": "c", "P": "x: Int, y: String", "B": "y"}],
+    ),
+    "php": (
+        "$A = $B;",
+        "<?php\n$a = 1;\nf($a);\n",
+        [{"A": "$a", "B": "1"}],
+    ),
+    "haskell": (
+        "case $X of\n  $$$A",
+        "f x = case x of\n  1 -> a\n  _ -> b\n",
+        [{"X": "x", "A": "1 -> a\n  _ -> b"}],
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(TYPED))
+def test_typed_placeholders_read_parameters_and_cases(
+    registry: GrammarRegistry, language: str
+) -> None:
+    pattern, code, expected = TYPED[language]
+    grammar = registry.get(language)
+    assert grammar is not None
+    compiled = compile_pattern(pattern, grammar)
+    assert not any(b"__tmv" in lit or lit == b"_T" for lit in compiled.literals), compiled
+    source = code.encode()
+    tree = grammar.parser().parse(source)
+    assert not tree.root_node.has_error
+    found = Matcher(compiled, grammar).find(tree, source)
+    assert [
+        {k: "" if a < 0 else source[a:b].decode() for k, (a, b) in m.captures.items()}
+        for m in found
+    ] == expected
+
+
+def test_a_respelling_that_leaves_placeholder_text_behind_is_not_used(
+    registry: GrammarRegistry,
+) -> None:
+    # `def __tmv_F: _T(…)` parses in Scala, but `$F` would be two literal tokens there.
+    scala = registry.get("scala")
+    assert scala is not None
+    compiled = compile_pattern("def $F($$$P) = $B", scala)
+    assert {"F", "P", "B"} <= compiled.var_names
+    assert compiled.literals == tuple(
+        sorted({b"def", b"(", b")", b"="}, key=lambda b: (-len(b), b))
+    )
+
+
 # One typical pattern per language: the code holds a match, a near miss, and the pattern's text
 # inside a string and a comment (never matched).
 SHAPES: dict[str, tuple[str, str, list[str]]] = {

@@ -82,6 +82,10 @@ class Grammar:
     # Whether candidates of a pattern with no literal token are found with a tree-sitter query
     # (fast in C) rather than a walk; off where compiling the query is slower than any walk.
     query_candidates: bool = True
+    # Other spellings of a placeholder (`{}` is the identifier), tried on some metavariables
+    # when no rung reads the fragment: where the grammar wants a typed item, not a name
+    # (Kotlin's `fun $F($$$P)` needs a parameter, `P: _T`; PHP's `$A = $B` a variable, `$A`).
+    typed_placeholders: tuple[str, ...] = ()
 
     def missing(self) -> str | None:
         """Why this grammar cannot be used here (its package is not installed), or None."""

@@ -102,6 +102,7 @@ def optional_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=_C_COMMENT,
             statement_terminator="();",  # a bare name is no statement here: `$$$B` reads as `B();`
+            typed_placeholders=("_T {}", "{} => _"),  # a parameter; a switch arm
         ),
         Grammar(
             id="css",
@@ -142,6 +143,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string", "char"}),
             comment_regex=None,  # `{- {- -} -}` nests
+            typed_placeholders=("{} -> _",),  # a `case` alternative
         ),
         Grammar(
             id="html",
@@ -171,6 +173,7 @@ def optional_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset({"string_interpolation"}),
             comment_regex=_C_COMMENT,
             statement_terminator="();",  # a bare name is no statement here: `$$$B` reads as `B();`
+            typed_placeholders=("_T {}",),  # `void $M($$$P)`: P a parameter
         ),
         Grammar(
             id="json",
@@ -195,6 +198,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=None,  # `/* /* */ */` nests
+            typed_placeholders=("{}: _T", "{} -> _"),  # a parameter; a `when` entry
         ),
         Grammar(
             id="lua",
@@ -226,6 +230,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             comment_regex=r"(?://|#)[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/",
             statement_terminator=";",
+            typed_placeholders=("${}",),  # where PHP wants a variable: `$A = $B`
         ),
         Grammar(
             id="ruby",
@@ -253,6 +258,7 @@ def optional_grammars() -> list[Grammar]:
             string_kinds=frozenset({"string", "interpolated_string", "character_literal"}),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=None,  # `/* /* */ */` nests
+            typed_placeholders=("{}: _T", "case {} => _"),  # a parameter; a case
         ),
         Grammar(
             id="swift",
@@ -266,6 +272,7 @@ def optional_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset({"interpolated_expression"}),
             comment_regex=None,  # `/* /* */ */` nests
             query_candidates=False,  # compiling one query for `guard let …` took 90 s
+            typed_placeholders=("{}: _T", "case {}: break"),  # a parameter; a case
         ),
         Grammar(
             id="yaml",

@@ -6,8 +6,9 @@ ladder; the first rung that parses with no ERROR or MISSING node is used.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import tree_sitter as ts
@@ -74,19 +75,25 @@ def _alone_as_statement(text: str, start: int, end: int) -> bool:
 
 
 def placeholders_for(
-    pattern: str, terminator: str = "", template: str = "{}"
+    pattern: str,
+    terminator: str = "",
+    template: str = "{}",
+    respell: Mapping[int, str] | None = None,
 ) -> tuple[str, dict[bytes, MetaVar]]:
     """Replace metavariables by identifiers the grammar can parse.
 
     With a `terminator`, a `$$$X` alone as a statement becomes `ident;`, and the mapping also
     knows `ident;` (the expression statement that then stands for the run of statements).
-    `template` spells each placeholder (`Grammar.metavar_template`: JSON's is a string).
+    `template` spells each placeholder (`Grammar.metavar_template`: JSON's is a string);
+    `respell` another spelling for some of them, by occurrence (`Grammar.typed_placeholders`).
     """
     mapping: dict[bytes, MetaVar] = {}
     anonymous = 0
+    occurrence = -1
 
     def sub(m: re.Match[str]) -> str:
-        nonlocal anonymous
+        nonlocal anonymous, occurrence
+        occurrence += 1
         multi = m.group(0).startswith("$$$")
         name = m.group(1) if multi else m.group(2)
         if name is None or name.startswith("_"):
@@ -96,7 +103,7 @@ def placeholders_for(
         else:
             ident = f"__tmv{'s' if multi else ''}_{name}"
             var = MetaVar(name, multi)
-        ident = template.format(ident)
+        ident = (respell or {}).get(occurrence, template).format(ident)
         mapping[ident.encode()] = var
         if multi and terminator and _alone_as_statement(pattern, m.start(), m.end()):
             mapping[(ident + terminator).encode()] = var
@@ -291,8 +298,41 @@ def compile_pattern(
                     ),
                 )
         return compiled
+    respelled = _respelled(text, grammar, scaffolds, parser)
+    if respelled is not None:
+        return respelled
     raise PatternError(
         f"pattern: not parseable as {grammar.id} in any context "
         f"(tried {', '.join(tried) or 'no rung'}); "
         "write one complete statement, expression, member or declaration"
     )
+
+
+MAX_RESPELLED = 4  # metavariables respelled at once (2**n readings at most are tried)
+
+
+def _respelled(
+    text: str, grammar: Grammar, scaffolds: Sequence[Scaffold], parser: ts.Parser
+) -> CompiledPattern | None:
+    """The fragment read with some metavariables spelled as typed items (`$$$P` in Kotlin's
+    `fun $F($$$P)` as `P: _T`, a parameter), fewest respelled first; None if none parses."""
+    count = len(METAVAR_RE.findall(text))
+    for spelling in grammar.typed_placeholders:
+        for k in range(1, min(count, MAX_RESPELLED) + 1):
+            for chosen in itertools.combinations(range(count), k):
+                substituted, mapping = placeholders_for(
+                    text,
+                    grammar.statement_terminator,
+                    grammar.metavar_template,
+                    dict.fromkeys(chosen, spelling),
+                )
+                for scaffold in scaffolds:
+                    read = _read(scaffold, text, substituted, mapping, grammar, parser, [])
+                    # Every respelled placeholder must have been read as one whole node.
+                    if read is not None and _metavars(read[0].items) == count:
+                        return read[0]
+    return None
+
+
+def _metavars(items: Sequence[PItem]) -> int:
+    return sum(1 if isinstance(i, MetaVar) else _metavars(i.children) for i in items)
