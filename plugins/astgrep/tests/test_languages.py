@@ -621,3 +621,29 @@ async def test_edit_and_accept_in_an_optional_grammar(
         done = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
         assert not done.is_error, done.text_content
         assert (tether_workdir / name).read_text() == after
+
+
+@pytest.mark.parametrize(
+    ("language", "pattern"),
+    [
+        ("java", "if ($X != null"),
+        ("kotlin", "fun ( {"),
+        ("csharp", "$A $B $C $D $E $F $G $H (("),  # respellings are tried, and bounded
+        ("json", '{"a": '),
+        ("php", "function ( {"),
+        ("swift", "func ) {"),
+    ],
+)
+def test_unparseable_pattern_is_an_error_naming_the_rungs(
+    registry: GrammarRegistry, language: str, pattern: str
+) -> None:
+    from tether_astgrep.pattern import PatternError
+
+    grammar = registry.get(language)
+    assert grammar is not None
+    with pytest.raises(PatternError) as info:
+        compile_pattern(pattern, grammar)
+    message = str(info.value)
+    assert f"not parseable as {language}" in message
+    for scaffold in grammar.scaffolds:
+        assert scaffold.rung in message

@@ -308,7 +308,10 @@ def compile_pattern(
     )
 
 
-MAX_RESPELLED = 4  # metavariables respelled at once (2**n readings at most are tried)
+# Respellings tried when no rung reads a fragment: at most this many metavariables at once,
+# and this many choices per spelling (so an unparseable pattern fails fast).
+MAX_RESPELLED = 2
+MAX_RESPELLINGS = 24
 
 
 def _respelled(
@@ -317,20 +320,23 @@ def _respelled(
     """The fragment read with some metavariables spelled as typed items (`$$$P` in Kotlin's
     `fun $F($$$P)` as `P: _T`, a parameter), fewest respelled first; None if none parses."""
     count = len(METAVAR_RE.findall(text))
+    choices = itertools.chain.from_iterable(
+        itertools.combinations(range(count), k) for k in range(1, min(count, MAX_RESPELLED) + 1)
+    )
+    chosen_sets = list(itertools.islice(choices, MAX_RESPELLINGS))
     for spelling in grammar.typed_placeholders:
-        for k in range(1, min(count, MAX_RESPELLED) + 1):
-            for chosen in itertools.combinations(range(count), k):
-                substituted, mapping = placeholders_for(
-                    text,
-                    grammar.statement_terminator,
-                    grammar.metavar_template,
-                    dict.fromkeys(chosen, spelling),
-                )
-                for scaffold in scaffolds:
-                    read = _read(scaffold, text, substituted, mapping, grammar, parser, [])
-                    # Every respelled placeholder must have been read as one whole node.
-                    if read is not None and _metavars(read[0].items) == count:
-                        return read[0]
+        for chosen in chosen_sets:
+            substituted, mapping = placeholders_for(
+                text,
+                grammar.statement_terminator,
+                grammar.metavar_template,
+                dict.fromkeys(chosen, spelling),
+            )
+            for scaffold in scaffolds:
+                read = _read(scaffold, text, substituted, mapping, grammar, parser, [])
+                # Every respelled placeholder must have been read as one whole node.
+                if read is not None and _metavars(read[0].items) == count:
+                    return read[0]
     return None
 
 
