@@ -18,7 +18,7 @@ from tether.testing import require_real
 from tether_astgrep.grammars import GrammarRegistry
 from tether_astgrep.languages import optional_grammars
 from tether_astgrep.matcher import Matcher
-from tether_astgrep.pattern import compile_pattern
+from tether_astgrep.pattern import PatternError, compile_pattern
 
 OPTIONAL = sorted(g.id for g in optional_grammars())
 
@@ -114,6 +114,11 @@ def test_rung_parses_its_fragment(registry: GrammarRegistry, language: str, rung
         ("html", 'class="$C"', "attribute"),  # not text of an element
         ("csharp", "public $T $N { get; set; }", "declaration"),
         ("ruby", "def $M($$$A)\n  $$$B\nend", "statement"),
+        ("swift", "init($$$P) { $$$B }", "class member"),  # not a call with a closure
+        ("swift", "deinit { $$$B }", "class member"),
+        ("swift", "print($X)", "statement"),
+        ("kotlin", "println($X)", "statement"),  # a Kotlin class body would read an enum entry
+        ("kotlin", "class $C($$$P)", "statement"),
     ],
 )
 def test_ladder_order(registry: GrammarRegistry, language: str, pattern: str, rung: str) -> None:
@@ -140,8 +145,8 @@ def test_csharp_method_fragment_is_read_as_a_method_not_a_local_function(
     assert _find(registry, "csharp", pattern, code) == ["public void Run() { Go(); }"]
 
 
-# Where a metavariable must stand as a typed item (a parameter, a case), no rung reads the
-# plain placeholder; the grammar's `typed_placeholders` give it another spelling.
+# Where a metavariable must stand as a typed item (a parameter, a case, a statement, a member),
+# a rung does not read the plain placeholder; the grammar's `typed_placeholders` respell it.
 TYPED: dict[str, tuple[str, str, list[dict[str, str]]]] = {
     "java": (
         "void $M($$$P) { $$$B }",
@@ -173,6 +178,41 @@ TYPED: dict[str, tuple[str, str, list[dict[str, str]]]] = {
         "<?php\n$a = 1;\nf($a);\n",
         [{"A": "$a", "B": "1"}],
     ),
+    "java enum": (
+        "enum $E { $$$V }",
+        "enum Color { RED, GREEN }\nclass A { enum B { X(1), Y(2); } }\n",
+        [{"E": "Color", "V": "RED, GREEN"}, {"E": "B", "V": "X(1), Y(2);"}],
+    ),
+    "java class": (
+        "class $C { $$$B }",
+        "class A { int x; void f() {} }\nclass B {}\n",
+        [{"C": "A", "B": "int x; void f() {}"}, {"C": "B", "B": ""}],
+    ),
+    "lua": (
+        "function $F($$$A) $$$B end",
+        "function f(a, b) return a + b end\nfunction g() end\n",
+        [{"F": "f", "A": "a, b", "B": "return a + b"}, {"F": "g", "A": "", "B": ""}],
+    ),
+    "lua table": (
+        "local $T = { $$$A }",
+        "local t = { 1, 2, x = 3 }\nlocal u = {}\n",
+        [{"T": "t", "A": "1, 2, x = 3"}, {"T": "u", "A": ""}],
+    ),
+    "swift init": (
+        "init($$$P) { $$$B }",
+        "class A {\n  init(x: Int) { self.x = x }\n  init() {}\n}\nfoo.init(x) { y }\n",
+        [{"P": "x: Int", "B": "self.x = x"}, {"P": "", "B": ""}],
+    ),
+    "kotlin data class": (
+        "data class $C($$$P)",
+        "data class P(val x: Int, val y: Int)\nclass Q(val x: Int)\n",
+        [{"C": "P", "P": "val x: Int, val y: Int"}],
+    ),
+    "php class": (
+        "class $C { $$$B }",
+        "<?php\nclass A { public $x; function f() {} }\nclass B {}\n",
+        [{"C": "A", "B": "public $x; function f() {}"}, {"C": "B", "B": ""}],
+    ),
     "haskell": (
         "case $X of\n  $$$A",
         "f x = case x of\n  1 -> a\n  _ -> b\n",
@@ -186,7 +226,7 @@ def test_typed_placeholders_read_parameters_and_cases(
     registry: GrammarRegistry, language: str
 ) -> None:
     pattern, code, expected = TYPED[language]
-    grammar = registry.get(language)
+    grammar = registry.get(language.split()[0])
     assert grammar is not None
     compiled = compile_pattern(pattern, grammar)
     assert not any(b"__tmv" in lit or lit == b"_T" for lit in compiled.literals), compiled
@@ -637,8 +677,6 @@ async def test_edit_and_accept_in_an_optional_grammar(
 def test_unparseable_pattern_is_an_error_naming_the_rungs(
     registry: GrammarRegistry, language: str, pattern: str
 ) -> None:
-    from tether_astgrep.pattern import PatternError
-
     grammar = registry.get(language)
     assert grammar is not None
     with pytest.raises(PatternError) as info:

@@ -83,8 +83,9 @@ class Grammar:
     # (fast in C) rather than a walk; off where compiling the query is slower than any walk.
     query_candidates: bool = True
     # Other spellings of a placeholder (`{}` is the identifier), tried on some metavariables
-    # when no rung reads the fragment: where the grammar wants a typed item, not a name
-    # (Kotlin's `fun $F($$$P)` needs a parameter, `P: _T`; PHP's `$A = $B` a variable, `$A`).
+    # in a rung that does not read the plain fragment: where the grammar wants a typed item,
+    # not a name (Kotlin's `fun $F($$$P)` needs a parameter, `P: _T`; PHP's `$A = $B` a
+    # variable, `$A`; Java's `{ $$$B }` a statement, `B();`).
     typed_placeholders: tuple[str, ...] = ()
 
     def missing(self) -> str | None:

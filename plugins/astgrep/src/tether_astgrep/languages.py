@@ -39,6 +39,12 @@ def _braced(
     )
 
 
+def _members_first(ladder: tuple[Scaffold, ...]) -> tuple[Scaffold, ...]:
+    """The class member rung first: where a function body reads `init {…}`, `deinit {…}` or
+    `companion object {…}` as a call, a class body reads what they are."""
+    return tuple(sorted(ladder, key=lambda s: s.rung != "class member"))
+
+
 def optional_grammars() -> list[Grammar]:
     """Every optional grammar, installed or not (`Grammar.missing()` says which)."""
     return [
@@ -74,7 +80,9 @@ def optional_grammars() -> list[Grammar]:
                 {"string_literal", "char_literal", "raw_string_literal", "system_lib_string"}
             ),
             comment_regex=_C_COMMENT,
-            statement_terminator=";",
+            typed_placeholders=(
+                "{};",
+            ),  # a statement: `{ $$$B }` (an enum's `{ $$$V }` needs none)
         ),
         Grammar(
             id="csharp",
@@ -101,8 +109,8 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=_C_COMMENT,
-            statement_terminator="();",  # a bare name is no statement here: `$$$B` reads as `B();`
-            typed_placeholders=("_T {}", "{} => _"),  # a parameter; a switch arm
+            # a parameter; a statement (a bare name is none); a member; a switch arm
+            typed_placeholders=("_T {}", "{}();", "_T {};", "{} => _"),
         ),
         Grammar(
             id="css",
@@ -172,8 +180,9 @@ def optional_grammars() -> list[Grammar]:
             string_kinds=frozenset({"string_literal", "character_literal"}),
             code_in_string_kinds=frozenset({"string_interpolation"}),
             comment_regex=_C_COMMENT,
-            statement_terminator="();",  # a bare name is no statement here: `$$$B` reads as `B();`
-            typed_placeholders=("_T {}",),  # `void $M($$$P)`: P a parameter
+            # a parameter (`void $M($$$P)`); a statement (a bare name is none: `{ $$$B }`);
+            # a member (`class $C { $$$B }`)
+            typed_placeholders=("_T {}", "{}();", "_T {};"),
         ),
         Grammar(
             id="json",
@@ -192,13 +201,15 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".kt", ".kts"),
             language=lazy_language("tree_sitter_kotlin"),
             extra="kotlin",
+            # Not members first: a Kotlin class body reads `println(x)` as an enum entry.
             scaffolds=_braced("fun _t()", ("val _t = (\n", "\n)"), "class _T", semicolon=False),
             string_kinds=frozenset(
                 {"string_literal", "multiline_string_literal", "character_literal"}
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=None,  # `/* /* */ */` nests
-            typed_placeholders=("{}: _T", "{} -> _"),  # a parameter; a `when` entry
+            # a parameter; a `when` entry; a class member
+            typed_placeholders=("{}: _T", "{} -> _", "val {}: _T"),
         ),
         Grammar(
             id="lua",
@@ -211,7 +222,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string"}),
             comment_regex=None,  # `--[==[ … ]==]` ends with as many `=` as it began
-            statement_terminator="()",  # a bare name is no statement: `$$$B` on its own line reads as `B()`
+            typed_placeholders=("{}()",),  # a bare name is no statement: `$$$B` reads as `B()`
         ),
         Grammar(
             id="php",
@@ -229,8 +240,8 @@ def optional_grammars() -> list[Grammar]:
                 {"variable_name", "member_access_expression", "subscript_expression"}
             ),
             comment_regex=r"(?://|#)[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/",
-            statement_terminator=";",
-            typed_placeholders=("${}",),  # where PHP wants a variable: `$A = $B`
+            # a variable (`$A = $B;`); a statement; a member (`class $C { $$$B }`)
+            typed_placeholders=("${}", "{};", "public ${};"),
         ),
         Grammar(
             id="ruby",
@@ -265,14 +276,17 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".swift",),
             language=lazy_language("tree_sitter_swift"),
             extra="swift",
-            scaffolds=_braced("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False),
+            scaffolds=_members_first(
+                _braced("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False)
+            ),
             string_kinds=frozenset(
                 {"line_string_literal", "multi_line_string_literal", "raw_string_literal"}
             ),
             code_in_string_kinds=frozenset({"interpolated_expression"}),
             comment_regex=None,  # `/* /* */ */` nests
             query_candidates=False,  # compiling one query for `guard let …` took 90 s
-            typed_placeholders=("{}: _T", "case {}: break"),  # a parameter; a case
+            # a parameter; a case; a member
+            typed_placeholders=("{}: _T", "case {}: break", "var {}: _T"),
         ),
         Grammar(
             id="yaml",

@@ -282,11 +282,15 @@ def compile_pattern(
     for scaffold in scaffolds:
         read = _read(scaffold, text, substituted, mapping, grammar, parser, tried)
         if read is None:
+            read = _respelled(text, grammar, scaffold, parser)
+        if read is None:
             continue
         compiled, kind = read
         finds = grammar.declaration_first.get(kind)
         if finds is not None and declaration is not None and declaration is not scaffold:
-            as_declaration = _read(declaration, text, substituted, mapping, grammar, parser, [])
+            as_declaration = _read(
+                declaration, text, substituted, mapping, grammar, parser, []
+            ) or _respelled(text, grammar, declaration, parser)
             if as_declaration is not None:
                 first, _ = as_declaration
                 what = first.interpretation.removesuffix(" (as a declaration)")
@@ -298,9 +302,6 @@ def compile_pattern(
                     ),
                 )
         return compiled
-    respelled = _respelled(text, grammar, scaffolds, parser)
-    if respelled is not None:
-        return respelled
     raise PatternError(
         f"pattern: not parseable as {grammar.id} in any context "
         f"(tried {', '.join(tried) or 'no rung'}); "
@@ -308,35 +309,38 @@ def compile_pattern(
     )
 
 
-# Respellings tried when no rung reads a fragment: at most this many metavariables at once,
-# and this many choices per spelling (so an unparseable pattern fails fast).
+# Respellings tried in a rung that does not read the plain fragment: at most this many
+# metavariables at once, and this many choices in all (so an unparseable pattern fails fast).
 MAX_RESPELLED = 2
-MAX_RESPELLINGS = 24
+MAX_RESPELLINGS = 96
 
 
 def _respelled(
-    text: str, grammar: Grammar, scaffolds: Sequence[Scaffold], parser: ts.Parser
-) -> CompiledPattern | None:
-    """The fragment read with some metavariables spelled as typed items (`$$$P` in Kotlin's
-    `fun $F($$$P)` as `P: _T`, a parameter), fewest respelled first; None if none parses."""
+    text: str, grammar: Grammar, scaffold: Scaffold, parser: ts.Parser
+) -> tuple[CompiledPattern, str] | None:
+    """The fragment read in `scaffold` with some metavariables spelled as typed items
+    (`$$$P` in Kotlin's `fun $F($$$P)` as `P: _T`, a parameter), fewest respelled first."""
+    spellings = grammar.typed_placeholders
     count = len(METAVAR_RE.findall(text))
-    choices = itertools.chain.from_iterable(
-        itertools.combinations(range(count), k) for k in range(1, min(count, MAX_RESPELLED) + 1)
+    if not spellings or not count:
+        return None
+    # `$$$` ones first: parameter lists, arms and bodies are what needs respelling most.
+    found = list(METAVAR_RE.finditer(text))
+    order = sorted(range(count), key=lambda i: not found[i].group(0).startswith("$$$"))
+    choices = (
+        dict(zip(chosen, spelled, strict=True))
+        for k in range(1, min(count, MAX_RESPELLED) + 1)
+        for chosen in itertools.combinations(order, k)
+        for spelled in itertools.product(spellings, repeat=k)
     )
-    chosen_sets = list(itertools.islice(choices, MAX_RESPELLINGS))
-    for spelling in grammar.typed_placeholders:
-        for chosen in chosen_sets:
-            substituted, mapping = placeholders_for(
-                text,
-                grammar.statement_terminator,
-                grammar.metavar_template,
-                dict.fromkeys(chosen, spelling),
-            )
-            for scaffold in scaffolds:
-                read = _read(scaffold, text, substituted, mapping, grammar, parser, [])
-                # Every respelled placeholder must have been read as one whole node.
-                if read is not None and _metavars(read[0].items) == count:
-                    return read[0]
+    for respell in itertools.islice(choices, MAX_RESPELLINGS):
+        substituted, mapping = placeholders_for(
+            text, grammar.statement_terminator, grammar.metavar_template, respell
+        )
+        read = _read(scaffold, text, substituted, mapping, grammar, parser, [])
+        # Every respelled placeholder must have been read as one whole node.
+        if read is not None and _metavars(read[0].items) == count:
+            return read
     return None
 
 
