@@ -213,6 +213,16 @@ TYPED: dict[str, tuple[str, str, list[dict[str, str]]]] = {
         "<?php\nclass A { public $x; function f() {} }\nclass B {}\n",
         [{"C": "A", "B": "public $x; function f() {}"}, {"C": "B", "B": ""}],
     ),
+    "haskell import": (
+        "import $M",
+        "import Data.Map\nimport qualified Data.Set as S\nf = g\n",
+        [{"M": "Data.Map"}],
+    ),
+    "haskell data": (
+        "data $T = $$$C",
+        "data Color = Red | Green\n",
+        [{"T": "Color", "C": "Red | Green"}],
+    ),
     "haskell": (
         "case $X of\n  $$$A",
         "f x = case x of\n  1 -> a\n  _ -> b\n",

@@ -151,7 +151,8 @@ def optional_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string", "char"}),
             comment_regex=None,  # `{- {- -} -}` nests
-            typed_placeholders=("{} -> _",),  # a `case` alternative
+            # a `case` alternative; a name that must be upper-case (a module, type, constructor)
+            typed_placeholders=("{} -> _", "T{}"),
         ),
         Grammar(
             id="html",
