@@ -51,7 +51,7 @@ RUNG_CASES: dict[tuple[str, str], tuple[str, str]] = {
     ("json", "pair"): ('"name": $V', "pair"),
     ("kotlin", "statement"): ("val $X = $Y", "property declaration"),
     ("kotlin", "expression"): ("$X ?: $Y", "binary expression"),
-    ("kotlin", "class member"): ("override fun toString() = $X", "function declaration"),
+    ("kotlin", "class member"): ("init { $$$B }", "anonymous initializer"),
     ("kotlin", "declaration"): ("import $X", "import"),
     ("lua", "statement"): ("local $X = $Y", "variable declaration"),
     ("lua", "expression"): ("function($$$A) return $X end", "function definition"),
@@ -118,7 +118,9 @@ def test_rung_parses_its_fragment(registry: GrammarRegistry, language: str, rung
         ("swift", "deinit { $$$B }", "class member"),
         ("swift", "print($X)", "statement"),
         ("kotlin", "println($X)", "statement"),  # a Kotlin class body would read an enum entry
-        ("kotlin", "class $C($$$P)", "statement"),
+        ("kotlin", "init { $$$B }", "class member"),  # not a call with a lambda
+        ("kotlin", "companion object {\n  $$$B\n}", "class member"),
+        ("kotlin", "class $C($$$P)", "class member"),
     ],
 )
 def test_ladder_order(registry: GrammarRegistry, language: str, pattern: str, rung: str) -> None:

@@ -41,7 +41,7 @@ def _braced(
 
 def _members_first(ladder: tuple[Scaffold, ...]) -> tuple[Scaffold, ...]:
     """The class member rung first: where a function body reads `init {…}`, `deinit {…}` or
-    `companion object {…}` as a call, a class body reads what they are."""
+    `companion object {…}` as a call or an expression, a class body reads what they are."""
     return tuple(sorted(ladder, key=lambda s: s.rung != "class member"))
 
 
@@ -202,8 +202,10 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".kt", ".kts"),
             language=lazy_language("tree_sitter_kotlin"),
             extra="kotlin",
-            # Not members first: a Kotlin class body reads `println(x)` as an enum entry.
-            scaffolds=_braced("fun _t()", ("val _t = (\n", "\n)"), "class _T", semicolon=False),
+            # Members first, in an `object`: a `class` body would read `println(x)` as an enum entry.
+            scaffolds=_members_first(
+                _braced("fun _t()", ("val _t = (\n", "\n)"), "object _T", semicolon=False)
+            ),
             string_kinds=frozenset(
                 {"string_literal", "multiline_string_literal", "character_literal"}
             ),
