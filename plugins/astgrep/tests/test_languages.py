@@ -215,6 +215,11 @@ TYPED: dict[str, tuple[str, str, list[dict[str, str]]]] = {
         "<?php\nclass A { public $x; function f() {} }\nclass B {}\n",
         [{"C": "A", "B": "public $x; function f() {}"}, {"C": "B", "B": ""}],
     ),
+    "ruby": (
+        "class $C < $P\n  $$$B\nend",
+        "class A < B\n  def f; end\nend\nclass C\nend\n",
+        [{"C": "A", "P": "B", "B": "def f; end"}],
+    ),
     "haskell import": (
         "import $M",
         "import Data.Map\nimport qualified Data.Set as S\nf = g\n",

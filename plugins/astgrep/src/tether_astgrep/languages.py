@@ -251,6 +251,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".rb", ".rake", ".gemspec"),
             language=lazy_language("tree_sitter_ruby"),
             extra="ruby",
+            typed_placeholders=("C{}",),  # a class or module name is a constant: `class $C`
             scaffolds=(
                 Scaffold("statement", "", ""),
                 Scaffold("expression", "_t = (\n", "\n)"),
