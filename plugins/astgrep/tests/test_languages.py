@@ -702,3 +702,43 @@ def test_unparseable_pattern_is_an_error_naming_the_rungs(
     assert f"not parseable as {language}" in message
     for scaffold in grammar.scaffolds:
         assert scaffold.rung in message
+
+
+# -- inferring the language of a directory ------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_data_and_markup_files_beside_code_do_not_block_inference(astgrep_run) -> None:
+    files = {
+        "src/a.py": "f(1)\n",
+        "ci.yml": "on: push\n",
+        "package.json": "{}\n",
+        "docs/index.html": "<p>f(2)</p>\n",
+        "docs/site.css": "p { color: red }\n",
+    }
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert not result.is_error, result.text_content
+        assert "(1 python files searched)" in result.text_content
+        assert "src/a.py:1:1: f(1)" in result.text_content
+        # Only data files: still a choice to make.
+        result = await run.call("ast_grep", {"pattern": "$X", "path": "docs"})
+        assert result.is_error and "html: 1 files" in result.text_content
+
+
+@pytest.mark.anyio
+async def test_code_in_two_languages_still_needs_a_language(astgrep_run) -> None:
+    async with astgrep_run({"a.py": "f(1)\n", "b.kt": "fun g() { f(1) }\n"}) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert result.is_error
+        assert "python: 1 files" in result.text_content and "kotlin: 1 files" in result.text_content
+
+
+@pytest.mark.anyio
+async def test_a_grammar_not_installed_does_not_block_inference(
+    astgrep_run, no_kotlin_wheel: None
+) -> None:
+    async with astgrep_run({"a.py": "f(1)\n", "b.kt": "fun g() { f(1) }\n"}) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert not result.is_error, result.text_content
+        assert "(1 python files searched)" in result.text_content

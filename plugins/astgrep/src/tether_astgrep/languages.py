@@ -117,6 +117,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".css",),
             language=lazy_language("tree_sitter_css"),
             extra="css",
+            data_language=True,
             scaffolds=(
                 Scaffold("rule", "", ""),
                 Scaffold("declaration", "_t {\n", "\n}", terminators=("", ";")),
@@ -159,6 +160,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".html", ".htm"),
             language=lazy_language("tree_sitter_html"),
             extra="html",
+            data_language=True,
             # Attributes first: the element rung reads any fragment at all as text.
             scaffolds=(
                 Scaffold("attribute", "<t ", "></t>"),
@@ -190,6 +192,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".json",),
             language=lazy_language("tree_sitter_json"),
             extra="json",
+            data_language=True,
             scaffolds=(
                 Scaffold("value", "", ""),
                 Scaffold("pair", "{\n", "\n}"),
@@ -297,6 +300,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".yaml", ".yml"),
             language=lazy_language("tree_sitter_yaml"),
             extra="yaml",
+            data_language=True,
             scaffolds=(Scaffold("document", "", ""),),
             comment_regex=_HASH_COMMENT,
         ),

@@ -112,6 +112,15 @@ class AstgrepService:
                 )
             return grammar
         seen = Counter(g.id for f in files if (g := self.registry.for_path(f)) is not None)
+        # Beside code, grammars that are not installed and data/markup files (a project's
+        # YAML, JSON, HTML, CSS) do not make the directory "several languages".
+        for keep in (
+            lambda g: g.missing() is None,
+            lambda g: not g.data_language,
+        ):
+            if len(seen) > 1:
+                kept = Counter({k: v for k, v in seen.items() if keep(self._known(k))})
+                seen = kept or seen
         if len(seen) == 1:
             only = next(iter(seen))
             grammar = self.registry.get(only)
@@ -125,6 +134,11 @@ class AstgrepService:
         raise tether.ArgumentError(
             "language", f"required: the files under path are in several languages ({mix})"
         )
+
+    def _known(self, grammar_id: str) -> Grammar:
+        grammar = self.registry.get(grammar_id)
+        assert grammar is not None
+        return grammar
 
     # -- search -------------------------------------------------------------------------
 
