@@ -508,7 +508,7 @@ COMMENTS: dict[str, str | None] = {
     "json": '// a\n/* b */ {"a": 1}\n',
     "kotlin": None,
     "lua": None,
-    "php": "<?php\n// a\n# b\n/* c */ $x = 1;\n",
+    "php": "<?php\n// a\n# b\n/* c */ $x = 1; ?> <p>d</p> <?php\n",
     "ruby": "# a\n=begin\nb\n=end\nx = 1\n",
     "scala": None,
     "swift": None,
@@ -538,7 +538,7 @@ def test_comment_regex_spans_every_comment_the_grammar_parses(
     stack: list[ts.Node] = [tree.root_node]
     while stack:
         node = stack.pop()
-        if "comment" in node.type:
+        if "comment" in node.type or node.type == "text_interpolation":
             comments.append(node.text or b"")
             continue
         stack.extend(node.children)
@@ -553,14 +553,14 @@ SPLIT: dict[str, tuple[str, str]] = {
     "cpp": ("std::move($X)", "auto y = std:: /* ! */ move(x);\n"),
     "csharp": (
         "Console.WriteLine($X)",
-        "class A { void F() { Console /* ! */ . WriteLine(x); } }\n",
+        "class A { void F() { Console /* ! */ .\n#region r\nWriteLine(x); } }\n",
     ),
     "css": ("color: $C", "a { color /* ! */ : red }\n"),
     "elixir": ("IO.puts($X)", "IO # !\n.puts(x)\n"),
     "html": ('<img src="$S">', '<img <!-- ! --> src="a.png">\n'),
     "java": ("$A.equals($B)", "class A { boolean f() { return a. /* ! */ equals(b); } }\n"),
     "json": ('"name": $V', '{"name" /* ! */ : 1}\n'),
-    "php": ("isset($X)", "<?php\nif (isset # !\n($a)) {}\n"),
+    "php": ("isset($X)", "<?php\nif (isset # !\n?><b>html</b><?php ($a)) {}\n"),
     "ruby": ("require $X", 'x = [require \\\n "json"]\n'),
     "yaml": ("runs-on: $R", "runs-on : x\n"),
     "haskell": ("map $F $X", "f = map {- a {- b -} c -} g xs\n"),

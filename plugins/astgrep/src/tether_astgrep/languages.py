@@ -108,7 +108,7 @@ def optional_grammars() -> list[Grammar]:
                 }
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
-            comment_regex=_C_COMMENT,
+            comment_regex=_C_COMMENT + r"|#[^\n]*+",  # `#region`, `#pragma`… lines are extras too
             # a parameter; a statement (a bare name is none); a member; a switch arm
             typed_placeholders=("_T {}", "{}();", "_T {};", "{} => _"),
         ),
@@ -245,7 +245,11 @@ def optional_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset(
                 {"variable_name", "member_access_expression", "subscript_expression"}
             ),
-            comment_regex=r"(?://|#)[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/",
+            # comments, and `?> html <?php` (also an extra of the tree)
+            comment_regex=(
+                r"(?://|#)[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
+                r"|\?>(?:[^<]|<(?!\?))*+(?:<\?(?:php|=)?)?"
+            ),
             # a variable (`$A = $B;`); a statement; a member (`class $C { $$$B }`)
             typed_placeholders=("${}", "{};", "public ${};"),
         ),
