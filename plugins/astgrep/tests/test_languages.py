@@ -708,13 +708,14 @@ def test_unparseable_pattern_is_an_error_naming_the_rungs(
 
 
 @pytest.mark.anyio
-async def test_data_and_markup_files_beside_code_do_not_block_inference(astgrep_run) -> None:
+async def test_scripts_config_and_markup_beside_code_do_not_block_inference(astgrep_run) -> None:
     files = {
         "src/a.py": "f(1)\n",
         "ci.yml": "on: push\n",
         "package.json": "{}\n",
         "docs/index.html": "<p>f(2)</p>\n",
         "docs/site.css": "p { color: red }\n",
+        "scripts/run.sh": "f 1\n",
     }
     async with astgrep_run(files) as run:
         result = await run.call("ast_grep", {"pattern": "f($A)"})

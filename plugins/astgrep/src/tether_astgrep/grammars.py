@@ -87,9 +87,10 @@ class Grammar:
     # not a name (Kotlin's `fun $F($$$P)` needs a parameter, `P: _T`; PHP's `$A = $B` a
     # variable, `$A`; Java's `{ $$$B }` a statement, `B();`).
     typed_placeholders: tuple[str, ...] = ()
-    # Configuration, data or markup (JSON, YAML, HTML, CSS): beside files of a programming
-    # language, a directory's files of this grammar do not stop `language` being inferred.
-    data_language: bool = False
+    # Files that accompany a project's code (shell scripts, configuration, data, markup: bash,
+    # JSON, YAML, HTML, CSS): beside code in another language they do not stop a directory's
+    # `language` being inferred.
+    auxiliary: bool = False
 
     def missing(self) -> str | None:
         """Why this grammar cannot be used here (its package is not installed), or None."""

@@ -50,9 +50,10 @@ def optional_grammars() -> list[Grammar]:
     return [
         Grammar(
             id="bash",
-            extensions=(".sh", ".bash"),
+            extensions=(".sh", ".bash", ".zsh", ".ksh", ".bats"),
             language=lazy_language("tree_sitter_bash"),
             extra="bash",
+            auxiliary=True,
             scaffolds=(
                 Scaffold("statement", "", ""),
                 Scaffold("case item", "case _t in\n", "\nesac", terminators=("", ";;")),
@@ -66,7 +67,18 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="cpp",
-            extensions=(".cpp", ".cc", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++"),
+            extensions=(
+                ".cpp",
+                ".cc",
+                ".cxx",
+                ".c++",
+                ".hpp",
+                ".hh",
+                ".hxx",
+                ".h++",
+                ".cu",
+                ".ino",
+            ),
             language=lazy_language("tree_sitter_cpp"),
             extra="cpp",
             scaffolds=_braced(
@@ -117,7 +129,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".css",),
             language=lazy_language("tree_sitter_css"),
             extra="css",
-            data_language=True,
+            auxiliary=True,
             scaffolds=(
                 Scaffold("rule", "", ""),
                 Scaffold("declaration", "_t {\n", "\n}", terminators=("", ";")),
@@ -157,10 +169,10 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="html",
-            extensions=(".html", ".htm"),
+            extensions=(".html", ".htm", ".xhtml"),
             language=lazy_language("tree_sitter_html"),
             extra="html",
-            data_language=True,
+            auxiliary=True,
             # Attributes first: the element rung reads any fragment at all as text.
             scaffolds=(
                 Scaffold("attribute", "<t ", "></t>"),
@@ -192,7 +204,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".json",),
             language=lazy_language("tree_sitter_json"),
             extra="json",
-            data_language=True,
+            auxiliary=True,
             scaffolds=(
                 Scaffold("value", "", ""),
                 Scaffold("pair", "{\n", "\n}"),
@@ -202,7 +214,7 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="kotlin",
-            extensions=(".kt", ".kts"),
+            extensions=(".kt", ".kts", ".ktm"),
             language=lazy_language("tree_sitter_kotlin"),
             extra="kotlin",
             # Members first, in an `object`: a `class` body would read `println(x)` as an enum entry.
@@ -255,7 +267,7 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="ruby",
-            extensions=(".rb", ".rake", ".gemspec"),
+            extensions=(".rb", ".rbw", ".rake", ".gemspec"),
             language=lazy_language("tree_sitter_ruby"),
             extra="ruby",
             typed_placeholders=("C{}",),  # a class or module name is a constant: `class $C`
@@ -271,7 +283,7 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="scala",
-            extensions=(".scala", ".sc"),
+            extensions=(".scala", ".sc", ".sbt"),
             language=lazy_language("tree_sitter_scala"),
             extra="scala",
             scaffolds=_braced(
@@ -304,7 +316,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".yaml", ".yml"),
             language=lazy_language("tree_sitter_yaml"),
             extra="yaml",
-            data_language=True,
+            auxiliary=True,
             scaffolds=(Scaffold("document", "", ""),),
             comment_regex=_HASH_COMMENT,
         ),

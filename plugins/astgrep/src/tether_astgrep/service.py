@@ -112,11 +112,11 @@ class AstgrepService:
                 )
             return grammar
         seen = Counter(g.id for f in files if (g := self.registry.for_path(f)) is not None)
-        # Beside code, grammars that are not installed and data/markup files (a project's
-        # YAML, JSON, HTML, CSS) do not make the directory "several languages".
+        # Beside code, grammars that are not installed and auxiliary files (a project's shell
+        # scripts, YAML, JSON, HTML, CSS) do not make the directory "several languages".
         for keep in (
             lambda g: g.missing() is None,
-            lambda g: not g.data_language,
+            lambda g: not g.auxiliary,
         ):
             if len(seen) > 1:
                 kept = Counter({k: v for k, v in seen.items() if keep(self._known(k))})
