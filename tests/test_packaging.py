@@ -107,7 +107,7 @@ def test_test_only_distributions_are_not_workspace_members():
 @pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
 def test_the_readme_main_command_installs_no_test_only_plugin(tmp_path):
     readme = (ROOT / "README.md").read_text()
-    block = re.search(r"```sh\n(.*?)```", readme, re.S).group(1)
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "uv sync" in b)
     sync = next(part for part in block.split("&&") if "uv sync" in part)
     args = shlex.split(sync.strip())
     env_vars = {k: v for k, _, v in (a.partition("=") for a in args if "=" in a and a[0].isupper())}
@@ -129,3 +129,63 @@ def test_the_readme_main_command_installs_no_test_only_plugin(tmp_path):
     plan = out.stdout + out.stderr
     assert "tether-lsp" in plan and "basedpyright" in plan
     assert "tether-echo" not in plan
+
+
+# imports a distribution makes without declaring them, each for a stated reason
+UNDECLARED_ON_PURPOSE = {
+    ("tether", "pytest"): "tether.testing is a pytest plugin: only pytest ever imports it",
+    ("tether-eval", "uv"): "%pip falls back to the uv package only when it happens to be there",
+}
+
+
+def imported_top_level(src: Path) -> set[str]:
+    import ast
+
+    names: set[str] = set()
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.mark.parametrize("name", sorted(DISTS))
+def test_every_direct_import_is_declared(name):
+    import sys
+    from importlib.metadata import packages_distributions
+
+    meta = project(DISTS[name])
+    declared = {
+        canonical(re.match(r"[A-Za-z0-9._-]+", r).group(0))
+        for r in [
+            *meta.get("dependencies", []),
+            *[r for extra in meta.get("optional-dependencies", {}).values() for r in extra],
+        ]
+    }
+    own = {p.name for p in (DISTS[name] / "src").iterdir() if p.is_dir()}
+    providers = packages_distributions()
+    missing = []
+    for module in sorted(imported_top_level(DISTS[name] / "src") - own):
+        if module in sys.stdlib_module_names or module == "__future__":
+            continue
+        if (meta["name"], module) in UNDECLARED_ON_PURPOSE:
+            continue
+        dists = {canonical(d) for d in providers.get(module, [module])}
+        if not dists & declared:
+            missing.append(f"{module} (from {', '.join(sorted(dists))})")
+    assert not missing, f"{meta['name']} imports but does not declare: {missing}"
+
+
+def test_the_plugin_template_stands_alone():
+    """Copied out of the repository it must build: a range on the core, no workspace source."""
+    pyproject = tomllib.loads((ROOT / "contrib" / "plugin-template" / "pyproject.toml").read_text())
+    meta = pyproject["project"]
+    assert any(re.fullmatch(r"tether>=\d+\.\d+,<\d+\.\d+", r) for r in meta["dependencies"])
+    assert "sources" not in pyproject.get("tool", {}).get("uv", {})
+    assert list(meta["entry-points"]["tether"]) == ["myplugin"]

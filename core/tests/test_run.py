@@ -14,6 +14,7 @@ import pytest
 import tether
 import tether_echo.hooks
 import tether_files.hooks
+from tether.config import workdir_may_set
 from tether.process import descendants, is_alive
 
 # Core tests are hermetic: no installed entry point is loaded, so they pass the same in the core's
@@ -196,6 +197,8 @@ async def test_approval_fails_closed_without_an_approver(tmp_path):
             and "no approver" in result.text_content
             and "fail closed" in result.text_content
         )
+        # a harness on the Python API is told the configuration key, not only a CLI flag
+        assert '[core.approval] write = "auto"' in result.text_content
         assert not (tmp_path / "x").exists()
 
 
@@ -221,7 +224,8 @@ async def test_approver_allow_deny_and_allow_for_run(tmp_path):
         assert (
             approver.asked[0].tool == "echo_write" and approver.asked[0].tier is tether.Tier.WRITE
         )
-        assert 'path="a"' in approver.asked[0].args_summary
+        assert approver.asked[0].args_summary == 'path: "a"\ntext: "1"'
+        assert approver.asked[0].args == {"path": "a", "text": "1"}
 
 
 async def test_approver_with_no_person_fails_closed(tmp_path):
@@ -307,41 +311,84 @@ async def test_handler_timeout_and_tool_errors(tmp_path):
 
 
 async def test_hook_tether_process_result(tmp_path):
-    class Wrapper:
-        @tether.hookimpl(wrapper=True)
+    order = []
+
+    class AsyncNote:
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
+            order.append("async")
             if call.tool != "echo":
-                return inner
+                return None
 
             async def later():
-                res = await tether.resolve(inner)
                 await anyio.lowlevel.checkpoint()
-                return res.with_text_appended("[async note]")
+                return tether.ResultNote("[async note]", {"noted": True})
 
             return later()
 
-    class SyncWrapper:
-        @tether.hookimpl(wrapper=True)
+    class TextNote:
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
-            return tether.resolve(inner)  # an awaitable passes through untouched
+            order.append("text")
+            assert result.text_content == "hi"  # each sees the handler's own result
+            return "[text note]"
 
-    async with hermetic_run(tmp_path, plugins=[Wrapper(), SyncWrapper()]) as run:
+    async with hermetic_run(tmp_path, plugins=[AsyncNote(), TextNote()]) as run:
         result = await run.call("echo", {"message": "hi"})
-        assert result.text_content == "hi\n[async note]"
+        # the collector's order: registered later, asked first
+        assert order == ["text", "async"]
+        assert result.text_content == "hi\n[text note]\n[async note]"
+        assert result.meta["noted"] is True
         assert (await run.call("read", {"path": "nope"})).is_error
 
 
-async def test_host_tools_get_the_same_gates_and_wrappers(tmp_path):
+async def test_a_post_processor_cannot_replace_break_or_stall_a_result(tmp_path):
+    class Replaces:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return tether.ToolResult.text("replaced!")
+
+    class Raises:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            async def boom():
+                raise ValueError("broken post-processor")
+
+            return boom()
+
+    class Stalls:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return anyio.sleep(30)
+
+    class OldWrapper:
+        @tether.hookimpl(wrapper=True)
+        def tether_process_result(self, call, result):
+            yield
+            return tether.ToolResult.text("replaced by a wrapper")
+
+    plugins = [Replaces(), Raises(), Stalls(), OldWrapper()]
+    config = {"core": {"post_process_timeout_s": 0.2}}
+    async with hermetic_run(tmp_path, plugins=plugins, config=config) as run:
+        result = await run.call("echo", {"message": "kept"})
+        lines = result.text_content.splitlines()
+        assert lines[0] == "kept" and "replaced" not in result.text_content
+        assert "(post-processing by 'Stalls-4' gave no answer within 0.2 s)" in lines
+        assert "(post-processing by 'Raises-3' failed: ValueError: broken post-processor)" in lines
+        failed = {i.name: i.reason for i in run.pm.report if i.status == "failed"}
+        assert "returned a ToolResult" in failed["Replaces-2"]
+        assert "implemented as a wrapper" in failed["OldWrapper-5"]
+        await run.call("echo", {"message": "again"})
+        assert failed["Replaces-2"].count("returned a ToolResult") == 1  # reported once
+
+
+async def test_host_tools_get_the_same_gates_and_post_processing(tmp_path):
     seen = []
 
     class Wrapper:
-        @tether.hookimpl(wrapper=True)
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
             seen.append(call.tool)
-            return inner
 
     def sync_host_tool(call, args):  # a synchronous harness tool
         return f"host wrote {args.text}"
@@ -524,3 +571,47 @@ async def test_allow_for_the_run_answers_the_other_waiting_cards_of_that_tool(tm
         k: r.text_content for k, r in results.items()
     }
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]
+
+
+@attrs.frozen
+class FamilyConfig:
+    """A family's table: one timeout a workdir may set, one command it may not."""
+
+    timeout_s: float = workdir_may_set(5.0)
+    command: tuple[str, ...] = ("safe",)
+
+
+async def test_workdir_layer_sets_only_what_fields_allow(tmp_path):
+    local = {"fam": {"timeout_s": 1.0, "command": ["evil"]}, "core": {"close_timeout_s": 3.0}}
+    async with hermetic_run(tmp_path, workdir_config=local) as run:
+        fam = run.config("fam", FamilyConfig)
+        assert fam.timeout_s == 1.0 and fam.command == ("safe",)
+        assert run.core.close_timeout_s == 3.0
+        assert run.config_notes == [
+            "workdir configuration: fam.command: ignored (harness-only: set it with "
+            "--config FILE or open_run(config=…))"
+        ]
+        first = await run.call("echo", {"message": "m"})
+        second = await run.call("echo", {"message": "m"})
+        assert first.meta["config_ignored"] == run.config_notes
+        assert "config_ignored" not in second.meta
+    harness = {"fam": {"timeout_s": 9.0, "command": ["mine"]}}
+    async with hermetic_run(tmp_path, config=harness, workdir_config=local) as run:
+        fam = run.config("fam", FamilyConfig)
+        assert fam.timeout_s == 9.0 and fam.command == ("mine",)  # the harness wins
+    with pytest.raises(tether.ConfigError, match=r"fam\.timeout_s: expected number"):
+        async with hermetic_run(tmp_path, workdir_config={"fam": {"timeout_s": "x"}}) as run:
+            run.config("fam", FamilyConfig)
+
+
+async def test_a_handler_missing_a_module_names_the_plugin_and_the_module(tmp_path):
+    async def needs_missing(call, args):
+        import tether_no_such_module_xyz  # noqa: F401
+
+    spec = attrs.evolve(make_tool("lacking"), handler=needs_missing)
+    async with tether.open_run(
+        tmp_path, plugins=[Provides(tools=[spec])], entry_points=False
+    ) as run:
+        result = await run.call("lacking", {})
+    assert result.is_error
+    assert "plugin 'Provides-0' needs module 'tether_no_such_module_xyz'" in result.text_content

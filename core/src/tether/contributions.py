@@ -59,7 +59,10 @@ def report_failure(pm: pluggy.PluginManager, plugin: str, hook: str, reason: str
     for info in report:
         if info.name == plugin:
             info.status = "failed"
-            info.reason = line if not info.reason else f"{info.reason}; {line}"
+            if not info.reason:
+                info.reason = line
+            elif line not in info.reason:  # a hook called per call reports a problem once
+                info.reason = f"{info.reason}; {line}"
             return
     report.append(PluginInfo(plugin, None, "failed", line))
 
@@ -75,6 +78,14 @@ def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: Any) -> Iterator[tu
     plugins = pm.get_plugins()
     for impl in reversed(caller.get_hookimpls()):
         name = plugin_name(pm, impl.plugin)
+        if impl.wrapper or impl.hookwrapper:
+            report_failure(
+                pm,
+                name,
+                hook,
+                "implemented as a wrapper, which this hook does not take; not called",
+            )
+            continue
         alone = pm.subset_hook_caller(
             hook, remove_plugins=[p for p in plugins if p is not impl.plugin]
         )

@@ -1,8 +1,13 @@
 """pytest helpers for plugin authors (loaded automatically as a pytest plugin).
 
 Fixtures: ``tether_pm`` (a fresh plugin manager), ``tether_workdir`` (a temp checkout),
-``open_test_run`` (an async factory of runs). Helpers: :func:`require_real`, :func:`call_ok`, :func:`call_error`, ``AUTO_APPROVE``,
-:func:`check_plugin_contract` (awaited) and :func:`check_plugin_contract_sync`.
+``open_test_run`` (an async factory of runs). Helpers: :func:`require_real`, :func:`call_ok`,
+:func:`call_error`, ``AUTO_APPROVE``, :func:`check_plugin_contract` (awaited),
+:func:`check_plugin_contract_sync` and :func:`check_schema_agreement`.
+
+Loaded in every pytest run of an environment where tether is installed, so it is harmless
+there: it only adds fixtures of its own and overrides none (in particular not anyio's
+``anyio_backend``, whose default — asyncio, module-scoped — applies as it would without tether).
 """
 
 from __future__ import annotations
@@ -34,11 +39,6 @@ def require_real(ok: bool, what: str) -> None:
     if os.environ.get(REQUIRE_REAL_ENV, "") not in ("", "0"):
         pytest.fail(f"required real component missing: {what} ({REQUIRE_REAL_ENV} is set)")
     pytest.skip(f"real component missing: {what}")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

