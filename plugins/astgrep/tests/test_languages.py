@@ -220,6 +220,16 @@ TYPED: dict[str, tuple[str, str, list[dict[str, str]]]] = {
         "class A < B\n  def f; end\nend\nclass C\nend\n",
         [{"C": "A", "P": "B", "B": "def f; end"}],
     ),
+    "java switch": (
+        "switch ($X) { $$$C }",
+        "class A { void f() { switch (x) { case 1: a(); break; default: b(); } } }\n",
+        [{"X": "x", "C": "case 1: a(); break; default: b();"}],
+    ),
+    "php switch": (
+        "switch ($X) { $$$C }",
+        "<?php switch ($x) { case 1: a(); break; default: b(); }\n",
+        [{"X": "$x", "C": "case 1: a(); break; default: b();"}],
+    ),
     "haskell import": (
         "import $M",
         "import Data.Map\nimport qualified Data.Set as S\nf = g\n",
