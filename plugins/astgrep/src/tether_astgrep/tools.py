@@ -55,7 +55,11 @@ class AstGrepArgs:
     )
     language: str | None = tether.arg(
         None,
-        description="Grammar id (python, dart, rust, c, go, javascript, typescript, tsx…); inferred from a file path",
+        description=(
+            "Grammar id (python, dart, rust, c, go, javascript, typescript, tsx; with their extras "
+            "bash, cpp, csharp, css, elixir, haskell, html, java, json, kotlin, lua, php, ruby, "
+            "scala, swift, yaml); inferred from a file path"
+        ),
     )
     max_results: int = tether.arg(50, description="How many matches to show", minimum=1)
     strictness: Strictness = tether.arg("smart", description=STRICTNESS_DOC)
