@@ -226,8 +226,25 @@ def test_hook_tether_addhooks():
     assert pm.hook.tether_gadgets() == ["g"]
 
 
-def test_trace_env_var_prints_hook_calls(monkeypatch, capsys):
+@pytest.mark.anyio
+async def test_trace_env_var_prints_hook_calls(monkeypatch, capsys, tmp_path):
+    # a real run and a real call: the trace must show the hooks the way the core calls them
+    import tether_echo.hooks
+
+    class Wrap:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return None
+
+    class Resources:
+        @tether.hookimpl
+        def tether_resources(self, run):
+            return {"thing": 1}
+
     monkeypatch.setenv("TETHER_TRACE_PLUGINS", "1")
-    pm = make_plugin_manager()
-    pm.hook.tether_tools(run=None)
-    assert "tether_tools" in capsys.readouterr().err
+    plugins = [tether_echo.hooks, Wrap(), Resources()]
+    async with tether.open_run(tmp_path, entry_points=False, plugins=plugins) as run:
+        assert (await run.call("echo", {"message": "m"})).text_content == "m"
+    err = capsys.readouterr().err
+    for hook in ("tether_resources", "tether_tools", "tether_process_result"):
+        assert f"{hook} [hook]" in err, hook

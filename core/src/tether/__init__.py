@@ -40,9 +40,22 @@ from tether.hookspecs import hookimpl, hookspec
 from tether.plugins import PluginInfo, make_plugin_manager
 from tether.run import Run, SyncRun, open_run, open_run_sync
 from tether.tiers import Tier
-from tether.tools import CallContext, Content, Image, Text, ToolResult, ToolSpec, resolve
+from tether.tools import (
+    Action,
+    Actions,
+    CallContext,
+    Content,
+    Image,
+    ResultNote,
+    Text,
+    ToolResult,
+    ToolSpec,
+    resolve,
+)
 
 __all__ = [
+    "Action",
+    "Actions",
     "ApprovalRefused",
     "ApprovalRequest",
     "Approver",
@@ -57,6 +70,7 @@ __all__ = [
     "PathError",
     "PluginError",
     "PluginInfo",
+    "ResultNote",
     "Run",
     "SyncRun",
     "TetherError",

@@ -41,7 +41,8 @@ ops:
 - breakpoints(file, lines[]): set a file's breakpoint lines (empty lines clears the file); \
 allowed before launch
 - launch(program, args[]?, adapter?): start the program stopped at your breakpoints
-- attach(port, adapter?): attach to a running program listening for a debugger on 127.0.0.1:port
+- attach(port | pid, adapter?): attach to a running program: one listening for a debugger on \
+127.0.0.1:port, or a local process by pid (lldb, delve); reports its threads
 - continue / pause / step_over / step_in / step_out (thread_id?): run and report where it stopped
 - threads; stack(thread_id?) (30 frames); scopes(frame_id); variables(reference) (50 children, \
 values cut at 400 chars)
@@ -57,7 +58,7 @@ _FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "status": ((), ()),
     "breakpoints": (("file", "lines"), ()),
     "launch": (("program",), ("args", "adapter")),
-    "attach": (("port",), ("adapter",)),
+    "attach": ((), ("port", "pid", "adapter")),  # exactly one of port and pid
     "continue": ((), ("thread_id",)),
     "pause": ((), ("thread_id",)),
     "step_over": ((), ("thread_id",)),
@@ -70,6 +71,16 @@ _FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "evaluate": (("expression",), ("frame_id",)),
     "output": ((), ()),
     "terminate": ((), ()),
+}
+
+# Fields of which an op takes exactly one.
+_ONE_OF: dict[str, tuple[str, str, str]] = {
+    # op: (field, field, what each means)
+    "attach": (
+        "port",
+        "pid",
+        "port (a debug server listening on 127.0.0.1) or pid (a local process)",
+    ),
 }
 
 _RESUME = {"continue": "continue", "step_over": "next", "step_in": "stepIn", "step_out": "stepOut"}
@@ -95,6 +106,11 @@ class DebugArgs:
         description="attach: the local port the program's debug server listens on",
         minimum=1,
         maximum=65535,
+    )
+    pid: int | None = tether.arg(
+        None,
+        description="attach: the pid of a local process (lldb, delve); instead of port",
+        minimum=1,
     )
     adapter: str | None = tether.arg(
         None,
@@ -126,6 +142,17 @@ def check_fields(args: DebugArgs) -> None:
             problems.append(
                 tether.ArgumentError(field.name, f'not used by op "{args.op}"; leave it out')
             )
+    if args.op in _ONE_OF:
+        first, second, meaning = _ONE_OF[args.op]
+        given = [name for name in (first, second) if getattr(args, name) is not None]
+        if len(given) != 1:
+            why = "both were given" if given else "neither was given"
+            problems.append(
+                tether.ArgumentError(
+                    second if given else first,
+                    f'op "{args.op}" takes exactly one of {first} and {second}: {meaning}; {why}',
+                )
+            )
     if len(problems) == 1:
         raise problems[0]
     if problems:
@@ -147,8 +174,7 @@ async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
         assert args.program is not None
         return await supervisor.op_launch(args.program, args.args or [], args.adapter)
     if op == "attach":
-        assert args.port is not None
-        return await supervisor.op_attach(args.port, args.adapter)
+        return await supervisor.op_attach(args.port, args.pid, args.adapter)
     if op in _RESUME:
         return await supervisor.op_resume(_RESUME[op], args.thread_id)
     if op == "pause":
@@ -173,8 +199,14 @@ async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
 
 
 def debug_tool(config: DebugConfig) -> tether.ToolSpec:
-    # launch may spend start + configuration + the wait for the first stop
-    budget = config.start_timeout_s * 2 + config.stop_timeout_s + config.request_timeout_s * 2 + 10
+    # launch may spend start + a build (delve) + configuration + the wait for the first stop
+    budget = (
+        config.start_timeout_s * 2
+        + config.build_timeout_s
+        + config.stop_timeout_s
+        + config.request_timeout_s * 2
+        + 10
+    )
     return tether.ToolSpec(
         name="debug",
         tier=tether.Tier.EXEC,

@@ -50,6 +50,12 @@ class LspSupervisor:
     def __init__(self, run: Any) -> None:
         self.run = run
         self.config: LspConfig = run.config("lsp", LspConfig)
+        if self.config.write_tools is not None:
+            raise tether.ConfigError(
+                "lsp.write_tools: removed in 0.2 — every call whose result says it wrote files "
+                "(ToolResult.written: the core's writers record it, a host tool declares it with "
+                "ToolSpec(writes=...)) gets the new diagnostics; delete the key"
+            )
         self.workdir: Path = run.workdir
         self._specs: dict[str, ServerSpec] | None = None
         self._clients: dict[tuple[str, Path], LspClient] = {}
