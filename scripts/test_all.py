@@ -84,7 +84,17 @@ def make_env(label: str, sync_args: list[str], specs: list[str], dists: Path) ->
     shutil.rmtree(env_dir, ignore_errors=True)
     python = str(env_dir / "bin" / "python")
     sync = ["sync", "--frozen", "--no-dev", "-q", "--no-install-workspace", "--no-install-local"]
-    install = ["pip", "install", "-q", "--python", python, "--no-index", "--find-links"]
+    # --no-cache: uv would reuse a cached wheel of the same file name from an earlier build
+    install = [
+        "pip",
+        "install",
+        "-q",
+        "--no-cache",
+        "--python",
+        python,
+        "--no-index",
+        "--find-links",
+    ]
     for step, env in (
         ([*sync, *sync_args], {"UV_PROJECT_ENVIRONMENT": str(env_dir)}),
         ([*install, str(dists), *specs], {}),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 import tether
@@ -37,15 +35,10 @@ def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
     ]
 
 
-@tether.hookimpl(wrapper=True)
-def tether_process_result(call: Any, result: Any) -> Any:
-    """A post-processor: every result of this plugin's tool says which plugin answered."""
-    inner = yield
-    if call.tool != "count_lines":
-        return inner
-
-    async def tag() -> tether.ToolResult:
-        res = await tether.resolve(inner)
-        return res if res.is_error else res.with_text_appended("(counted by tether-myplugin)")
-
-    return tag()
+@tether.hookimpl
+def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -> str | None:
+    """A post-processor: it adds to a result (any plugin's), it never replaces one. Return None
+    to add nothing, a text to append, or a ``tether.ResultNote`` (or an awaitable of either)."""
+    if call.tool != "count_lines" or result.is_error:
+        return None
+    return "(counted by tether-myplugin)"
