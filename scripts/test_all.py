@@ -135,6 +135,10 @@ def run_tests(env_dir: Path, cwd: Path, test_paths: list[str]) -> tuple[int, dic
         "-p",
         "no:cacheprovider",
         "--import-mode=importlib",
+        # a test module may import a sibling (astgrep's test_agent_bugs uses test_match), as
+        # it can under pytest's default import mode
+        "-o",
+        "pythonpath=tests",
         "-o",
         "console_output_style=classic",
     ]
