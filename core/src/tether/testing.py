@@ -1,8 +1,9 @@
 """pytest helpers for plugin authors (loaded automatically as a pytest plugin).
 
 Fixtures: ``tether_pm`` (a fresh plugin manager), ``tether_workdir`` (a temp checkout),
-``open_test_run`` (an async factory of runs). Helpers: :func:`require_real`, :func:`call_ok`, :func:`call_error`, ``AUTO_APPROVE``,
-:func:`check_plugin_contract` (awaited) and :func:`check_plugin_contract_sync`.
+``open_test_run`` (an async factory of runs). Helpers: :func:`require_real`, :func:`call_ok`,
+:func:`call_error`, ``AUTO_APPROVE``, :func:`check_plugin_contract` (awaited),
+:func:`check_plugin_contract_sync` and :func:`check_schema_agreement`.
 
 Loaded in every pytest run of an environment where tether is installed, so it is harmless
 there: it only adds fixtures of its own and overrides none (in particular not anyio's

@@ -119,6 +119,9 @@ class Action:
 
     required: tuple[str, ...] = attrs.field(converter=_names, default=())
     optional: tuple[str, ...] = attrs.field(converter=_names, default=())
+    #: groups of fields of which exactly one must be given (each also counts as used), with
+    #: what each means: ``(("port", "pid", "a debug server's port or a local pid"),)``
+    one_of: tuple[tuple[str, str, str], ...] = ()
 
 
 def _actions_map(value: Mapping[str, Action | Sequence[str]]) -> dict[str, Action]:
@@ -156,7 +159,16 @@ class Actions:
             for name in spec.required
             if raw.get(name) is None
         ]
-        used = {self.selector, *spec.required, *spec.optional}
+        for first, second, meaning in spec.one_of:
+            given = [name for name in (first, second) if raw.get(name) is not None]
+            if len(given) != 1:
+                why = "both were given" if given else "neither was given"
+                lines.append(
+                    f'{second if given else first}: {self.selector} "{action}" takes exactly one '
+                    f"of {first} and {second}: {meaning}; {why}"
+                )
+        one_of = {name for group in spec.one_of for name in group[:2]}
+        used = {self.selector, *spec.required, *spec.optional, *one_of}
         lines += [
             f'{name}: not used by {self.selector} "{action}"; leave it out'
             for name, value in raw.items()
@@ -167,7 +179,11 @@ class Actions:
     def describe(self) -> str:
         rows = []
         for action, spec in self.fields.items():
-            parts = [*spec.required, *(f"[{name}]" for name in spec.optional)]
+            parts = [
+                *spec.required,
+                *(f"{a} | {b}" for a, b, _ in spec.one_of),
+                *(f"[{name}]" for name in spec.optional),
+            ]
             rows.append(f"{action}: {', '.join(parts) if parts else '(no other field)'}")
         return f"Fields per {self.selector} ([optional]): " + "; ".join(rows) + "."
 
@@ -177,6 +193,7 @@ class Actions:
         declared = {self.selector}
         for spec in self.fields.values():
             declared |= {*spec.required, *spec.optional}
+            declared |= {name for group in spec.one_of for name in group[:2]}
         return sorted(declared - known)
 
 

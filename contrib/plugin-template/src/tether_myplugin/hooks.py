@@ -37,8 +37,8 @@ def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
 
 @tether.hookimpl
 def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -> str | None:
-    """A post-processor: it adds to a result (any plugin's), it never replaces one. Return None
-    to add nothing, a text to append, or a ``tether.ResultNote`` (or an awaitable of either)."""
+    """A post-processor returns what to add (a text, a ``tether.ResultNote``, or an awaitable of
+    one), never a new result: here every answer of this plugin's tool says who counted."""
     if call.tool != "count_lines" or result.is_error:
         return None
     return "(counted by tether-myplugin)"
