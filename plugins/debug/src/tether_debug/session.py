@@ -330,20 +330,20 @@ class DebugSession:
         """Read the adapter's stdout (bounded by ``start_timeout_s``) until it says where it
         listens; then keep draining it (into ``output`` when the program writes there)."""
         regex = re.compile(pattern)
-        seen = b""
+        pending = b""  # read, not yet split into lines
+        printed: list[bytes] = []  # lines before the listen line, for an error message
         port: int | None = None
         with anyio.move_on_after(self.config.start_timeout_s):
             try:
                 while port is None:
-                    seen += await process.stdout.receive()
-                    *lines, rest = seen.split(b"\n")
-                    for index, line in enumerate(lines):
+                    pending += await process.stdout.receive()
+                    while port is None and b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
                         found = regex.search(line.decode("utf-8", "replace"))
                         if found:
                             port = int(found.group("port"))
-                            rest = b"\n".join([*lines[index + 1 :], rest])
-                            break
-                    seen = rest if port is not None else seen
+                        else:
+                            printed.append(line)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         if port is None:
@@ -356,14 +356,14 @@ class DebugSession:
                 else f"did not say where it listens within {self.config.start_timeout_s:g} s"
             )
             await process.terminate()
-            printed = seen.decode("utf-8", "replace").strip()[-500:]
+            said = b"\n".join([*printed, pending]).decode("utf-8", "replace").strip()[-500:]
             raise ToolError(
                 f"the {self.adapter.id} adapter {why}"
-                + (f"\nadapter stdout: {printed}" if printed else "")
+                + (f"\nadapter stdout: {said}" if said else "")
                 + self._stderr_note()
             )
-        if seen and self.adapter.program_output_on_stdio:
-            self.output.write(seen.decode("utf-8", "replace"))
+        if pending and self.adapter.program_output_on_stdio:
+            self.output.write(pending.decode("utf-8", "replace"))
         self.run.task_group.start_soon(self._drain_stdout, process)
         return port
 
