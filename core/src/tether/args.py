@@ -246,36 +246,53 @@ def _flatten(exc: BaseException, path: str) -> list[ArgumentError]:
     return [ArgumentError(path or "arguments", str(exc))]
 
 
+def _bounds(name: str, value: Any, constraints: Mapping[str, float]) -> list[ArgumentError]:
+    """``value`` against a field's bounds; a value of a type the bound does not apply to is
+    left to the type check."""
+    errors: list[ArgumentError] = []
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    sized = isinstance(value, str | list | tuple)
+    for key, bound in constraints.items():
+        if key == "minimum" and number and value < bound:
+            errors.append(
+                ArgumentError(name, f"expected at least {bound:g}, got {show_value(value)}")
+            )
+        elif key == "maximum" and number and value > bound:
+            errors.append(
+                ArgumentError(name, f"expected at most {bound:g}, got {show_value(value)}")
+            )
+        elif key == "min_length" and sized and len(value) < bound:
+            errors.append(
+                ArgumentError(name, f"expected length at least {bound}, got {len(value)}")
+            )
+        elif key == "max_length" and sized and len(value) > bound:
+            errors.append(ArgumentError(name, f"expected length at most {bound}, got {len(value)}"))
+    return errors
+
+
 def _check_constraints(obj: Any, path: str = "") -> list[ArgumentError]:
     errors: list[ArgumentError] = []
     for f in attrs.fields(type(obj)):
         value = getattr(obj, f.name)
         name = f"{path}.{f.name}" if path else f.name
-        for key, bound in f.metadata.get(_CONSTRAINTS, {}).items():
-            if value is None:
-                continue
-            if key == "minimum" and value < bound:
-                errors.append(
-                    ArgumentError(name, f"expected at least {bound:g}, got {show_value(value)}")
-                )
-            elif key == "maximum" and value > bound:
-                errors.append(
-                    ArgumentError(name, f"expected at most {bound:g}, got {show_value(value)}")
-                )
-            elif key == "min_length" and len(value) < bound:
-                errors.append(
-                    ArgumentError(name, f"expected length at least {bound}, got {len(value)}")
-                )
-            elif key == "max_length" and len(value) > bound:
-                errors.append(
-                    ArgumentError(name, f"expected length at most {bound}, got {len(value)}")
-                )
+        if value is not None:
+            errors.extend(_bounds(name, value, f.metadata.get(_CONSTRAINTS, {})))
         if attrs.has(type(value)):
             errors.extend(_check_constraints(value, name))
         elif isinstance(value, list | tuple):
             for index, item in enumerate(value):
                 if attrs.has(type(item)):
                     errors.extend(_check_constraints(item, f"{name}[{index}]"))
+    return errors
+
+
+def _raw_bounds(raw: Mapping[str, Any], cls: type, named: set[str]) -> list[ArgumentError]:
+    """Bounds of the top-level values given, when the arguments could not be loaded at all (a
+    required one missing): every bad value is named in the same answer, not the next."""
+    errors: list[ArgumentError] = []
+    for f in attrs.fields(cls):
+        if f.name in raw and f.name not in named and raw[f.name] is not None:
+            errors.extend(_bounds(f.name, raw[f.name], f.metadata.get(_CONSTRAINTS, {})))
     return errors
 
 
@@ -293,7 +310,10 @@ def structure_args(raw: Any, cls: type[T]) -> T:
         _Mismatch,
         ForbiddenExtraKeysError,
     ) as exc:
-        raise ArgumentErrors(_flatten(exc, "")) from None
+        errors = _flatten(exc, "")
+        if attrs.has(cls):
+            errors += _raw_bounds(raw, cls, {e.field.split("[")[0].split(".")[0] for e in errors})
+        raise ArgumentErrors(errors) from None
     errors = _check_constraints(obj)
     if errors:
         raise ArgumentErrors(errors)

@@ -135,9 +135,10 @@ class DebugAdapter:
         """Find a command that runs here (first candidate that resolves and whose probe succeeds)."""
         reasons = []
         for candidate in self.commands:
-            exe = resolve_command(candidate[0], [root] if root else [])
+            # exec tier: the call's own approval covers a project-local adapter
+            exe = resolve_command(candidate[0], [root] if root else [], trust_local=True)
             if exe is None:
-                reasons.append(not_found(candidate[0]))
+                reasons.append(not_found(candidate[0], trust_local=True))
                 continue
             ok, why = await probe([exe, *self.probe_args])
             if ok:
@@ -217,7 +218,7 @@ class Debugpy(DebugAdapter):
             tried.append(str(python))
         return Resolution(
             None,
-            f"debugpy is not importable from {', '.join(tried)} (install it: pip install debugpy)",
+            f"debugpy is not importable from {', '.join(tried)} (install it next to tether: pip install 'tether-debug[debugpy]', or into the project's venv)",
         )
 
     def launch_arguments(

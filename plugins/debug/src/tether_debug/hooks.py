@@ -32,7 +32,9 @@ def tether_resources(run: Run) -> dict[str, Any] | None:
     # one session per conversation: without a conversation id there is nothing to bind it to
     if run.conversation_id is None:
         return None
-    return {"debug_supervisor": DebugSupervisor(run)}
+    supervisor = DebugSupervisor(run)
+    supervisor.adapters()  # collected now, so a broken contribution is reported from the start
+    return {"debug_supervisor": supervisor}
 
 
 @tether.hookimpl

@@ -51,37 +51,39 @@ values cut at 400 chars)
 - terminate: end the session: kill the launched program and the adapter (an attached program \
 is detached, not killed)"""
 
-# Which fields each op takes; every field not listed for an op is refused.
-_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # op: (required, optional)
-    "adapters": ((), ()),
-    "status": ((), ()),
-    "breakpoints": (("file", "lines"), ()),
-    "launch": (("program",), ("args", "adapter")),
-    "attach": ((), ("port", "pid", "adapter")),  # exactly one of port and pid
-    "continue": ((), ("thread_id",)),
-    "pause": ((), ("thread_id",)),
-    "step_over": ((), ("thread_id",)),
-    "step_in": ((), ("thread_id",)),
-    "step_out": ((), ("thread_id",)),
-    "threads": ((), ()),
-    "stack": ((), ("thread_id",)),
-    "scopes": (("frame_id",), ()),
-    "variables": (("reference",), ()),
-    "evaluate": (("expression",), ("frame_id",)),
-    "output": ((), ()),
-    "terminate": ((), ()),
-}
-
-# Fields of which an op takes exactly one.
-_ONE_OF: dict[str, tuple[str, str, str]] = {
-    # op: (field, field, what each means)
-    "attach": (
-        "port",
-        "pid",
-        "port (a debug server listening on 127.0.0.1) or pid (a local process)",
-    ),
-}
+# Which fields each op takes, enforced by the core: a missing one and one the op does not use are
+# refused, naming the field and the op.
+ACTIONS = tether.Actions(
+    "op",
+    {
+        "adapters": tether.Action(),
+        "status": tether.Action(),
+        "breakpoints": tether.Action(required=("file", "lines")),
+        "launch": tether.Action(required=("program",), optional=("args", "adapter")),
+        "attach": tether.Action(
+            optional=("adapter",),
+            one_of=(
+                (
+                    "port",
+                    "pid",
+                    "port (a debug server listening on 127.0.0.1) or pid (a local process)",
+                ),
+            ),
+        ),
+        "continue": tether.Action(optional=("thread_id",)),
+        "pause": tether.Action(optional=("thread_id",)),
+        "step_over": tether.Action(optional=("thread_id",)),
+        "step_in": tether.Action(optional=("thread_id",)),
+        "step_out": tether.Action(optional=("thread_id",)),
+        "threads": tether.Action(),
+        "stack": tether.Action(optional=("thread_id",)),
+        "scopes": tether.Action(required=("frame_id",)),
+        "variables": tether.Action(required=("reference",)),
+        "evaluate": tether.Action(required=("expression",), optional=("frame_id",)),
+        "output": tether.Action(),
+        "terminate": tether.Action(),
+    },
+)
 
 _RESUME = {"continue": "continue", "step_over": "next", "step_in": "stepIn", "step_out": "stepOut"}
 
@@ -128,39 +130,7 @@ class DebugArgs:
     expression: str | None = tether.arg(None, description="evaluate: the expression")
 
 
-def check_fields(args: DebugArgs) -> None:
-    """Refuse a missing field an op needs, and any field the op does not use."""
-    required, optional = _FIELDS[args.op]
-    problems = []
-    for name in required:
-        if getattr(args, name) is None:
-            problems.append(tether.ArgumentError(name, f'required for op "{args.op}"'))
-    for field in attrs.fields(DebugArgs):
-        if field.name == "op" or field.name in required or field.name in optional:
-            continue
-        if getattr(args, field.name) is not None:
-            problems.append(
-                tether.ArgumentError(field.name, f'not used by op "{args.op}"; leave it out')
-            )
-    if args.op in _ONE_OF:
-        first, second, meaning = _ONE_OF[args.op]
-        given = [name for name in (first, second) if getattr(args, name) is not None]
-        if len(given) != 1:
-            why = "both were given" if given else "neither was given"
-            problems.append(
-                tether.ArgumentError(
-                    second if given else first,
-                    f'op "{args.op}" takes exactly one of {first} and {second}: {meaning}; {why}',
-                )
-            )
-    if len(problems) == 1:
-        raise problems[0]
-    if problems:
-        raise tether.ArgumentErrors(problems)
-
-
 async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
-    check_fields(args)
     supervisor: DebugSupervisor = call.run.resources["debug_supervisor"]
     op = args.op
     if op == "adapters":
@@ -216,4 +186,5 @@ def debug_tool(config: DebugConfig) -> tether.ToolSpec:
         requires=("debug_supervisor",),
         parallel_safe=False,  # a session is state across calls
         timeout_s=budget,
+        actions=ACTIONS,
     )

@@ -7,6 +7,7 @@ from typing import Literal
 import attrs
 
 import tether
+from tether.config import workdir_may_set
 
 TIERS: tuple[str, ...] = ("fast", "good")
 
@@ -26,16 +27,16 @@ class CommandRunnerConfig:
 @attrs.frozen
 class VibeConfig:
     runners: dict[str, CommandRunnerConfig] = attrs.field(factory=dict)
-    max_concurrent: int = 4
-    idle_timeout_s: float = 300.0
+    max_concurrent: int = workdir_may_set(4)
+    idle_timeout_s: float = workdir_may_set(300.0)
     isolation: Literal["none", "worktree"] = "none"
     worktree_root: str | None = None
     default_tier: Literal["fast", "good"] = "fast"
-    default_wait_s: float = 600.0
-    max_wait_s: float = 3600.0
-    kill_grace_s: float = 2.0
-    output_tail_bytes: int = 16_000
-    result_chars: int = 20_000
+    default_wait_s: float = workdir_may_set(600.0)
+    max_wait_s: float = workdir_may_set(3600.0)
+    kill_grace_s: float = workdir_may_set(2.0)
+    output_tail_bytes: int = workdir_may_set(16_000)
+    result_chars: int = workdir_may_set(20_000)
 
 
 def validate(config: VibeConfig) -> VibeConfig:
