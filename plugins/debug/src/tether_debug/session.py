@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 _LOCALHOST = "127.0.0.1"
 _SHUTDOWN_S = 3.0
+_PAUSE_RETRY_S = 2.0
 
 
 class Phase(enum.Enum):
@@ -548,11 +549,21 @@ class DebugSession:
         if self.phase is Phase.STOPPED:
             return True
         tid = thread_id if thread_id is not None else await self.default_thread()
-        try:
-            await self.client.request("pause", {"threadId": tid})
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"pause failed: {_reason(exc)}") from None
-        return await self.wait_settled(self.config.stop_timeout_s)
+        deadline = anyio.current_time() + self.config.stop_timeout_s
+        for attempt in range(2):
+            try:
+                await self.client.request("pause", {"threadId": tid})
+            except (DapError, DapTimeout, AdapterGone) as exc:
+                raise ToolError(f"pause failed: {_reason(exc)}") from None
+            # lldb-vscode resumes asynchronously after configurationDone: a pause that lands
+            # before the resume took effect stops nothing, yet is answered with success; so
+            # one more pause once the first has produced no stop for a while
+            wait = max(0.0, deadline - anyio.current_time())
+            if attempt == 0:
+                wait = min(wait, _PAUSE_RETRY_S)
+            if await self.wait_settled(wait):
+                return True
+        return False
 
     async def default_thread(self) -> int:
         if self.stop is not None and self.stop.thread_id is not None:
