@@ -142,7 +142,10 @@ class DebugAdapter:
                 continue
             ok, why = await probe([exe, *self.probe_args])
             if ok:
-                return Resolution((exe, *candidate[1:]), f"{' '.join(candidate)} ({exe})")
+                shown = " ".join(candidate)
+                if self.listen_pattern:
+                    shown = shown.replace("{port}", "0") + ", the OS picks the port"
+                return Resolution((exe, *candidate[1:]), f"{shown} ({exe})")
             reasons.append(why)
         return Resolution(None, "; ".join(reasons) or "no command configured")
 
