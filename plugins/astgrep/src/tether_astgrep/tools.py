@@ -11,7 +11,7 @@ import attrs
 import tether
 from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes
-from tether.text import cap, truncate
+from tether.text import cap, plural, truncate
 from tether_astgrep.engine import FileResult
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
@@ -104,10 +104,6 @@ class ResolveArgs:
     action: Literal["accept", "discard"] = tether.arg(
         description="accept: write every file (all or nothing); discard: drop the staged edit"
     )
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}es" if noun.endswith("ch") else f"{n} {noun}s"
 
 
 def _header(outcome: SearchOutcome) -> str:
