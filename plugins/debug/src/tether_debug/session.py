@@ -19,7 +19,7 @@ import attrs
 
 from tether import ArgumentError, ToolError
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
-from tether.text import TailBuffer
+from tether.text import TailBuffer, clock
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
 from tether_debug.config import DebugConfig
@@ -726,7 +726,7 @@ class DebugSession:
                 await self._finish.wait()
             if ttl.cancelled_caught and self._end_cause is None:
                 self._end_cause = (
-                    f"the session's TTL of {self.config.ttl_s:g} s expired at {_clock(time.time())}; "
+                    f"the session's TTL of {self.config.ttl_s:g} s expired at {clock(time.time())}; "
                     + (
                         "debuggee and adapter killed"
                         if self.mode == "launch"
@@ -881,7 +881,3 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((_LOCALHOST, 0))
         return int(sock.getsockname()[1])
-
-
-def _clock(stamp: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(stamp))
