@@ -17,10 +17,6 @@ from tether_astgrep.grammars import GrammarRegistry, all_grammars
 # modules share helpers (test_match's find/captures) by name.
 sys.path.insert(0, str(Path(__file__).parent))
 
-# The suite runs with --import-mode=importlib, which puts no test directory on sys.path; test
-# modules share helpers (test_match's find/captures) by name.
-sys.path.insert(0, str(Path(__file__).parent))
-
 AUTO = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}}
 
 
