@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_match import captures, find
 
 from tether_astgrep.grammars import GrammarRegistry
 from tether_astgrep.pattern import PatternError, compile_pattern
+from tether_astgrep.testing import captures, find
 
 
 async def edit(
