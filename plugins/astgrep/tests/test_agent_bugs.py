@@ -593,3 +593,19 @@ async def test_a_captured_block_keeps_its_edge_comments(
     )
     # The comments at the block's edges stay, and a line comment last does not swallow `}`.
     assert new == "async function f() { // first\n  a();\n\n  b();\n  // last\n}\n"
+
+
+@pytest.mark.anyio
+async def test_strictness_through_the_tools(astgrep_run: Any) -> None:
+    async with astgrep_run({"a.py": PY_IFS.lstrip("\n")}) as run:
+        smart = await run.call("ast_grep", {"pattern": "if $C: $$$B"})
+        assert smart.text_content.startswith("2 matches"), smart.text_content
+        cst = await run.call("ast_grep", {"pattern": "if $C: $$$B", "strictness": "cst"})
+        assert cst.text_content.startswith("1 match "), cst.text_content
+        bad = await run.call("ast_grep", {"pattern": "if $C: $$$B", "strictness": "loose"})
+        assert bad.is_error and "strictness: expected one of" in bad.text_content
+        edit = await run.call(
+            "ast_edit",
+            {"pattern": "if $C: $$$B", "rewrite": "if ($C):\n    $$$B", "strictness": "cst"},
+        )
+        assert edit.meta["replacements"] == 1, edit.text_content
