@@ -92,6 +92,9 @@ class Run:
         # every process of this run carries TETHER_OWNER=<owner>/<n>: detached daemons included
         self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
         self.closed = False
+        # spawning stays possible while resources close (a worktree's `git worktree remove`):
+        # the processes are terminated only after that
+        self._processes_closed = False
         self.surfaces: dict[str, Tier] = dict(BUILTIN_SURFACES)
         for name, tier in self.core.surfaces.items():
             self.surfaces[name] = Tier(tier)
@@ -129,7 +132,7 @@ class Run:
         The start is shielded from cancellation; if the caller was cancelled meanwhile, the
         process it will never see is terminated at once and the cancellation goes on.
         """
-        if self.closed:
+        if self._processes_closed:
             raise ToolError("the run is closed; no new process can start")
         marker = f"{self.owner}/{next(self._spawn_ids)}"
         with anyio.CancelScope(shield=True):
@@ -143,6 +146,38 @@ class Run:
                 await proc.terminate(grace_s=0.2)
             raise
         return proc
+
+    async def run_command(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        cwd: str | os.PathLike[str] | None = None,
+        max_output_bytes: int = 4 * 1024 * 1024,
+        env: Mapping[str, str] | None = None,
+    ) -> _process.CommandResult:
+        """Run a short command (git, a version probe) as a child of this run, bounded in time
+        and in output: on timeout its whole tree is killed and ``timed_out`` is set; stdout
+        beyond ``max_output_bytes`` is dropped and counted; stderr keeps its tail. A program
+        that cannot start raises ``OSError``."""
+        proc = await self.spawn(
+            list(argv), cwd=cwd if cwd is not None else self.workdir, stdin=False, env=env
+        )
+        out = bytearray()
+        dropped = 0
+        code: int | None = None
+        with anyio.move_on_after(timeout_s):
+            async for chunk in proc.stdout:
+                room = max_output_bytes - len(out)
+                out += chunk[:room]
+                dropped += max(0, len(chunk) - room)
+            code = await proc.wait()
+        if code is None:
+            with anyio.CancelScope(shield=True):
+                await proc.terminate(grace_s=0.2)
+        return _process.CommandResult(
+            tuple(argv), code, bytes(out), proc.stderr_tail.text(), dropped
+        )
 
     def child_env(self) -> dict[str, str]:
         """Environment entries for a process a library starts on the run's behalf (then pass its
@@ -527,6 +562,7 @@ class Run:
                 self.problems.append(
                     f"closing resource {name!r} took over {self.core.close_timeout_s:g} s"
                 )
+        self._processes_closed = True
         async with anyio.create_task_group() as tg:
             for proc in self._processes:
                 tg.start_soon(proc.terminate, 0.5)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -10,14 +11,22 @@ import pytest
 
 import tether
 import tether_astgrep.hooks
-from tether_astgrep.grammars import GrammarRegistry, builtin_grammars
+from tether_astgrep.grammars import GrammarRegistry, all_grammars
+
+# The suite runs with --import-mode=importlib, which puts no test directory on sys.path; test
+# modules share helpers (test_match's find/captures) by name.
+sys.path.insert(0, str(Path(__file__).parent))
+
+# The suite runs with --import-mode=importlib, which puts no test directory on sys.path; test
+# modules share helpers (test_match's find/captures) by name.
+sys.path.insert(0, str(Path(__file__).parent))
 
 AUTO = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}}
 
 
 @pytest.fixture(scope="session")
 def registry() -> GrammarRegistry:
-    return GrammarRegistry(builtin_grammars())
+    return GrammarRegistry(all_grammars())
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> None:

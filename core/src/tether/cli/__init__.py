@@ -22,6 +22,7 @@ from tether.cli.session import (
     json_line,
     parse_json,
     run_session,
+    utf8_stdout,
 )
 from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
@@ -128,7 +129,7 @@ def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any
 
 
 def _print(obj: Any) -> None:
-    sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+    utf8_stdout()
     sys.stdout.write(json_line(obj))
     sys.stdout.flush()
 

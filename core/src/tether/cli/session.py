@@ -158,6 +158,13 @@ def parse_json(text: str | bytes) -> Any:
         raise ValueError("the line is nested too deeply to parse") from None
 
 
+def utf8_stdout() -> None:
+    """Write stdout as UTF-8 whatever the locale says (every line the CLI writes is UTF-8 JSON)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors="strict")
+
+
 def json_line(obj: Any) -> str:
     """``obj`` as one JSON line that is valid UTF-8 whatever its strings hold: a lone surrogate
     (an echoed ``"\\ud800"``, a file name with non-UTF-8 bytes) is written as its JSON escape.
@@ -208,7 +215,7 @@ async def run_session(
     trust_workdir: bool = False,
 ) -> int:
     if stdout is None:
-        sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+        utf8_stdout()
     out = stdout or sys.stdout
 
     def write(obj: dict[str, Any]) -> None:

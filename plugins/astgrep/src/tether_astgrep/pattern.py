@@ -6,8 +6,9 @@ ladder; the first rung that parses with no ERROR or MISSING node is used.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import tree_sitter as ts
@@ -89,7 +90,11 @@ def _alone_as_statement(text: str, start: int, end: int, opens: str = "{;\n") ->
 
 
 def placeholders_for(
-    pattern: str, terminator: str = "", filler: str | None = None
+    pattern: str,
+    terminator: str = "",
+    filler: str | None = None,
+    template: str = "{}",
+    respell: Mapping[int, str] | None = None,
 ) -> tuple[str, dict[bytes, MetaVar]]:
     """Replace metavariables by identifiers the grammar can parse.
 
@@ -97,12 +102,16 @@ def placeholders_for(
     knows `ident;` (the expression statement that then stands for the run of statements).
     A `filler` (`"fn {}() {{}}"`, `"case {}:"`) spells such a `$$$X` as one item of another
     sequence (impl items, switch cases…); the node spelled so stands for the run.
+    `template` spells each placeholder (`Grammar.metavar_template`: JSON's is a string);
+    `respell` another spelling for some of them, by occurrence (`Grammar.typed_placeholders`).
     """
     mapping: dict[bytes, MetaVar] = {}
     anonymous = 0
+    occurrence = -1
 
     def sub(m: re.Match[str]) -> str:
-        nonlocal anonymous
+        nonlocal anonymous, occurrence
+        occurrence += 1
         multi = m.group(0).startswith("$$$")
         name = m.group(1) if multi else m.group(2)
         if name is None or name.startswith("_"):
@@ -112,6 +121,7 @@ def placeholders_for(
         else:
             ident = f"__tmv{'s' if multi else ''}_{name}"
             var = MetaVar(name, multi)
+        ident = (respell or {}).get(occurrence, template).format(ident)
         mapping[ident.encode()] = var
         if multi and terminator:
             mapping[(ident + terminator).encode()] = var
@@ -349,7 +359,7 @@ def _read_one(
         grammar_id=grammar.id,
         items=items,
         rung=scaffold.rung,
-        interpretation=f"{what} (as a {scaffold.rung})",
+        interpretation=f"{what} (as {'an' if scaffold.rung[0] in 'aeiou' else 'a'} {scaffold.rung})",
         literals=tuple(sorted({t[0] for t in literals if t[0]}, key=lambda b: (-len(b), b))),
         var_names=names,
         chains=chains,
@@ -390,7 +400,7 @@ def compile_readings(
     terminator = grammar.statement_terminator
     variants: list[Variant] = []
     for filler in (None, "{}", *grammar.item_fillers):
-        variant = placeholders_for(text, terminator, filler)
+        variant = placeholders_for(text, terminator, filler, grammar.metavar_template)
         if all(variant[0] != v[0] for v in variants):
             variants.append(variant)
     parser = grammar.parser()
@@ -403,11 +413,15 @@ def compile_readings(
             break
         read = _read(scaffold, text, variants, grammar, parser, tried)
         if read is None:
+            read = _respelled(text, grammar, scaffold, parser)
+        if read is None:
             continue
         compiled, kind = read
         finds = grammar.declaration_first.get(kind)
         if finds is not None and declaration is not None and declaration is not scaffold:
-            as_declaration = _read(declaration, text, variants, grammar, parser, [])
+            as_declaration = _read(declaration, text, variants, grammar, parser, []) or _respelled(
+                text, grammar, declaration, parser
+            )
             if as_declaration is not None:
                 first, _ = as_declaration
                 what = first.interpretation.removesuffix(" (as a declaration)")
@@ -446,6 +460,45 @@ def _union(first: CompiledPattern, extra: CompiledPattern) -> CompiledPattern:
         sibling_chains=tuple(c for c in first.sibling_chains if c in extra.sibling_chains),
         also=(*first.also, extra),
     )
+
+
+# Respellings tried in a rung that does not read the plain fragment: at most this many
+# metavariables at once, and this many choices in all (so an unparseable pattern fails fast).
+MAX_RESPELLED = 2
+MAX_RESPELLINGS = 96
+
+
+def _respelled(
+    text: str, grammar: Grammar, scaffold: Scaffold, parser: ts.Parser
+) -> tuple[CompiledPattern, str] | None:
+    """The fragment read in `scaffold` with some metavariables spelled as typed items
+    (`$$$P` in Kotlin's `fun $F($$$P)` as `P: _T`, a parameter), fewest respelled first."""
+    spellings = grammar.typed_placeholders
+    found = list(METAVAR_RE.finditer(text))
+    count = len(found)
+    if not spellings or not count:
+        return None
+    # `$$$` ones first: parameter lists, arms and bodies are what needs respelling most.
+    order = sorted(range(count), key=lambda i: not found[i].group(0).startswith("$$$"))
+    choices = (
+        dict(zip(chosen, spelled, strict=True))
+        for k in range(1, min(count, MAX_RESPELLED) + 1)
+        for chosen in itertools.combinations(order, k)
+        for spelled in itertools.product(spellings, repeat=k)
+    )
+    for respell in itertools.islice(choices, MAX_RESPELLINGS):
+        variant = placeholders_for(
+            text, grammar.statement_terminator, None, grammar.metavar_template, respell
+        )
+        read = _read(scaffold, text, [variant], grammar, parser, [])
+        # Every respelled placeholder must have been read as one whole node.
+        if read is not None and _metavars(read[0].items) == count:
+            return read
+    return None
+
+
+def _metavars(items: Sequence[PItem]) -> int:
+    return sum(1 if isinstance(i, MetaVar) else _metavars(i.children) for i in items)
 
 
 def _with_strictness(compiled: CompiledPattern, strictness: str) -> CompiledPattern:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from typing import Literal, cast
+from typing import Literal
 
 import anyio.to_thread
 import attrs
 
 import tether
+from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.text import cap, truncate
 from tether_astgrep.engine import FileResult
@@ -32,12 +33,25 @@ CAPTURE_CHARS = 200
 def make_service(run: tether.Run) -> AstgrepService:
     config = run.config("astgrep", AstgrepConfig)
     registry = GrammarRegistry()
-    # Called one plugin at a time (built-ins first) so a duplicate id names both plugins.
-    for impl in run.pm.hook.tether_grammars.get_hookimpls():
-        contributed = cast("list[Grammar] | None", impl.function())
-        for grammar in contributed or ():
-            registry.add(grammar, origin=impl.plugin_name)
+    # The core's collector: a malformed grammar or a second one with a taken id is dropped and
+    # its plugin reported (naming the holder); every other grammar keeps working.
+    found = collect(
+        run.pm,
+        "tether_grammars",
+        Grammar,
+        key=lambda grammar: grammar.id,
+        label="grammar",
+        check=_grammar_problem,
+    )
+    for contribution in found.values():
+        registry.add(contribution.item, origin=contribution.plugin)
     return AstgrepService(run.workdir, registry, config)
+
+
+def _grammar_problem(grammar: Grammar) -> str | None:
+    if not grammar.scaffolds:
+        return f"grammar {grammar.id!r} has an empty scaffold ladder"
+    return None
 
 
 def _service(call: tether.CallContext) -> AstgrepService:
@@ -55,7 +69,11 @@ class AstGrepArgs:
     )
     language: str | None = tether.arg(
         None,
-        description="Grammar id (python, dart, rust, c, go, javascript, typescript, tsx…); inferred from a file path",
+        description=(
+            "Grammar id (python, dart, rust, c, go, javascript, typescript, tsx; with their extras "
+            "bash, cpp, csharp, css, elixir, haskell, html, java, json, kotlin, lua, php, ruby, "
+            "scala, swift, yaml); inferred from a file path"
+        ),
     )
     max_results: int = tether.arg(50, description="How many matches to show", minimum=1)
     strictness: Strictness = tether.arg("smart", description=STRICTNESS_DOC)
