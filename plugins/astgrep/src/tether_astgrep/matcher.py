@@ -403,8 +403,17 @@ class Matcher:
                 return None
             c = cs[j]
             goal_token = self.skip_goal_tokens and p.text is not None and not p.named
+            # Smart never skips code between two tokens the pattern writes side by side
+            # (`for (` does not match `for await (`), which keeps its prefilter sound.
+            between_tokens = (
+                not self.skip_goal_tokens
+                and p.text is not None
+                and i > 0
+                and isinstance(ps[i - 1], _N)
+                and ps[i - 1].text is not None
+            )
             if (
-                not c.is_named
+                (not c.is_named and not between_tokens)
                 or (c.kind_id in self.clause_ids and c.kind_id in p.ids)
                 or (i == 0 and c.kind_id in self.modifier_ids)
             ):

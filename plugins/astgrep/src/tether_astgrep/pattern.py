@@ -65,6 +65,8 @@ class CompiledPattern:
     # Compiled as "cst" (the reading above); `_with_strictness` relaxes the prefilters.
     strictness: str = "cst"
     named_literals: tuple[bytes, ...] = ()  # the literals that are named leaves
+    # The chains smart strictness keeps: runs of consecutive tokens of one node.
+    sibling_chains: tuple[bytes, ...] = ()
     # Other readings whose matches also count (`Grammar.also_read`); the prefilters above
     # hold for every one of them.
     also: tuple[CompiledPattern, ...] = ()
@@ -199,23 +201,24 @@ def _convert(
     node: ts.Node,
     mapping: dict[bytes, MetaVar],
     grammar: Grammar,
-    literals: list[tuple[bytes, int, int]],
+    literals: list[Token],
     named: set[bytes],
     src: bytes = b"",
+    slot: tuple[int, int] | None = None,
 ) -> PItem:
     text = node.text or b""
     mv = mapping.get(text)
     if mv is not None:
-        literals.append((b"", 0, 0))  # a chain break: anything may stand here
+        literals.append((b"", 0, 0, None))  # a chain break: anything may stand here
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
     if node.child_count == 0:
         if not node.is_named and text.startswith(b"#"):
             # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
-            literals.append((b"", 0, 0))
+            literals.append((b"", 0, 0, None))
             return PNode(node.type, node.is_named, text)
-        literals.append((text, node.start_byte, node.end_byte))
+        literals.append((text, node.start_byte, node.end_byte, slot))
         if node.is_named and text:
             named.add(text)
         return PNode(node.type, node.is_named, text)
@@ -227,23 +230,24 @@ def _convert(
         if i + 1 < len(kids) and src:
             pair = mapping.get(src[kids[i].start_byte : kids[i + 1].end_byte])
             if pair is not None and pair.multi:
-                literals.append((b"", 0, 0))
+                literals.append((b"", 0, 0, None))
                 out.append(pair)
                 i += 2
                 continue
-        out.append(_convert(kids[i], mapping, grammar, literals, named, src))
+        out.append(_convert(kids[i], mapping, grammar, literals, named, src, (node.id, i)))
         i += 1
     return PNode(node.type, node.is_named, None, tuple(out))
 
 
 def _chains(
-    tokens: list[tuple[bytes, int, int]], src: bytes, grammar: Grammar, sequence: bool
+    tokens: list[Token], src: bytes, grammar: Grammar, sequence: bool, siblings: bool = False
 ) -> tuple[bytes, ...]:
     """Regexes for runs of adjacent pattern tokens (b"" in `tokens` marks a metavariable).
 
     Two tokens chain only if the pattern text between them is itself nothing but gap
-    characters, so a token the grammar hides from the tree always breaks the chain.
-    """
+    characters, so a token the grammar hides from the tree always breaks the chain. With
+    `siblings` (smart strictness), they must also be consecutive children of one node: code
+    the pattern does not mention may end a node (trailing children) or start one (`async`)."""
     if grammar.comment_regex is None or sequence:
         return ()
     gap = rb"(?:[\s,;\\]|" + grammar.comment_regex.encode() + rb")*"
@@ -251,15 +255,22 @@ def _chains(
     out: list[bytes] = []
     run: list[bytes] = []
     last_end = -1
-    for text, start, end in [*tokens, (b"", 0, 0)]:
-        if text and run and gap_re.fullmatch(src, last_end, start) is not None:
+    last_slot: tuple[int, int] | None = None
+    for text, start, end, slot in [*tokens, (b"", 0, 0, None)]:
+        adjacent = not siblings or (
+            slot is not None
+            and last_slot is not None
+            and slot[0] == last_slot[0]
+            and slot[1] == last_slot[1] + 1
+        )
+        if text and run and adjacent and gap_re.fullmatch(src, last_end, start) is not None:
             run.append(text)
-            last_end = end
+            last_end, last_slot = end, slot
             continue
         if len(run) > 1:
             out.append(gap.join(re.escape(t) for t in run))
         run = [text] if text else []
-        last_end = end
+        last_end, last_slot = end, slot
     return tuple(out)
 
 
@@ -270,6 +281,7 @@ def _kind_words(item: PItem) -> str:
 
 
 Variant = tuple[str, dict[bytes, MetaVar]]
+Token = tuple[bytes, int, int, tuple[int, int] | None]  # text, span in the scaffold, slot
 
 
 def _keyword_as_name(item: PItem, keywords: frozenset[str]) -> str | None:
@@ -330,7 +342,7 @@ def _read_one(
     nodes = _strip(located, terminator.encode(), grammar)
     if not nodes:
         return None
-    literals: list[tuple[bytes, int, int]] = []
+    literals: list[Token] = []
     named: set[bytes] = set()
     items = tuple(_convert(n, mapping, grammar, literals, named, src) for n in nodes)
     if any(_keyword_as_name(i, grammar.keywords) is not None for i in items):
@@ -341,15 +353,17 @@ def _read_one(
         what = "sequence of " + ", ".join(_kind_words(i) for i in items)
     names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
     chains = _chains(literals, src, grammar, len(items) > 1)
+    sibling_chains = _chains(literals, src, grammar, len(items) > 1, siblings=True)
     compiled = CompiledPattern(
         source=text,
         grammar_id=grammar.id,
         items=items,
         rung=scaffold.rung,
         interpretation=f"{what} (as {'an' if scaffold.rung[0] in 'aeiou' else 'a'} {scaffold.rung})",
-        literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
+        literals=tuple(sorted({t[0] for t in literals if t[0]}, key=lambda b: (-len(b), b))),
         var_names=names,
         chains=chains,
+        sibling_chains=sibling_chains,
         named_literals=tuple(sorted(named, key=lambda b: (-len(b), b))),
     )
     return compiled, located[0].type if len(located) == 1 else ""
@@ -443,6 +457,7 @@ def _union(first: CompiledPattern, extra: CompiledPattern) -> CompiledPattern:
         literals=tuple(t for t in first.literals if t in extra.literals),
         named_literals=tuple(t for t in first.named_literals if t in extra.named_literals),
         chains=tuple(c for c in first.chains if c in extra.chains),
+        sibling_chains=tuple(c for c in first.sibling_chains if c in extra.sibling_chains),
         also=(*first.also, extra),
     )
 
@@ -493,8 +508,13 @@ def _with_strictness(compiled: CompiledPattern, strictness: str) -> CompiledPatt
     also = tuple(_with_strictness(a, strictness) for a in compiled.also)
     if strictness == "cst":
         return attrs.evolve(compiled, strictness=strictness, also=also)
-    # Below cst, code the pattern does not mention may stand between its tokens: no chains.
+    # Below cst, code the pattern does not mention may stand between its tokens: smart keeps
+    # the runs inside one node (its matcher never skips code between two adjacent tokens),
+    # ast and signature none.
     literals: tuple[bytes, ...] = compiled.literals if strictness == "smart" else ()
+    chains = compiled.sibling_chains if strictness == "smart" else ()
     if strictness == "ast":  # the pattern's own unnamed tokens may be missing
         literals = compiled.named_literals
-    return attrs.evolve(compiled, strictness=strictness, literals=literals, chains=(), also=also)
+    return attrs.evolve(
+        compiled, strictness=strictness, literals=literals, chains=chains, also=also
+    )
