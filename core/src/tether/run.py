@@ -19,6 +19,7 @@ import anyio.abc
 import anyio.lowlevel
 
 from tether import process as _process
+from tether import watchdog as _watchdog
 from tether.approval import ApprovalRequest, Decision, summarize_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig
@@ -445,6 +446,8 @@ async def open_run(
                 vibe=vibe,
                 task_group=tg,
             )
+            # kills the run's children if this process dies without running its finally blocks
+            watchdog = _watchdog.start(run.owner)
             try:
                 run._wire()
                 yield run
@@ -457,6 +460,7 @@ async def open_run(
                 # the close may have been cut short: make sure no child survives
                 for proc in run._processes:
                     proc.kill()
+                _watchdog.stop(watchdog)
                 tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # the run's task group is an implementation detail: give the harness its own exception
