@@ -16,6 +16,7 @@ import anyio
 
 from tether.approval import policy_for_auto_up_to
 from tether.cli.session import CardStream, Terminal, run_session
+from tether.cli.signals import Stop
 from tether.config import load_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
@@ -23,6 +24,7 @@ from tether.plugins import make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
 from tether.run import Run, open_run
 from tether.tiers import Tier
+from tether.tools import ToolResult
 
 
 class _CliResources:
@@ -128,14 +130,14 @@ async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIt
         yield run
 
 
-async def cmd_tools(ns: argparse.Namespace) -> int:
+async def cmd_tools(ns: argparse.Namespace, stop: Stop) -> int:
     # the resources a session would wire, so the list is what a session registers
     async with _cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
         _print(run.schemas(surface=ns.surface, format=ns.format))
     return 0
 
 
-async def cmd_call(ns: argparse.Namespace) -> int:
+async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
     try:
         args = json.loads(ns.args)
     except ValueError as exc:
@@ -145,12 +147,15 @@ async def cmd_call(ns: argparse.Namespace) -> int:
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
     async with _cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
-        result = await run.call(ns.tool, args, surface=ns.surface)
+        with stop.scope() as scope:
+            result = await run.call(ns.tool, args, surface=ns.surface)
+        if scope.cancelled_caught:
+            result = ToolResult.error(stop.reason(ns.tool))
     _print(result.to_json())
-    return 1 if result.is_error else 0
+    return stop.exit_code(1 if result.is_error else 0)
 
 
-async def cmd_session(ns: argparse.Namespace) -> int:
+async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
     workdir, config = _config(ns)
     return await run_session(
         workdir=workdir,
@@ -160,7 +165,24 @@ async def cmd_session(ns: argparse.Namespace) -> int:
         vibe=ns.vibe,
         interactive=ns.interactive,
         make_resources=_CliResources,
+        stop=stop,
     )
+
+
+async def _with_signals(command: Any, ns: argparse.Namespace) -> int:
+    """Run ``command`` with SIGTERM/SIGHUP/SIGINT turned into a graceful stop (see signals)."""
+    stop = Stop(ns.command)
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        await tg.start(stop.watch)
+        try:
+            code = await command(ns, stop)
+        except Exception as exc:  # raised as itself, not inside the task group's ExceptionGroup
+            failure = exc
+        tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return stop.exit_code(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_plugins(ns)
         command = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}[ns.command]
         try:
-            return anyio.run(command, ns)
+            return anyio.run(_with_signals, command, ns)
         finally:
             # the CLI owns every child: orphans re-parented to it (it is a subreaper) go too
             kill_orphans()

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import anyio
 import attrs
 
+from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
 from tether.run import open_run
 
@@ -159,12 +160,18 @@ async def run_session(
     make_resources: Callable[[dict[str, Any]], object],
     stdin: Any = None,
     stdout: TextIO | None = None,
+    stop: Stop | None = None,
 ) -> int:
     out = stdout or sys.stdout
+    stop = stop or Stop("session")
 
     def write(obj: dict[str, Any]) -> None:
-        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
-        out.flush()
+        try:
+            out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            out.flush()
+        except (BrokenPipeError, ValueError):  # the client went away (a hang-up): nobody reads
+            if not stop.requested:
+                raise
 
     cards = CardStream(write, interactive=interactive)
     in_flight: set[Any] = set()
@@ -179,8 +186,14 @@ async def run_session(
 
         async def serve(request_id: Any, tool: str, args: dict[str, Any]) -> None:
             try:
-                result = await run.call(tool, args, surface=surface, call_id=f"req_{request_id}")
-                reply = {"id": request_id, **result.to_json()}
+                with stop.scope() as scope:
+                    result = await run.call(
+                        tool, args, surface=surface, call_id=f"req_{request_id}"
+                    )
+                if scope.cancelled_caught:
+                    reply = _error_line(stop.reason(f"request {request_id!r} ({tool})"), request_id)
+                else:
+                    reply = {"id": request_id, **result.to_json()}
             except Exception as exc:  # a bug in a tool: report it, keep the session alive
                 reply = _error_line(
                     f"internal error in {tool}: {type(exc).__name__}: {exc}",
@@ -191,7 +204,8 @@ async def run_session(
                 in_flight.discard(request_id)
             write(reply)
 
-        source = stdin if stdin is not None else anyio.wrap_file(sys.stdin)
+        # a stop ends the reading at once; the calls in flight answer, then the run closes
+        source = stop.until_stopped(stdin if stdin is not None else lines(sys.stdin.fileno()))
         async with anyio.create_task_group() as tg:
             async for line in source:
                 line = line.strip()
@@ -223,7 +237,7 @@ async def run_session(
                 in_flight.add(request_id)
                 tg.start_soon(serve, request_id, message["tool"], message.get("args", {}))
             cards.close_input()
-    return 0
+    return stop.exit_code(0)
 
 
 def _request_problem(message: dict[str, Any], in_flight: set[Any]) -> str | None:
