@@ -18,12 +18,14 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from tether import journal as _journal
 from tether import process as _process
 from tether import watchdog as _watchdog
 from tether.approval import ApprovalRequest, Decision, summarize_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig
 from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
+from tether.fsutil import writes_confined_to
 from tether.hookspecs import hookimpl
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
@@ -369,7 +371,10 @@ class Run:
         spec = ctx.spec
         timeout = self.core.call_timeout_s if spec.timeout_s is None else spec.timeout_s
         try:
-            with anyio.move_on_after(timeout if timeout else math.inf) as scope:
+            with (
+                anyio.move_on_after(timeout if timeout else math.inf) as scope,
+                writes_confined_to(self.workdir),  # every write of the call is checked against it
+            ):
                 if inspect.iscoroutinefunction(spec.handler):
                     value = await spec.handler(ctx, ctx.args)
                 else:  # a synchronous host tool
@@ -434,6 +439,9 @@ async def open_run(
     root = Path(workdir).resolve()
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
+    if _journal.pending(root):  # a change whose process died: finish or undo it first
+        for line in _journal.recover(root):
+            log.warning("tether: recovered %s", line)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     pm.register(_CoreHooks(), name="tether.core")
     try:

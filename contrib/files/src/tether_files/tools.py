@@ -81,8 +81,7 @@ async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
     if path.is_dir():
         raise tether.ArgumentError("path", f"{args.path!r} is a directory")
     existed = path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, args.content)
+    atomic_write(path, args.content, root=call.run.workdir)  # creates missing directories
     verb = "overwrote" if existed else "created"
     return tether.ToolResult.text(
         f"{verb} {args.path} ({len(args.content.encode())} bytes)", paths=[str(path)]
@@ -99,7 +98,8 @@ async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
         raise tether.ArgumentError(
             "old", f"occurs {count} times in {args.path}; include more context so it occurs once"
         )
-    apply_changes([FileChange(path, text.encode(), text.replace(args.old, args.new, 1).encode())])
+    new = text.replace(args.old, args.new, 1).encode()
+    apply_changes([FileChange(path, text.encode(), new)], root=call.run.workdir)
     line = text[: text.index(args.old)].count("\n") + 1
     return tether.ToolResult.text(f"edited {args.path} at line {line}", paths=[str(path)])
 
@@ -127,12 +127,11 @@ async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolR
             original = _read_text(target, "patch", file_patch.new_path)
             original_bytes = original.encode()
         new_text = apply_hunks(original, file_patch, file_patch.new_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
         changes.append(FileChange(target, original_bytes, new_text.encode()))
         summary.append(file_patch.new_path)
     if len({c.path for c in changes}) != len(changes):
         raise tether.ToolError("patch: a file appears twice; merge its hunks into one section")
-    apply_changes(changes)
+    apply_changes(changes, root=call.run.workdir)  # creates missing directories, or none
     return tether.ToolResult.text(
         f"patched {len(changes)} file(s): {', '.join(summary)}",
         paths=[str(c.path) for c in changes],
