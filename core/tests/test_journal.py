@@ -246,3 +246,17 @@ def test_a_live_change_is_left_to_its_process(tmp_path):
         assert (state_dir(tmp_path.resolve()) / "live.json").exists()
     finally:
         journal.end()
+
+
+def test_tether_recover_rolls_a_killed_change_back(tmp_path):
+    for i in range(5):
+        (tmp_path / f"f{i}.txt").write_text(f"old{i}")
+    old = tree(tmp_path)
+    subprocess.run([sys.executable, "-c", KILLER, str(tmp_path), "temp", "6"])
+    assert tree(tmp_path) != old  # temp files and the new directories are there
+    cli = [sys.executable, "-m", "tether.cli", "recover", "--workdir", str(tmp_path)]
+    done = subprocess.run(cli, capture_output=True, text=True)
+    assert done.returncode == 0 and "rolled back (7 of 7 files)" in done.stdout, done
+    assert tree(tmp_path) == old
+    again = subprocess.run(cli, capture_output=True, text=True)
+    assert again.returncode == 0 and "nothing to recover" in again.stdout

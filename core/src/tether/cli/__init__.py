@@ -1,4 +1,4 @@
-"""The ``tether`` command line: ``plugins``, ``tools``, ``call`` and ``session``."""
+"""The ``tether`` command line: ``plugins``, ``tools``, ``call``, ``session`` and ``recover``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tether.cli.signals import Stop
 from tether.config import load_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
+from tether.journal import recover
 from tether.plugins import make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
 from tether.run import Run, open_run
@@ -61,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plugins", help="list installed plugins and their status")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p = sub.add_parser(
+        "recover", help="finish or undo the file changes a killed run left on a workdir"
+    )
+    p.add_argument("--workdir", default=".", help="the checkout (default: .)")
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
     _common(p)
     p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
@@ -101,6 +106,18 @@ def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
 def _print(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+def cmd_recover(ns: argparse.Namespace) -> int:
+    workdir = Path(ns.workdir).resolve()
+    if not workdir.is_dir():
+        raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
+    report = recover(workdir)
+    for line in report:
+        print(line)
+    if not report:
+        print(f"nothing to recover in {workdir}")
+    return 1 if any("left alone" in line or "ignored" in line for line in report) else 0
 
 
 def cmd_plugins(ns: argparse.Namespace) -> int:
@@ -191,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if ns.command == "plugins":
             return cmd_plugins(ns)
+        if ns.command == "recover":
+            return cmd_recover(ns)
         command = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}[ns.command]
         try:
             return anyio.run(_with_signals, command, ns)
