@@ -10,21 +10,26 @@ directory again right before renaming the temp file over it. A process killed be
 mark leaves a change the next run (or ``tether recover``) rolls back; after it, one it rolls
 forward. Either way no temp file, backup or created directory is left behind.
 
-Power loss: every temp file, the directories holding them and the journal are ``fsync``-ed before
-the commit mark, and the directories again after the renames and before the journal is removed, so
-after a crash of the machine recovery still finds either the whole old state with a journal to roll
-back, or the committed journal and every new content to roll forward. Without that ordering a
-rename can reach the disk before the data it names (an empty file after the reboot).
+Power loss: the journal is ``fsync``-ed before any temp file is written; the temp files and the
+new directories are made durable (one ``syncfs`` of the workdir's filesystem) before the commit
+mark, which is itself synced; the renames are made durable the same way before the journal is
+removed. So after the machine itself crashes, recovery finds either the old files and a journal
+to roll back, or a committed journal and every new content on disk to roll forward. Without that
+ordering a rename can reach the disk before the data it names (an empty file after the reboot).
+What the sync cannot buy: a disk that acknowledges writes it has only cached (no write barrier)
+can still lose them.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -36,6 +41,7 @@ from tether.journal import (
     digest,
     read_file,
     relative_parts,
+    restore,
     temp_name,
 )
 
@@ -65,12 +71,28 @@ def _root_for(paths: Sequence[Path], root: Path | str | None) -> Path:
 
 
 def write_temp(path: Path, fd: int, data: bytes) -> None:
-    """Write and sync the new content of ``path`` into its temp file ``fd`` (tests replace this
-    seam to make a write fail)."""
+    """Write the new content of ``path`` into its temp file ``fd`` (tests replace this seam to
+    make a write fail)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-    os.fsync(fd)
+
+
+_libc: Any = None
+
+
+def sync_filesystem(fd: int) -> None:
+    """Make everything written on the filesystem holding ``fd`` durable: one ``syncfs`` (Linux)
+    instead of an ``fsync`` per file (300 of them cost seconds); ``sync`` elsewhere."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.syncfs.argtypes = [ctypes.c_int]
+        except (OSError, AttributeError):
+            _libc = False
+    if _libc is False or _libc.syncfs(fd) != 0:
+        os.sync()
 
 
 def atomic_write(path: Path | str, data: str | bytes, *, root: Path | str | None = None) -> None:
@@ -194,7 +216,7 @@ def _apply(
                 write_temp(step.change.path, fd, step.change.new)
             finally:
                 os.close(fd)
-        _sync_dirs(walker, steps, created)
+        sync_filesystem(walker.root_fd)  # every temp file and new directory is on disk
         if fault:
             fault("commit", base)
         journal.mark("committed")
@@ -214,37 +236,23 @@ def _apply(
             current, _ = read_file(dfd, name, shown)  # refuses a target that became a symlink
             if current != step.change.expected:
                 raise StaleFiles([step.change.path])
-            if step.change.expected is not None:
-                os.link(
-                    name,
-                    backup_name(change_id, index),
-                    src_dir_fd=dfd,
-                    dst_dir_fd=dfd,
-                    follow_symlinks=False,
-                )
             os.replace(temp_name(change_id, index), name, src_dir_fd=dfd, dst_dir_fd=dfd)
             renamed.append(index)
     except BaseException:
+        # the old content of the files already replaced goes to the journal first, so that a
+        # kill during the undo can still be rolled back
+        for index in renamed:
+            old = steps[index].change.expected
+            if old is not None:
+                journal.save_before(index, old)
         journal.mark("rollback")
         _undo(walker, change_id, steps, renamed)
         _discard(walker, change_id, steps, created)
+        sync_filesystem(walker.root_fd)
         journal.end()
         raise
-    _sync_dirs(walker, steps, [])
-    for index, step in enumerate(steps):
-        if step.change.expected is not None:
-            dfd = walker.open_dir(step.parts[:-1])
-            assert dfd is not None
-            _unlink(dfd, backup_name(change_id, index))
+    sync_filesystem(walker.root_fd)  # the renames are on disk before the journal goes
     journal.end()
-
-
-def _sync_dirs(walker: Walker, steps: list[_Step], created: list[tuple[str, ...]]) -> None:
-    keys = {s.parts[:-1] for s in steps} | {c[:-1] for c in created}
-    for key in keys:
-        fd = walker.open_dir(key)
-        if fd is not None:
-            os.fsync(fd)
 
 
 def _unlink(dfd: int, name: str) -> None:
@@ -255,7 +263,7 @@ def _unlink(dfd: int, name: str) -> None:
 
 
 def _undo(walker: Walker, change_id: str, steps: list[_Step], renamed: list[int]) -> None:
-    """Put back the files already renamed (from their hard-linked backups)."""
+    """Put back the old content of the files already renamed (through a temp file each)."""
     for index in reversed(renamed):
         step = steps[index]
         try:
@@ -265,8 +273,8 @@ def _undo(walker: Walker, change_id: str, steps: list[_Step], renamed: list[int]
         if step.change.expected is None:
             _unlink(dfd, step.parts[-1])
         else:
-            os.replace(
-                backup_name(change_id, index), step.parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd
+            restore(
+                dfd, backup_name(change_id, index), step.parts[-1], step.change.expected, step.mode
             )
 
 

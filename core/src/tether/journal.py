@@ -10,8 +10,9 @@ files (``.<id>.<n>.tether-tmp``, in the target's directory) and, once all are on
 ``<id>.committed`` marker: the commit point. Before it, recovery rolls the change back (removes the
 temp files and the directories it created); after it, recovery rolls it forward (renames the
 remaining temp files over their targets). A change refused part way through its renames (a
-directory became a symlink) drops ``<id>.rollback`` and is undone from its hard-linked backups
-(``.<id>.<n>.tether-bak``).
+directory became a symlink, a file changed) first saves the old content of the files it already
+replaced next to its journal (``<id>.<n>.before``), drops ``<id>.rollback`` and puts them back
+(through ``.<id>.<n>.tether-bak`` and a rename); recovery finishes that undo the same way.
 
 Recovery trusts nothing in a journal it did not just check: each path is re-confined to the
 workdir (no ``..``, no absolute path, no symlink on the way, walked with ``O_NOFOLLOW``), temp and
@@ -125,15 +126,46 @@ class Journal:
         )
         _fsync_dir(self.directory)
 
+    def save_before(self, index: int, data: bytes) -> None:
+        """Keep the old content of entry ``index`` (before undoing a change part way through)."""
+        path = self.directory / f"{self.change_id}.{index}.before"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def end(self) -> None:
         """The change is complete (or wholly undone): forget it."""
-        for suffix in ("committed", "rollback", "json"):
-            (self.directory / f"{self.change_id}.{suffix}").unlink(missing_ok=True)
+        _forget(self.directory, self.change_id)
         os.close(self.fd)
         try:
             self.directory.rmdir()  # the last change of this workdir: leave no trace
         except OSError:
             pass
+
+
+def _forget(directory: Path, change_id: str) -> None:
+    for name in os.listdir(directory):
+        if name.startswith(f"{change_id}.") and not name.endswith(".json"):
+            (directory / name).unlink(missing_ok=True)
+    (directory / f"{change_id}.json").unlink(missing_ok=True)  # last: it says the rest exists
+
+
+def restore(dir_fd: int, tmp: str, name: str, data: bytes, mode: int | None) -> None:
+    """Write ``data`` back to ``name`` through the temp file ``tmp`` and a rename."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o666, dir_fd=dir_fd)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 # --- walking inside the workdir -------------------------------------------------------------
@@ -355,10 +387,13 @@ def recover(workdir: Path | str) -> list[str]:
             if not path.exists():
                 continue  # finished between listing and locking
             report.append(_recover_one(root, directory, change_id, fd))
-            for suffix in ("committed", "rollback", "json"):
-                (directory / f"{change_id}.{suffix}").unlink(missing_ok=True)
+            _forget(directory, change_id)
         finally:
             os.close(fd)
+    try:
+        directory.rmdir()  # nothing left for this workdir
+    except OSError:
+        pass
     return report
 
 
@@ -381,7 +416,7 @@ def _recover_one(root: Path, directory: Path, change_id: str, fd: int) -> str:
     with Walker(root) as walker:
         for index, entry in enumerate(entries):
             try:
-                outcome = _recover_entry(walker, root, change_id, index, entry, forward)
+                outcome = _recover_entry(walker, root, directory, change_id, index, entry, forward)
             except (PathError, ToolError, OSError, KeyError, TypeError, ValueError) as exc:
                 outcome = f"{entry.get('path') if isinstance(entry, dict) else entry!r}: {exc}"
             if outcome is None:
@@ -398,7 +433,13 @@ def _recover_one(root: Path, directory: Path, change_id: str, fd: int) -> str:
 
 
 def _recover_entry(
-    walker: Walker, root: Path, change_id: str, index: int, entry: dict[str, Any], forward: bool
+    walker: Walker,
+    root: Path,
+    directory: Path,
+    change_id: str,
+    index: int,
+    entry: dict[str, Any],
+    forward: bool,
 ) -> str | None:
     """Put one file where the change wants it; None when done, else why it was left alone."""
     parts = relative_parts(root, entry["path"])  # re-confined: no .., no absolute path
@@ -408,7 +449,7 @@ def _recover_entry(
         return f"{'/'.join(parts)}: its directory is gone" if forward else None
     name, shown = parts[-1], "/".join(parts)
     tmp, bak = temp_name(change_id, index), backup_name(change_id, index)
-    current, _ = read_file(dfd, name, shown)
+    current, mode = read_file(dfd, name, shown)
     state = digest(current)
     problem: str | None = None
     if forward:
@@ -425,10 +466,12 @@ def _recover_entry(
     elif state == after and state != before:
         if before is None:
             os.unlink(name, dir_fd=dfd)
-        elif _lexists(dfd, bak) and digest(read_file(dfd, bak, bak)[0]) == before:
-            os.replace(bak, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         else:
-            problem = f"{shown}: no backup with its recorded before-state"
+            saved = _read_saved(directory / f"{change_id}.{index}.before")
+            if saved is not None and digest(saved) == before:
+                restore(dfd, bak, name, saved, mode)
+            else:
+                problem = f"{shown}: no saved copy with its recorded before-state"
     elif state != before:
         problem = f"{shown}: changed since (neither its recorded before- nor after-state)"
     for leftover in (tmp, bak):
@@ -436,6 +479,13 @@ def _recover_entry(
             os.unlink(leftover, dir_fd=dfd)
     os.fsync(dfd)
     return problem
+
+
+def _read_saved(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _remove_created_dirs(walker: Walker, root: Path, dirs: list[Any]) -> None:
