@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the script itself does not pay for importing subprocess
+    import subprocess
 
 _SWEEP_S = 1.5
 
@@ -119,6 +122,7 @@ def start(owner: str) -> Watchdog | None:
     Returns None where it cannot run (not Linux, no interpreter path)."""
     if not sys.platform.startswith("linux") or not sys.executable:
         return None
+    import subprocess
     read_end, write_end = os.pipe()  # both non-inheritable: no child of the run holds them
     try:
         process = subprocess.Popen(
@@ -140,6 +144,8 @@ def stop(watchdog: Watchdog | None) -> None:
     """The run closed and killed its children itself: end the watchdog without a sweep."""
     if watchdog is None:
         return
+    import subprocess
+
     try:
         watchdog.process.kill()
         watchdog.process.wait(timeout=5)
