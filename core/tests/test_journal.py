@@ -260,3 +260,9 @@ def test_tether_recover_rolls_a_killed_change_back(tmp_path):
     assert tree(tmp_path) == old
     again = subprocess.run(cli, capture_output=True, text=True)
     assert again.returncode == 0 and "nothing to recover" in again.stdout
+
+
+def test_a_name_too_long_is_an_error_naming_the_path(tmp_path):
+    with pytest.raises(PathError, match=r"^path: the name 'xxx.*300 bytes long"):
+        atomic_write(tmp_path / ("x" * 300), "data", root=tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -184,6 +184,12 @@ def relative_parts(root: Path, path: Path | str, field: str = "path") -> tuple[s
         raise PathError(field, f"{text!r} is outside the workdir {str(root)!r}") from None
     if not parts or ".." in parts:
         raise PathError(field, f"{text!r} does not name a file inside the workdir")
+    for part in parts:
+        size = len(os.fsencode(part))
+        if size > 255:
+            raise PathError(
+                field, f"the name {part[:40]!r}… is {size} bytes long; a file name has at most 255"
+            )
     return parts
 
 

@@ -123,6 +123,7 @@ def start(owner: str) -> Watchdog | None:
     if not sys.platform.startswith("linux") or not sys.executable:
         return None
     import subprocess
+
     read_end, write_end = os.pipe()  # both non-inheritable: no child of the run holds them
     try:
         process = subprocess.Popen(
