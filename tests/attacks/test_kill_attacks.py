@@ -14,10 +14,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import survivors
 
 from tether.testing import require_real
 
@@ -61,9 +61,13 @@ def send(proc: subprocess.Popen[str], n: int, tool: str, args: dict) -> None:
     proc.stdin.flush()
 
 
-def marked(pid: int) -> list[int]:
+Marked = Callable[[int], list[int]]
+
+
+@pytest.fixture
+def marked(survivors) -> Marked:
     """Live processes of the run owned by the process ``pid`` (its marker starts with it)."""
-    return survivors(f"TETHER_OWNER={pid}.")
+    return lambda pid: survivors(f"TETHER_OWNER={pid}.")
 
 
 def cmdline(pid: int) -> str:
@@ -73,7 +77,7 @@ def cmdline(pid: int) -> str:
         return "?"
 
 
-def all_alive(pid: int, timeout_s: float = 60.0) -> list[int]:
+def all_alive(pid: int, marked: Marked, timeout_s: float = 60.0) -> list[int]:
     """Wait until the run of ``pid`` has every component up: basedpyright, ipykernel, node,
     debugpy and its debuggee, and the worker's sleeps (grandchildren, daemon included)."""
     wanted = ["basedpyright", "ipykernel", "node_kernel", "debugpy", "prog.py", "sleep 300"]
@@ -88,7 +92,7 @@ def all_alive(pid: int, timeout_s: float = 60.0) -> list[int]:
     raise AssertionError(f"not every component came up: missing {missing}; have {lines}")
 
 
-def gone_within(pid: int, seconds: float = 2.0) -> list[int]:
+def gone_within(pid: int, marked: Marked, seconds: float = 2.0) -> list[int]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if not marked(pid):
@@ -97,12 +101,12 @@ def gone_within(pid: int, seconds: float = 2.0) -> list[int]:
     return marked(pid)
 
 
-def finish(proc: subprocess.Popen[str], sig: int, alive: list[int], tally) -> None:
+def finish(proc: subprocess.Popen[str], sig: int, alive: list[int], tally, marked: Marked) -> None:
     os.kill(proc.pid, sig)
     try:
         proc.wait(timeout=15)
     finally:
-        orphans = gone_within(proc.pid)
+        orphans = gone_within(proc.pid, marked)
         for p in orphans:
             os.kill(p, signal.SIGKILL)
         tally.record("kills", held=not orphans and len(alive) >= 7, orphans=len(orphans))
@@ -123,7 +127,7 @@ def tether_cli(*args: str, **kwargs) -> subprocess.Popen[str]:
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
-def test_a_killed_session_leaves_no_process(tmp_path, sig, tally):
+def test_a_killed_session_leaves_no_process(tmp_path, sig, tally, marked):
     work, config = project(tmp_path)
     proc = tether_cli(
         "session",
@@ -140,8 +144,8 @@ def test_a_killed_session_leaves_no_process(tmp_path, sig, tally):
         # everything else at once; the calls are still in flight when the signal comes
         for n, (tool, args) in enumerate(CONCURRENT, start=1):
             send(proc, n, tool, args)
-        alive = all_alive(proc.pid)
-        finish(proc, sig, alive, tally)
+        alive = all_alive(proc.pid, marked)
+        finish(proc, sig, alive, tally, marked)
     finally:
         proc.kill()
         proc.wait()
@@ -157,7 +161,7 @@ time.sleep(300)
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
-def test_a_killed_call_leaves_no_process(tmp_path, sig, tally):
+def test_a_killed_call_leaves_no_process(tmp_path, sig, tally, marked):
     """One ``tether call eval`` whose cell brings the others up through tool(): the python
     kernel hosts the call (eval runs one cell at a time, so no node kernel here)."""
     work, config = project(tmp_path)
@@ -175,8 +179,8 @@ def test_a_killed_call_leaves_no_process(tmp_path, sig, tally):
     )
     try:
         wanted = ["basedpyright", "ipykernel", "debugpy", "prog.py", "sleep 300"]
-        alive = wait_for_components(proc.pid, wanted)
-        finish(proc, sig, alive, tally)
+        alive = wait_for_components(proc.pid, wanted, marked)
+        finish(proc, sig, alive, tally, marked)
         if sig != signal.SIGKILL:
             assert proc.stdout is not None
             result = json.loads(proc.stdout.read())
@@ -186,7 +190,9 @@ def test_a_killed_call_leaves_no_process(tmp_path, sig, tally):
         proc.wait()
 
 
-def wait_for_components(pid: int, wanted: list[str], timeout_s: float = 60.0) -> list[int]:
+def wait_for_components(
+    pid: int, wanted: list[str], marked: Marked, timeout_s: float = 60.0
+) -> list[int]:
     deadline = time.monotonic() + timeout_s
     lines: list[str] = []
     while time.monotonic() < deadline:
@@ -221,7 +227,7 @@ anyio.run(main, sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
-def test_a_killed_harness_leaves_no_process(tmp_path, sig, tally):
+def test_a_killed_harness_leaves_no_process(tmp_path, sig, tally, marked):
     work, config = project(tmp_path)
     calls = [("debug", BREAK), *CONCURRENT]
     proc = subprocess.Popen(
@@ -230,8 +236,8 @@ def test_a_killed_harness_leaves_no_process(tmp_path, sig, tally):
         text=True,
     )
     try:
-        alive = all_alive(proc.pid)
-        finish(proc, sig, alive, tally)
+        alive = all_alive(proc.pid, marked)
+        finish(proc, sig, alive, tally, marked)
     finally:
         proc.kill()
         proc.wait()
