@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 import tether
@@ -57,6 +59,15 @@ def _read_text(path: object, field: str, shown: str) -> str:
         raise tether.ToolError(f"{shown!r} is not UTF-8 text") from None
 
 
+def _write_all(write: Callable[[], None]) -> None:
+    """Run ``write`` (all or nothing, confined to the workdir when written, missing directories
+    created); a failure of the file system is an error result, with nothing written."""
+    try:
+        write()
+    except OSError as exc:
+        raise tether.ToolError(f"nothing was written: {exc}") from None
+
+
 async def read(call: tether.CallContext, args: ReadArgs) -> str:
     path = call.run.confine(args.path, "path")
     text = _read_text(path, "path", args.path)
@@ -81,7 +92,7 @@ async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
     if path.is_dir():
         raise tether.ArgumentError("path", f"{args.path!r} is a directory")
     existed = path.exists()
-    atomic_write(path, args.content, root=call.run.workdir)  # creates missing directories
+    _write_all(lambda: atomic_write(path, args.content, root=call.run.workdir))
     verb = "overwrote" if existed else "created"
     return tether.ToolResult.text(
         f"{verb} {args.path} ({len(args.content.encode())} bytes)", paths=[str(path)]
@@ -99,7 +110,7 @@ async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
             "old", f"occurs {count} times in {args.path}; include more context so it occurs once"
         )
     new = text.replace(args.old, args.new, 1).encode()
-    apply_changes([FileChange(path, text.encode(), new)], root=call.run.workdir)
+    _write_all(lambda: apply_changes([FileChange(path, text.encode(), new)], root=call.run.workdir))
     line = text[: text.index(args.old)].count("\n") + 1
     return tether.ToolResult.text(f"edited {args.path} at line {line}", paths=[str(path)])
 
@@ -131,7 +142,7 @@ async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolR
         summary.append(file_patch.new_path)
     if len({c.path for c in changes}) != len(changes):
         raise tether.ToolError("patch: a file appears twice; merge its hunks into one section")
-    apply_changes(changes, root=call.run.workdir)  # creates missing directories, or none
+    _write_all(lambda: apply_changes(changes, root=call.run.workdir))
     return tether.ToolResult.text(
         f"patched {len(changes)} file(s): {', '.join(summary)}",
         paths=[str(c.path) for c in changes],
