@@ -25,7 +25,7 @@ from __future__ import annotations
 import ctypes
 import os
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -44,6 +44,32 @@ from tether.journal import (
     restore,
     temp_name,
 )
+
+# The files written by the call running in this context: the core's writers record here, and the
+# run puts them on the call's result (``ToolResult.written``), so post-processors such as
+# diagnostics-on-write know what a call wrote without guessing from its arguments.
+_written: ContextVar[dict[Path, None] | None] = ContextVar("tether_written", default=None)
+
+
+def record_written(paths: Iterable[Path | str]) -> None:
+    """Note files the current call wrote (the core's writers do it; a tool writing by other
+    means may call it too). Outside a call it does nothing."""
+    sink = _written.get()
+    if sink is not None:
+        for path in paths:
+            sink[Path(path)] = None
+
+
+@contextmanager
+def recording_writes() -> Iterator[dict[Path, None]]:
+    """Collect what :func:`record_written` notes inside the block (one call's writes)."""
+    sink: dict[Path, None] = {}
+    token = _written.set(sink)
+    try:
+        yield sink
+    finally:
+        _written.reset(token)
+
 
 #: The workdir the current tool call writes into (set by the call pipeline), for callers of
 #: :func:`apply_changes` / :func:`atomic_write` that do not pass ``root``.
@@ -171,6 +197,7 @@ def apply_changes(
             raise StaleFiles(stale)
         if steps:
             _apply(walker, base, steps, fault)
+    record_written(c.path for c in changes)
 
 
 def _apply(
