@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Literal
 
 import anyio.to_thread
@@ -335,7 +336,9 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
         return tether.ToolResult.text(f"{args.edit_id} discarded; no file was changed")
     changes = [FileChange(path, old, new) for path, old, new in staged.changes]
     try:
-        await anyio.to_thread.run_sync(apply_changes, changes)
+        await anyio.to_thread.run_sync(
+            functools.partial(apply_changes, changes, root=service.workdir)
+        )
     except StaleFiles as exc:
         service.resolved[args.edit_id] = "rejected"
         stale = ", ".join(p.relative_to(service.workdir).as_posix() for p in exc.paths)
@@ -346,7 +349,7 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
     except OSError as exc:
         service.resolved[args.edit_id] = "failed"
         raise tether.ToolError(
-            f"{args.edit_id} failed while writing ({exc}); the files already written were restored"
+            f"{args.edit_id} failed while writing ({exc}); no file was changed"
         ) from None
     service.resolved[args.edit_id] = "accepted"
     return tether.ToolResult.text(
