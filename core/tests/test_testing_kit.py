@@ -86,3 +86,24 @@ async def test_call_helpers_say_what_went_wrong(tmp_path):
             await call_ok(run, "echo", {})
         with pytest.raises(AssertionError, match="expected to fail"):
             await call_error(run, "echo", {"message": "fine"})
+
+
+def test_check_hookspecs_fails_on_undocumented_or_untested_hooks(tmp_path):
+    import types
+
+    from tether.testing import check_hookspecs
+
+    module = types.ModuleType("family_hookspecs")
+
+    @tether.hookspec
+    def tether_widgets(run):  # pragma: no cover - a spec
+        ...
+
+    module.tether_widgets = tether_widgets
+    (tmp_path / "test_x.py").write_text("def test_hook_tether_widgets():\n    pass\n")
+    assert check_hookspecs(module, "call `tether_widgets(run)`", tmp_path) == ["tether_widgets"]
+    with pytest.raises(AssertionError, match=r"tether_widgets\(run\) is not documented"):
+        check_hookspecs(module, "call `tether_widgets()`", tmp_path)
+    (tmp_path / "test_x.py").write_text("def test_widgets():\n    pass\n")
+    with pytest.raises(AssertionError, match="has no test_hook_tether_widgets"):
+        check_hookspecs(module, "call `tether_widgets(run)`", tmp_path)

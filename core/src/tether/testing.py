@@ -347,3 +347,26 @@ def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
 
     valid_instances_load()
     loaded_instances_are_valid()
+
+
+def check_hookspecs(module: Any, docs: str, tests: Path) -> list[str]:
+    """Every hook specified in ``module`` (a family's ``hookspecs``) is documented in ``docs``
+    with its real signature (``tether_enclosure(run)``) and has a ``test_hook_<name>`` somewhere
+    under ``tests`` — so the docs and tests cannot drift from the specs (datasette's rule).
+    Returns the hook names checked."""
+    import inspect
+    import re
+
+    names = [
+        name
+        for name, fn in vars(module).items()
+        if name.startswith("tether_") and callable(fn) and hasattr(fn, "tether_spec")
+    ]
+    assert names, f"{module.__name__} specifies no hook"
+    test_text = "\n".join(path.read_text() for path in sorted(tests.rglob("test_*.py")))
+    for name in names:
+        params = [p for p in inspect.signature(getattr(module, name)).parameters if p != "self"]
+        signature = f"{name}({', '.join(params)})"
+        assert signature in docs, f"{signature} is not documented (with that signature)"
+        assert re.search(rf"def test_hook_{name}\b", test_text), f"{name} has no test_hook_{name}"
+    return names

@@ -363,3 +363,32 @@ async def test_a_duplicate_grammar_id_names_both_plugins(astgrep_run) -> None:
         ]
         result = await run.call("ast_grep", {"pattern": "print($X)", "language": "python"})
         assert not result.is_error, result.text_content
+
+
+async def test_hook_tether_grammars(astgrep_run) -> None:
+    """A grammar a third-party plugin contributes is searched like a built-in one."""
+    import attrs as _attrs
+
+    from tether_astgrep.grammars import Grammar, builtin_grammars
+
+    python = next(g for g in builtin_grammars() if g.id == "python")
+
+    class Starlark:
+        @tether.hookimpl
+        def tether_grammars(self) -> list[Grammar]:
+            return [_attrs.evolve(python, id="starlark", extensions=(".star",))]
+
+    files = {"BUILD.star": "load('x')\nprint(name)\n"}
+    async with astgrep_run(files, plugins=[Starlark()]) as run:
+        result = await run.call("ast_grep", {"pattern": "print($X)", "path": "BUILD.star"})
+        assert not result.is_error, result.text_content
+        assert "BUILD.star:2" in result.text_content
+
+
+def test_every_family_hook_is_documented_and_tested() -> None:
+    import tether_astgrep.hookspecs
+    from tether.testing import check_hookspecs
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    checked = check_hookspecs(tether_astgrep.hookspecs, readme, Path(__file__).parent)
+    assert checked == ["tether_grammars"]

@@ -306,3 +306,37 @@ async def test_a_tcp_adapter_that_never_says_where_it_listens(
         "the silent adapter exited with code 0 before saying where it listens\n"
         "adapter stdout: starting on 0\ngiving up"
     )
+
+
+class _MyAdapter(DebugAdapter):
+    id = "mine"
+    kind = "programs of mine (.mine)"
+    commands = (("my-debug-adapter",),)
+    root_markers = ("mine.toml",)
+    program_suffixes = (".mine",)
+
+
+class _MyAdapterPlugin:
+    @tether.hookimpl
+    def tether_debug_adapters(self) -> list[DebugAdapter]:
+        return [_MyAdapter()]
+
+
+async def test_hook_tether_debug_adapters(dbg, debug_run, tether_workdir: Path) -> None:
+    (tether_workdir / "mine.toml").write_text("")
+    (tether_workdir / "x.mine").write_text("")
+    async with debug_run(tether_workdir, plugins=[_MyAdapterPlugin()]) as run:
+        text = await dbg.ok(run, op="adapters")
+        assert "- mine [programs of mine (.mine)" in text
+        assert "`my-debug-adapter` not found" in text  # found by the hook, judged like the rest
+        error = await dbg.error(run, op="launch", program="x.mine", adapter="mine")
+        assert "my-debug-adapter" in error
+
+
+def test_every_family_hook_is_documented_and_tested() -> None:
+    import tether_debug.hookspecs
+    from tether.testing import check_hookspecs
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    checked = check_hookspecs(tether_debug.hookspecs, readme, Path(__file__).parent)
+    assert checked == ["tether_debug_adapters"]

@@ -174,3 +174,12 @@ async def test_bad_configuration_names_the_key(open_test_run, key, value, messag
         errors.extend(group.exceptions)
     [error] = errors
     assert message in str(error)
+
+
+def test_every_family_hook_is_documented_and_tested() -> None:
+    import tether_eval.hookspecs
+    from tether.testing import check_hookspecs
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    checked = check_hookspecs(tether_eval.hookspecs, readme, Path(__file__).parent)
+    assert sorted(checked) == ["tether_enclosure", "tether_eval_kernels"]

@@ -225,3 +225,25 @@ def test_sync_facade(tether_workdir: Path) -> None:
         hanging = run.call("vibe_spawn", {"brief": "hang", "label": "h"})
         assert hanging.meta["status"] == "running"
     # closing the sync run killed it: the autouse no_stray_processes check verifies that
+
+
+async def test_hook_tether_vibe_runners(vibe_run: Any) -> None:
+    """A harness's runner contributed through the hook runs a worker to its result."""
+    harness = Harness()
+    async with vibe_run(config={}, plugins=(harness,)) as run:
+        spawned = await run.call("vibe_spawn", {"brief": "tidy the docs", "label": "docs"})
+        waited = await run.call(
+            "vibe_wait", {"worker_id": spawned.meta["worker_id"], "timeout_seconds": 10}
+        )
+        assert waited.meta["status"] == "done", waited.text_content
+        assert "fast worker finished: tidy the docs" in waited.text_content
+    assert harness.calls == [("tidy the docs", "fast")]
+
+
+def test_every_family_hook_is_documented_and_tested() -> None:
+    import tether_vibe.hookspecs
+    from tether.testing import check_hookspecs
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    checked = check_hookspecs(tether_vibe.hookspecs, readme, Path(__file__).parent)
+    assert checked == ["tether_vibe_runners"]
