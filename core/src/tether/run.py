@@ -19,13 +19,15 @@ import anyio.abc
 import anyio.lowlevel
 import attrs
 
+from tether import journal as _journal
 from tether import process as _process
+from tether import watchdog as _watchdog
 from tether.approval import ApprovalRequest, Decision, render_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
-from tether.fsutil import recording_writes
+from tether.fsutil import recording_writes, writes_confined_to
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.text import duration
@@ -521,7 +523,10 @@ class Run:
         spec = ctx.spec
         timeout = self.core.call_timeout_s if spec.timeout_s is None else spec.timeout_s
         try:
-            with anyio.move_on_after(timeout if timeout else math.inf) as scope:
+            with (
+                anyio.move_on_after(timeout if timeout else math.inf) as scope,
+                writes_confined_to(self.workdir),  # every write of the call is checked against it
+            ):
                 if inspect.iscoroutinefunction(spec.handler):
                     value = await spec.handler(ctx, ctx.args)
                 else:  # a synchronous host tool
@@ -600,6 +605,9 @@ async def open_run(
     root = Path(workdir).resolve()
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
+    if _journal.pending(root):  # a change whose process died: finish or undo it first
+        for line in _journal.recover(root):
+            log.warning("tether: recovered %s", line)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     try:
         async with anyio.create_task_group() as tg:
@@ -613,6 +621,8 @@ async def open_run(
                 workdir_config=workdir_config,
                 trust_workdir=trust_workdir,
             )
+            # kills the run's children if this process dies without running its finally blocks
+            watchdog = _watchdog.start(run.owner)
             try:
                 run._wire()
                 yield run
@@ -625,6 +635,7 @@ async def open_run(
                 # the close may have been cut short: make sure no child survives
                 for proc in run._processes:
                     proc.kill()
+                _watchdog.stop(watchdog)
                 tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # the run's task group is an implementation detail: give the harness its own exception
