@@ -24,7 +24,7 @@ def ts(workdir: Path) -> Iterator[Caller]:
 def test_navigation(ts: Caller) -> None:
     text = ts.ok(action="definition", file="src/main.ts", line=3, symbol="makeGreeter")
     assert "src/greet.ts:11:17: export function makeGreeter(): Greeter {" in text
-    hover = ts.ok(action="hover", file="src/main.ts", line=4, symbol="greet#2")
+    hover = ts.ok(action="hover", file="src/main.ts", line=4, symbol="greet")
     assert "greet(name: string): string" in hover
     impl = ts.ok(action="implementation", file="src/greet.ts", line=1, symbol="Greeter")
     assert "src/greet.ts:5:14:" in impl

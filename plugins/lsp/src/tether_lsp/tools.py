@@ -40,7 +40,8 @@ class LspArgs:
     symbol: str | None = tether.arg(
         None,
         description=(
-            "Text of the symbol as it appears on that line (a substring, never a column); "
+            "Text of the symbol as it appears on that line (never a column); a whole "
+            "identifier wins over a match inside a longer one, `Obj.method` means `method`; "
             "when it occurs several times, pick one with name#2"
         ),
     )
