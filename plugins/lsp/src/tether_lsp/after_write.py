@@ -69,12 +69,11 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
         # diagnostics the agent could already have seen are not news after its write
         ledger.seed(path, [d for d in before_write.items if _reported(d)])
     await client.refresh_documents()
-    before = client.publish_seq
-    doc, sent = await client.sync_document(path)
+    doc, _ = await client.sync_document(path)
     await client.save(doc)
     rel = supervisor.relative(path)
     timeout = supervisor.config.diagnostics_timeout_s
-    items = await client.current_diagnostics(doc, before if sent else None, timeout)
+    items = await client.current_diagnostics(doc, timeout)
     if items is None:
         return (
             f"({client.spec.id} sent no diagnostics for {rel} within "

@@ -78,6 +78,9 @@ class OpenDocument:
     text: str
     mtime_ns: int
     size: int
+    #: the publish sequence number when this text was sent: a publish without a ``version``
+    #: (typescript-language-server's) belongs to this text only when it came after
+    sent_seq: int = 0
 
 
 @attrs.frozen
@@ -463,7 +466,9 @@ class LspClient:
         text = path.read_bytes().decode("utf-8", errors="replace")
         if doc is None:
             language_id = self.spec.language_id(path.suffix) or self.spec.language
-            doc = OpenDocument(path, uri, language_id, 1, text, stat.st_mtime_ns, stat.st_size)
+            doc = OpenDocument(
+                path, uri, language_id, 1, text, stat.st_mtime_ns, stat.st_size, self._seq
+            )
             self.documents[uri] = doc
             self._snapshot.pop(str(path), None)
             await self.notify(
@@ -483,6 +488,7 @@ class LspClient:
             return doc, False
         doc.version += 1
         doc.text = text
+        doc.sent_seq = self._seq
         await self.notify(
             "textDocument/didChange",
             {
@@ -550,11 +556,20 @@ class LspClient:
     def publish_seq(self) -> int:
         return self._seq
 
+    def fresh_published(self, doc: OpenDocument) -> Published | None:
+        """The diagnostics published for ``doc``'s current text, if they arrived: a versioned
+        publish of this version, or an unversioned one received after the text was sent."""
+        got = self.published.get(doc.uri)
+        if got is None:
+            return None
+        if got.version is not None:
+            return got if got.version >= doc.version else None
+        return got if got.seq > doc.sent_seq else None
+
     async def current_diagnostics(
-        self, doc: OpenDocument, after_seq: int | None, timeout_s: float
+        self, doc: OpenDocument, timeout_s: float
     ) -> list[dict[str, Any]] | None:
-        """Diagnostics of ``doc``'s current version: pulled, or the push that follows
-        ``after_seq`` (None: nothing new was sent, a push already received will do)."""
+        """Diagnostics of ``doc``'s current text: pulled, or pushed (None: not in time)."""
         if self.spec.pull_diagnostics:
             try:
                 result = await self.request(
@@ -571,23 +586,13 @@ class LspClient:
             items = list(result.get("items") or [])
             self.published[doc.uri] = Published(self._seq, doc.version, items)
             return items
-        got = self.published.get(doc.uri)
-        if after_seq is None and got is not None:
-            if got.version is None or got.version >= doc.version:
-                return got.items
-        return await self.diagnostics_for(doc, after_seq or -1, timeout_s)
+        return await self.diagnostics_for(doc, timeout_s)
 
     async def diagnostics_for(
-        self, doc: OpenDocument, after_seq: int, timeout_s: float
+        self, doc: OpenDocument, timeout_s: float
     ) -> list[dict[str, Any]] | None:
-        """Diagnostics published for ``doc``'s current version after ``after_seq``."""
-
-        def arrived() -> bool:
-            got = self.published.get(doc.uri)
-            if got is None or got.seq <= after_seq:
-                return False
-            return got.version is None or got.version >= doc.version
-
-        if await self.wait_until(arrived, timeout_s):
-            return self.published[doc.uri].items
+        """Diagnostics pushed for ``doc``'s current text, waited for (None: not in time)."""
+        if await self.wait_until(lambda: self.fresh_published(doc) is not None, timeout_s):
+            got = self.fresh_published(doc)
+            return None if got is None else got.items
         return None

@@ -84,11 +84,10 @@ async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Se
         )
     client = await supervisor.client_for(path)
     refreshed = await client.refresh_documents()
-    before = client.publish_seq
     doc, opened_now = await client.sync_document(path)
     config = supervisor.config
     if opened_now and client.spec.open_waits_for_diagnostics:
-        await client.diagnostics_for(doc, before, config.ready_timeout_s)
+        await client.diagnostics_for(doc, config.ready_timeout_s)
     # a hover or a definition in one file need not wait for a whole-project index
     await client.wait_ready(config.ready_timeout_s, index=action in PROJECT_WIDE)
     return Session(supervisor, client, doc, refreshed or opened_now)
@@ -196,9 +195,8 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
         if client.spec.workspace_needs_open_file and not client.documents:
             first = _first_source_file(client, choice.root)
             if first is not None:
-                before = client.publish_seq
                 doc, _ = await client.sync_document(first)
-                await client.diagnostics_for(doc, before, supervisor.config.ready_timeout_s)
+                await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
         await client.wait_ready(supervisor.config.ready_timeout_s)
         result = await client.request("workspace/symbol", {"query": query})
         sections.append(_workspace_section(supervisor, client, query, result))
@@ -248,7 +246,7 @@ def _workspace_section(
 async def current_diagnostics(session: Session) -> list[dict[str, Any]] | None:
     """The diagnostics of the document's current version (waiting for them, bounded)."""
     timeout = session.supervisor.config.diagnostics_timeout_s
-    return await session.client.current_diagnostics(session.doc, None, timeout)
+    return await session.client.current_diagnostics(session.doc, timeout)
 
 
 async def file_diagnostics(session: Session) -> str:
