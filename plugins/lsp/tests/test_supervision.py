@@ -6,6 +6,7 @@ server can be made to hang or die on cue.
 
 from __future__ import annotations
 
+import re
 import stat
 import sys
 from collections.abc import Iterator
@@ -113,17 +114,70 @@ def test_a_third_party_server_answers(fake: tuple[Caller, Path]) -> None:
     assert text == "1 definition of `alpha` at main.fake:2:\nmain.fake:1:5: def alpha"
 
 
-def test_a_hanging_request_times_out_and_is_cancelled(fake: tuple[Caller, Path]) -> None:
+def test_a_hanging_request_is_kept_until_its_file_changes(fake: tuple[Caller, Path]) -> None:
     caller, workdir = fake
-    text = caller.err(action="hover", file="main.fake", line=1, symbol="alpha")
-    assert text.startswith("fake did not answer textDocument/hover within 1 s (request cancelled")
-    # the server is still usable afterwards
+    (workdir / "hang.fake").write_text("def alpha\n")
+    text = caller.err(action="hover", file="hang.fake", line=1, symbol="alpha")
+    assert re.match(r"fake is still computing textDocument/hover \(asked \d+ s ago\)", text)
+    assert "ask again with the same call" in text and "lsp reload" not in text
+    # asked again: the same request is waited for, not sent again
+    again = caller.err(action="hover", file="hang.fake", line=1, symbol="alpha")
+    assert again.startswith("fake is still computing textDocument/hover (asked ")
+    # the server is still usable meanwhile
     assert "main.fake:1:5" in caller.ok(
         action="definition", file="main.fake", line=1, symbol="alpha"
     )
-    # it reads in order: having answered the definition, it has logged the cancel before it
     log = (workdir / "log.txt").read_text().splitlines()
-    assert any(line.startswith("$/cancelRequest ") for line in log)
+    hovers = [line for line in log if line.startswith("textDocument/hover ")]
+    assert len(hovers) == 1 and not any(line.startswith("$/cancelRequest ") for line in log)
+    # the file changes: its kept request is cancelled, the next hover is a new request
+    (workdir / "hang.fake").write_text("def alpha beta\n")
+    caller.err(action="hover", file="hang.fake", line=1, symbol="alpha")
+    caller.ok(action="definition", file="main.fake", line=1, symbol="alpha")
+    log = (workdir / "log.txt").read_text().splitlines()
+    request_id = hovers[0].split()[1]
+    assert f"$/cancelRequest {request_id}" in log
+    assert len([line for line in log if line.startswith("textDocument/hover ")]) == 2
+
+
+def ask_until_done(caller: Caller, **args: Any) -> str:
+    """Ask again while the answer is still being computed (bounded); the answer."""
+    for _ in range(10):
+        result = caller.run.call("lsp", args)
+        if not result.is_error:
+            return result.text_content
+        assert "is still computing" in result.text_content, result.text_content
+    raise AssertionError(f"no answer after 10 calls: {result.text_content}")
+
+
+def test_a_slow_first_answer_reaches_the_next_identical_call(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    log = tmp_path / "log.txt"
+    lsp = {"request_timeout_s": 1.0, "diagnostics_timeout_s": 0.5}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "slow", log)]) as run:
+        caller = Caller(run)
+        first = caller.err(action="hover", file="main.fake", line=2, symbol="alpha#1")
+        assert first.startswith("fake is still computing textDocument/hover")
+        # the server answers 1.6 s after it was asked: a later identical call gets that answer
+        answer = ask_until_done(caller, action="hover", file="main.fake", line=2, symbol="alpha#1")
+        assert answer == "slow hover of line 2"
+        # one request, answered once: the kept request is gone after it was handed over
+        hovers = [line for line in log.read_text().splitlines() if "hover" in line]
+        assert len(hovers) == 1
+        assert caller.err(action="hover", file="main.fake", line=1, symbol="alpha").startswith(
+            "fake is still computing"
+        )
+        # diagnostics that come late: the write says they are coming, the next ask has them
+        written = caller.ok("write", path="late.fake", content="fine\nBAD\n")
+        assert written == (
+            "created late.fake (9 bytes)\n\n(fake is still computing the diagnostics of "
+            "late.fake after 0.5 s; `lsp diagnostics` for late.fake gives them once it is done)"
+        )
+        listed = ask_until_done(caller, action="diagnostics", file="late.fake")
+        assert (
+            listed
+            == "1 diagnostics for late.fake (fake):\nlate.fake:2:1 error [X1]: bad line (fake)"
+        )
 
 
 def test_a_server_dying_mid_request_then_restarting(fake: tuple[Caller, Path]) -> None:

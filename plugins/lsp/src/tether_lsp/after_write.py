@@ -75,9 +75,10 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
     timeout = supervisor.config.diagnostics_timeout_s
     items = await client.current_diagnostics(doc, timeout)
     if items is None:
+        # not "nothing new": the answer is on its way and the next question gets it
         return (
-            f"({client.spec.id} sent no diagnostics for {rel} within "
-            f"{supervisor.config.diagnostics_timeout_s:g} s)"
+            f"({client.spec.id} is still computing the diagnostics of {rel} after {timeout:g} s;"
+            f" `lsp diagnostics` for {rel} gives them once it is done)"
         )
     relevant = [d for d in items if _reported(d)]
     fresh = ledger.new_since_last(path, relevant)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -67,6 +68,28 @@ class RequestFailed(tether.ToolError):
 
 class RequestTimedOut(tether.ToolError):
     """The server did not answer in time; ``$/cancelRequest`` was sent."""
+
+
+class StillComputing(RequestTimedOut):
+    """The server did not answer in time and the request is kept running: the next identical
+    request gets its answer."""
+
+
+#: requests whose answer is never kept past their timeout (the run's own lifecycle)
+_NEVER_KEPT = frozenset({"initialize", "shutdown"})
+#: kept requests per server, and how long one is kept before it is cancelled
+KEPT_LIMIT = 8
+KEPT_FOR_S = 300.0
+
+
+@attrs.define
+class KeptRequest:
+    """A request that outlived its timeout; its answer goes to the next identical request."""
+
+    request_id: int
+    method: str
+    uri: str | None
+    asked_at: float
 
 
 @attrs.define
@@ -181,6 +204,7 @@ class LspClient:
         self._writer: FramedWriter | None = None
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._sync_lock = anyio.Lock()
+        self._kept: dict[str, KeptRequest] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -253,6 +277,7 @@ class LspClient:
     def _mark_gone(self, reason: str) -> None:
         if self.exit_reason is None:
             self.exit_reason = reason
+            self._kept.clear()
             self._pending.fail_all(ServerGone(self._gone_message()))
             self._notify_change()
 
@@ -281,27 +306,50 @@ class LspClient:
         await self._send({"method": method, "params": params})
 
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
+        """Send ``method`` and wait (bounded) for its answer. A request that times out while
+        the server runs is kept, not cancelled (:class:`StillComputing`): the next identical
+        request waits for that same answer instead of starting the work over."""
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
-        self._next_id += 1
-        request_id = self._next_id
-        self._pending.register(request_id)
-        try:
-            await self._send({"id": request_id, "method": method, "params": params})
-        except tether.ToolError:
-            self._pending.discard(request_id)
-            raise
+        key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
+        kept = self._kept.get(key)
+        if kept is not None:
+            request_id = kept.request_id
+        else:
+            self._next_id += 1
+            request_id = self._next_id
+            self._pending.register(request_id)
+            try:
+                await self._send({"id": request_id, "method": method, "params": params})
+            except tether.ToolError:
+                self._pending.discard(request_id)
+                raise
         try:
             message = await self._pending.wait(request_id, timeout)
         except TimeoutError:
-            if self.alive:
-                try:
-                    await self.notify("$/cancelRequest", {"id": request_id})
-                except tether.ToolError:
-                    pass
+            if self.alive and method not in _NEVER_KEPT:
+                # keep listening: no await between the wait giving up and this
+                self._pending.register(request_id)
+                if kept is None:
+                    uri = (params or {}).get("textDocument", {}).get("uri")
+                    kept = KeptRequest(request_id, method, uri, time.monotonic() - timeout)
+                    self._kept[key] = kept
+                await self._trim_kept()
+                if key in self._kept:
+                    asked = time.monotonic() - kept.asked_at
+                    raise StillComputing(
+                        f"{self.spec.id} is still computing {method} (asked {asked:.0f} s "
+                        "ago); the request is kept running — ask again with the same call to "
+                        "get its answer"
+                    ) from None
+            self._kept.pop(key, None)
+            await self._cancel(request_id)
             raise RequestTimedOut(
-                f"{self.spec.id} did not answer {method} within {timeout:g} s "
-                "(request cancelled; `lsp reload` restarts the server)"
+                f"{self.spec.id} did not answer {method} within {timeout:g} s (request cancelled)"
             ) from None
+        except BaseException:
+            self._kept.pop(key, None)
+            raise
+        self._kept.pop(key, None)
         if "error" in message and message["error"] is not None:
             error = message["error"]
             raise RequestFailed(
@@ -309,6 +357,32 @@ class LspClient:
                 error.get("code"),
             )
         return message.get("result")
+
+    async def _cancel(self, request_id: int) -> None:
+        self._pending.discard(request_id)
+        if self.alive:
+            try:
+                await self.notify("$/cancelRequest", {"id": request_id})
+            except tether.ToolError:
+                pass
+
+    async def _trim_kept(self) -> None:
+        """Cancel kept requests past their time, and the oldest beyond the limit."""
+        now = time.monotonic()
+        for key, kept in list(self._kept.items()):
+            if now - kept.asked_at > KEPT_FOR_S:
+                del self._kept[key]
+                await self._cancel(kept.request_id)
+        while len(self._kept) > KEPT_LIMIT:
+            oldest = min(self._kept, key=lambda k: self._kept[k].asked_at)
+            await self._cancel(self._kept.pop(oldest).request_id)
+
+    async def _drop_kept(self, uri: str) -> None:
+        """The document changed: answers computed for its old text are cancelled."""
+        for key, kept in list(self._kept.items()):
+            if kept.uri == uri:
+                del self._kept[key]
+                await self._cancel(kept.request_id)
 
     async def _read_loop(self, reader: FramedReader) -> None:
         try:
@@ -489,6 +563,7 @@ class LspClient:
         doc.version += 1
         doc.text = text
         doc.sent_seq = self._seq
+        await self._drop_kept(uri)
         await self.notify(
             "textDocument/didChange",
             {
@@ -535,6 +610,7 @@ class LspClient:
         for uri, doc in list(self.documents.items()):
             if not doc.path.exists():
                 del self.documents[uri]
+                await self._drop_kept(uri)
                 await self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
                 sent = True
                 continue

@@ -243,9 +243,15 @@ def _workspace_section(
     return head + ":\n" + "\n".join(shown)
 
 
+def diagnostics_wait_s(supervisor: LspSupervisor) -> float:
+    """An explicit question waits as long as any request; a write's note waits less."""
+    config = supervisor.config
+    return max(config.diagnostics_timeout_s, config.request_timeout_s)
+
+
 async def current_diagnostics(session: Session) -> list[dict[str, Any]] | None:
     """The diagnostics of the document's current version (waiting for them, bounded)."""
-    timeout = session.supervisor.config.diagnostics_timeout_s
+    timeout = diagnostics_wait_s(session.supervisor)
     return await session.client.current_diagnostics(session.doc, timeout)
 
 
@@ -253,9 +259,11 @@ async def file_diagnostics(session: Session) -> str:
     client, doc = session.client, session.doc
     items = await current_diagnostics(session)
     if items is None:
+        # the server is still at it: a pull stays pending, a push will be kept when it comes
         raise tether.ToolError(
-            f"{client.spec.id} published no diagnostics for {session.rel} within "
-            f"{session.supervisor.config.diagnostics_timeout_s:g} s"
+            f"{client.spec.id} is still computing the diagnostics of {session.rel} (waited "
+            f"{diagnostics_wait_s(session.supervisor):g} s); ask again with the same call to "
+            "get them"
         )
     if not items:
         return f"no diagnostics for {session.rel} ({client.spec.id})"
@@ -271,8 +279,11 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
     end = to_lsp_character(pos.line_text, pos.end, session.client.encoding)
     start = params["position"]
     rng = {"start": start, "end": {"line": pos.line, "character": end}}
-    # quick fixes are offered for the diagnostics in the request: wait for this version's
-    current = await current_diagnostics(session)
+    # quick fixes are offered for the diagnostics in the request: wait (briefly) for this
+    # version's
+    current = await session.client.current_diagnostics(
+        session.doc, session.supervisor.config.diagnostics_timeout_s
+    )
     missing = ""
     if current is None:
         # not the same as "no diagnostics": the answer must not pass for a complete one
