@@ -8,6 +8,7 @@ from typing import Any
 
 import tether
 from tether.text import cap, truncate
+from tether_lsp import crosscheck
 from tether_lsp.client import LspClient, OpenDocument
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
 from tether_lsp.render import (
@@ -121,7 +122,34 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
     text = head + ":\n" + "\n".join(shown)
     if tail and action == "references":
         text += f"\n(partial: {tail})"
+    if action in ("references", "implementation"):
+        # the server answers for its own project: say where else the name occurs
+        client = session.client
+        spans = crosscheck.covered_spans(client, location_ranges(result))
+        name = pos.line_text[pos.start : pos.end]
+        missed = [
+            item
+            for item in crosscheck.uncovered(client, session.supervisor.workdir, name, spans)
+            if item.outside is not None or (action == "references" and not item.touched)
+        ]
+        rows = crosscheck.describe(missed, name, client.spec.id, session.supervisor.workdir)
+        if rows:
+            text += "\n\n" + "\n".join(rows)
     return text
+
+
+def location_ranges(result: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(uri, range) of each Location / LocationLink in a navigation answer."""
+    items = result if isinstance(result, list) else [result] if result else []
+    pairs = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        uri = item.get("targetUri") or item.get("uri")
+        rng = item.get("targetSelectionRange") or item.get("range") or item.get("targetRange")
+        if uri and isinstance(rng, dict):
+            pairs.append((uri, rng))
+    return pairs
 
 
 async def hover(session: Session, line: int, symbol: str) -> str:

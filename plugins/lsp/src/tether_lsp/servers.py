@@ -62,6 +62,10 @@ class ServerSpec:
     settles_after_file_events: bool = False
     #: LSP methods this server is known to answer wrongly although it advertises them
     unsupported: frozenset[str] = attrs.field(converter=_methods, factory=frozenset)
+    #: how the server's project is configured, so tether can say which files it leaves out
+    #: ("pyright": ``include``/``exclude`` of pyrightconfig.json or [tool.pyright]); None: only
+    #: files outside the root are known to be outside
+    project_config: str | None = None
 
     def language_id(self, suffix: str) -> str | None:
         return self.extensions.get(suffix)
@@ -93,6 +97,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         ready_log=_PYRIGHT_READY,
         pull_diagnostics=True,
         settles_after_file_events=True,
+        project_config="pyright",
     ),
     ServerSpec(
         id="pyright",
@@ -109,6 +114,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         settles_after_file_events=True,
         # pyright's implementation answers are wrong (FIELD-NOTES); basedpyright's are right
         unsupported=frozenset({"textDocument/implementation"}),
+        project_config="pyright",
     ),
     ServerSpec(
         id="pylsp",

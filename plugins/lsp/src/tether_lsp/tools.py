@@ -58,6 +58,13 @@ class RenameArgs:
         description="Text of the symbol on that line (substring; name#2 picks the 2nd occurrence)"
     )
     new_name: str = tether.arg(description="The new name")
+    leave_outside: bool = tether.arg(
+        False,
+        description=(
+            "Rename even though the old name also occurs in files outside the server's project "
+            "(listed in the refusal); those are left as they are"
+        ),
+    )
 
 
 LSP_DESCRIPTION = (
@@ -119,7 +126,9 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     supervisor = _supervisor(call)
     path = call.run.confine(args.file, field="file")
     session = await queries.open_session(supervisor, path, "rename")
-    return await rename.rename(session, args.line, args.symbol, args.new_name)
+    return await rename.rename(
+        session, args.line, args.symbol, args.new_name, leave_outside=args.leave_outside
+    )
 
 
 def tool_specs() -> list[tether.ToolSpec]:
