@@ -50,6 +50,7 @@ _CLIENT_CAPABILITIES: dict[str, Any] = {
             "isPreferredSupport": True,
         },
         "rename": {"prepareSupport": True},
+        "callHierarchy": {},
     },
 }
 

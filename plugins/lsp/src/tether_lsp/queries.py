@@ -9,9 +9,10 @@ from typing import Any
 import tether
 from tether.text import cap, truncate
 from tether_lsp import crosscheck
-from tether_lsp.client import LspClient, OpenDocument
+from tether_lsp.client import LspClient, OpenDocument, uri_to_path
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
 from tether_lsp.render import (
+    SYMBOL_KINDS,
     Place,
     SourceLines,
     display_path,
@@ -75,7 +76,10 @@ class Session:
 
 
 #: actions whose answer spans the project: they wait for indexing to end (bounded)
-PROJECT_WIDE = frozenset({"references", "implementation", "rename"})
+PROJECT_WIDE = frozenset(
+    {"references", "implementation", "rename", "incoming_calls", "outgoing_calls"}
+)
+CALLS_CAP = REFERENCES_CAP
 
 
 async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
@@ -150,6 +154,70 @@ def location_ranges(result: Any) -> list[tuple[str, dict[str, Any]]]:
         if uri and isinstance(rng, dict):
             pairs.append((uri, rng))
     return pairs
+
+
+async def call_hierarchy(session: Session, action: str, line: int, symbol: str) -> str:
+    """``incoming_calls``: every call site of the function, with the function holding it;
+    ``outgoing_calls``: every function it calls, where it is declared and called from."""
+    client = session.client
+    session.require("textDocument/prepareCallHierarchy", "callHierarchyProvider", action)
+    pos, params = session.position(line, symbol)
+    target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
+    items = await client.request("textDocument/prepareCallHierarchy", params) or []
+    items = [item for item in items if isinstance(item, dict)]
+    if not items:
+        note = session.indexing_note()
+        if note:
+            return f"{note}; no call hierarchy for {target} yet — ask again in a moment"
+        return f"{client.spec.id} finds no function or method at {target} to follow calls of"
+    item = items[0]
+    incoming = action == "incoming_calls"
+    method = "callHierarchy/incomingCalls" if incoming else "callHierarchy/outgoingCalls"
+    calls = [call for call in await client.request(method, {"item": item}) or [] if call]
+    workdir = session.supervisor.workdir
+    sources = SourceLines(client)
+    rows: list[str] = []
+    for call in calls:
+        other = call.get("from" if incoming else "to") or {}
+        kind = SYMBOL_KINDS.get(other.get("kind", 0), "symbol")
+        name = other.get("name", "?")
+        # incoming: the call sites are in the caller; outgoing: in the function asked about
+        site_uri = other.get("uri", "") if incoming else item.get("uri", "")
+        site_path = uri_to_path(site_uri)
+        sites = [
+            sources.describe(
+                Place(site_path, site_uri, r["start"]["line"], r["start"]["character"]), workdir
+            )
+            for r in call.get("fromRanges") or []
+        ]
+        if incoming:
+            holder = name if name.startswith("(") else f"{kind} {name}"  # "(module) use.py"
+            rows += [f"{site} — in {holder}" for site in sites]
+        else:
+            start = (other.get("selectionRange") or other.get("range") or {}).get("start", {})
+            uri = other.get("uri", "")
+            declared = sources.describe(
+                Place(uri_to_path(uri), uri, start.get("line", 0), start.get("character", 0)),
+                workdir,
+            )
+            at = ", ".join(site.split(": ", 1)[0] for site in sites)
+            rows.append(f"{kind} {name} — {declared} (called at {at})")
+    rows = list(dict.fromkeys(rows))  # basedpyright repeats a caller per overload it matched
+    if not rows:
+        note = session.indexing_note()
+        if note:
+            return f"{note}; no calls for {target} yet — ask again in a moment"
+        noun = "callers" if incoming else "calls"
+        return f"no {noun} found for {target} ({client.spec.id})"
+    noun = "calls" if incoming else "functions called"
+    shown, note = _capped(rows, CALLS_CAP, noun)
+    head = (
+        f"{len(rows)} call{'s' if len(rows) != 1 else ''} of {target}"
+        if incoming
+        else f"{len(rows)} function{'s' if len(rows) != 1 else ''} called by {target}"
+    )
+    head += f" ({client.spec.id})" + (f" ({note})" if note else "")
+    return head + ":\n" + "\n".join(shown)
 
 
 async def hover(session: Session, line: int, symbol: str) -> str:

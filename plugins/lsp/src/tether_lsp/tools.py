@@ -16,6 +16,8 @@ Action = Literal[
     "type_definition",
     "implementation",
     "references",
+    "incoming_calls",
+    "outgoing_calls",
     "hover",
     "symbols",
     "code_actions",
@@ -30,8 +32,8 @@ class LspArgs:
     action: Action = tether.arg(
         description=(
             'diagnostics (file, or "*" for the project\'s checker); definition, '
-            "type_definition, implementation, references, hover, code_actions (file, line, "
-            "symbol); symbols (query for workspace symbols, or file for its outline); status; "
+            "type_definition, implementation, references, incoming_calls, outgoing_calls, "
+            "hover, code_actions (file, line, symbol); symbols (query for workspace symbols, or file for its outline); status; "
             "reload"
         )
     )
@@ -119,6 +121,8 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
         return await queries.hover(session, line, symbol)
     if action == "code_actions":
         return await queries.code_actions(session, line, symbol)
+    if action in ("incoming_calls", "outgoing_calls"):
+        return await queries.call_hierarchy(session, action, line, symbol)
     return await queries.navigate(session, action, line, symbol)
 
 
