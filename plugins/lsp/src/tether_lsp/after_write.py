@@ -43,7 +43,7 @@ async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) 
         except tether.ArgumentError:
             continue
     for path in paths:
-        if not path.is_file() or supervisor.language_of(path) is None:
+        if not path.is_file() or supervisor.quiet_without_server(path):
             continue  # no server handles this kind of file: nothing to check, nothing to say
         try:
             note = await diagnose(supervisor, supervisor.ledger, path)

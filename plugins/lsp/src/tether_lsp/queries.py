@@ -21,6 +21,7 @@ from tether_lsp.render import (
     places,
     symbol_rows,
 )
+from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import SKIP_DIRS, Choice, LspSupervisor
 
 REFERENCES_CAP = 50
@@ -94,7 +95,8 @@ async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Se
     if opened_now and client.spec.open_waits_for_diagnostics:
         await client.diagnostics_for(doc, config.ready_timeout_s)
     # a hover or a definition in one file need not wait for a whole-project index
-    await client.wait_ready(config.ready_timeout_s, index=action in PROJECT_WIDE)
+    index = action in PROJECT_WIDE or client.spec.navigation_waits_for_index
+    await client.wait_ready(config.ready_timeout_s, index=index)
     return Session(supervisor, client, doc, refreshed or opened_now)
 
 
@@ -267,6 +269,8 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
                 root = supervisor.find_root(spec, supervisor.workdir)
                 if root is None:
                     continue
+                if not spec.root_markers and _first_source_file_in(spec, root) is None:
+                    continue  # a server that needs no project, and none of its files here
                 probe = await supervisor.probe(spec, root)
                 if probe.ok:
                     choices.append(Choice(spec, root))
@@ -302,8 +306,16 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
 
 
 def _first_source_file(client: LspClient, root: Path) -> Path | None:
-    suffixes = set(client.spec.extensions)
+    return _first_source_file_in(client.spec, root)
+
+
+def _first_source_file_in(spec: ServerSpec, root: Path, limit: int = 5000) -> Path | None:
+    """The first file (in sorted walk order) the server handles, looking at ``limit`` files."""
+    suffixes = set(spec.extensions)
     for directory, dirnames, filenames in os.walk(root):
+        limit -= len(filenames)
+        if limit < 0:
+            return None
         for name in sorted(filenames):
             if Path(name).suffix in suffixes:
                 return Path(directory) / name

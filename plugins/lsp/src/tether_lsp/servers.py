@@ -66,6 +66,12 @@ class ServerSpec:
     #: ("pyright": ``include``/``exclude`` of pyrightconfig.json or [tool.pyright]); None: only
     #: files outside the root are known to be outside
     project_config: str | None = None
+    #: a write of a file no installed server handles says "diagnostics unavailable" only for
+    #: languages that expect a server (Python, C); data and shell files stay quiet
+    announce_missing: bool = True
+    #: definitions and hovers across files need the server's first scan of the workspace
+    #: (bash-language-server's background analysis): they wait for ``ready_log`` too
+    navigation_waits_for_index: bool = False
 
     def language_id(self, suffix: str) -> str | None:
         return self.extensions.get(suffix)
@@ -138,6 +144,26 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         priority=40,
     ),
     ServerSpec(
+        id="ty",
+        extensions=_PY,
+        language="python",
+        command=("ty", "server"),
+        probe=("ty", "--version"),
+        root_markers=_PY_MARKERS,
+        checker=("ty", "check"),
+        priority=45,
+    ),
+    ServerSpec(
+        id="pyrefly",
+        extensions=_PY,
+        language="python",
+        command=("pyrefly", "lsp"),
+        probe=("pyrefly", "--version"),
+        root_markers=_PY_MARKERS,
+        checker=("pyrefly", "check"),
+        priority=46,
+    ),
+    ServerSpec(
         id="typescript-language-server",
         extensions={
             ".ts": "typescript",
@@ -198,6 +224,44 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=("go.mod", "go.work"),
         checker=("go", "vet", "./..."),
         priority=10,
+    ),
+    ServerSpec(
+        id="bash-language-server",
+        extensions={".sh": "shellscript", ".bash": "shellscript"},
+        language="shell",
+        command=("bash-language-server", "start"),
+        probe=("bash-language-server", "--version"),
+        # a shell script needs no project: the workdir is its root
+        root_markers=(),
+        checker=(),
+        priority=10,
+        waits_for_configuration=True,
+        ready_log=r"BackgroundAnalysis: (Completed|stopped|skipping|failed)",
+        navigation_waits_for_index=True,
+        announce_missing=False,
+    ),
+    ServerSpec(
+        id="yaml-language-server",
+        extensions={".yaml": "yaml", ".yml": "yaml"},
+        language="yaml",
+        command=("yaml-language-server", "--stdio"),
+        probe=("yaml-language-server", "--version"),
+        root_markers=(),
+        settings={"yaml": {"validate": True, "hover": True, "completion": False}},
+        priority=10,
+        announce_missing=False,
+    ),
+    ServerSpec(
+        id="vscode-json-language-server",
+        extensions={".json": "json", ".jsonc": "jsonc"},
+        language="json",
+        command=("vscode-json-language-server", "--stdio"),
+        root_markers=(),
+        # it reads local schemas itself instead of asking the client for them
+        initialization_options={"provideFormatter": False, "handledSchemaProtocols": ["file"]},
+        settings={"json": {"validate": {"enable": True}}},
+        priority=10,
+        announce_missing=False,
     ),
     ServerSpec(
         id="dart",

@@ -104,7 +104,10 @@ class LspSupervisor:
     # -- availability ----------------------------------------------------------------------
 
     def find_root(self, spec: ServerSpec, start: Path) -> Path | None:
-        """Nearest directory from ``start`` up to the workdir holding one of the markers."""
+        """Nearest directory from ``start`` up to the workdir holding one of the markers; the
+        workdir for a server that needs no project (no markers)."""
+        if not spec.root_markers:
+            return self.workdir
         return find_root(start, spec.root_markers, self.workdir)
 
     def resolve_binary(self, name: str, root: Path | None) -> str | None:
@@ -184,6 +187,17 @@ class LspSupervisor:
 
     def relative(self, path: Path) -> str:
         return relative(self.workdir, path)
+
+    def quiet_without_server(self, path: Path) -> bool:
+        """No server for ``path``'s language is installed and none of them asks to be missed
+        (data and shell files): a write of it says nothing about diagnostics."""
+        language = self.language_of(path)
+        if language is None:
+            return True
+        specs = self.candidates(language)
+        if any(spec.announce_missing for spec in specs):
+            return False
+        return all(self.resolve_binary(spec.command[0], self.workdir) is None for spec in specs)
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -271,6 +285,8 @@ class LspSupervisor:
 
     def roots_in_workdir(self, spec: ServerSpec, limit: int = 5) -> list[Path]:
         """Directories (workdir and two levels down) holding one of ``spec``'s markers."""
+        if not spec.root_markers:
+            return [self.workdir]
         found: list[Path] = []
         frontier = [self.workdir]
         for _depth in range(3):
