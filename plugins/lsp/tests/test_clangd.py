@@ -108,7 +108,7 @@ CLANGD = {
     ),
     "outgoing_calls": Ask(
         {"action": "outgoing_calls", "file": "main.c", "line": 3, "symbol": "main"},
-        "function bump — util.c:7:6: void bump(struct counter *c) { (called at main.c:5:5)",
+        "function add — util.c:3:5: int add(int a, int b) { (called at main.c:6:17)",
     ),
     "hover": Ask(
         {"action": "hover", "file": "main.c", "line": 6, "symbol": "add"}, "function `add`"

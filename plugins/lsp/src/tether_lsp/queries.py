@@ -10,11 +10,13 @@ import tether
 from tether.text import cap, truncate
 from tether_lsp import crosscheck
 from tether_lsp.client import LspClient, OpenDocument, uri_to_path
+from tether_lsp.ledger import diagnostic_key
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
 from tether_lsp.render import (
     SYMBOL_KINDS,
     Place,
     SourceLines,
+    diagnostic_order,
     display_path,
     format_diagnostics,
     hover_text,
@@ -83,12 +85,34 @@ PROJECT_WIDE = frozenset(
 CALLS_CAP = REFERENCES_CAP
 
 
+#: action -> (LSP method, server capability) the answering server must offer
+OFFERS = {
+    **{action: (method, capability) for action, (method, capability, _) in NAVIGATION.items()},
+    "hover": ("textDocument/hover", "hoverProvider"),
+    "symbols": ("textDocument/documentSymbol", "documentSymbolProvider"),
+    "code_actions": ("textDocument/codeAction", "codeActionProvider"),
+    "rename": ("textDocument/rename", "renameProvider"),
+    "incoming_calls": ("textDocument/prepareCallHierarchy", "callHierarchyProvider"),
+    "outgoing_calls": ("textDocument/prepareCallHierarchy", "callHierarchyProvider"),
+}
+
+
 async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
+    """The first server of the file's language that offers ``action``, with the file synced."""
     if not path.is_file():
         raise tether.ArgumentError(
             "file", f"an existing file, {supervisor.relative(path)} is not one"
         )
-    client = await supervisor.client_for(path)
+    needs = OFFERS.get(action)
+    client = await supervisor.client_for(
+        path, offers=None if needs is None else lambda c: c.supports(*needs), action=action
+    )
+    return await session_on(supervisor, client, path, action)
+
+
+async def session_on(
+    supervisor: LspSupervisor, client: LspClient, path: Path, action: str
+) -> Session:
     refreshed = await client.refresh_documents()
     doc, opened_now = await client.sync_document(path)
     config = supervisor.config
@@ -269,8 +293,10 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
                 root = supervisor.find_root(spec, supervisor.workdir)
                 if root is None:
                     continue
-                if not spec.root_markers and _first_source_file_in(spec, root) is None:
-                    continue  # a server that needs no project, and none of its files here
+                if not spec.root_markers or "navigation" not in spec.roles:
+                    # a server that needs no project (shell, yaml, json) is not started for
+                    # a workspace search: pass `file` to search its files
+                    continue
                 probe = await supervisor.probe(spec, root)
                 if probe.ok:
                     choices.append(Choice(spec, root))
@@ -285,24 +311,39 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
     sections: list[str] = []
     unsupported: list[str] = []
     for choice in choices:
-        client = await supervisor.client(choice.spec, choice.root)
-        if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
+        try:
+            section = await _workspace_search(supervisor, choice, query)
+        except tether.ToolError as exc:
+            if len(choices) == 1:
+                raise
+            # one server's failure never hides the others' answers
+            unsupported.append(f"{choice.spec.id} failed: {exc}")
+            continue
+        if section is None:
             unsupported.append(
-                f'action "symbols" with a query is not supported by {client.spec.id}'
+                f'action "symbols" with a query is not supported by {choice.spec.id}'
             )
             continue
-        await client.refresh_documents()
-        if client.spec.workspace_needs_open_file and not client.documents:
-            first = _first_source_file(client, choice.root)
-            if first is not None:
-                doc, _ = await client.sync_document(first)
-                await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
-        await client.wait_ready(supervisor.config.ready_timeout_s)
-        result = await client.request("workspace/symbol", {"query": query})
-        sections.append(_workspace_section(supervisor, client, query, result))
+        sections.append(section)
     if not sections:
         raise tether.ToolError("\n".join(unsupported))
     return "\n\n".join(sections + [f"({note})" for note in unsupported])
+
+
+async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: str) -> str | None:
+    """One server's section of a workspace symbol search (None: it has no such search)."""
+    client = await supervisor.client(choice.spec, choice.root)
+    if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
+        return None
+    await client.refresh_documents()
+    if client.spec.workspace_needs_open_file and not client.documents:
+        first = _first_source_file(client, choice.root)
+        if first is not None:
+            doc, _ = await client.sync_document(first)
+            await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
+    await client.wait_ready(supervisor.config.ready_timeout_s)
+    result = await client.request("workspace/symbol", {"query": query})
+    return _workspace_section(supervisor, client, query, result)
 
 
 def _first_source_file(client: LspClient, root: Path) -> Path | None:
@@ -363,22 +404,81 @@ async def current_diagnostics(session: Session) -> list[dict[str, Any]] | None:
     return await session.client.current_diagnostics(session.doc, timeout)
 
 
-async def file_diagnostics(session: Session) -> str:
-    client, doc = session.client, session.doc
-    items = await current_diagnostics(session)
-    if items is None:
-        # the server is still at it: a pull stays pending, a push will be kept when it comes
-        raise tether.ToolError(
-            f"{client.spec.id} is still computing the diagnostics of {session.rel} (waited "
-            f"{diagnostics_wait_s(session.supervisor):g} s); ask again with the same call to "
-            "get them"
+Answers = list[tuple[LspClient, list[dict[str, Any]]]]
+
+
+def merge_diagnostics(answers: Answers) -> Answers:
+    """Every server's diagnostics, each tagged with its source (the server's id when it names
+    none); the same (severity, code, message) at one place is kept once, from the first."""
+    merged: Answers = []
+    seen: set[tuple[Any, ...]] = set()
+    for client, items in answers:
+        kept = []
+        for item in items:
+            start = item.get("range", {}).get("start", {})
+            key = (*diagnostic_key(item), start.get("line"), start.get("character"))
+            if key in seen:
+                continue
+            seen.add(key)
+            kept.append(item if item.get("source") else {**item, "source": client.spec.id})
+        merged.append((client, kept))
+    return merged
+
+
+def format_merged(answers: Answers, rel: str, text: str) -> list[str]:
+    """Rows of every server's diagnostics in file order, each in its server's encoding."""
+    rows = [
+        (diagnostic_order(item), row)
+        for client, items in answers
+        for item, row in zip(
+            sorted(items, key=diagnostic_order),
+            format_diagnostics(items, rel, text, client.encoding),
+            strict=True,
         )
-    if not items:
-        return f"no diagnostics for {session.rel} ({client.spec.id})"
-    rows = format_diagnostics(items, session.rel, doc.text, client.encoding)
+    ]
+    return [row for _, row in sorted(rows, key=lambda pair: pair[0])]
+
+
+async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
+    """The file's diagnostics from every server that gives them (merged); one server that
+    fails or is still computing is named, and never hides the others' answers."""
+    if not path.is_file():
+        raise tether.ArgumentError(
+            "file", f"an existing file, {supervisor.relative(path)} is not one"
+        )
+    clients, notes = await supervisor.diagnostic_clients(path)
+    rel = supervisor.relative(path)
+    answers: list[tuple[LspClient, list[dict[str, Any]]]] = []
+    waited = diagnostics_wait_s(supervisor)
+    doc: OpenDocument | None = None
+    for client in clients:
+        try:
+            session = await session_on(supervisor, client, path, "diagnostics")
+            items = await current_diagnostics(session)
+        except tether.ToolError as exc:
+            notes.append(f"{client.spec.id}: {exc}")
+            continue
+        doc = doc or session.doc
+        if items is None:
+            # still at it: a pull stays pending, a push will be kept when it comes
+            notes.append(
+                f"{client.spec.id} is still computing the diagnostics of {rel} (waited "
+                f"{waited:g} s); ask again with the same call to get them"
+            )
+            continue
+        answers.append((client, items))
+    if not answers:
+        raise tether.ToolError("\n".join(notes))
+    names = ", ".join(client.spec.id for client, _ in answers)
+    tail = "".join(f"\n({note})" for note in notes)
+    merged = merge_diagnostics(answers)
+    if not any(items for _, items in merged):
+        return f"no diagnostics for {rel} ({names})" + tail
+    assert doc is not None
+    rows = format_merged(merged, rel, doc.text)
     shown, note = _capped(rows, 100, "diagnostics")
-    head = f"{len(rows)} diagnostics for {session.rel} ({client.spec.id})"
-    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown)
+    head = f"{len(rows)} diagnostics for {rel} ({names})"
+    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown) + tail
 
 
 async def code_actions(session: Session, line: int, symbol: str) -> str:

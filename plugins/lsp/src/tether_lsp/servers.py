@@ -72,6 +72,18 @@ class ServerSpec:
     #: definitions and hovers across files need the server's first scan of the workspace
     #: (bash-language-server's background analysis): they wait for ``ready_log`` too
     navigation_waits_for_index: bool = False
+    #: what the server is asked for: "navigation" (every query and rename: the first usable
+    #: server of the language that offers the action answers) and "diagnostics" (the first
+    #: usable navigation server's, merged with every usable server that has no "navigation"
+    #: role — a linter such as ruff runs beside the type checker)
+    roles: frozenset[str] = attrs.field(
+        converter=_methods, factory=lambda: frozenset({"navigation", "diagnostics"})
+    )
+
+    @property
+    def companion(self) -> bool:
+        """A diagnostics-only server: it runs beside the language's primary server."""
+        return "navigation" not in self.roles and "diagnostics" in self.roles
 
     def language_id(self, suffix: str) -> str | None:
         return self.extensions.get(suffix)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -157,33 +157,85 @@ class LspSupervisor:
             raise self._no_server(path)
         reasons: list[str] = []
         for spec in self.candidates(language):
+            if "navigation" not in spec.roles:
+                continue
             root, why = self._locate(spec, path)
             if root is not None:
                 return Choice(spec, root)
             reasons.append(f"{spec.id}: {why}")
         raise self._unusable(language, path, reasons)
 
-    async def client_for(self, path: Path) -> LspClient:
-        """The running server for ``path``, started if needed. A candidate whose binary is
-        found but cannot start (a broken shim) is skipped for the next one, and said why;
-        starting it is the check that it runs, so the first answer costs no extra probe."""
+    async def client_for(
+        self, path: Path, *, offers: Callable[[LspClient], bool] | None = None, action: str = ""
+    ) -> LspClient:
+        """The running navigation server for ``path``, started if needed. A candidate whose
+        binary is found but cannot start (a broken shim) is skipped for the next one, and said
+        why; starting it is the check that it runs, so the first answer costs no extra probe.
+        With ``offers``, a server that does not offer ``action`` passes it to the next one."""
         language = self.language_of(path)
         if language is None:
             raise self._no_server(path)
         reasons: list[str] = []
+        lacking: list[str] = []
+        # an action the first server lacks falls back to the next one — among the servers
+        # `[lsp] servers` names for the language, when it names any
+        named = self.config.servers.get(language)
         for spec in self.candidates(language):
+            if "navigation" not in spec.roles:
+                continue
+            if lacking and named and spec.id not in named:
+                break
             root, why = self._locate(spec, path)
             if root is None:
                 reasons.append(f"{spec.id}: {why}")
                 continue
             key = (spec.id, root)
             if key in self._clients or key in self._crashes:
-                return await self.client(spec, root)  # it ran here before: report its trouble
-            try:
-                return await self.client(spec, root)
-            except tether.ToolError as exc:
-                reasons.append(f"{spec.id}: not usable — {exc}")
+                client = await self.client(spec, root)  # it ran here before: report its trouble
+            else:
+                try:
+                    client = await self.client(spec, root)
+                except tether.ToolError as exc:
+                    reasons.append(f"{spec.id}: not usable — {exc}")
+                    continue
+            if offers is None or offers(client):
+                return client
+            lacking.append(spec.id)
+        if lacking:
+            raise tether.ToolError(
+                f'action "{action}" is not supported by {" or ".join(lacking)} '
+                f"(the server{'s' if len(lacking) > 1 else ''} answering {self.relative(path)})"
+                + ("".join(f"\n  {reason}" for reason in reasons) if reasons else "")
+            )
         raise self._unusable(language, path, reasons)
+
+    async def diagnostic_clients(self, path: Path) -> tuple[list[LspClient], list[str]]:
+        """Every server whose diagnostics ``path`` gets: the primary navigation server and
+        each usable companion (diagnostics-only) server; and why others could not answer."""
+        language = self.language_of(path)
+        if language is None:
+            raise self._no_server(path)
+        clients: list[LspClient] = []
+        failures: list[str] = []
+        try:
+            primary = await self.client_for(path)
+            if "diagnostics" in primary.spec.roles:
+                clients.append(primary)
+        except tether.ToolError as exc:
+            failures.append(str(exc))
+        for spec in self.candidates(language):
+            if not spec.companion:
+                continue
+            root, _ = self._locate(spec, path)
+            if root is None:
+                continue  # a companion that is not installed or not rooted here is not missed
+            try:
+                clients.append(await self.client(spec, root))
+            except tether.ToolError as exc:
+                failures.append(f"{spec.id}: {exc}")
+        if not clients:
+            raise NoServer("\n".join(failures) or f"no usable {language} language server")
+        return clients, failures
 
     def relative(self, path: Path) -> str:
         return relative(self.workdir, path)

@@ -101,8 +101,7 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
         file = _required(args.file, "file", action)
         if file == "*":
             return await checker.run_checkers(supervisor)
-        path = call.run.confine(file, field="file")
-        return await queries.file_diagnostics(await queries.open_session(supervisor, path, action))
+        return await queries.file_diagnostics(supervisor, call.run.confine(file, field="file"))
     if action == "symbols":
         if args.query is None and args.file is None:
             raise tether.ArgumentError(
