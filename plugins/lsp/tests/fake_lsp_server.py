@@ -30,7 +30,7 @@ LOG = sys.argv[2] if len(sys.argv) > 2 else None
 MANY_REFERENCES = 312
 MANY_SYMBOLS = 250
 MANY_ACTIONS = 60
-SLOW_S = 1.6
+SLOW_S = 4.0
 STDIN = open(0, "rb", buffering=0)
 STDOUT = open(1, "wb", buffering=0)
 

@@ -177,6 +177,7 @@ class LspClient:
         argv: list[str],
         settings: Mapping[str, Any],
         request_timeout_s: float,
+        first_request_timeout_s: float | None = None,
     ) -> None:
         self.run = run
         self.spec = spec
@@ -184,6 +185,10 @@ class LspClient:
         self.argv = argv
         self.settings = settings
         self.request_timeout_s = request_timeout_s
+        #: a freshly started server's first answer of each kind includes its start-up (loading
+        #: the project, a cold cache): it may take as long as the start itself
+        self.first_request_timeout_s = max(first_request_timeout_s or 0.0, request_timeout_s)
+        self._answered: set[str] = set()
         self.capabilities: dict[str, Any] = {}
         self.encoding = "utf-16"
         self.documents: dict[str, OpenDocument] = {}
@@ -310,7 +315,12 @@ class LspClient:
         """Send ``method`` and wait (bounded) for its answer. A request that times out while
         the server runs is kept, not cancelled (:class:`StillComputing`): the next identical
         request waits for that same answer instead of starting the work over."""
-        timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        if timeout_s is not None:
+            timeout = timeout_s
+        elif method in self._answered:
+            timeout = self.request_timeout_s
+        else:
+            timeout = self.first_request_timeout_s
         key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
         kept = self._kept.get(key)
         if kept is not None:
@@ -351,6 +361,7 @@ class LspClient:
             self._kept.pop(key, None)
             raise
         self._kept.pop(key, None)
+        self._answered.add(method)
         if "error" in message and message["error"] is not None:
             error = message["error"]
             raise RequestFailed(

@@ -286,6 +286,7 @@ class LspSupervisor:
                 argv,
                 self.settings_for(spec),
                 self.config.request_timeout_s,
+                self.config.start_timeout_s,
             )
             self._clients[key] = client
             try:
