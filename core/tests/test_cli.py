@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 
 import anyio
 import pytest
@@ -33,7 +34,56 @@ def test_plugins_json():
     assert out.returncode == 0
     plugins = {p["name"]: p for p in json.loads(out.stdout)}
     assert plugins["echo"]["status"] == "loaded"
-    assert set(plugins["files"]) == {"name", "version", "status", "reason", "hooks"}
+    assert set(plugins["files"]) == {
+        "name",
+        "version",
+        "status",
+        "reason",
+        "hooks",
+        "accepts_core",
+    }
+    assert plugins["files"]["accepts_core"] == "<0.3,>=0.2"
+
+
+def test_plugins_table_shows_versions_and_the_core_range_each_accepts():
+    out = tether_cli("plugins")
+    line = next(line for line in out.stdout.splitlines() if line.startswith("files "))
+    assert line.split() == ["files", version("tether-files"), "tether<0.3,>=0.2", "loaded"]
+
+
+@pytest.mark.parametrize("module", ["tether", "tether.cli"])
+def test_version_names_the_core_and_every_plugin(module):
+    out = subprocess.run(
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"tether {version('tether')}"
+    assert f"  echo {version('tether-echo')} (loaded)" in lines
+    assert f"  files {version('tether-files')} (loaded)" in lines
+
+
+def test_python_dash_m_tether_is_the_cli():
+    out = subprocess.run(
+        [sys.executable, "-m", "tether", "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert {p["name"] for p in json.loads(out.stdout)} >= {"echo", "files"}
+
+
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_another_platform_gets_a_clear_error_at_import(platform):
+    code = f"import sys; sys.platform = {platform!r}; import tether"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: tether supports Linux only (it supervises processes through /proc and "
+        f"prctl); this platform is {platform!r}"
+    )
 
 
 def test_tools_plan_surface_shows_only_read_tier(tmp_path):
@@ -83,15 +133,62 @@ def test_call_exit_codes_and_approval(tmp_path):
     assert tether_cli("call").returncode == 2
 
 
-def test_config_file_is_read(tmp_path):
-    (tmp_path / "tether.toml").write_text('[core.approval]\nwrite = "auto"\n')
-    allowed = tether_cli(
+def test_a_workdir_config_cannot_loosen_policy(tmp_path):
+    """A write-tier call can write tether.toml: it may not turn approval or surfaces looser
+    (issue 11, item 1). Ignored keys are said on stderr and in the first result's meta."""
+    (tmp_path / "tether.toml").write_text(
+        '[core.approval]\nwrite = "auto"\nexec = "auto"\n[core.surfaces]\nplan = "exec"\n'
+    )
+    refused = tether_cli(
         "call", "write", '{"path": "c.txt", "content": "y"}', "--workdir", str(tmp_path)
     )
-    assert allowed.returncode == 0
+    assert refused.returncode == 1 and "fail closed" in refused.stdout
+    assert not (tmp_path / "c.txt").exists()
+    assert "core.approval.write: ignored 'auto'" in refused.stderr
+    meta = json.loads(refused.stdout)["meta"]
+    assert any("core.approval.exec: ignored 'auto'" in n for n in meta["config_ignored"])
+    assert any("core.surfaces.plan: ignored 'exec'" in n for n in meta["config_ignored"])
+    marker = tmp_path / "PAYLOAD"
+    plan = tether_cli(
+        "call",
+        "echo_exec",
+        json.dumps({"argv": ["touch", str(marker)]}),
+        "--workdir",
+        str(tmp_path),
+        "--surface",
+        "plan",
+    )
+    assert plan.returncode == 1 and "not available on surface 'plan'" in plan.stdout
+    assert not marker.exists()
     (tmp_path / "pyproject.toml").write_text("[tool.tether.core]\nbogus = 1\n")
     bad = tether_cli("call", "read", '{"path": "c.txt"}', "--workdir", str(tmp_path))
     assert bad.returncode == 2 and "core.bogus" in bad.stderr
+
+
+def test_harness_and_workdir_layers_combine(tmp_path):
+    """--config FILE is the harness's (wherever it lives) and may loosen; the workdir file still
+    applies on top, where it may set timeouts and tighten."""
+    harness = tmp_path / "harness.toml"
+    harness.write_text('[core.approval]\nwrite = "auto"\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tether.toml").write_text(
+        '[core]\ncall_timeout_s = 0.5\n[core.approval]\nexec = "deny"\n'
+        '[core.surfaces]\nmine = "exec"\n'
+    )
+    common = ("--workdir", str(work), "--config", str(harness))
+    wrote = tether_cli("call", "write", '{"path": "c.txt", "content": "y"}', *common)
+    assert wrote.returncode == 0 and (work / "c.txt").read_text() == "y"
+    assert "core.surfaces.mine: ignored" in wrote.stderr  # a new surface is the harness's
+    # the workdir's timeout applies (the harness set none), its "deny" wins over --approve
+    slow = tether_cli("call", "echo", '{"message": "m", "delay_s": 5}', *common)
+    assert slow.returncode == 1 and "timed out after 0.5 s" in slow.stdout
+    denied = tether_cli("call", "echo_exec", '{"argv": ["true"]}', *common, "--approve", "exec")
+    assert denied.returncode == 1 and "denied by policy" in denied.stdout
+    # the harness's own timeout wins over the workdir's
+    harness.write_text("[core]\ncall_timeout_s = 30\n")
+    waited = tether_cli("call", "echo", '{"message": "m", "delay_s": 1}', *common)
+    assert waited.returncode == 0, waited.stdout
 
 
 def test_session_answers_requests_and_survives_bad_lines(tmp_path):
@@ -303,3 +400,26 @@ async def test_session_eof_closes_open_cards_at_once(tmp_path):
         reply["is_error"]
         and "input closed before card_1 was answered" in reply["content"][0]["text"]
     )
+
+
+def test_call_with_a_plugin_missing_a_dependency_answers_a_result(tmp_path):
+    """Not a traceback and exit 3: a result naming the plugin and the module (issue 11, 10)."""
+    script = tmp_path / "missing.py"
+    script.write_text(
+        "import sys\n"
+        "sys.modules[sys.argv.pop(1)] = None  # the dependency is not installed\n"
+        "from tether.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script), "tether_echo.tools", "call", "echo", '{"message": "m"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 1, out.stderr
+    text = json.loads(out.stdout)["content"][0]["text"]
+    assert "unknown tool 'echo'" in text
+    assert "plugins that failed to load: echo (import failed: ModuleNotFoundError" in text
+    assert "tether_echo.tools" in text

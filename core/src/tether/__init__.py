@@ -8,13 +8,23 @@ resources and register their tools::
         result = await run.call("lsp", {"action": "hover", "file": "a.py", "line": 3, "symbol": "foo"})
 
 Plugins are pluggy plugins registered under the entry-point group ``tether``; see
-``docs/plugin-api.md``.
+``docs/plugin-api.md``. What a harness, a plugin and nobody may use: ``docs/api.md``.
+
+tether runs on Linux only: it supervises processes through ``/proc`` and ``prctl``. Elsewhere the
+import fails at once with an error that says so, not with a crash deep inside a plugin.
 """
+
+import sys as _sys
+
+if not _sys.platform.startswith("linux"):
+    raise ImportError(
+        "tether supports Linux only (it supervises processes through /proc and prctl); "
+        f"this platform is {_sys.platform!r}"
+    )
 
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.args import arg, object_schema, structure_args
 from tether.errors import (
-    ApprovalRefused,
     ArgumentError,
     ArgumentErrors,
     ConfigError,
@@ -23,16 +33,27 @@ from tether.errors import (
     PluginError,
     TetherError,
     ToolError,
-    ToolNotFound,
 )
 from tether.hookspecs import hookimpl, hookspec
 from tether.plugins import PluginInfo, make_plugin_manager
 from tether.run import Run, SyncRun, open_run, open_run_sync
 from tether.tiers import Tier
-from tether.tools import CallContext, Content, Image, Text, ToolResult, ToolSpec, resolve
+from tether.tools import (
+    Action,
+    Actions,
+    CallContext,
+    Content,
+    Image,
+    ResultNote,
+    Text,
+    ToolResult,
+    ToolSpec,
+    resolve,
+)
 
 __all__ = [
-    "ApprovalRefused",
+    "Action",
+    "Actions",
     "ApprovalRequest",
     "Approver",
     "ArgumentError",
@@ -46,13 +67,13 @@ __all__ = [
     "PathError",
     "PluginError",
     "PluginInfo",
+    "ResultNote",
     "Run",
     "SyncRun",
     "TetherError",
     "Text",
     "Tier",
     "ToolError",
-    "ToolNotFound",
     "ToolResult",
     "ToolSpec",
     "arg",

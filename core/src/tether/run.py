@@ -17,17 +17,20 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import attrs
 
 from tether import process as _process
-from tether.approval import ApprovalRequest, Decision, summarize_args
+from tether.approval import ApprovalRequest, Decision, render_args
 from tether.args import object_schema, structure_args, structure_config
-from tether.config import CoreConfig
+from tether.config import CoreConfig, layer_config
+from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
-from tether.hookspecs import hookimpl
+from tether.fsutil import recording_writes
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
+from tether.text import duration
 from tether.tiers import BUILTIN_SURFACES, Tier
-from tether.tools import CallContext, ToolResult, ToolSpec, as_result, resolve
+from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -43,14 +46,6 @@ _held_tools: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
 )
 
 
-class _CoreHooks:
-    """The innermost ``tether_process_result``: the handler's result as it is."""
-
-    @hookimpl(trylast=True)
-    def tether_process_result(self, call: CallContext, result: ToolResult) -> ToolResult:
-        return result
-
-
 class Run:
     """One run. Create it with :func:`open_run`; never directly."""
 
@@ -63,16 +58,23 @@ class Run:
         config: Mapping[str, Any],
         vibe: bool,
         task_group: anyio.abc.TaskGroup,
+        workdir_config: Mapping[str, Any] | None = None,
+        trust_workdir: bool = False,
     ) -> None:
         self.workdir = workdir
         self.conversation_id = conversation_id
         self.pm = pm
         self.vibe = vibe
         self.task_group = task_group
+        #: the harness layer (anything) and the workdir layer (what each field allows)
         self.raw_config: dict[str, Any] = dict(config)
-        self.core: CoreConfig = structure_config(
-            self.raw_config.get("core", {}), CoreConfig, "core"
-        )
+        self.workdir_config: dict[str, Any] = dict(workdir_config or {})
+        #: workdir-local bin dirs (.venv/bin, venv/bin, node_modules/.bin) may run read-tier
+        self.trust_workdir = trust_workdir
+        #: workdir settings that were ignored (harness-only or looser), as said on stderr
+        self.config_notes: list[str] = []
+        self._unsent_notes: list[str] = []
+        self.core: CoreConfig = self._load_config("core", CoreConfig)
         self.resources: dict[str, Any] = {}
         self.problems: list[str] = []
         self._resource_origin: dict[str, str] = {}
@@ -99,8 +101,23 @@ class Run:
     def config(self, table: str, cls: type[T]) -> T:
         """The ``[table]`` configuration loaded strictly into ``cls`` (cached per run)."""
         if table not in self._configs:
-            self._configs[table] = structure_config(self.raw_config.get(table, {}), cls, table)
+            self._configs[table] = self._load_config(table, cls)
         return self._configs[table]
+
+    def _load_config(self, table: str, cls: type[T]) -> T:
+        harness = self.raw_config.get(table, {})
+        local = self.workdir_config.get(table)
+        if local is None or not isinstance(harness, Mapping):
+            return structure_config(harness, cls, table)
+        if not isinstance(local, Mapping):
+            raise ConfigError(f"{table}: expected a table in the workdir's configuration")
+        raw, notes = layer_config(harness, local, cls, table)
+        for note in notes:
+            note = f"workdir configuration: {note}"
+            log.warning("tether: %s", note)
+            self.config_notes.append(note)
+            self._unsent_notes.append(note)
+        return structure_config(raw, cls, table)
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
@@ -138,38 +155,41 @@ class Run:
 
     # --- registry ---------------------------------------------------------------------------
 
-    def _plugin_calls(self, hook_name: str) -> Iterator[tuple[str, Any]]:
-        caller = getattr(self.pm.hook, hook_name)
-        for impl in reversed(caller.get_hookimpls()):
-            name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-            kwargs = {"run": self}
-            try:
-                value = impl.function(*[kwargs[a] for a in impl.argnames])
-            except (ToolError, ConfigError):
-                raise
-            except Exception as exc:
-                raise PluginError(
-                    f"plugin {name!r} failed in {hook_name}: {type(exc).__name__}: {exc}"
-                ) from exc
-            if value is not None:
-                yield name, value
-
     def _wire(self) -> None:
-        for plugin, wired in self._plugin_calls("tether_resources"):
+        """Resources, then tools, from every plugin, through the core's one collector: a plugin
+        whose hook raises or returns something malformed is reported ``failed`` in
+        ``pm.report`` and everything else keeps working."""
+        for plugin, wired in call_each(self.pm, "tether_resources", run=self):
             if not isinstance(wired, Mapping):
-                raise PluginError(
-                    f"plugin {plugin!r}: tether_resources must return a dict, got {type(wired).__name__}"
+                report_failure(
+                    self.pm,
+                    plugin,
+                    "tether_resources",
+                    f"must return a dict, got {type(wired).__name__}; nothing wired from it",
                 )
+                continue
             for name, resource in wired.items():
                 if name in self.resources:
-                    raise PluginError(
-                        f"resource {name!r} is wired by both {self._resource_origin[name]!r} and {plugin!r}"
+                    report_failure(
+                        self.pm,
+                        plugin,
+                        "tether_resources",
+                        f"resource {name!r} dropped: already wired by {self._resource_origin[name]!r}",
                     )
+                    continue
                 self.resources[name] = resource
                 self._resource_origin[name] = plugin
-        for plugin, specs in self._plugin_calls("tether_tools"):
-            for spec in specs:
-                self._add_tool(spec, plugin)
+        tools = collect(
+            self.pm,
+            "tether_tools",
+            ToolSpec,
+            key=lambda spec: spec.name,
+            label="tool",
+            check=_schema_problem,
+            run=self,
+        )
+        for contribution in tools.values():
+            self._add_tool(contribution.item, contribution.plugin)
 
     def _add_tool(self, spec: ToolSpec, origin: str) -> bool:
         if not isinstance(spec, ToolSpec):
@@ -180,7 +200,9 @@ class Run:
             raise PluginError(
                 f"tool name {spec.name!r} is declared by both {self._tool_origin[spec.name]!r} and {origin!r}"
             )
-        object_schema(spec.args)  # fails early on an argument type the schema cannot describe
+        problem = _schema_problem(spec)
+        if problem is not None:
+            raise PluginError(f"tool {spec.name!r} from {origin!r}: {problem}")
         missing = [r for r in spec.requires if r not in self.resources]
         self._tool_origin[spec.name] = origin
         if missing:
@@ -231,21 +253,25 @@ class Run:
                         "type": "function",
                         "function": {
                             "name": spec.name,
-                            "description": spec.description,
+                            "description": spec.full_description,
                             "parameters": schema,
                         },
                     }
                 )
             elif format == "anthropic":
                 out.append(
-                    {"name": spec.name, "description": spec.description, "input_schema": schema}
+                    {
+                        "name": spec.name,
+                        "description": spec.full_description,
+                        "input_schema": schema,
+                    }
                 )
             elif format == "json":
                 out.append(
                     {
                         "name": spec.name,
                         "tier": spec.tier.value,
-                        "description": spec.description,
+                        "description": spec.full_description,
                         "input_schema": schema,
                     }
                 )
@@ -264,7 +290,22 @@ class Run:
         call_id: str | None = None,
     ) -> ToolResult:
         """Call a tool through the whole pipeline: surface lookup → strict validation → approval
-        → serialisation → handler under a timeout → ``tether_process_result`` wrappers."""
+        → serialisation → handler under a timeout → ``tether_process_result`` wrappers.
+        Workdir settings ignored since the last result are listed in ``meta.config_ignored``."""
+        result = await self._call(name, args, surface=surface, call_id=call_id)
+        if self._unsent_notes:
+            result = result.with_meta(config_ignored=list(self._unsent_notes))
+            self._unsent_notes.clear()
+        return result
+
+    async def _call(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None,
+        *,
+        surface: str,
+        call_id: str | None,
+    ) -> ToolResult:
         call_id = call_id or f"call_{next(self._call_ids)}"
         if self.closed:
             return ToolResult.error("the run is closed", call_id=call_id)
@@ -282,6 +323,9 @@ class Run:
             parsed: Any = structure_args(raw, spec.args)
         except ArgumentErrors as exc:
             return ToolResult.error(f"invalid arguments for {name}:\n{exc}", call_id=call_id)
+        if spec.actions is not None and (problems := spec.actions.problems(raw)):
+            text = "\n".join(problems)
+            return ToolResult.error(f"invalid arguments for {name}:\n{text}", call_id=call_id)
         ctx = CallContext(
             run=self, spec=spec, args=parsed, raw_args=dict(raw), surface=surface, call_id=call_id
         )
@@ -289,9 +333,49 @@ class Run:
         if refusal is not None:
             return ToolResult.error(refusal, call_id=call_id)
         result = await self._run_serialised(ctx)
-        chained = self.pm.hook.tether_process_result(call=ctx, result=result)
-        final = await resolve(chained)
+        final = await self._post_process(ctx, result)
         return final.with_meta(call_id=call_id) if "call_id" not in final.meta else final
+
+    async def _post_process(self, ctx: CallContext, result: ToolResult) -> ToolResult:
+        """Every ``tether_process_result`` in the collector's order, each bounded in time and
+        attributed; each sees the handler's result and can only add to the final one."""
+        hook = "tether_process_result"
+        timeout = self.core.post_process_timeout_s
+        notes: list[str] = []
+        meta: dict[str, Any] = {}
+        for plugin, value in call_each(self.pm, hook, call=ctx, result=result):
+            try:
+                with anyio.fail_after(timeout):
+                    added = await value if inspect.isawaitable(value) else value
+            except TimeoutError:
+                notes.append(
+                    f"(post-processing by {plugin!r} gave no answer within {duration(timeout)})"
+                )
+                continue
+            except (ToolError, Exception) as exc:
+                notes.append(f"(post-processing by {plugin!r} failed: {type(exc).__name__}: {exc})")
+                continue
+            if added is None:
+                continue
+            if isinstance(added, str):
+                added = ResultNote(text=added)
+            if not isinstance(added, ResultNote):
+                report_failure(
+                    self.pm,
+                    plugin,
+                    hook,
+                    f"returned a {type(added).__name__}; a post-processor adds text or a "
+                    "tether.ResultNote, it never replaces the result",
+                )
+                continue
+            if added.text:
+                notes.append(added.text)
+            meta.update(added.meta)
+        if not notes and not meta:
+            return result
+        for note in notes:
+            result = result.with_text_appended(note)
+        return result.with_meta(**meta) if meta else result
 
     def _not_on_surface(self, name: str, surface: str, limit: Tier, spec: ToolSpec | None) -> str:
         if spec is not None:
@@ -301,7 +385,10 @@ class Run:
             )
         visible = ", ".join(s.name for s in self.tools_for(surface)) or "none"
         hint = f" ({name!r} {self._skipped[name]})" if name in self._skipped else ""
-        return f"unknown tool {name!r}{hint}; tools on surface {surface!r}: {visible}"
+        failed = [f"{i.name} ({i.reason})" for i in self.pm.report if i.status == "failed"]
+        if failed:  # the tool may be one of theirs: say which plugin and what it lacks
+            hint += f"; plugins that failed to load: {'; '.join(failed)}"
+        return f"unknown tool {name!r}; tools on surface {surface!r}: {visible}{hint}"
 
     async def _gate(self, ctx: CallContext) -> str | None:
         tier = ctx.spec.tier
@@ -314,14 +401,16 @@ class Run:
         if approver is None:
             return (
                 f'{ctx.tool!r} refused: it needs approval ({tier.value} tier, policy "ask") and this run has no '
-                f"approver attached (fail closed). Auto-approve the tier (--approve {tier.value}) or attach an approver."
+                f'approver attached (fail closed). Auto-approve the tier ([core.approval] {tier.value} = "auto"; '
+                f"`tether call/session --approve {tier.value}` on the command line) or attach an approver."
             )
         request = ApprovalRequest(
             tool=ctx.tool,
             tier=tier,
-            args_summary=summarize_args(ctx.raw_args),
+            args_summary=render_args(ctx.raw_args),
             call_id=ctx.call_id,
             surface=ctx.surface,
+            args=dict(ctx.raw_args),
         )
         # approvals of the same tool waiting at once: "allow for the run" on one answers them all
         waiting = self._approvals_waiting.setdefault(ctx.tool, set())
@@ -365,6 +454,35 @@ class Run:
                 _held_tools.reset(token)
 
     async def _run_handler(self, ctx: CallContext) -> ToolResult:
+        with recording_writes() as written:
+            result = await self._run_handler_unrecorded(ctx)
+        declared = self._declared_writes(ctx, result) if not result.is_error else []
+        unique: dict[Path, None] = {**written, **{path: None for path in declared}}
+        if not unique:
+            return result
+        return attrs.evolve(result, written=tuple(unique))
+
+    def _declared_writes(self, ctx: CallContext, result: ToolResult) -> list[Path]:
+        writes = ctx.spec.writes
+        if writes is None:
+            return []
+        raw: list[str | Path]
+        if isinstance(writes, str):
+            value = ctx.raw_args.get(writes)
+            raw = [value] if isinstance(value, str) else []
+        else:
+            raw = list(writes(ctx, result))
+        out = []
+        for item in raw:
+            try:
+                out.append(
+                    self.confine(str(item), field=writes if isinstance(writes, str) else "path")
+                )
+            except ToolError:
+                continue  # outside the workdir: not ours to post-process
+        return out
+
+    async def _run_handler_unrecorded(self, ctx: CallContext) -> ToolResult:
         spec = ctx.spec
         timeout = self.core.call_timeout_s if spec.timeout_s is None else spec.timeout_s
         try:
@@ -378,6 +496,13 @@ class Run:
                         value = await value
         except ToolError as exc:
             return ToolResult.error(str(exc))
+        except ImportError as exc:  # a dependency the plugin imports when called is missing
+            origin = self._tool_origin.get(spec.name, "?")
+            module = exc.name or str(exc)
+            return ToolResult.error(
+                f"{spec.name} cannot run: plugin {origin!r} needs module {module!r}, which is "
+                f"not installed ({type(exc).__name__}: {exc})"
+            )
         if scope.cancelled_caught:
             return ToolResult.error(f"{spec.name} timed out after {timeout:g} s and was cancelled")
         return as_result(value)
@@ -423,18 +548,23 @@ async def open_run(
     config: Mapping[str, Any] | None = None,
     vibe: bool = False,
     entry_points: bool = True,
+    workdir_config: Mapping[str, Any] | None = None,
+    trust_workdir: bool = False,
 ) -> AsyncIterator[Run]:
     """Open a run on ``workdir``: wire resources, register tools; on exit close every resource
     and kill every child process tree the run started (shielded, time-bounded).
 
     ``plugins`` are the harness's own plugin objects (hooks such as ``tether_resources`` for a
     question port or an approver). ``entry_points=False`` loads no installed plugin (tests).
+    ``config`` is the harness layer (it may set anything); ``workdir_config`` the checkout's own
+    (``tether.config.load_workdir_config``): it may set only timeouts and caps and make approval
+    and surfaces stricter — every other key is ignored and noted. ``trust_workdir`` lets
+    read-tier servers run from the workdir's ``.venv/bin``, ``venv/bin`` and ``node_modules/.bin``.
     """
     root = Path(workdir).resolve()
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
-    pm.register(_CoreHooks(), name="tether.core")
     try:
         async with anyio.create_task_group() as tg:
             run = Run(
@@ -444,6 +574,8 @@ async def open_run(
                 config=config or {},
                 vibe=vibe,
                 task_group=tg,
+                workdir_config=workdir_config,
+                trust_workdir=trust_workdir,
             )
             try:
                 run._wire()
@@ -469,6 +601,18 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group
 
 
+def _schema_problem(spec: ToolSpec) -> str | None:
+    """Why ``spec``'s argument class cannot be described as a JSON Schema, or its per-action
+    table names fields the class lacks; or None."""
+    try:
+        object_schema(spec.args)
+    except Exception as exc:
+        return f"argument class {getattr(spec.args, '__name__', spec.args)!r}: {exc}"
+    if spec.actions is not None and (unknown := spec.actions.unknown_fields(spec.args)):
+        return f"actions name fields the argument class lacks: {', '.join(unknown)}"
+    return None
+
+
 class SyncRun:
     """A blocking facade over a :class:`Run` for harnesses that are not async."""
 
@@ -489,8 +633,21 @@ class SyncRun:
     def register_host_tool(self, spec: ToolSpec) -> None:
         self.run.register_host_tool(spec)
 
+    @property
+    def portal(self) -> BlockingPortal:
+        """The portal whose event loop runs the run: ``portal.call(async_fn, *args)`` blocks."""
+        return self._portal
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.run, name)
+        value = getattr(self.run, name)
+        if inspect.iscoroutinefunction(value):
+            # handing back the coroutine function would make `sync_run.spawn(...)` return a
+            # coroutine that is never awaited; say what to do instead
+            raise AttributeError(
+                f"Run.{name} is async and has no blocking form on SyncRun; "
+                f"use sync_run.portal.call(sync_run.run.{name}, ...)"
+            )
+        return value
 
 
 @contextmanager

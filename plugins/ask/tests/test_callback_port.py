@@ -303,7 +303,8 @@ async def test_approval_card_allow_once(ask_run: Any) -> None:
     assert card.kind == "approval"
     assert card.call_id == "w1"
     assert card.question == "May I run echo_write (write tier)?"
-    assert card.context == 'path="a.txt", text="one"'
+    assert card.context == 'path: "a.txt"\ntext: "one"'
+    assert card.arguments == {"path": "a.txt", "text": "one"}
     assert card.labels == ("allow", "deny", "allow for this run")
     assert not card.allow_free_text and not card.multi_select
 
@@ -463,7 +464,7 @@ async def test_a_harness_port_of_its_own(ask_run: Any) -> None:
 
 async def test_a_question_port_that_is_not_a_port_is_refused(ask_run: Any) -> None:
     with pytest.raises(
-        tether.PluginError, match=r"question_port: expected a tether_ask\.QuestionPort"
+        tether.ConfigError, match=r"question_port: expected a tether_ask\.QuestionPort"
     ):
         async with ask_run(question_port=object()):
             pass

@@ -12,24 +12,33 @@ import anyio.to_thread
 import attrs
 
 import tether
+from tether.config import workdir_may_set
 from tether.paths import confine
 from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
 from tether_astgrep.files import list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
-from tether_astgrep.pattern import CompiledPattern, PatternError, compile_pattern
+from tether_astgrep.pattern import CompiledPattern, PatternError, compile_readings
+
+# A search that finds nothing tries this many other readings of its pattern, to say so.
+OTHER_READINGS = 3
 
 
 @attrs.frozen
 class AstgrepConfig:
     """The `[astgrep]` table."""
 
-    max_file_bytes: int = 2_000_000  # larger files are skipped (and counted)
-    workers: int = 2  # parse/match worker processes for large searches; 0 = in-process only
-    parallel_min_files: int = 200  # fewer candidate files than this: search in-process
-    cache_mb: int = 820  # estimated MB of sources + parsed trees kept per run, all processes
-    search_timeout_s: float = 100.0
-    preview_chars: int = 6000  # unified diff shown by ast_edit
-    max_pending_edits: int = 20  # staging one more expires the oldest pending edit
+    # every key is a cap or a timeout: a workdir's own configuration may set it
+    max_file_bytes: int = workdir_may_set(2_000_000)  # larger files are skipped (and counted)
+    # parse/match worker processes for large searches; 0 = in-process only
+    workers: int = workdir_may_set(2)
+    # fewer candidate files than this: search in-process
+    parallel_min_files: int = workdir_may_set(200)
+    # estimated MB of sources + parsed trees kept per run, all processes
+    cache_mb: int = workdir_may_set(820)
+    search_timeout_s: float = workdir_may_set(100.0)
+    preview_chars: int = workdir_may_set(6000)  # unified diff shown by ast_edit
+    # staging one more expires the oldest pending edit
+    max_pending_edits: int = workdir_may_set(20)
 
 
 @attrs.frozen
@@ -40,6 +49,8 @@ class SearchOutcome:
     searched: int
     skipped: Counter[str]
     unreadable_ignores: list[str] = attrs.field(factory=list)  # .gitignore rules not applied
+    # A search that found nothing: (interpretation, matches) of other readings that find some.
+    other_readings: list[tuple[str, int]] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -136,6 +147,7 @@ class AstgrepService:
         *,
         mode: str = "search",
         rewrite: str | None = None,
+        strictness: str = "smart",
     ) -> SearchOutcome:
         target = self._target(path)
         listing = await anyio.to_thread.run_sync(list_files, self.workdir, target)
@@ -146,9 +158,12 @@ class AstgrepService:
         else:
             files = [f for f in files if self.registry.for_path(f) is grammar]
         try:
-            compiled = compile_pattern(pattern, grammar)
+            readings = compile_readings(
+                pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
+            )
         except PatternError as exc:
             raise tether.ToolError(str(exc)) from None
+        compiled = readings[0]
         if rewrite is not None:
             from tether_astgrep.rewrite import template_vars
 
@@ -158,22 +173,17 @@ class AstgrepService:
                 raise tether.ArgumentError(
                     "rewrite", f"uses {names}, which the pattern does not bind"
                 )
-        task = Task(mode, compiled, rewrite, self.config.max_file_bytes)
-        root = str(self.workdir)
-        timeout = self.config.search_timeout_s
-        if self._pool is not None and len(files) >= self.config.parallel_min_files:
-            pool = self._pool
-            try:
-                results = await anyio.to_thread.run_sync(
-                    lambda: pool.run(task, root, files, timeout), abandon_on_cancel=True
-                )
-            except WorkerError as exc:
-                raise tether.ToolError(str(exc)) from None
-        else:
-            async with self._local_lock:
-                results = await anyio.to_thread.run_sync(self._local.run, task, root, files)
+        results = await self._run(Task(mode, compiled, rewrite, self.config.max_file_bytes), files)
         results.sort(key=lambda r: r.path)
         skipped = Counter(r.skipped for r in results if r.skipped)
+        others: list[tuple[str, int]] = []
+        if not any(r.matches or r.replaced for r in results):
+            # Nothing found: would the pattern, read another way, find something?
+            for other in readings[1:]:
+                task = Task("search", other, None, self.config.max_file_bytes)
+                count = sum(len(r.matches) for r in await self._run(task, files))
+                if count:
+                    others.append((other.interpretation, count))
         return SearchOutcome(
             compiled,
             grammar,
@@ -181,7 +191,22 @@ class AstgrepService:
             len(files) - sum(skipped.values()),
             skipped,
             listing.unreadable_ignores,
+            others,
         )
+
+    async def _run(self, task: Task, files: list[str]) -> list[FileResult]:
+        root = str(self.workdir)
+        timeout = self.config.search_timeout_s
+        if self._pool is not None and len(files) >= self.config.parallel_min_files:
+            pool = self._pool
+            try:
+                return await anyio.to_thread.run_sync(
+                    lambda: pool.run(task, root, files, timeout), abandon_on_cancel=True
+                )
+            except WorkerError as exc:
+                raise tether.ToolError(str(exc)) from None
+        async with self._local_lock:
+            return await anyio.to_thread.run_sync(self._local.run, task, root, files)
 
     def stage(self, outcome: SearchOutcome) -> StagedEdit:
         edit_id = f"edit_{next(self._edit_ids)}"

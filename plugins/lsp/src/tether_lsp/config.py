@@ -6,24 +6,27 @@ from typing import Any
 
 import attrs
 
+from tether.config import workdir_may_set
+
 
 @attrs.frozen
 class LspConfig:
     """``[lsp]``: every key is optional; unknown keys are refused by the core."""
 
-    #: host tools whose results get the new diagnostics of the file they wrote
-    write_tools: tuple[str, ...] = ("write", "edit", "apply_patch")
+    #: removed in 0.2 (diagnostics follow every call whose result says it wrote files); a value
+    #: here is refused with a message saying so
+    write_tools: tuple[str, ...] | None = None
     #: preferred server order per language, e.g. {"python": ["pylsp", "basedpyright"]}
     servers: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: per-server settings merged over the spec's own, e.g. {"pylsp": {"pylsp": {...}}}
     settings: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    request_timeout_s: float = 10.0
-    start_timeout_s: float = 30.0
+    request_timeout_s: float = workdir_may_set(10.0)
+    start_timeout_s: float = workdir_may_set(30.0)
     #: how long a query waits for indexing to finish before answering "still indexing"
-    ready_timeout_s: float = 15.0
+    ready_timeout_s: float = workdir_may_set(15.0)
     #: how long a write waits for the server's diagnostics of the new version
-    diagnostics_timeout_s: float = 5.0
+    diagnostics_timeout_s: float = workdir_may_set(5.0)
     #: below the core's default call timeout (120 s), so the checker's own limit speaks first
-    checker_timeout_s: float = 100.0
+    checker_timeout_s: float = workdir_may_set(100.0)
     #: crashes within a minute after which a server is no longer restarted
-    max_restarts: int = 3
+    max_restarts: int = workdir_may_set(3)

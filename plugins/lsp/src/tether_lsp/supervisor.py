@@ -17,6 +17,7 @@ from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
+from tether_lsp.trust import pin_workspace_loads
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 _CRASH_WINDOW_S = 60.0
@@ -50,6 +51,12 @@ class LspSupervisor:
     def __init__(self, run: Any) -> None:
         self.run = run
         self.config: LspConfig = run.config("lsp", LspConfig)
+        if self.config.write_tools is not None:
+            raise tether.ConfigError(
+                "lsp.write_tools: removed in 0.2 — every call whose result says it wrote files "
+                "(ToolResult.written: the core's writers record it, a host tool declares it with "
+                "ToolSpec(writes=...)) gets the new diagnostics; delete the key"
+            )
         self.workdir: Path = run.workdir
         self._specs: dict[str, ServerSpec] | None = None
         self._clients: dict[tuple[str, Path], LspClient] = {}
@@ -111,14 +118,19 @@ class LspSupervisor:
         return find_root(start, spec.root_markers, self.workdir)
 
     def resolve_binary(self, name: str, root: Path | None) -> str | None:
-        """``name`` as it runs for ``root``: the root's, then the workdir's local bins, PATH."""
-        return resolve_command(name, [base for base in (root, self.workdir) if base is not None])
+        """``name`` as it runs for ``root``: PATH, tether's environment — and first, only in a
+        trusted workdir, the root's and the workdir's local bins (``tether.availability``)."""
+        return resolve_command(
+            name,
+            [base for base in (root, self.workdir) if base is not None],
+            trust_local=self.run.trust_workdir,
+        )
 
     async def probe(self, spec: ServerSpec, root: Path | None) -> ProbeResult:
         """Does the server's binary resolve AND run here? Cached per resolved binary."""
         binary = self.resolve_binary(spec.command[0], root)
         if binary is None:
-            return ProbeResult(False, not_found(spec.command[0]))
+            return ProbeResult(False, self.not_found(spec))
         if not spec.probe:
             return ProbeResult(True, binary)
         probe_binary = self.resolve_binary(spec.probe[0], root)
@@ -140,6 +152,11 @@ class LspSupervisor:
             + "\n  ".join(reasons)
         )
 
+    def not_found(self, spec: ServerSpec) -> str:
+        """Why ``spec``'s binary did not resolve, and how to get it when the spec says."""
+        why = not_found(spec.command[0], trust_local=self.run.trust_workdir)
+        return f"{why}; install: {spec.install}" if spec.install else why
+
     def _locate(self, spec: ServerSpec, path: Path) -> tuple[Path | None, str | None]:
         """(root, why not) — a root marker must exist and the binary must resolve."""
         root = self.find_root(spec, path)
@@ -147,7 +164,7 @@ class LspSupervisor:
             markers = ", ".join(spec.root_markers)
             return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
         if self.resolve_binary(spec.command[0], root) is None:
-            return None, f"not usable — {not_found(spec.command[0])}"
+            return None, f"not usable — {self.not_found(spec)}"
         return root, None
 
     async def choose(self, path: Path) -> Choice:
@@ -279,12 +296,14 @@ class LspSupervisor:
             if binary is None:
                 raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
             argv = [binary, *spec.command[1:]]
+            # an untrusted workdir: what the server would load from it is pinned outside it
+            pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
             client = LspClient(
                 self.run,
-                spec,
+                pinned,
                 root,
                 argv,
-                self.settings_for(spec),
+                deep_merge(pinned_settings, self.settings_for(spec)),
                 self.config.request_timeout_s,
                 self.config.start_timeout_s,
             )
