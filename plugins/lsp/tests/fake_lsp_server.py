@@ -10,13 +10,15 @@ than the caps let through. Every line holding "BAD" gets an error diagnostic, pu
 didOpen/didChange, and a quick fix when code actions are asked for it. MODE ``slow`` answers
 hover after SLOW_S seconds (a first answer that takes longer than the client's timeout) and
 pushes its diagnostics SLOW_S seconds after each change. Every message it receives is appended
-to LOG (one method name a line; a hover with its id).
+to LOG (one method name a line; a hover with its id). MODE ``spin`` computes a hover for SPIN_S
+seconds, burning CPU and reading nothing meanwhile (a busy single-threaded server).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -30,7 +32,8 @@ LOG = sys.argv[2] if len(sys.argv) > 2 else None
 MANY_REFERENCES = 312
 MANY_SYMBOLS = 250
 MANY_ACTIONS = 60
-SLOW_S = 4.0
+SLOW_S = 6.0
+SPIN_S = 8.0
 STDIN = open(0, "rb", buffering=0)
 STDOUT = open(1, "wb", buffering=0)
 
@@ -146,6 +149,12 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
                 group.start_soon(later, SLOW_S, writer, publish)
             else:
                 await writer.write(publish)
+        elif method == "textDocument/hover" and MODE == "spin":
+            # busy, not hung: burns CPU (and reads nothing) for SPIN_S, then answers
+            until = time.monotonic() + SPIN_S
+            while time.monotonic() < until:
+                sum(range(10_000))
+            await writer.write(hover_answer(request_id, message["params"]))
         elif method == "textDocument/hover" and MODE == "slow":
             group.start_soon(later, SLOW_S, writer, hover_answer(request_id, message["params"]))
         elif method == "textDocument/references" and MODE == "many":
@@ -182,6 +191,9 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
                 "range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 9}},
             }
             await writer.write({"jsonrpc": "2.0", "id": request_id, "result": [location]})
+        elif request_id is not None and str(method).startswith("$/"):
+            error = {"code": -32601, "message": f"{method} not handled"}
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "error": error})
         elif method == "shutdown":
             await writer.write({"jsonrpc": "2.0", "id": request_id, "result": None})
         elif method == "exit":

@@ -92,9 +92,13 @@ def test_each_write_reports_its_own_diagnostics(row: Row, tmp_path: Path) -> Non
         # the file is open in its server from here on
         first = caller.ok("write", path=row.path, content=row.good)
         assert "New diagnostics" not in first, first
-        assert f"no diagnostics for {row.path} ({row.server})" == caller.ok(
-            action="diagnostics", file=row.path
-        )
+        # a cold server (tsserver loading its project on a loaded machine) may still be at
+        # its first diagnostics: asked again, as the answer says, until it is done
+        for _ in range(6):
+            result = run.call("lsp", {"action": "diagnostics", "file": row.path})
+            if "still computing" not in result.text_content:
+                break
+        assert result.text_content == f"no diagnostics for {row.path} ({row.server})"
         added = caller.ok("write", path=row.path, content=row.bad)
         assert f"New diagnostics from {row.server}" in added and row.error in added, added
         listed = caller.ok(action="diagnostics", file=row.path)

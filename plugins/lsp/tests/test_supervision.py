@@ -6,7 +6,9 @@ server can be made to hang or die on cue.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import stat
 import sys
 from collections.abc import Iterator
@@ -159,12 +161,12 @@ def ask_until_done(caller: Caller, **args: Any) -> str:
 def test_a_slow_first_answer_reaches_the_next_identical_call(tmp_path: Path) -> None:
     make_project(tmp_path)
     log = tmp_path / "log.txt"
-    lsp = {"request_timeout_s": 1.0, "start_timeout_s": 3.0, "diagnostics_timeout_s": 0.5}
+    lsp = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "diagnostics_timeout_s": 0.5}
     with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "slow", log)]) as run:
         caller = Caller(run)
         first = caller.err(action="hover", file="main.fake", line=2, symbol="alpha#1")
         assert first.startswith("fake is still computing textDocument/hover")
-        # the server answers 4 s after it was asked: a later identical call gets that answer
+        # the server answers 6 s after it was asked: a later identical call gets that answer
         answer = ask_until_done(caller, action="hover", file="main.fake", line=2, symbol="alpha#1")
         assert answer == "slow hover of line 2"
         # one request, answered once: the kept request is gone after it was handed over
@@ -470,3 +472,60 @@ def test_diagnostics_are_capped(many: Caller) -> None:
     head, *rows = many.ok(action="diagnostics", file="worse.fake").splitlines()
     assert head == "120 diagnostics for worse.fake (fake) (100 of 120 diagnostics shown):"
     assert len(rows) == 100
+
+
+def test_a_stopped_server_is_named_unresponsive_then_restarted(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path)]) as run:
+        caller = Caller(run)
+        args = {"action": "definition", "file": "main.fake", "line": 1, "symbol": "alpha"}
+        assert "main.fake:1:5" in caller.ok(**args)
+        (client,) = supervisor(caller).clients
+        assert "fake for . (pid" in caller.ok(action="status") and ": ready" in caller.ok(
+            action="status"
+        )
+        os.kill(client.pid, signal.SIGSTOP)
+        try:
+            first = caller.err(**args)
+            assert first.startswith("fake is still computing textDocument/definition")
+            status = caller.ok(action="status")
+            assert re.search(
+                r"fake for \. \(pid \d+.*\): unresponsive since \d\d:\d\d:\d\d \(1 request in "
+                r"a row timed out; its processes are stopped\)",
+                status,
+            ), status
+            caller.err(**args)  # the second timeout in a row
+            # the next query restarts it, and says so beside its answer
+            text = caller.ok(**args)
+            assert "main.fake:1:5" in text, text
+            assert re.search(
+                r"\(restarted fake for \.: 2 requests in a row timed out since \d\d:\d\d:\d\d "
+                r"and its processes are stopped; it did not answer a probe either\)",
+                text,
+            ), text
+            assert not is_alive(client.pid)
+        finally:
+            if is_alive(client.pid):
+                os.kill(client.pid, signal.SIGCONT)
+
+
+def test_a_busy_server_is_never_restarted(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    lsp = {"request_timeout_s": 0.5, "start_timeout_s": 5.0}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "spin")]) as run:
+        caller = Caller(run)
+        assert "main.fake:1:5" in caller.ok(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
+        (client,) = supervisor(caller).clients
+        # timeouts in a row while it computes (8 s of CPU): busy, not hung
+        args = {"action": "hover", "file": "main.fake", "line": 1, "symbol": "alpha"}
+        timeouts = 0
+        while (result := caller.run.call("lsp", args)).is_error:
+            assert result.text_content.startswith("fake is still computing"), result.text_content
+            assert client.unresponsive_since is None  # what status reports
+            timeouts += 1
+            assert timeouts < 40
+        assert timeouts >= 2  # enough to restart a hung server
+        assert result.text_content == "slow hover of line 1"
+        assert supervisor(caller).clients[0].pid == client.pid

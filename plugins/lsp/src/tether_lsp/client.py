@@ -77,7 +77,7 @@ class StillComputing(RequestTimedOut):
 
 
 #: requests whose answer is never kept past their timeout (the run's own lifecycle)
-_NEVER_KEPT = frozenset({"initialize", "shutdown"})
+_NEVER_KEPT = frozenset({"initialize", "shutdown", "$/tether/ping"})
 #: kept requests per server, and how long one is kept before it is cancelled
 KEPT_LIMIT = 8
 KEPT_FOR_S = 300.0
@@ -112,6 +112,24 @@ class Published:
     seq: int
     version: int | None
     items: list[dict[str, Any]]
+
+
+def tree_activity(pid: int) -> tuple[bool, int]:
+    """(every process of the server's tree is stopped, CPU ticks used by the tree so far):
+    a busy server burns CPU, a hung one (SIGSTOP, a deadlock) does not."""
+    from tether.process import descendants
+
+    stopped, ticks, seen = True, 0, 0
+    for member in {pid, *descendants(pid)}:
+        try:
+            with open(f"/proc/{member}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        seen += 1
+        stopped = stopped and fields[0] in ("T", "t")
+        ticks += int(fields[11]) + int(fields[12])
+    return stopped and seen > 0, ticks
 
 
 def path_to_uri(path: Path) -> str:
@@ -211,6 +229,12 @@ class LspClient:
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._sync_lock = anyio.Lock()
         self._kept: dict[str, KeptRequest] = {}
+        #: requests in a row that timed out with nothing heard from the server meanwhile
+        self.timeouts_in_row = 0
+        #: wall-clock time since which the server looks hung, and why (None: it answers)
+        self.unresponsive_since: float | None = None
+        self.unresponsive_why = ""
+        self._ticks_at_first_timeout = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -315,14 +339,14 @@ class LspClient:
         """Send ``method`` and wait (bounded) for its answer. A request that times out while
         the server runs is kept, not cancelled (:class:`StillComputing`): the next identical
         request waits for that same answer instead of starting the work over."""
+        key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
+        kept = self._kept.get(key)
         if timeout_s is not None:
             timeout = timeout_s
-        elif method in self._answered:
+        elif method in self._answered or kept is not None:
             timeout = self.request_timeout_s
         else:
             timeout = self.first_request_timeout_s
-        key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
-        kept = self._kept.get(key)
         if kept is not None:
             request_id = kept.request_id
         else:
@@ -337,6 +361,8 @@ class LspClient:
         try:
             message = await self._pending.wait(request_id, timeout)
         except TimeoutError:
+            if method != "$/tether/ping":
+                self._note_timeout()
             if self.alive and method not in _NEVER_KEPT:
                 # keep listening: no await between the wait giving up and this
                 self._pending.register(request_id)
@@ -369,6 +395,37 @@ class LspClient:
                 error.get("code"),
             )
         return message.get("result")
+
+    async def answers(self, timeout_s: float = 1.0) -> bool:
+        """Does the server still read and answer? A request for an unknown ``$/`` method
+        must be answered with an error (LSP); a hung server answers nothing."""
+        try:
+            await self.request("$/tether/ping", None, timeout_s=timeout_s)
+        except RequestFailed:
+            return True
+        except tether.ToolError:
+            return False
+        return True
+
+    def _note_timeout(self) -> None:
+        """Count a timeout; after one the server may be judged hung: every process of its
+        tree stopped, or two timeouts in a row without any message or CPU time spent."""
+        if self._process is None:
+            return
+        stopped, ticks = tree_activity(self._process.pid)
+        self.timeouts_in_row += 1
+        if self.timeouts_in_row == 1:
+            self._ticks_at_first_timeout = ticks
+        if self.unresponsive_since is not None:
+            return
+        if stopped:
+            why = "its processes are stopped"
+        elif self.timeouts_in_row >= 2 and ticks == self._ticks_at_first_timeout:
+            why = "it used no CPU time since the first of them"
+        else:
+            return  # working: a busy server is left alone
+        self.unresponsive_since = time.time()
+        self.unresponsive_why = why
 
     async def _cancel(self, request_id: int) -> None:
         self._pending.discard(request_id)
@@ -413,6 +470,9 @@ class LspClient:
                     await self._process.terminate(grace_s=0.2)
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
+        # any message means the server is alive and reading
+        self.timeouts_in_row = 0
+        self.unresponsive_since = None
         method = message.get("method")
         if method is None:
             if "id" in message:

@@ -90,6 +90,16 @@ def _required(value: T | None, field: str, action: str) -> T:
 
 
 async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
+    return _with_notes(_supervisor(call), await _answer_lsp(call, args))
+
+
+def _with_notes(supervisor: LspSupervisor, text: str) -> str:
+    """The answer, followed by what happened on the way (a hung server restarted)."""
+    notes, supervisor.notes[:] = list(supervisor.notes), []
+    return text + "".join(f"\n{note}" for note in notes)
+
+
+async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
     supervisor = _supervisor(call)
     action = args.action
     if action == "status":
@@ -129,9 +139,10 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     supervisor = _supervisor(call)
     path = call.run.confine(args.file, field="file")
     session = await queries.open_session(supervisor, path, "rename")
-    return await rename.rename(
+    text = await rename.rename(
         session, args.line, args.symbol, args.new_name, leave_outside=args.leave_outside
     )
+    return _with_notes(supervisor, text)
 
 
 def tool_specs() -> list[tether.ToolSpec]:
