@@ -3,12 +3,19 @@ shares the Python fixture project."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# the expectations here are tether-lsp's own servers': a diagnostics plugin installed beside it
+# (contrib/ruff in the workspace environment) would add its findings to every Python answer.
+# contrib/ruff's own tests run the two together.
+os.environ["TETHER_DISABLE_PLUGINS"] = ",".join(
+    filter(None, [os.environ.get("TETHER_DISABLE_PLUGINS", ""), "ruff"])
+)
 
 from lsp_testkit import copy_project
 

@@ -7,17 +7,22 @@ definition answers. MODE ``hang-init`` never answers initialize; ``indexing`` st
 that never ends and finds no definition; ``silent`` never publishes diagnostics; ``many``
 answers references (312), workspace and document symbols (250) and code actions (60) with more
 than the caps let through. Every line holding "BAD" gets an error diagnostic, pushed after each
-didOpen/didChange, and a quick fix when code actions are asked for it. Every message it receives
-is appended to LOG (one method name a line).
+didOpen/didChange, and a quick fix when code actions are asked for it. MODE ``slow`` answers
+hover after SLOW_S seconds (a first answer that takes longer than the client's timeout) and
+pushes its diagnostics SLOW_S seconds after each change. Every message it receives is appended
+to LOG (one method name a line; a hover with its id). MODE ``spin`` computes a hover for SPIN_S
+seconds, burning CPU and reading nothing meanwhile (a busy single-threaded server).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 import anyio
+import anyio.abc
 from anyio.streams.file import FileReadStream, FileWriteStream
 
 from tether.framing import FramedReader, FramedWriter
@@ -27,6 +32,8 @@ LOG = sys.argv[2] if len(sys.argv) > 2 else None
 MANY_REFERENCES = 312
 MANY_SYMBOLS = 250
 MANY_ACTIONS = 60
+SLOW_S = 6.0
+SPIN_S = 8.0
 STDIN = open(0, "rb", buffering=0)
 STDOUT = open(1, "wb", buffering=0)
 
@@ -62,7 +69,24 @@ def code_actions(params: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+async def later(delay: float, writer: FramedWriter, message: dict[str, Any]) -> None:
+    await anyio.sleep(delay)
+    await writer.write(message)
+
+
+def hover_answer(request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+    line = params["position"]["line"]
+    value = f"slow hover of line {line + 1}"
+    return {"jsonrpc": "2.0", "id": request_id, "result": {"contents": value}}
+
+
 async def main() -> None:
+    async with anyio.create_task_group() as group:
+        await serve(group)
+        group.cancel_scope.cancel()
+
+
+async def serve(group: anyio.abc.TaskGroup) -> None:
     # unbuffered: a buffered read(65536) would wait for 64 KiB instead of one message
     reader = FramedReader(FileReadStream(STDIN))
     writer = FramedWriter(FileWriteStream(STDOUT))
@@ -73,9 +97,10 @@ async def main() -> None:
         except anyio.EndOfStream:
             return
         method, request_id = message.get("method"), message.get("id")
-        log(
-            f"{method} {message.get('params', {}).get('id', '') if method == '$/cancelRequest' else ''}".strip()
-        )
+        shown = message.get("params", {}).get("id", "") if method == "$/cancelRequest" else ""
+        if method == "textDocument/hover":
+            shown = request_id
+        log(f"{method} {shown}".strip())
         if method == "initialize":
             if MODE == "hang-init":
                 continue
@@ -111,17 +136,27 @@ async def main() -> None:
                 for n, line in enumerate(text.splitlines())
                 if "BAD" in line
             ]
-            await writer.write(
-                {
-                    "jsonrpc": "2.0",
-                    "method": "textDocument/publishDiagnostics",
-                    "params": {
-                        "uri": document["uri"],
-                        "version": document["version"],
-                        "diagnostics": diagnostics,
-                    },
-                }
-            )
+            publish = {
+                "jsonrpc": "2.0",
+                "method": "textDocument/publishDiagnostics",
+                "params": {
+                    "uri": document["uri"],
+                    "version": document["version"],
+                    "diagnostics": diagnostics,
+                },
+            }
+            if MODE == "slow":
+                group.start_soon(later, SLOW_S, writer, publish)
+            else:
+                await writer.write(publish)
+        elif method == "textDocument/hover" and MODE == "spin":
+            # busy, not hung: burns CPU (and reads nothing) for SPIN_S, then answers
+            until = time.monotonic() + SPIN_S
+            while time.monotonic() < until:
+                sum(range(10_000))
+            await writer.write(hover_answer(request_id, message["params"]))
+        elif method == "textDocument/hover" and MODE == "slow":
+            group.start_soon(later, SLOW_S, writer, hover_answer(request_id, message["params"]))
         elif method == "textDocument/references" and MODE == "many":
             uri = message["params"]["textDocument"]["uri"]
             found = [{"uri": uri, "range": span(n)} for n in range(MANY_REFERENCES)]
@@ -156,6 +191,9 @@ async def main() -> None:
                 "range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 9}},
             }
             await writer.write({"jsonrpc": "2.0", "id": request_id, "result": [location]})
+        elif request_id is not None and str(method).startswith("$/"):
+            error = {"code": -32601, "message": f"{method} not handled"}
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "error": error})
         elif method == "shutdown":
             await writer.write({"jsonrpc": "2.0", "id": request_id, "result": None})
         elif method == "exit":

@@ -263,3 +263,20 @@ def test_status_and_reload(py: Caller) -> None:
     assert "def make_square" in py.ok(
         action="hover", file="pkg/use.py", line=3, symbol="make_square"
     )
+
+
+def test_incoming_and_outgoing_calls(py: Caller) -> None:
+    text = py.ok(action="incoming_calls", file="pkg/shapes.py", line=19, symbol="make_square")
+    assert text == (
+        "1 call of `make_square` at pkg/shapes.py:19 (basedpyright):\n"
+        "pkg/use.py:3:10: square = make_square(2.0) — in (module) use.py"
+    )
+    # a call site reported once, however many times the server repeats it
+    calls = py.ok(action="incoming_calls", file="pkg/shapes.py", line=15, symbol="area")
+    assert calls.startswith("2 calls of `area` at pkg/shapes.py:15 (basedpyright):\n")
+    assert "pkg/use.py:4:16:" in calls and "pkg/use.py:4:32:" in calls
+    text = py.ok(action="outgoing_calls", file="pkg/shapes.py", line=19, symbol="make_square")
+    assert text == (
+        "1 function called by `make_square` at pkg/shapes.py:19 (basedpyright):\n"
+        "class Square — pkg/shapes.py:11:7: class Square(Shape): (called at pkg/shapes.py:21:12)"
+    )

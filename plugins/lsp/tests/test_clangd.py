@@ -102,6 +102,14 @@ CLANGD = {
     "references": Ask(
         {"action": "references", "file": "util.h", "line": 8, "symbol": "add"}, "main.c:6:17:"
     ),
+    "incoming_calls": Ask(
+        {"action": "incoming_calls", "file": "util.c", "line": 3, "symbol": "add"},
+        "main.c:6:17: int total = add(c.value, 2); — in function main",
+    ),
+    "outgoing_calls": Ask(
+        {"action": "outgoing_calls", "file": "main.c", "line": 3, "symbol": "main"},
+        "function add — util.c:3:5: int add(int a, int b) { (called at main.c:6:17)",
+    ),
     "hover": Ask(
         {"action": "hover", "file": "main.c", "line": 6, "symbol": "add"}, "function `add`"
     ),

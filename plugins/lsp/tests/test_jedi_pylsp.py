@@ -85,6 +85,16 @@ JEDI = {
         {"action": "references", "file": "pkg/shapes.py", "line": 19, "symbol": "make_square"},
         "pkg/use.py:3:10: square = make_square(2.0)",
     ),
+    "incoming_calls": Ask(
+        {"action": "incoming_calls", "file": "pkg/shapes.py", "line": 19, "symbol": "make_square"},
+        'action "incoming_calls" is not supported by jedi-language-server',
+        refused=True,
+    ),
+    "outgoing_calls": Ask(
+        {"action": "outgoing_calls", "file": "pkg/shapes.py", "line": 19, "symbol": "make_square"},
+        'action "outgoing_calls" is not supported by jedi-language-server',
+        refused=True,
+    ),
     "hover": Ask(
         {"action": "hover", "file": "pkg/use.py", "line": 3, "symbol": "make_square"},
         "make_square(side: float) -> Square",

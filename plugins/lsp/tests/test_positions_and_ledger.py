@@ -92,3 +92,23 @@ def test_ledger_reports_new_keys_and_growing_counts_only(tmp_path: object) -> No
     assert ledger.new_since_last(Path("b.py"), [_diag("undefined x", 1)]) != []  # per file
     assert ledger.new_since_last(path, []) == []
     assert ledger.new_since_last(path, [_diag("undefined x", 7)]) != []  # fixed, then back
+
+
+def test_a_whole_identifier_wins_over_a_match_inside_another() -> None:
+    # the f of `def` is not the function f
+    assert resolve_position("def f(x):\n", 1, "f", where="f.py").start == 4
+    # several whole ones are still ambiguous, and only they are listed
+    with pytest.raises(tether.ArgumentError, match=r"'f' occurs 2 times .*\(columns 5, 11\)"):
+        resolve_position("def f(x): f(x)\n", 1, "f", where="f.py")
+    assert resolve_position("def f(x): f(x)\n", 1, "f#2", where="f.py").start == 10
+    # no whole occurrence: a substring of a longer identifier is used
+    assert resolve_position("make_square(2)\n", 1, "square", where="f.py").start == 5
+    # `$` is part of a JavaScript identifier
+    assert resolve_position("const $a = a;\n", 1, "a", where="f.js").start == 11
+
+
+def test_a_dotted_symbol_means_its_last_segment() -> None:
+    line = "const api = ky.create({prefixUrl: base});\n"
+    assert resolve_position(line, 1, "Ky.create", where="f.ts").start == line.index("create")
+    # written as it appears on the line, the dotted text itself is used
+    assert resolve_position(line, 1, "ky.create", where="f.ts").start == line.index("ky")

@@ -6,6 +6,9 @@ server can be made to hang or die on cue.
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import stat
 import sys
 from collections.abc import Iterator
@@ -119,17 +122,70 @@ def test_a_third_party_server_answers(fake: tuple[Caller, Path]) -> None:
     assert text == "1 definition of `alpha` at main.fake:2:\nmain.fake:1:5: def alpha"
 
 
-def test_a_hanging_request_times_out_and_is_cancelled(fake: tuple[Caller, Path]) -> None:
+def test_a_hanging_request_is_kept_until_its_file_changes(fake: tuple[Caller, Path]) -> None:
     caller, workdir = fake
-    text = caller.err(action="hover", file="main.fake", line=1, symbol="alpha")
-    assert text.startswith("fake did not answer textDocument/hover within 1 s (request cancelled")
-    # the server is still usable afterwards
+    (workdir / "hang.fake").write_text("def alpha\n")
+    text = caller.err(action="hover", file="hang.fake", line=1, symbol="alpha")
+    assert re.match(r"fake is still computing textDocument/hover \(asked \d+ s ago\)", text)
+    assert "ask again with the same call" in text and "lsp reload" not in text
+    # asked again: the same request is waited for, not sent again
+    again = caller.err(action="hover", file="hang.fake", line=1, symbol="alpha")
+    assert again.startswith("fake is still computing textDocument/hover (asked ")
+    # the server is still usable meanwhile
     assert "main.fake:1:5" in caller.ok(
         action="definition", file="main.fake", line=1, symbol="alpha"
     )
-    # it reads in order: having answered the definition, it has logged the cancel before it
     log = (workdir / "log.txt").read_text().splitlines()
-    assert any(line.startswith("$/cancelRequest ") for line in log)
+    hovers = [line for line in log if line.startswith("textDocument/hover ")]
+    assert len(hovers) == 1 and not any(line.startswith("$/cancelRequest ") for line in log)
+    # the file changes: its kept request is cancelled, the next hover is a new request
+    (workdir / "hang.fake").write_text("def alpha beta\n")
+    caller.err(action="hover", file="hang.fake", line=1, symbol="alpha")
+    caller.ok(action="definition", file="main.fake", line=1, symbol="alpha")
+    log = (workdir / "log.txt").read_text().splitlines()
+    request_id = hovers[0].split()[1]
+    assert f"$/cancelRequest {request_id}" in log
+    assert len([line for line in log if line.startswith("textDocument/hover ")]) == 2
+
+
+def ask_until_done(caller: Caller, **args: Any) -> str:
+    """Ask again while the answer is still being computed (bounded); the answer."""
+    for _ in range(10):
+        result = caller.run.call("lsp", args)
+        if not result.is_error:
+            return result.text_content
+        assert "is still computing" in result.text_content, result.text_content
+    raise AssertionError(f"no answer after 10 calls: {result.text_content}")
+
+
+def test_a_slow_first_answer_reaches_the_next_identical_call(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    log = tmp_path / "log.txt"
+    lsp = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "diagnostics_timeout_s": 0.5}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "slow", log)]) as run:
+        caller = Caller(run)
+        first = caller.err(action="hover", file="main.fake", line=2, symbol="alpha#1")
+        assert first.startswith("fake is still computing textDocument/hover")
+        # the server answers 6 s after it was asked: a later identical call gets that answer
+        answer = ask_until_done(caller, action="hover", file="main.fake", line=2, symbol="alpha#1")
+        assert answer == "slow hover of line 2"
+        # one request, answered once: the kept request is gone after it was handed over
+        hovers = [line for line in log.read_text().splitlines() if "hover" in line]
+        assert len(hovers) == 1
+        assert caller.err(action="hover", file="main.fake", line=1, symbol="alpha").startswith(
+            "fake is still computing"
+        )
+        # diagnostics that come late: the write says they are coming, the next ask has them
+        written = caller.ok("write", path="late.fake", content="fine\nBAD\n")
+        assert written == (
+            "created late.fake (9 bytes)\n\n(fake is still computing the diagnostics of "
+            "late.fake after 0.5 s; `lsp diagnostics` for late.fake gives them once it is done)"
+        )
+        listed = ask_until_done(caller, action="diagnostics", file="late.fake")
+        assert (
+            listed
+            == "1 diagnostics for late.fake (fake):\nlate.fake:2:1 error [X1]: bad line (fake)"
+        )
 
 
 def test_a_server_dying_mid_request_then_restarting(fake: tuple[Caller, Path]) -> None:
@@ -416,3 +472,60 @@ def test_diagnostics_are_capped(many: Caller) -> None:
     head, *rows = many.ok(action="diagnostics", file="worse.fake").splitlines()
     assert head == "120 diagnostics for worse.fake (fake) (100 of 120 diagnostics shown):"
     assert len(rows) == 100
+
+
+def test_a_stopped_server_is_named_unresponsive_then_restarted(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path)]) as run:
+        caller = Caller(run)
+        args = {"action": "definition", "file": "main.fake", "line": 1, "symbol": "alpha"}
+        assert "main.fake:1:5" in caller.ok(**args)
+        (client,) = supervisor(caller).clients
+        assert "fake for . (pid" in caller.ok(action="status") and ": ready" in caller.ok(
+            action="status"
+        )
+        os.kill(client.pid, signal.SIGSTOP)
+        try:
+            first = caller.err(**args)
+            assert first.startswith("fake is still computing textDocument/definition")
+            status = caller.ok(action="status")
+            assert re.search(
+                r"fake for \. \(pid \d+.*\): unresponsive since \d\d:\d\d:\d\d \(1 request in "
+                r"a row timed out; its processes are stopped\)",
+                status,
+            ), status
+            caller.err(**args)  # the second timeout in a row
+            # the next query restarts it, and says so beside its answer
+            text = caller.ok(**args)
+            assert "main.fake:1:5" in text, text
+            assert re.search(
+                r"\(restarted fake for \.: 2 requests in a row timed out since \d\d:\d\d:\d\d "
+                r"and its processes are stopped; it did not answer a probe either\)",
+                text,
+            ), text
+            assert not is_alive(client.pid)
+        finally:
+            if is_alive(client.pid):
+                os.kill(client.pid, signal.SIGCONT)
+
+
+def test_a_busy_server_is_never_restarted(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    lsp = {"request_timeout_s": 0.5, "start_timeout_s": 5.0}
+    with open_lsp_run(tmp_path, lsp, plugins=[ThirdParty(tmp_path, "spin")]) as run:
+        caller = Caller(run)
+        assert "main.fake:1:5" in caller.ok(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
+        (client,) = supervisor(caller).clients
+        # timeouts in a row while it computes (8 s of CPU): busy, not hung
+        args = {"action": "hover", "file": "main.fake", "line": 1, "symbol": "alpha"}
+        timeouts = 0
+        while (result := caller.run.call("lsp", args)).is_error:
+            assert result.text_content.startswith("fake is still computing"), result.text_content
+            assert client.unresponsive_since is None  # what status reports
+            timeouts += 1
+            assert timeouts < 40
+        assert timeouts >= 2  # enough to restart a hung server
+        assert result.text_content == "slow hover of line 1"
+        assert supervisor(caller).clients[0].pid == client.pid

@@ -24,7 +24,7 @@ def ts(workdir: Path) -> Iterator[Caller]:
 def test_navigation(ts: Caller) -> None:
     text = ts.ok(action="definition", file="src/main.ts", line=3, symbol="makeGreeter")
     assert "src/greet.ts:11:17: export function makeGreeter(): Greeter {" in text
-    hover = ts.ok(action="hover", file="src/main.ts", line=4, symbol="greet#2")
+    hover = ts.ok(action="hover", file="src/main.ts", line=4, symbol="greet")
     assert "greet(name: string): string" in hover
     impl = ts.ok(action="implementation", file="src/greet.ts", line=1, symbol="Greeter")
     assert "src/greet.ts:5:14:" in impl
@@ -42,6 +42,17 @@ def test_project_checker_runs_tsc(ts: Caller, workdir: Path) -> None:
         "`tsc --noEmit --pretty false` in . (checker of typescript-language-server) exited" in text
     )
     assert "src/bad.ts(1,7): error TS2322" in text
+
+
+def test_incoming_and_outgoing_calls(ts: Caller) -> None:
+    text = ts.ok(action="incoming_calls", file="src/greet.ts", line=5, symbol="Polite")
+    assert "src/greet.ts:12:14: return new Polite(); — in function makeGreeter" in text
+    text = ts.ok(action="outgoing_calls", file="src/greet.ts", line=11, symbol="makeGreeter")
+    assert text == (
+        "1 function called by `makeGreeter` at src/greet.ts:11 (typescript-language-server):\n"
+        "class Polite — src/greet.ts:5:14: export class Polite implements Greeter { "
+        "(called at src/greet.ts:12:14)"
+    )
 
 
 def test_rename_from_an_import_site_renames_the_export(ts: Caller, workdir: Path) -> None:

@@ -15,22 +15,26 @@ OUTPUT_CAP_BYTES = 24_000
 
 
 async def run_checkers(supervisor: LspSupervisor) -> str:
-    """The primary usable server of every language rooted in the workdir runs its checker."""
+    """The primary usable server of every language rooted in the workdir runs its checker, and
+    so does every usable companion (diagnostics-only) server."""
     targets: list[tuple[ServerSpec, Path]] = []
     without: list[str] = []
     for language in sorted({spec.language for spec in supervisor.specs.values()}):
+        primary_found = False
         for spec in supervisor.candidates(language):
+            if primary_found and not spec.companion:
+                continue
             roots = supervisor.roots_in_workdir(spec)
             if not roots:
                 continue
             probe = await supervisor.probe(spec, roots[0])
             if not probe.ok:
                 continue
-            if not spec.checker:
-                without.append(spec.id)
-            else:
+            if spec.checker:
                 targets += [(spec, root) for root in roots]
-            break
+            elif spec.root_markers:  # a server that needs no project has no project to check
+                without.append(spec.id)
+            primary_found = primary_found or not spec.companion
     if not targets:
         if without:
             raise tether.ToolError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -49,6 +50,7 @@ _CLIENT_CAPABILITIES: dict[str, Any] = {
             "isPreferredSupport": True,
         },
         "rename": {"prepareSupport": True},
+        "callHierarchy": {},
     },
 }
 
@@ -69,6 +71,28 @@ class RequestTimedOut(tether.ToolError):
     """The server did not answer in time; ``$/cancelRequest`` was sent."""
 
 
+class StillComputing(RequestTimedOut):
+    """The server did not answer in time and the request is kept running: the next identical
+    request gets its answer."""
+
+
+#: requests whose answer is never kept past their timeout (the run's own lifecycle)
+_NEVER_KEPT = frozenset({"initialize", "shutdown", "$/tether/ping"})
+#: kept requests per server, and how long one is kept before it is cancelled
+KEPT_LIMIT = 8
+KEPT_FOR_S = 300.0
+
+
+@attrs.define
+class KeptRequest:
+    """A request that outlived its timeout; its answer goes to the next identical request."""
+
+    request_id: int
+    method: str
+    uri: str | None
+    asked_at: float
+
+
 @attrs.define
 class OpenDocument:
     path: Path
@@ -78,6 +102,9 @@ class OpenDocument:
     text: str
     mtime_ns: int
     size: int
+    #: the publish sequence number when this text was sent: a publish without a ``version``
+    #: (typescript-language-server's) belongs to this text only when it came after
+    sent_seq: int = 0
 
 
 @attrs.frozen
@@ -85,6 +112,24 @@ class Published:
     seq: int
     version: int | None
     items: list[dict[str, Any]]
+
+
+def tree_activity(pid: int) -> tuple[bool, int]:
+    """(every process of the server's tree is stopped, CPU ticks used by the tree so far):
+    a busy server burns CPU, a hung one (SIGSTOP, a deadlock) does not."""
+    from tether.process import descendants
+
+    stopped, ticks, seen = True, 0, 0
+    for member in {pid, *descendants(pid)}:
+        try:
+            with open(f"/proc/{member}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        seen += 1
+        stopped = stopped and fields[0] in ("T", "t")
+        ticks += int(fields[11]) + int(fields[12])
+    return stopped and seen > 0, ticks
 
 
 def path_to_uri(path: Path) -> str:
@@ -150,6 +195,7 @@ class LspClient:
         argv: list[str],
         settings: Mapping[str, Any],
         request_timeout_s: float,
+        first_request_timeout_s: float | None = None,
     ) -> None:
         self.run = run
         self.spec = spec
@@ -157,6 +203,10 @@ class LspClient:
         self.argv = argv
         self.settings = settings
         self.request_timeout_s = request_timeout_s
+        #: a freshly started server's first answer of each kind includes its start-up (loading
+        #: the project, a cold cache): it may take as long as the start itself
+        self.first_request_timeout_s = max(first_request_timeout_s or 0.0, request_timeout_s)
+        self._answered: set[str] = set()
         self.capabilities: dict[str, Any] = {}
         self.encoding = "utf-16"
         self.documents: dict[str, OpenDocument] = {}
@@ -178,6 +228,13 @@ class LspClient:
         self._writer: FramedWriter | None = None
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._sync_lock = anyio.Lock()
+        self._kept: dict[str, KeptRequest] = {}
+        #: requests in a row that timed out with nothing heard from the server meanwhile
+        self.timeouts_in_row = 0
+        #: wall-clock time since which the server looks hung, and why (None: it answers)
+        self.unresponsive_since: float | None = None
+        self.unresponsive_why = ""
+        self._ticks_at_first_timeout = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -250,6 +307,7 @@ class LspClient:
     def _mark_gone(self, reason: str) -> None:
         if self.exit_reason is None:
             self.exit_reason = reason
+            self._kept.clear()
             self._pending.fail_all(ServerGone(self._gone_message()))
             self._notify_change()
 
@@ -278,27 +336,58 @@ class LspClient:
         await self._send({"method": method, "params": params})
 
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
-        timeout = self.request_timeout_s if timeout_s is None else timeout_s
-        self._next_id += 1
-        request_id = self._next_id
-        self._pending.register(request_id)
-        try:
-            await self._send({"id": request_id, "method": method, "params": params})
-        except tether.ToolError:
-            self._pending.discard(request_id)
-            raise
+        """Send ``method`` and wait (bounded) for its answer. A request that times out while
+        the server runs is kept, not cancelled (:class:`StillComputing`): the next identical
+        request waits for that same answer instead of starting the work over."""
+        key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
+        kept = self._kept.get(key)
+        if timeout_s is not None:
+            timeout = timeout_s
+        elif method in self._answered or kept is not None:
+            timeout = self.request_timeout_s
+        else:
+            timeout = self.first_request_timeout_s
+        if kept is not None:
+            request_id = kept.request_id
+        else:
+            self._next_id += 1
+            request_id = self._next_id
+            self._pending.register(request_id)
+            try:
+                await self._send({"id": request_id, "method": method, "params": params})
+            except tether.ToolError:
+                self._pending.discard(request_id)
+                raise
         try:
             message = await self._pending.wait(request_id, timeout)
         except TimeoutError:
-            if self.alive:
-                try:
-                    await self.notify("$/cancelRequest", {"id": request_id})
-                except tether.ToolError:
-                    pass
+            if method != "$/tether/ping":
+                self._note_timeout()
+            if self.alive and method not in _NEVER_KEPT:
+                # keep listening: no await between the wait giving up and this
+                self._pending.register(request_id)
+                if kept is None:
+                    uri = (params or {}).get("textDocument", {}).get("uri")
+                    kept = KeptRequest(request_id, method, uri, time.monotonic() - timeout)
+                    self._kept[key] = kept
+                await self._trim_kept()
+                if key in self._kept:
+                    asked = time.monotonic() - kept.asked_at
+                    raise StillComputing(
+                        f"{self.spec.id} is still computing {method} (asked {asked:.0f} s "
+                        "ago); the request is kept running — ask again with the same call to "
+                        "get its answer"
+                    ) from None
+            self._kept.pop(key, None)
+            await self._cancel(request_id)
             raise RequestTimedOut(
-                f"{self.spec.id} did not answer {method} within {timeout:g} s "
-                "(request cancelled; `lsp reload` restarts the server)"
+                f"{self.spec.id} did not answer {method} within {timeout:g} s (request cancelled)"
             ) from None
+        except BaseException:
+            self._kept.pop(key, None)
+            raise
+        self._kept.pop(key, None)
+        self._answered.add(method)
         if "error" in message and message["error"] is not None:
             error = message["error"]
             raise RequestFailed(
@@ -306,6 +395,63 @@ class LspClient:
                 error.get("code"),
             )
         return message.get("result")
+
+    async def answers(self, timeout_s: float = 1.0) -> bool:
+        """Does the server still read and answer? A request for an unknown ``$/`` method
+        must be answered with an error (LSP); a hung server answers nothing."""
+        try:
+            await self.request("$/tether/ping", None, timeout_s=timeout_s)
+        except RequestFailed:
+            return True
+        except tether.ToolError:
+            return False
+        return True
+
+    def _note_timeout(self) -> None:
+        """Count a timeout; after one the server may be judged hung: every process of its
+        tree stopped, or two timeouts in a row without any message or CPU time spent."""
+        if self._process is None:
+            return
+        stopped, ticks = tree_activity(self._process.pid)
+        self.timeouts_in_row += 1
+        if self.timeouts_in_row == 1:
+            self._ticks_at_first_timeout = ticks
+        if self.unresponsive_since is not None:
+            return
+        if stopped:
+            why = "its processes are stopped"
+        elif self.timeouts_in_row >= 2 and ticks == self._ticks_at_first_timeout:
+            why = "it used no CPU time since the first of them"
+        else:
+            return  # working: a busy server is left alone
+        self.unresponsive_since = time.time()
+        self.unresponsive_why = why
+
+    async def _cancel(self, request_id: int) -> None:
+        self._pending.discard(request_id)
+        if self.alive:
+            try:
+                await self.notify("$/cancelRequest", {"id": request_id})
+            except tether.ToolError:
+                pass
+
+    async def _trim_kept(self) -> None:
+        """Cancel kept requests past their time, and the oldest beyond the limit."""
+        now = time.monotonic()
+        for key, kept in list(self._kept.items()):
+            if now - kept.asked_at > KEPT_FOR_S:
+                del self._kept[key]
+                await self._cancel(kept.request_id)
+        while len(self._kept) > KEPT_LIMIT:
+            oldest = min(self._kept, key=lambda k: self._kept[k].asked_at)
+            await self._cancel(self._kept.pop(oldest).request_id)
+
+    async def _drop_kept(self, uri: str) -> None:
+        """The document changed: answers computed for its old text are cancelled."""
+        for key, kept in list(self._kept.items()):
+            if kept.uri == uri:
+                del self._kept[key]
+                await self._cancel(kept.request_id)
 
     async def _read_loop(self, reader: FramedReader) -> None:
         try:
@@ -324,6 +470,9 @@ class LspClient:
                     await self._process.terminate(grace_s=0.2)
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
+        # any message means the server is alive and reading
+        self.timeouts_in_row = 0
+        self.unresponsive_since = None
         method = message.get("method")
         if method is None:
             if "id" in message:
@@ -463,7 +612,9 @@ class LspClient:
         text = path.read_bytes().decode("utf-8", errors="replace")
         if doc is None:
             language_id = self.spec.language_id(path.suffix) or self.spec.language
-            doc = OpenDocument(path, uri, language_id, 1, text, stat.st_mtime_ns, stat.st_size)
+            doc = OpenDocument(
+                path, uri, language_id, 1, text, stat.st_mtime_ns, stat.st_size, self._seq
+            )
             self.documents[uri] = doc
             self._snapshot.pop(str(path), None)
             await self.notify(
@@ -483,6 +634,8 @@ class LspClient:
             return doc, False
         doc.version += 1
         doc.text = text
+        doc.sent_seq = self._seq
+        await self._drop_kept(uri)
         await self.notify(
             "textDocument/didChange",
             {
@@ -529,6 +682,7 @@ class LspClient:
         for uri, doc in list(self.documents.items()):
             if not doc.path.exists():
                 del self.documents[uri]
+                await self._drop_kept(uri)
                 await self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
                 sent = True
                 continue
@@ -550,11 +704,20 @@ class LspClient:
     def publish_seq(self) -> int:
         return self._seq
 
+    def fresh_published(self, doc: OpenDocument) -> Published | None:
+        """The diagnostics published for ``doc``'s current text, if they arrived: a versioned
+        publish of this version, or an unversioned one received after the text was sent."""
+        got = self.published.get(doc.uri)
+        if got is None:
+            return None
+        if got.version is not None:
+            return got if got.version >= doc.version else None
+        return got if got.seq > doc.sent_seq else None
+
     async def current_diagnostics(
-        self, doc: OpenDocument, after_seq: int | None, timeout_s: float
+        self, doc: OpenDocument, timeout_s: float
     ) -> list[dict[str, Any]] | None:
-        """Diagnostics of ``doc``'s current version: pulled, or the push that follows
-        ``after_seq`` (None: nothing new was sent, a push already received will do)."""
+        """Diagnostics of ``doc``'s current text: pulled, or pushed (None: not in time)."""
         if self.spec.pull_diagnostics:
             try:
                 result = await self.request(
@@ -571,23 +734,13 @@ class LspClient:
             items = list(result.get("items") or [])
             self.published[doc.uri] = Published(self._seq, doc.version, items)
             return items
-        got = self.published.get(doc.uri)
-        if after_seq is None and got is not None:
-            if got.version is None or got.version >= doc.version:
-                return got.items
-        return await self.diagnostics_for(doc, after_seq or -1, timeout_s)
+        return await self.diagnostics_for(doc, timeout_s)
 
     async def diagnostics_for(
-        self, doc: OpenDocument, after_seq: int, timeout_s: float
+        self, doc: OpenDocument, timeout_s: float
     ) -> list[dict[str, Any]] | None:
-        """Diagnostics published for ``doc``'s current version after ``after_seq``."""
-
-        def arrived() -> bool:
-            got = self.published.get(doc.uri)
-            if got is None or got.seq <= after_seq:
-                return False
-            return got.version is None or got.version >= doc.version
-
-        if await self.wait_until(arrived, timeout_s):
-            return self.published[doc.uri].items
+        """Diagnostics pushed for ``doc``'s current text, waited for (None: not in time)."""
+        if await self.wait_until(lambda: self.fresh_published(doc) is not None, timeout_s):
+            got = self.fresh_published(doc)
+            return None if got is None else got.items
         return None

@@ -30,3 +30,6 @@ class LspConfig:
     checker_timeout_s: float = workdir_may_set(100.0)
     #: crashes within a minute after which a server is no longer restarted
     max_restarts: int = workdir_may_set(3)
+    #: requests in a row that time out while the server looks hung (stopped, no CPU used)
+    #: before the next query restarts it; a busy server is never restarted
+    restart_after_timeouts: int = workdir_may_set(2)

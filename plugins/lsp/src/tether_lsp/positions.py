@@ -33,7 +33,12 @@ def split_lines(text: str) -> list[str]:
 
 
 def resolve_position(text: str, line: int, symbol: str, *, where: str) -> SymbolPosition:
-    """Find ``symbol`` (a substring, optionally ``name#N``) on 1-based ``line`` of ``text``."""
+    """Find ``symbol`` (optionally ``name#N``) on 1-based ``line`` of ``text``.
+
+    Whole-identifier occurrences win (``f`` on ``def f(x):`` is the function, not the f of
+    ``def``); a match inside a longer identifier counts only when there is no whole one. A
+    dotted symbol (``Ky.create``) that is not on the line means its last segment.
+    """
     lines = split_lines(text)
     if text.endswith(("\n", "\r")):
         lines.pop()
@@ -51,6 +56,8 @@ def resolve_position(text: str, line: int, symbol: str, *, where: str) -> Symbol
     picked = _OCCURRENCE.match(symbol)
     if picked and picked["text"] not in ("",) and symbol not in line_text:
         needle, wanted = picked["text"], int(picked["n"])
+    if needle not in line_text and "." in needle.strip("."):
+        needle = needle.rstrip(".").rsplit(".", 1)[1]
     starts = _occurrences(line_text, needle)
     if not starts:
         raise tether.ArgumentError(
@@ -76,13 +83,26 @@ def resolve_position(text: str, line: int, symbol: str, *, where: str) -> Symbol
     return SymbolPosition(line - 1, start, start + len(needle), line_text)
 
 
+_WORD = re.compile(r"[\w$]")
+
+
 def _occurrences(line_text: str, needle: str) -> list[int]:
+    """Starts of ``needle`` in the line: the whole-identifier ones when there are any."""
     starts: list[int] = []
     at = line_text.find(needle)
     while at != -1:
         starts.append(at)
         at = line_text.find(needle, at + 1)
-    return starts
+    whole = [start for start in starts if is_whole_token(line_text, start, start + len(needle))]
+    return whole or starts
+
+
+def is_whole_token(text: str, start: int, end: int) -> bool:
+    """No identifier character touches ``text[start:end]`` on either side (for a needle that
+    begins or ends with a non-identifier character that side needs no check)."""
+    if start > 0 and _WORD.match(text[start]) and _WORD.match(text[start - 1]):
+        return False
+    return not (end < len(text) and _WORD.match(text[end - 1]) and _WORD.match(text[end]))
 
 
 def to_lsp_character(line_text: str, column: int, encoding: str) -> int:

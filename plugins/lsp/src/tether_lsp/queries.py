@@ -8,17 +8,22 @@ from typing import Any
 
 import tether
 from tether.text import cap, truncate
-from tether_lsp.client import LspClient, OpenDocument
+from tether_lsp import crosscheck
+from tether_lsp.client import LspClient, OpenDocument, uri_to_path
+from tether_lsp.ledger import diagnostic_key
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
 from tether_lsp.render import (
+    SYMBOL_KINDS,
     Place,
     SourceLines,
+    diagnostic_order,
     display_path,
     format_diagnostics,
     hover_text,
     places,
     symbol_rows,
 )
+from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import SKIP_DIRS, Choice, LspSupervisor
 
 REFERENCES_CAP = 50
@@ -74,23 +79,48 @@ class Session:
 
 
 #: actions whose answer spans the project: they wait for indexing to end (bounded)
-PROJECT_WIDE = frozenset({"references", "implementation", "rename"})
+PROJECT_WIDE = frozenset(
+    {"references", "implementation", "rename", "incoming_calls", "outgoing_calls"}
+)
+CALLS_CAP = REFERENCES_CAP
+
+
+#: action -> (LSP method, server capability) the answering server must offer
+OFFERS = {
+    **{action: (method, capability) for action, (method, capability, _) in NAVIGATION.items()},
+    "hover": ("textDocument/hover", "hoverProvider"),
+    "symbols": ("textDocument/documentSymbol", "documentSymbolProvider"),
+    "code_actions": ("textDocument/codeAction", "codeActionProvider"),
+    "rename": ("textDocument/rename", "renameProvider"),
+    "incoming_calls": ("textDocument/prepareCallHierarchy", "callHierarchyProvider"),
+    "outgoing_calls": ("textDocument/prepareCallHierarchy", "callHierarchyProvider"),
+}
 
 
 async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
+    """The first server of the file's language that offers ``action``, with the file synced."""
     if not path.is_file():
         raise tether.ArgumentError(
             "file", f"an existing file, {supervisor.relative(path)} is not one"
         )
-    client = await supervisor.client_for(path)
+    needs = OFFERS.get(action)
+    client = await supervisor.client_for(
+        path, offers=None if needs is None else lambda c: c.supports(*needs), action=action
+    )
+    return await session_on(supervisor, client, path, action)
+
+
+async def session_on(
+    supervisor: LspSupervisor, client: LspClient, path: Path, action: str
+) -> Session:
     refreshed = await client.refresh_documents()
-    before = client.publish_seq
     doc, opened_now = await client.sync_document(path)
     config = supervisor.config
     if opened_now and client.spec.open_waits_for_diagnostics:
-        await client.diagnostics_for(doc, before, config.ready_timeout_s)
+        await client.diagnostics_for(doc, config.ready_timeout_s)
     # a hover or a definition in one file need not wait for a whole-project index
-    await client.wait_ready(config.ready_timeout_s, index=action in PROJECT_WIDE)
+    index = action in PROJECT_WIDE or client.spec.navigation_waits_for_index
+    await client.wait_ready(config.ready_timeout_s, index=index)
     return Session(supervisor, client, doc, refreshed or opened_now)
 
 
@@ -122,7 +152,98 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
     text = head + ":\n" + "\n".join(shown)
     if tail and action == "references":
         text += f"\n(partial: {tail})"
+    if action in ("references", "implementation"):
+        # the server answers for its own project: say where else the name occurs
+        client = session.client
+        spans = crosscheck.covered_spans(client, location_ranges(result))
+        name = pos.line_text[pos.start : pos.end]
+        missed = [
+            item
+            for item in crosscheck.uncovered(client, session.supervisor.workdir, name, spans)
+            if item.outside is not None or (action == "references" and not item.touched)
+        ]
+        rows = crosscheck.describe(missed, name, client.spec.id, session.supervisor.workdir)
+        if rows:
+            text += "\n\n" + "\n".join(rows)
     return text
+
+
+def location_ranges(result: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(uri, range) of each Location / LocationLink in a navigation answer."""
+    items = result if isinstance(result, list) else [result] if result else []
+    pairs = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        uri = item.get("targetUri") or item.get("uri")
+        rng = item.get("targetSelectionRange") or item.get("range") or item.get("targetRange")
+        if uri and isinstance(rng, dict):
+            pairs.append((uri, rng))
+    return pairs
+
+
+async def call_hierarchy(session: Session, action: str, line: int, symbol: str) -> str:
+    """``incoming_calls``: every call site of the function, with the function holding it;
+    ``outgoing_calls``: every function it calls, where it is declared and called from."""
+    client = session.client
+    session.require("textDocument/prepareCallHierarchy", "callHierarchyProvider", action)
+    pos, params = session.position(line, symbol)
+    target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
+    items = await client.request("textDocument/prepareCallHierarchy", params) or []
+    items = [item for item in items if isinstance(item, dict)]
+    if not items:
+        note = session.indexing_note()
+        if note:
+            return f"{note}; no call hierarchy for {target} yet — ask again in a moment"
+        return f"{client.spec.id} finds no function or method at {target} to follow calls of"
+    item = items[0]
+    incoming = action == "incoming_calls"
+    method = "callHierarchy/incomingCalls" if incoming else "callHierarchy/outgoingCalls"
+    calls = [call for call in await client.request(method, {"item": item}) or [] if call]
+    workdir = session.supervisor.workdir
+    sources = SourceLines(client)
+    rows: list[str] = []
+    for call in calls:
+        other = call.get("from" if incoming else "to") or {}
+        kind = SYMBOL_KINDS.get(other.get("kind", 0), "symbol")
+        name = other.get("name", "?")
+        # incoming: the call sites are in the caller; outgoing: in the function asked about
+        site_uri = other.get("uri", "") if incoming else item.get("uri", "")
+        site_path = uri_to_path(site_uri)
+        sites = [
+            sources.describe(
+                Place(site_path, site_uri, r["start"]["line"], r["start"]["character"]), workdir
+            )
+            for r in call.get("fromRanges") or []
+        ]
+        if incoming:
+            holder = name if name.startswith("(") else f"{kind} {name}"  # "(module) use.py"
+            rows += [f"{site} — in {holder}" for site in sites]
+        else:
+            start = (other.get("selectionRange") or other.get("range") or {}).get("start", {})
+            uri = other.get("uri", "")
+            declared = sources.describe(
+                Place(uri_to_path(uri), uri, start.get("line", 0), start.get("character", 0)),
+                workdir,
+            )
+            at = ", ".join(site.split(": ", 1)[0] for site in sites)
+            rows.append(f"{kind} {name} — {declared} (called at {at})")
+    rows = list(dict.fromkeys(rows))  # basedpyright repeats a caller per overload it matched
+    if not rows:
+        note = session.indexing_note()
+        if note:
+            return f"{note}; no calls for {target} yet — ask again in a moment"
+        noun = "callers" if incoming else "calls"
+        return f"no {noun} found for {target} ({client.spec.id})"
+    noun = "calls" if incoming else "functions called"
+    shown, note = _capped(rows, CALLS_CAP, noun)
+    head = (
+        f"{len(rows)} call{'s' if len(rows) != 1 else ''} of {target}"
+        if incoming
+        else f"{len(rows)} function{'s' if len(rows) != 1 else ''} called by {target}"
+    )
+    head += f" ({client.spec.id})" + (f" ({note})" if note else "")
+    return head + ":\n" + "\n".join(shown)
 
 
 async def hover(session: Session, line: int, symbol: str) -> str:
@@ -172,6 +293,10 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
                 root = supervisor.find_root(spec, supervisor.workdir)
                 if root is None:
                     continue
+                if not spec.root_markers or "navigation" not in spec.roles:
+                    # a server that needs no project (shell, yaml, json) is not started for
+                    # a workspace search: pass `file` to search its files
+                    continue
                 probe = await supervisor.probe(spec, root)
                 if probe.ok:
                     choices.append(Choice(spec, root))
@@ -186,30 +311,52 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
     sections: list[str] = []
     unsupported: list[str] = []
     for choice in choices:
-        client = await supervisor.client(choice.spec, choice.root)
-        if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
+        try:
+            section = await _workspace_search(supervisor, choice, query)
+        except tether.ToolError as exc:
+            if len(choices) == 1:
+                raise
+            # one server's failure never hides the others' answers
+            unsupported.append(f"{choice.spec.id} failed: {exc}")
+            continue
+        if section is None:
             unsupported.append(
-                f'action "symbols" with a query is not supported by {client.spec.id}'
+                f'action "symbols" with a query is not supported by {choice.spec.id}'
             )
             continue
-        await client.refresh_documents()
-        if client.spec.workspace_needs_open_file and not client.documents:
-            first = _first_source_file(client, choice.root)
-            if first is not None:
-                before = client.publish_seq
-                doc, _ = await client.sync_document(first)
-                await client.diagnostics_for(doc, before, supervisor.config.ready_timeout_s)
-        await client.wait_ready(supervisor.config.ready_timeout_s)
-        result = await client.request("workspace/symbol", {"query": query})
-        sections.append(_workspace_section(supervisor, client, query, result))
+        sections.append(section)
     if not sections:
         raise tether.ToolError("\n".join(unsupported))
     return "\n\n".join(sections + [f"({note})" for note in unsupported])
 
 
+async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: str) -> str | None:
+    """One server's section of a workspace symbol search (None: it has no such search)."""
+    client = await supervisor.client(choice.spec, choice.root)
+    if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
+        return None
+    await client.refresh_documents()
+    if client.spec.workspace_needs_open_file and not client.documents:
+        first = _first_source_file(client, choice.root)
+        if first is not None:
+            doc, _ = await client.sync_document(first)
+            await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
+    await client.wait_ready(supervisor.config.ready_timeout_s)
+    result = await client.request("workspace/symbol", {"query": query})
+    return _workspace_section(supervisor, client, query, result)
+
+
 def _first_source_file(client: LspClient, root: Path) -> Path | None:
-    suffixes = set(client.spec.extensions)
+    return _first_source_file_in(client.spec, root)
+
+
+def _first_source_file_in(spec: ServerSpec, root: Path, limit: int = 5000) -> Path | None:
+    """The first file (in sorted walk order) the server handles, looking at ``limit`` files."""
+    suffixes = set(spec.extensions)
     for directory, dirnames, filenames in os.walk(root):
+        limit -= len(filenames)
+        if limit < 0:
+            return None
         for name in sorted(filenames):
             if Path(name).suffix in suffixes:
                 return Path(directory) / name
@@ -245,26 +392,93 @@ def _workspace_section(
     return head + ":\n" + "\n".join(shown)
 
 
+def diagnostics_wait_s(supervisor: LspSupervisor) -> float:
+    """An explicit question waits as long as any request; a write's note waits less."""
+    config = supervisor.config
+    return max(config.diagnostics_timeout_s, config.request_timeout_s)
+
+
 async def current_diagnostics(session: Session) -> list[dict[str, Any]] | None:
     """The diagnostics of the document's current version (waiting for them, bounded)."""
-    timeout = session.supervisor.config.diagnostics_timeout_s
-    return await session.client.current_diagnostics(session.doc, None, timeout)
+    timeout = diagnostics_wait_s(session.supervisor)
+    return await session.client.current_diagnostics(session.doc, timeout)
 
 
-async def file_diagnostics(session: Session) -> str:
-    client, doc = session.client, session.doc
-    items = await current_diagnostics(session)
-    if items is None:
-        raise tether.ToolError(
-            f"{client.spec.id} published no diagnostics for {session.rel} within "
-            f"{session.supervisor.config.diagnostics_timeout_s:g} s"
+Answers = list[tuple[LspClient, list[dict[str, Any]]]]
+
+
+def merge_diagnostics(answers: Answers) -> Answers:
+    """Every server's diagnostics, each tagged with its source (the server's id when it names
+    none); the same (severity, code, message) at one place is kept once, from the first."""
+    merged: Answers = []
+    seen: set[tuple[Any, ...]] = set()
+    for client, items in answers:
+        kept = []
+        for item in items:
+            start = item.get("range", {}).get("start", {})
+            key = (*diagnostic_key(item), start.get("line"), start.get("character"))
+            if key in seen:
+                continue
+            seen.add(key)
+            kept.append(item if item.get("source") else {**item, "source": client.spec.id})
+        merged.append((client, kept))
+    return merged
+
+
+def format_merged(answers: Answers, rel: str, text: str) -> list[str]:
+    """Rows of every server's diagnostics in file order, each in its server's encoding."""
+    rows = [
+        (diagnostic_order(item), row)
+        for client, items in answers
+        for item, row in zip(
+            sorted(items, key=diagnostic_order),
+            format_diagnostics(items, rel, text, client.encoding),
+            strict=True,
         )
-    if not items:
-        return f"no diagnostics for {session.rel} ({client.spec.id})"
-    rows = format_diagnostics(items, session.rel, doc.text, client.encoding)
+    ]
+    return [row for _, row in sorted(rows, key=lambda pair: pair[0])]
+
+
+async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
+    """The file's diagnostics from every server that gives them (merged); one server that
+    fails or is still computing is named, and never hides the others' answers."""
+    if not path.is_file():
+        raise tether.ArgumentError(
+            "file", f"an existing file, {supervisor.relative(path)} is not one"
+        )
+    clients, notes = await supervisor.diagnostic_clients(path)
+    rel = supervisor.relative(path)
+    answers: list[tuple[LspClient, list[dict[str, Any]]]] = []
+    waited = diagnostics_wait_s(supervisor)
+    doc: OpenDocument | None = None
+    for client in clients:
+        try:
+            session = await session_on(supervisor, client, path, "diagnostics")
+            items = await current_diagnostics(session)
+        except tether.ToolError as exc:
+            notes.append(f"{client.spec.id}: {exc}")
+            continue
+        doc = doc or session.doc
+        if items is None:
+            # still at it: a pull stays pending, a push will be kept when it comes
+            notes.append(
+                f"{client.spec.id} is still computing the diagnostics of {rel} (waited "
+                f"{waited:g} s); ask again with the same call to get them"
+            )
+            continue
+        answers.append((client, items))
+    if not answers:
+        raise tether.ToolError("\n".join(notes))
+    names = ", ".join(client.spec.id for client, _ in answers)
+    tail = "".join(f"\n({note})" for note in notes)
+    merged = merge_diagnostics(answers)
+    if not any(items for _, items in merged):
+        return f"no diagnostics for {rel} ({names})" + tail
+    assert doc is not None
+    rows = format_merged(merged, rel, doc.text)
     shown, note = _capped(rows, 100, "diagnostics")
-    head = f"{len(rows)} diagnostics for {session.rel} ({client.spec.id})"
-    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown)
+    head = f"{len(rows)} diagnostics for {rel} ({names})"
+    return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown) + tail
 
 
 async def code_actions(session: Session, line: int, symbol: str) -> str:
@@ -273,8 +487,11 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
     end = to_lsp_character(pos.line_text, pos.end, session.client.encoding)
     start = params["position"]
     rng = {"start": start, "end": {"line": pos.line, "character": end}}
-    # quick fixes are offered for the diagnostics in the request: wait for this version's
-    current = await current_diagnostics(session)
+    # quick fixes are offered for the diagnostics in the request: wait (briefly) for this
+    # version's
+    current = await session.client.current_diagnostics(
+        session.doc, session.supervisor.config.diagnostics_timeout_s
+    )
     missing = ""
     if current is None:
         # not the same as "no diagnostics": the answer must not pass for a complete one

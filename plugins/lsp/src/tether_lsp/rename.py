@@ -8,6 +8,7 @@ from typing import Any
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.paths import confine
+from tether_lsp import crosscheck
 from tether_lsp.client import uri_to_path
 from tether_lsp.positions import apply_text_edits
 from tether_lsp.queries import Session
@@ -30,7 +31,9 @@ def edits_by_file(edit: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return grouped
 
 
-async def rename(session: Session, line: int, symbol: str, new_name: str) -> str:
+async def rename(
+    session: Session, line: int, symbol: str, new_name: str, *, leave_outside: bool = False
+) -> str:
     client, supervisor = session.client, session.supervisor
     if not new_name.strip():
         raise tether.ArgumentError("new_name", "a non-empty name")
@@ -106,6 +109,30 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
             f"renaming `{old_name}` to `{new_name}` changes nothing "
             f"({client.spec.id} returned edits that leave every file as it is)"
         )
+    # part of the proposal: where else the old name occurs, and whether the server could see it
+    spans = crosscheck.covered_spans(
+        client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
+    )
+    missed = crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
+    outside = [item for item in missed if item.outside is not None]
+    if outside and not leave_outside:
+        total = sum(counts.values())
+        rows = crosscheck.describe(
+            outside,
+            old_name,
+            client.spec.id,
+            supervisor.workdir,
+            suffix="; the server cannot rename it there",
+        )
+        raise tether.ToolError(
+            f"nothing was written: {client.spec.id}'s rename of `{old_name}` edits {total} "
+            f"place{'s' if total != 1 else ''} in {len(changes)} file"
+            f"{'s' if len(changes) != 1 else ''}, but\n"
+            + "\n".join(rows)
+            + "\nRenaming only what the server sees would leave those uses broken. Rename them "
+            "too (by hand, after this rename), or call again with `leave_outside: true` to "
+            "rename what the server found and leave them as they are."
+        )
     try:
         apply_changes(changes, root=supervisor.workdir)
     except StaleFiles as exc:
@@ -126,8 +153,12 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
         f"  {supervisor.relative(path)}: {count} edit{'s' if count != 1 else ''}"
         for path, count in sorted(counts.items())
     ]
-    return (
+    text = (
         f"renamed `{old_name}` to `{new_name}`: {total} edit{'s' if total != 1 else ''} in "
         f"{len(changes)} file{'s' if len(changes) != 1 else ''} ({client.spec.id})\n"
         + "\n".join(rows)
     )
+    notes = crosscheck.describe(
+        missed, old_name, client.spec.id, supervisor.workdir, suffix="; not renamed"
+    )
+    return text + ("\n\n" + "\n".join(notes) if notes else "")

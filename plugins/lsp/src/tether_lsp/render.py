@@ -122,7 +122,7 @@ def format_diagnostics(
 ) -> list[str]:
     lines = split_lines(text)
     out = []
-    for diagnostic in sorted(diagnostics, key=_diagnostic_order):
+    for diagnostic in sorted(diagnostics, key=diagnostic_order):
         line = diagnostic.get("range", {}).get("start", {}).get("line", 0)
         out.append(
             diagnostic_line(diagnostic, rel, lines[line] if line < len(lines) else "", encoding)
@@ -130,7 +130,7 @@ def format_diagnostics(
     return out
 
 
-def _diagnostic_order(diagnostic: dict[str, Any]) -> tuple[int, int, int]:
+def diagnostic_order(diagnostic: dict[str, Any]) -> tuple[int, int, int]:
     start = diagnostic.get("range", {}).get("start", {})
     return (start.get("line", 0), start.get("character", 0), diagnostic.get("severity") or 1)
 

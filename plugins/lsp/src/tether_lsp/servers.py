@@ -64,6 +64,28 @@ class ServerSpec:
     settles_after_file_events: bool = False
     #: LSP methods this server is known to answer wrongly although it advertises them
     unsupported: frozenset[str] = attrs.field(converter=_methods, factory=frozenset)
+    #: how the server's project is configured, so tether can say which files it leaves out
+    #: ("pyright": ``include``/``exclude`` of pyrightconfig.json or [tool.pyright]); None: only
+    #: files outside the root are known to be outside
+    project_config: str | None = None
+    #: a write of a file no installed server handles says "diagnostics unavailable" only for
+    #: languages that expect a server (Python, C); data and shell files stay quiet
+    announce_missing: bool = True
+    #: definitions and hovers across files need the server's first scan of the workspace
+    #: (bash-language-server's background analysis): they wait for ``ready_log`` too
+    navigation_waits_for_index: bool = False
+    #: what the server is asked for: "navigation" (every query and rename: the first usable
+    #: server of the language that offers the action answers) and "diagnostics" (the first
+    #: usable navigation server's, merged with every usable server that has no "navigation"
+    #: role — a linter such as ruff runs beside the type checker)
+    roles: frozenset[str] = attrs.field(
+        converter=_methods, factory=lambda: frozenset({"navigation", "diagnostics"})
+    )
+
+    @property
+    def companion(self) -> bool:
+        """A diagnostics-only server: it runs beside the language's primary server."""
+        return "navigation" not in self.roles and "diagnostics" in self.roles
 
     def language_id(self, suffix: str) -> str | None:
         return self.extensions.get(suffix)
@@ -96,6 +118,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         ready_log=_PYRIGHT_READY,
         pull_diagnostics=True,
         settles_after_file_events=True,
+        project_config="pyright",
     ),
     ServerSpec(
         id="pyright",
@@ -112,6 +135,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         settles_after_file_events=True,
         # pyright's implementation answers are wrong (FIELD-NOTES); basedpyright's are right
         unsupported=frozenset({"textDocument/implementation"}),
+        project_config="pyright",
     ),
     ServerSpec(
         id="pylsp",
@@ -133,6 +157,26 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         probe=("jedi-language-server", "--version"),
         root_markers=_PY_MARKERS,
         priority=40,
+    ),
+    ServerSpec(
+        id="ty",
+        extensions=_PY,
+        language="python",
+        command=("ty", "server"),
+        probe=("ty", "--version"),
+        root_markers=_PY_MARKERS,
+        checker=("ty", "check"),
+        priority=45,
+    ),
+    ServerSpec(
+        id="pyrefly",
+        extensions=_PY,
+        language="python",
+        command=("pyrefly", "lsp"),
+        probe=("pyrefly", "--version"),
+        root_markers=_PY_MARKERS,
+        checker=("pyrefly", "check"),
+        priority=46,
     ),
     ServerSpec(
         id="typescript-language-server",
@@ -195,6 +239,44 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=("go.mod", "go.work"),
         checker=("go", "vet", "./..."),
         priority=10,
+    ),
+    ServerSpec(
+        id="bash-language-server",
+        extensions={".sh": "shellscript", ".bash": "shellscript"},
+        language="shell",
+        command=("bash-language-server", "start"),
+        probe=("bash-language-server", "--version"),
+        # a shell script needs no project: the workdir is its root
+        root_markers=(),
+        checker=(),
+        priority=10,
+        waits_for_configuration=True,
+        ready_log=r"BackgroundAnalysis: (Completed|stopped|skipping|failed)",
+        navigation_waits_for_index=True,
+        announce_missing=False,
+    ),
+    ServerSpec(
+        id="yaml-language-server",
+        extensions={".yaml": "yaml", ".yml": "yaml"},
+        language="yaml",
+        command=("yaml-language-server", "--stdio"),
+        probe=("yaml-language-server", "--version"),
+        root_markers=(),
+        settings={"yaml": {"validate": True, "hover": True, "completion": False}},
+        priority=10,
+        announce_missing=False,
+    ),
+    ServerSpec(
+        id="vscode-json-language-server",
+        extensions={".json": "json", ".jsonc": "jsonc"},
+        language="json",
+        command=("vscode-json-language-server", "--stdio"),
+        root_markers=(),
+        # it reads local schemas itself instead of asking the client for them
+        initialization_options={"provideFormatter": False, "handledSchemaProtocols": ["file"]},
+        settings={"json": {"validate": {"enable": True}}},
+        priority=10,
+        announce_missing=False,
     ),
     ServerSpec(
         id="dart",

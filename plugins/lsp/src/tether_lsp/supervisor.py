@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,8 @@ class LspSupervisor:
         self._probe = CommandProbe(run)
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
         self.ledger = DiagnosticLedger()
+        #: lines the next result carries (a hung server restarted on the way)
+        self.notes: list[str] = []
         _ = self.specs  # a bad or duplicate contribution fails the run's opening, not a call
 
     # -- specs -----------------------------------------------------------------------------
@@ -111,7 +113,10 @@ class LspSupervisor:
     # -- availability ----------------------------------------------------------------------
 
     def find_root(self, spec: ServerSpec, start: Path) -> Path | None:
-        """Nearest directory from ``start`` up to the workdir holding one of the markers."""
+        """Nearest directory from ``start`` up to the workdir holding one of the markers; the
+        workdir for a server that needs no project (no markers)."""
+        if not spec.root_markers:
+            return self.workdir
         return find_root(start, spec.root_markers, self.workdir)
 
     def resolve_binary(self, name: str, root: Path | None) -> str | None:
@@ -171,36 +176,99 @@ class LspSupervisor:
             raise self._no_server(path)
         reasons: list[str] = []
         for spec in self.candidates(language):
+            if "navigation" not in spec.roles:
+                continue
             root, why = self._locate(spec, path)
             if root is not None:
                 return Choice(spec, root)
             reasons.append(f"{spec.id}: {why}")
         raise self._unusable(language, path, reasons)
 
-    async def client_for(self, path: Path) -> LspClient:
-        """The running server for ``path``, started if needed. A candidate whose binary is
-        found but cannot start (a broken shim) is skipped for the next one, and said why;
-        starting it is the check that it runs, so the first answer costs no extra probe."""
+    async def client_for(
+        self, path: Path, *, offers: Callable[[LspClient], bool] | None = None, action: str = ""
+    ) -> LspClient:
+        """The running navigation server for ``path``, started if needed. A candidate whose
+        binary is found but cannot start (a broken shim) is skipped for the next one, and said
+        why; starting it is the check that it runs, so the first answer costs no extra probe.
+        With ``offers``, a server that does not offer ``action`` passes it to the next one."""
         language = self.language_of(path)
         if language is None:
             raise self._no_server(path)
         reasons: list[str] = []
+        lacking: list[str] = []
+        # an action the first server lacks falls back to the next one — among the servers
+        # `[lsp] servers` names for the language, when it names any
+        named = self.config.servers.get(language)
         for spec in self.candidates(language):
+            if "navigation" not in spec.roles:
+                continue
+            if lacking and named and spec.id not in named:
+                break
             root, why = self._locate(spec, path)
             if root is None:
                 reasons.append(f"{spec.id}: {why}")
                 continue
             key = (spec.id, root)
             if key in self._clients or key in self._crashes:
-                return await self.client(spec, root)  # it ran here before: report its trouble
-            try:
-                return await self.client(spec, root)
-            except tether.ToolError as exc:
-                reasons.append(f"{spec.id}: not usable — {exc}")
+                client = await self.client(spec, root)  # it ran here before: report its trouble
+            else:
+                try:
+                    client = await self.client(spec, root)
+                except tether.ToolError as exc:
+                    reasons.append(f"{spec.id}: not usable — {exc}")
+                    continue
+            if offers is None or offers(client):
+                return client
+            lacking.append(spec.id)
+        if lacking:
+            raise tether.ToolError(
+                f'action "{action}" is not supported by {" or ".join(lacking)} '
+                f"(the server{'s' if len(lacking) > 1 else ''} answering {self.relative(path)})"
+                + ("".join(f"\n  {reason}" for reason in reasons) if reasons else "")
+            )
         raise self._unusable(language, path, reasons)
+
+    async def diagnostic_clients(self, path: Path) -> tuple[list[LspClient], list[str]]:
+        """Every server whose diagnostics ``path`` gets: the primary navigation server and
+        each usable companion (diagnostics-only) server; and why others could not answer."""
+        language = self.language_of(path)
+        if language is None:
+            raise self._no_server(path)
+        clients: list[LspClient] = []
+        failures: list[str] = []
+        try:
+            primary = await self.client_for(path)
+            if "diagnostics" in primary.spec.roles:
+                clients.append(primary)
+        except tether.ToolError as exc:
+            failures.append(str(exc))
+        for spec in self.candidates(language):
+            if not spec.companion:
+                continue
+            root, _ = self._locate(spec, path)
+            if root is None:
+                continue  # a companion that is not installed or not rooted here is not missed
+            try:
+                clients.append(await self.client(spec, root))
+            except tether.ToolError as exc:
+                failures.append(f"{spec.id}: {exc}")
+        if not clients:
+            raise NoServer("\n".join(failures) or f"no usable {language} language server")
+        return clients, failures
 
     def relative(self, path: Path) -> str:
         return relative(self.workdir, path)
+
+    def quiet_without_server(self, path: Path) -> bool:
+        """No server for ``path``'s language is installed and none of them asks to be missed
+        (data and shell files): a write of it says nothing about diagnostics."""
+        language = self.language_of(path)
+        if language is None:
+            return True
+        specs = self.candidates(language)
+        if any(spec.announce_missing for spec in specs):
+            return False
+        return all(self.resolve_binary(spec.command[0], self.workdir) is None for spec in specs)
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -210,7 +278,21 @@ class LspSupervisor:
         async with lock:
             current = self._clients.get(key)
             if current is not None and current.check_running():
-                return current
+                hung = current.unresponsive_since is not None
+                if not hung or current.timeouts_in_row < self.config.restart_after_timeouts:
+                    return current
+                if await current.answers():
+                    return current  # it dropped those requests but still reads: not hung
+                # hung, not busy: a restart is the way back (a busy server is never restarted)
+                since = time.strftime("%H:%M:%S", time.localtime(current.unresponsive_since))
+                self.notes.append(
+                    f"(restarted {spec.id} for {self.relative(root) or '.'}: "
+                    f"{current.timeouts_in_row} requests in a row timed out since {since} and "
+                    f"{current.unresponsive_why}; it did not answer a probe either)"
+                )
+                await current.close()
+                del self._clients[key]
+                current = None
             if current is not None:
                 crashes = self._crashes.setdefault(key, [])
                 now = time.monotonic()
@@ -239,6 +321,7 @@ class LspSupervisor:
                 argv,
                 deep_merge(pinned_settings, self.settings_for(spec)),
                 self.config.request_timeout_s,
+                self.config.start_timeout_s,
             )
             self._clients[key] = client
             try:
@@ -290,6 +373,8 @@ class LspSupervisor:
 
     def roots_in_workdir(self, spec: ServerSpec, limit: int = 5) -> list[Path]:
         """Directories (workdir and two levels down) holding one of ``spec``'s markers."""
+        if not spec.root_markers:
+            return [self.workdir]
         found: list[Path] = []
         frontier = [self.workdir]
         for _depth in range(3):
@@ -322,6 +407,14 @@ class LspSupervisor:
                 where = self.relative(client.root) or "."
                 if not client.alive:
                     state = f"exited: {client.exit_reason}"
+                elif client.unresponsive_since is not None:
+                    since = time.strftime("%H:%M:%S", time.localtime(client.unresponsive_since))
+                    state = (
+                        f"unresponsive since {since} ({client.timeouts_in_row} request"
+                        f"{'s' if client.timeouts_in_row != 1 else ''} in a row timed out; "
+                        f"{client.unresponsive_why}); the next query after "
+                        f"{self.config.restart_after_timeouts} timeouts restarts it"
+                    )
                 elif client.is_ready():
                     state = "ready"
                 else:

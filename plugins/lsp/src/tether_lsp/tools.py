@@ -16,6 +16,8 @@ Action = Literal[
     "type_definition",
     "implementation",
     "references",
+    "incoming_calls",
+    "outgoing_calls",
     "hover",
     "symbols",
     "code_actions",
@@ -30,8 +32,8 @@ class LspArgs:
     action: Action = tether.arg(
         description=(
             'diagnostics (file, or "*" for the project\'s checker); definition, '
-            "type_definition, implementation, references, hover, code_actions (file, line, "
-            "symbol); symbols (query for workspace symbols, or file for its outline); status; "
+            "type_definition, implementation, references, incoming_calls, outgoing_calls, "
+            "hover, code_actions (file, line, symbol); symbols (query for workspace symbols, or file for its outline); status; "
             "reload"
         )
     )
@@ -40,7 +42,8 @@ class LspArgs:
     symbol: str | None = tether.arg(
         None,
         description=(
-            "Text of the symbol as it appears on that line (a substring, never a column); "
+            "Text of the symbol as it appears on that line (never a column); a whole "
+            "identifier wins over a match inside a longer one, `Obj.method` means `method`; "
             "when it occurs several times, pick one with name#2"
         ),
     )
@@ -57,6 +60,13 @@ class RenameArgs:
         description="Text of the symbol on that line (substring; name#2 picks the 2nd occurrence)"
     )
     new_name: str = tether.arg(description="The new name")
+    leave_outside: bool = tether.arg(
+        False,
+        description=(
+            "Rename even though the old name also occurs in files outside the server's project "
+            "(listed in the refusal); those are left as they are"
+        ),
+    )
 
 
 LSP_DESCRIPTION = (
@@ -80,6 +90,16 @@ def _required(value: T | None, field: str, action: str) -> T:
 
 
 async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
+    return _with_notes(_supervisor(call), await _answer_lsp(call, args))
+
+
+def _with_notes(supervisor: LspSupervisor, text: str) -> str:
+    """The answer, followed by what happened on the way (a hung server restarted)."""
+    notes, supervisor.notes[:] = list(supervisor.notes), []
+    return text + "".join(f"\n{note}" for note in notes)
+
+
+async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
     supervisor = _supervisor(call)
     action = args.action
     if action == "status":
@@ -91,8 +111,7 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
         file = _required(args.file, "file", action)
         if file == "*":
             return await checker.run_checkers(supervisor)
-        path = call.run.confine(file, field="file")
-        return await queries.file_diagnostics(await queries.open_session(supervisor, path, action))
+        return await queries.file_diagnostics(supervisor, call.run.confine(file, field="file"))
     if action == "symbols":
         if args.query is None and args.file is None:
             raise tether.ArgumentError(
@@ -111,6 +130,8 @@ async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
         return await queries.hover(session, line, symbol)
     if action == "code_actions":
         return await queries.code_actions(session, line, symbol)
+    if action in ("incoming_calls", "outgoing_calls"):
+        return await queries.call_hierarchy(session, action, line, symbol)
     return await queries.navigate(session, action, line, symbol)
 
 
@@ -118,7 +139,10 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     supervisor = _supervisor(call)
     path = call.run.confine(args.file, field="file")
     session = await queries.open_session(supervisor, path, "rename")
-    return await rename.rename(session, args.line, args.symbol, args.new_name)
+    text = await rename.rename(
+        session, args.line, args.symbol, args.new_name, leave_outside=args.leave_outside
+    )
+    return _with_notes(supervisor, text)
 
 
 def tool_specs() -> list[tether.ToolSpec]:

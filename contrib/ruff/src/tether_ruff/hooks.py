@@ -1,0 +1,25 @@
+"""The plugin's one hook: tether-lsp's ``tether_lsp_servers``."""
+
+from __future__ import annotations
+
+import tether
+from tether_lsp import ServerSpec
+
+RUFF = ServerSpec(
+    id="ruff",
+    language="python",
+    extensions={".py": "python", ".pyi": "python"},
+    command=("ruff", "server"),
+    probe=("ruff", "--version"),
+    root_markers=("pyproject.toml", "ruff.toml", ".ruff.toml", "setup.py", "setup.cfg"),
+    checker=("ruff", "check", "--output-format=concise"),
+    # a linter, not a navigator: its diagnostics join the type checker's, and every query
+    # (definition, hover, rename, ...) goes to the language's navigation server
+    roles=frozenset({"diagnostics"}),
+    priority=5,
+)
+
+
+@tether.hookimpl
+def tether_lsp_servers() -> list[ServerSpec]:
+    return [RUFF]
