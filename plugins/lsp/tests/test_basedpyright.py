@@ -84,6 +84,10 @@ def test_bad_input_is_named(py: Caller) -> None:
     assert 'line: required for action "hover"' in py.err(
         action="hover", file="pkg/use.py", symbol="x"
     )
+    # a field the action does not use is refused by name, not silently ignored
+    assert py.err(action="status", symbol="x") == (
+        'invalid arguments for lsp:\nsymbol: not used by action "status"; leave it out'
+    )
     assert "'nothere' is not on line 3 of pkg/use.py" in py.err(
         action="hover", file="pkg/use.py", line=3, symbol="nothere"
     )

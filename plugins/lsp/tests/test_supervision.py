@@ -22,6 +22,7 @@ from lsp_testkit import Caller, open_lsp_run
 import tether
 from tether.process import is_alive
 from tether_lsp import ServerSpec
+from tether_lsp.servers import BUILTIN_SERVERS
 
 FAKE = str(Path(__file__).parent / "fake_lsp_server.py")
 
@@ -305,11 +306,28 @@ class Duplicate:
         ]
 
 
-def test_a_duplicate_server_id_is_reported_with_both_plugins(tmp_path: Path) -> None:
-    expected = "'clangd' is contributed by both 'lsp' and"
-    with open_lsp_run(tmp_path, plugins=[Duplicate()]) as run:
-        reasons = [i.reason or "" for i in run.run.pm.report if i.status == "failed"]
-        assert any(expected in reason for reason in reasons), reasons
+def test_a_duplicate_or_malformed_server_is_dropped_and_its_plugin_reported(
+    tmp_path: Path,
+) -> None:
+    class WrongShape:
+        @tether.hookimpl
+        def tether_lsp_servers(self) -> list[object]:
+            # extensions must map suffix -> language id; a tuple is the wrong shape
+            return [attrs.evolve(BUILTIN_SERVERS[0], id="odd", extensions=(".py",))]
+
+    class WrongField:
+        @tether.hookimpl
+        def tether_lsp_servers(self) -> list[object]:
+            return [ServerSpec(id="x", language="x", probes=("x",))]  # type: ignore[call-arg]
+
+    plugins = [Duplicate(), WrongShape(), WrongField()]
+    with open_lsp_run(tmp_path, plugins=plugins) as run:
+        failed = {i.name: i.reason or "" for i in run.run.pm.report if i.status == "failed"}
+        assert "language server 'clangd' dropped: already contributed by" in failed["lsp"]
+        assert failed["WrongShape-1"].startswith("tether_lsp_servers: raised ValueError")
+        assert failed["WrongField-2"].startswith("tether_lsp_servers: raised TypeError")
+        # everything else keeps working
+        assert "basedpyright" in Caller(run).ok("lsp", action="status")
 
 
 def test_an_empty_answer_while_indexing_says_so(tmp_path: Path) -> None:

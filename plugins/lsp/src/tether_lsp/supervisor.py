@@ -12,6 +12,7 @@ import attrs
 
 import tether
 from tether.availability import CommandProbe, ProbeResult, find_root, not_found, resolve_command
+from tether.contributions import collect
 from tether.paths import relative
 from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
@@ -66,29 +67,24 @@ class LspSupervisor:
         self.ledger = DiagnosticLedger()
         #: lines the next result carries (a hung server restarted on the way)
         self.notes: list[str] = []
-        _ = self.specs  # a bad or duplicate contribution fails the run's opening, not a call
+        _ = self.specs  # collected when wired, so a dropped contribution is reported at once
 
     # -- specs -----------------------------------------------------------------------------
 
     @property
     def specs(self) -> dict[str, ServerSpec]:
+        """Every server contributed through ``tether_lsp_servers``, by the core's collector: a
+        malformed spec (a wrong field, a wrong shape) or a second one with a taken id is dropped
+        and its plugin reported (``tether plugins``); every other server keeps working."""
         if self._specs is None:
-            found: dict[str, tuple[ServerSpec, str]] = {}
-            hook = self.run.pm.hook.tether_lsp_servers
-            for impl in hook.get_hookimpls():
-                for spec in impl.function() or ():
-                    if not isinstance(spec, ServerSpec):
-                        raise TypeError(
-                            f"plugin {impl.plugin_name!r} returned {spec!r} from "
-                            "tether_lsp_servers(); expected tether_lsp.ServerSpec"
-                        )
-                    if spec.id in found:
-                        raise ValueError(
-                            f"language server {spec.id!r} is contributed by both "
-                            f"{found[spec.id][1]!r} and {impl.plugin_name!r}"
-                        )
-                    found[spec.id] = (spec, impl.plugin_name)
-            self._specs = {sid: spec for sid, (spec, _) in found.items()}
+            found = collect(
+                self.run.pm,
+                "tether_lsp_servers",
+                ServerSpec,
+                key=lambda spec: spec.id,
+                label="language server",
+            )
+            self._specs = {sid: contribution.item for sid, contribution in found.items()}
         return self._specs
 
     def candidates(self, language: str) -> list[ServerSpec]:

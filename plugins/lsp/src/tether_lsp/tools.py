@@ -83,9 +83,36 @@ def _supervisor(call: tether.CallContext) -> LspSupervisor:
     return call.run.resources["lsp_supervisor"]
 
 
-def _required(value: T | None, field: str, action: str) -> T:
-    if value is None:
-        raise tether.ArgumentError(field, f'required for action "{action}"')
+_POSITION = tether.Action(required=("file", "line", "symbol"))
+
+# Which fields each action takes, enforced by the core: a missing one and one the action does not
+# use are refused, naming the field and the action.
+LSP_ACTIONS = tether.Actions(
+    "action",
+    {
+        "diagnostics": tether.Action(required=("file",)),
+        **{
+            name: _POSITION
+            for name in (
+                "definition",
+                "type_definition",
+                "implementation",
+                "references",
+                "incoming_calls",
+                "outgoing_calls",
+                "hover",
+                "code_actions",
+            )
+        },
+        "symbols": tether.Action(optional=("query", "file")),  # one of them at least
+        "status": tether.Action(),
+        "reload": tether.Action(optional=("file",)),
+    },
+)
+
+
+def _given(value: T | None) -> T:
+    assert value is not None, "the core's per-action check lets no required field through empty"
     return value
 
 
@@ -108,7 +135,7 @@ async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
         path = call.run.confine(args.file, field="file") if args.file else None
         return await supervisor.reload(path)
     if action == "diagnostics":
-        file = _required(args.file, "file", action)
+        file = _given(args.file)
         if file == "*":
             return await checker.run_checkers(supervisor)
         return await queries.file_diagnostics(supervisor, call.run.confine(file, field="file"))
@@ -122,9 +149,7 @@ async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
             return await queries.workspace_symbols(supervisor, args.query, path)
         assert path is not None
         return await queries.document_symbols(await queries.open_session(supervisor, path, action))
-    file = _required(args.file, "file", action)
-    line = _required(args.line, "line", action)
-    symbol = _required(args.symbol, "symbol", action)
+    file, line, symbol = _given(args.file), _given(args.line), _given(args.symbol)
     session = await queries.open_session(supervisor, call.run.confine(file, field="file"), action)
     if action == "hover":
         return await queries.hover(session, line, symbol)
@@ -155,6 +180,7 @@ def tool_specs() -> list[tether.ToolSpec]:
             description=LSP_DESCRIPTION,
             requires=("lsp_supervisor",),
             parallel_safe=True,
+            actions=LSP_ACTIONS,
         ),
         tether.ToolSpec(
             name="lsp_rename",
