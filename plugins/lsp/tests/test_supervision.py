@@ -547,3 +547,32 @@ def test_a_busy_server_is_never_restarted(tmp_path: Path) -> None:
         assert timeouts >= 2  # enough to restart a hung server
         assert result.text_content == "slow hover of line 1"
         assert supervisor(caller).clients[0].pid == client.pid
+
+
+def test_config_bounds_are_enforced(tmp_path: Path) -> None:
+    """The issue's reproduction: `[lsp] request_timeout_s = -5` was accepted."""
+    make_project(tmp_path)
+    with pytest.raises(BaseException) as caught:
+        with open_lsp_run(tmp_path, {"request_timeout_s": -5}):
+            pass
+    assert "lsp.request_timeout_s: expected a number above 0, got -5" in repr(caught.value)
+
+
+def test_hook_tether_lsp_servers(tmp_path: Path) -> None:
+    """A server a third-party plugin contributes answers like a built-in one."""
+    make_project(tmp_path)
+    with open_lsp_run(tmp_path, plugins=[ThirdParty(tmp_path)]) as run:
+        status = Caller(run).ok("lsp", action="status")
+        assert "fake" in status and "broken-ls" in status
+        text = Caller(run).ok(action="definition", file="main.fake", line=2, symbol="alpha#2")
+        assert "main.fake:1" in text
+
+
+def test_every_family_hook_is_documented_and_tested() -> None:
+    import tether_lsp.hookspecs
+    from tether.testing import check_hookspecs
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert check_hookspecs(tether_lsp.hookspecs, readme, Path(__file__).parent) == [
+        "tether_lsp_servers"
+    ]
