@@ -83,6 +83,8 @@ def all_alive(pid: int, marked: Marked, timeout_s: float = 60.0) -> list[int]:
     wanted = ["basedpyright", "ipykernel", "node_kernel", "debugpy", "prog.py", "sleep 300"]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists():
+            raise AssertionError(f"the run's process {pid} died before every component came up")
         pids = marked(pid)
         lines = [cmdline(p) for p in pids]
         missing = [w for w in wanted if not any(w in line for line in lines)]
@@ -208,11 +210,11 @@ def wait_for_components(
 
 HARNESS = r"""
 import json, sys, anyio, tether
-from tether.config import load_config_file
+from tether.config import read_config_file
 from pathlib import Path
 
 async def main(work, config_path, calls):
-    config = load_config_file(Path(work), Path(config_path))
+    config = read_config_file(Path(config_path))  # harness configuration
     auto = {"read": "auto", "write": "auto", "exec": "auto"}
     config.setdefault("core", {})["approval"] = auto
     async with tether.open_run(work, conversation_id="h", config=config, vibe=True) as run:
@@ -233,6 +235,7 @@ def test_a_killed_harness_leaves_no_process(tmp_path, sig, tally, marked):
     proc = subprocess.Popen(
         [sys.executable, "-c", HARNESS, str(work), str(config), json.dumps(calls)],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
