@@ -303,3 +303,52 @@ async def test_session_eof_closes_open_cards_at_once(tmp_path):
         reply["is_error"]
         and "input closed before card_1 was answered" in reply["content"][0]["text"]
     )
+
+
+class _Greeter:
+    """A plugin contributing one subcommand, with the shared run flags."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    @tether.hookimpl
+    def tether_cli_commands(self, subparsers):
+        from tether.cli import add_run_options, run_config
+
+        self.asked += 1
+        p = subparsers.add_parser("greet", help="say hello from a run")
+        add_run_options(p, approve=True)
+        p.add_argument("--name", required=True)
+
+        async def main(ns) -> int:
+            workdir, config = run_config(ns)
+            async with tether.open_run(workdir, conversation_id="g", config=config) as run:
+                print(json.dumps({"hello": ns.name, "workdir": str(run.workdir)}))
+            return 7
+
+        p.set_defaults(tether_command=main)
+
+
+def test_hook_tether_cli_commands(tmp_path, monkeypatch, capsys):
+    import tether.cli as cli
+
+    greeter = _Greeter()
+    monkeypatch.setattr(
+        cli, "make_plugin_manager", lambda: tether.make_plugin_manager(plugins=[greeter])
+    )
+    code = cli.main(["greet", "--name", "ada", "--workdir", str(tmp_path), "--approve", "write"])
+    assert code == 7
+    assert json.loads(capsys.readouterr().out) == {"hello": "ada", "workdir": str(tmp_path)}
+    assert greeter.asked == 1
+    # the list of commands shows it; an unknown command names the choices, plugins' included
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "greet" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["nope"])
+    assert "'greet'" in capsys.readouterr().err
+    # lazily: a core command never asks the plugins for commands
+    asked = greeter.asked
+    assert cli.main(["tools", "--workdir", str(tmp_path)]) == 0
+    assert cli.main(["plugins", "--json"]) == 0
+    assert greeter.asked == asked

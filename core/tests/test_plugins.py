@@ -117,7 +117,13 @@ def test_every_core_hook_is_documented_and_tested():
     from pathlib import Path
 
     names = [n for n in dir(hookspecs) if n.startswith("tether_")]
-    assert names == ["tether_addhooks", "tether_process_result", "tether_resources", "tether_tools"]
+    assert names == [
+        "tether_addhooks",
+        "tether_cli_commands",
+        "tether_process_result",
+        "tether_resources",
+        "tether_tools",
+    ]
     docs = (Path(__file__).parents[2] / "docs" / "plugin-api.md").read_text()
     tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
     for name in names:

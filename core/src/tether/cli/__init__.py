@@ -36,7 +36,10 @@ class _CliResources:
         return self.resources
 
 
-def _common(p: argparse.ArgumentParser, *, surface: bool = True) -> None:
+def add_run_options(
+    p: argparse.ArgumentParser, *, surface: bool = True, approve: bool = False
+) -> None:
+    """The flags every run-opening command shares (a plugin's command uses them too)."""
     p.add_argument("--workdir", default=".", help="the checkout the run works on (default: .)")
     p.add_argument(
         "--config",
@@ -50,9 +53,19 @@ def _common(p: argparse.ArgumentParser, *, surface: bool = True) -> None:
         p.add_argument(
             "--surface", default="default", help="default, plan, readonly or a configured one"
         )
+    if approve:
+        p.add_argument(
+            "--approve",
+            choices=[t.value for t in Tier],
+            default=None,
+            help="auto-approve every tier up to this one",
+        )
 
 
-def _parser() -> argparse.ArgumentParser:
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "session")
+
+
+def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tether", description="Tools bound to the live resources of one run."
     )
@@ -60,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plugins", help="list installed plugins and their status")
     p.add_argument("--json", action="store_true", help="print JSON")
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
-    _common(p)
+    add_run_options(p)
     p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
     for name, text in (
         ("call", "one tool call in a fresh run"),
@@ -70,21 +83,23 @@ def _parser() -> argparse.ArgumentParser:
         if name == "call":
             p.add_argument("tool")
             p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
-        _common(p)
-        p.add_argument(
-            "--approve",
-            choices=[t.value for t in Tier],
-            default=None,
-            help="auto-approve every tier up to this one",
-        )
+        add_run_options(p, approve=True)
         if name == "session":
             p.add_argument(
                 "--interactive", action="store_true", help="a person answers cards on this stream"
             )
+    if plugin_commands:
+        make_plugin_manager().hook.tether_cli_commands(subparsers=sub)
     return parser
 
 
-def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+def _names_a_builtin(argv: list[str]) -> bool:
+    """Whether the command line names a core command (then plugins' commands are not loaded)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first in BUILTIN_COMMANDS and "-h" not in argv[: argv.index(first)]
+
+
+def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
     workdir = Path(ns.workdir).resolve()
     if not workdir.is_dir():
         raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
@@ -116,7 +131,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
 @asynccontextmanager
 async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
     """The run of one CLI command, with the command's question transport wired."""
-    workdir, config = _config(ns)
+    workdir, config = run_config(ns)
     async with open_run(
         workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
@@ -151,7 +166,7 @@ async def cmd_call(ns: argparse.Namespace) -> int:
 
 
 async def cmd_session(ns: argparse.Namespace) -> int:
-    workdir, config = _config(ns)
+    workdir, config = run_config(ns)
     return await run_session(
         workdir=workdir,
         config=config,
@@ -164,12 +179,14 @@ async def cmd_session(ns: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns = _parser().parse_args(argv)
+    args = sys.argv[1:] if argv is None else argv
+    ns = _parser(plugin_commands=not _names_a_builtin(args)).parse_args(args)
     become_subreaper()
     try:
         if ns.command == "plugins":
             return cmd_plugins(ns)
-        command = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}[ns.command]
+        builtin = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}
+        command = builtin.get(ns.command) or ns.tether_command
         try:
             return anyio.run(command, ns)
         finally:
