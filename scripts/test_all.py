@@ -1,68 +1,123 @@
 #!/usr/bin/env python3
-"""The test command: every distribution's suite once, each in its own fresh environment, then the
-cross-plugin tests with everything installed.
+"""The test command: every distribution's suite once, each in its own fresh environment installed
+FROM ITS BUILT WHEEL and run from its unpacked sdist (outside the checkout), then the cross-plugin
+tests with every wheel installed.
 
-    python3 scripts/test_all.py [NAME ...]      # e.g. core lsp files; default: all
+    python3 scripts/test_all.py [NAME ...]      # e.g. core lsp files cross; default: all
 
-Each environment holds only that distribution, the core, and what its ``test`` extra declares
-(the contrib helpers tether-files / tether-echo, pytest…), built with ``uv sync --package``.
+- The archives come from ``TETHER_DISTS`` (a directory ``scripts/build_dists.py`` filled, as CI
+  does once), else they are built into ``$TETHER_TEST_ENVS/dist``.
+- Each environment gets the third-party packages that distribution and its ``test`` extra need,
+  pinned in ``uv.lock`` (``uv sync --no-install-workspace --no-install-local``: no tether
+  distribution, no editable install), then ``NAME[test]`` from the wheels with
+  ``--no-index --find-links``: every tether distribution comes from a wheel of this checkout,
+  never from an index (where unrelated projects hold ``tether-*`` names), and a requirement the
+  wheel forgot to declare fails the install.
+- A distribution's tests run from its unpacked sdist, so a test that needs a file the sdist
+  does not ship fails here.
+
 Prints one summary line per environment and a closing "N passed, N failed" line.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from build_dists import archive_stem, build, distribution_dirs, project
+
 ROOT = Path(__file__).resolve().parent.parent
 ENVS = Path(os.environ.get("TETHER_TEST_ENVS", "/tmp/tether-test-envs"))
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
+MEMBERS_EXCLUDED = set(
+    tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["workspace"].get(
+        "exclude", []
+    )
+)
+
+# every installed tether distribution must come from a wheel, not from a directory
+_ORIGIN = """
+import importlib.metadata as m, json
+bad = {}
+for d in m.distributions():
+    name = d.metadata["Name"]
+    if name.startswith("tether"):
+        url = json.loads(d.read_text("direct_url.json") or "{}")
+        if "dir_info" in url:
+            bad[name] = url
+print(json.dumps(bad))
+"""
 
 
-def distributions() -> list[tuple[str, str, Path]]:
-    """(short name, distribution, directory) for core, contrib/* and plugins/*."""
-    dirs = [
-        ROOT / "core",
-        *sorted((ROOT / "contrib").glob("*/")),
-        *sorted((ROOT / "plugins").glob("*/")),
-    ]
+def distributions() -> list[tuple[str, str, Path, bool]]:
+    """(short name, distribution, directory, has a test extra) for those with tests."""
     out = []
-    for d in dirs:
-        pyproject = d / "pyproject.toml"
-        if not pyproject.is_file() or not (d / "tests").is_dir():
+    for d in distribution_dirs():
+        if not (d / "tests").is_dir():
             continue
-        meta = tomllib.loads(pyproject.read_text())["project"]
+        meta = project(d)
         short = "core" if d.name == "core" else d.name
-        extras = meta.get("optional-dependencies", {})
-        out.append((short, meta["name"], d, "test" in extras))
+        out.append((short, meta["name"], d, "test" in meta.get("optional-dependencies", {})))
     return out
 
 
-def run_suite(
-    label: str, sync_args: list[str], test_paths: list[str]
-) -> tuple[int, dict[str, int], float]:
+def _uv(args: list[str], extra_env: dict[str, str]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    for var in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT"):
+        env.pop(var, None)
+    return subprocess.run(["uv", *args], cwd=ROOT, env={**env, **extra_env})
+
+
+def make_env(label: str, sync_args: list[str], specs: list[str], dists: Path) -> Path | None:
+    """A fresh venv: the third-party packages pinned in the lock (no tether distribution),
+    then ``specs`` from the wheels only."""
     env_dir = ENVS / label
     shutil.rmtree(env_dir, ignore_errors=True)
-    env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(env_dir), "UV_PYTHON_DOWNLOADS": "never"}
-    env.pop("VIRTUAL_ENV", None)
-    start = time.monotonic()
-    sync = subprocess.run(
-        ["uv", "sync", "--frozen", "--no-dev", "-q", *sync_args], cwd=ROOT, env=env
-    )
-    if sync.returncode != 0:
-        return sync.returncode, {"error": 1}, time.monotonic() - start
+    python = str(env_dir / "bin" / "python")
+    sync = ["sync", "--frozen", "--no-dev", "-q", "--no-install-workspace", "--no-install-local"]
+    install = ["pip", "install", "-q", "--python", python, "--no-index", "--find-links"]
+    for step, env in (
+        ([*sync, *sync_args], {"UV_PROJECT_ENVIRONMENT": str(env_dir)}),
+        ([*install, str(dists), *specs], {}),
+    ):
+        if _uv(step, env).returncode != 0:
+            return None
+    origin = subprocess.run([python, "-c", _ORIGIN], capture_output=True, text=True)
+    if origin.returncode != 0 or json.loads(origin.stdout) != {}:
+        print(f"not installed from wheels: {origin.stdout}{origin.stderr}")
+        return None
+    return env_dir
+
+
+def unpack_sdist(dists: Path, name: str, version: str) -> Path:
+    """The distribution's sdist unpacked under ENVS: where its tests run."""
+    stem = archive_stem(name, version)
+    where = ENVS / f"src-{stem}"
+    shutil.rmtree(where, ignore_errors=True)
+    with tarfile.open(dists / f"{stem}.tar.gz") as tf:
+        tf.extractall(where, filter="data")
+    return where / stem
+
+
+def run_tests(env_dir: Path, cwd: Path, test_paths: list[str]) -> tuple[int, dict[str, int]]:
+    env = {
+        **os.environ,
+        "VIRTUAL_ENV": str(env_dir),
+        "PATH": f"{env_dir / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
+    env.pop("UV_PROJECT_ENVIRONMENT", None)
     cmd = [
-        "uv",
-        "run",
-        "--frozen",
-        "--no-sync",
-        "python",
+        str(env_dir / "bin" / "python"),
         "-m",
         "pytest",
         *test_paths,
@@ -74,7 +129,7 @@ def run_suite(
         "console_output_style=classic",
     ]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     last = ""
     assert proc.stdout is not None
@@ -83,25 +138,53 @@ def run_suite(
         if line.strip():
             last = line
     code = proc.wait()
-    counts = {kind: int(n) for n, kind in SUMMARY.findall(last)}
-    return code, counts, time.monotonic() - start
+    return code, {kind: int(n) for n, kind in SUMMARY.findall(last)}
 
 
 def main(argv: list[str]) -> int:
     wanted = set(argv)
+    given = os.environ.get("TETHER_DISTS")
+    if given:
+        dists = Path(given).resolve()
+    else:
+        dists = ENVS / "dist"
+        print(f"=== building every sdist and wheel into {dists} ===", flush=True)
+        build(dists)
+        os.environ["TETHER_DISTS"] = str(dists)  # the cross tests install from them too
     results = []
     for short, dist, directory, has_test_extra in distributions():
         if wanted and short not in wanted:
             continue
-        print(f"\n=== {short} ({dist}) in its own environment ===", flush=True)
-        extra = ["--extra", "test"] if has_test_extra else []
-        rel = str(directory.relative_to(ROOT) / "tests")
-        results.append((short, *run_suite(short, ["--package", dist, *extra], [rel])))
+        print(f"\n=== {short} ({dist}) from its wheel, tests from its sdist ===", flush=True)
+        start = time.monotonic()
+        version = project(directory)["version"]
+        if str(directory.relative_to(ROOT)) in MEMBERS_EXCLUDED:
+            # not a workspace member (a test-only helper): pinned with the core's test extra
+            export = ["--package", "tether", "--extra", "test"]
+        else:
+            export = ["--package", dist, *(["--extra", "test"] if has_test_extra else [])]
+        spec = f"{dist}[test]" if has_test_extra else dist
+        env_dir = make_env(short, export, [spec], dists)
+        if env_dir is None:
+            results.append((short, 1, {"error": 1}, time.monotonic() - start))
+            continue
+        src = unpack_sdist(dists, dist, version)
+        results.append((short, *run_tests(env_dir, src, ["tests"]), time.monotonic() - start))
     if (not wanted or "cross" in wanted) and any((ROOT / "tests").glob("test_*.py")):
-        print("\n=== cross-plugin tests (everything installed) ===", flush=True)
-        results.append(
-            ("cross", *run_suite("cross", ["--all-packages", "--all-extras"], ["tests"]))
-        )
+        print("\n=== cross-plugin tests (every wheel installed) ===", flush=True)
+        start = time.monotonic()
+        specs = ["tether[all,test]"] + [
+            f"{dist}[test]" if has_test else dist
+            for _, dist, _, has_test in distributions()
+            if dist != "tether"
+        ]
+        env_dir = make_env("cross", ["--all-packages", "--all-extras"], specs, dists)
+        if env_dir is None:
+            results.append(("cross", 1, {"error": 1}, time.monotonic() - start))
+        else:
+            results.append(
+                ("cross", *run_tests(env_dir, ROOT, ["tests"]), time.monotonic() - start)
+            )
     print("\n=== summary ===")
     passed = failed = 0
     bad = False

@@ -100,3 +100,33 @@ async def test_a_write_from_an_eval_cell_gets_its_new_diagnostics(tmp_path):
         assert not result.is_error, result.text_content
         assert "created broken.py" in result.text_content
         assert "broken.py:1:7 error [reportUndefinedVariable]" in result.text_content
+
+
+async def test_resolve_accept_and_lsp_rename_get_new_diagnostics_by_default(tmp_path):
+    """Diagnostics-on-write follows what a call wrote (result.written), not a list of tools: the
+    core's apply records the files, so resolve and lsp_rename get diagnostics with no config."""
+    server = "basedpyright-langserver"
+    found = shutil.which(server) or shutil.which(server, path=str(Path(sys.executable).parent))
+    require_real(found is not None, f"{server} (a real language server)")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
+    (tmp_path / "mod.py").write_text("def area(r):\n    return 3 * r * r\n\n\nprint(area(2))\n")
+    config = {"core": {"approval": {"write": "auto"}}, "lsp": {"diagnostics_timeout_s": 30}}
+    async with tether.open_run(tmp_path, conversation_id="c", config=config) as run:
+        staged = await run.call(
+            "ast_edit",
+            {"pattern": "print($X)", "rewrite": "print(undefined_name + $X)", "path": "mod.py"},
+        )
+        assert not staged.is_error, staged.text_content
+        accepted = await run.call(
+            "resolve", {"edit_id": staged.meta["edit_id"], "action": "accept"}
+        )
+        assert not accepted.is_error, accepted.text_content
+        assert accepted.written == (run.workdir / "mod.py",)
+        assert "mod.py:5:7 error [reportUndefinedVariable]" in accepted.text_content
+        renamed = await run.call(
+            "lsp_rename", {"file": "mod.py", "line": 1, "symbol": "area", "new_name": "surface"}
+        )
+        assert not renamed.is_error, renamed.text_content
+        assert renamed.written == (run.workdir / "mod.py",)
+        # the undefined name was reported after resolve: the ledger does not repeat it
+        assert "reportUndefinedVariable" not in renamed.text_content

@@ -40,7 +40,7 @@ def test_every_documented_plugin_entry_point_is_installed():
 
 
 def test_the_main_job_command_answers_on_this_checkout():
-    block = re.search(r"```sh\n(.*?)```", README, re.S).group(1)
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", README, re.S) if "uv sync" in b)
     call = block.split("uv run ", 1)[1].strip()
     assert call.startswith("tether call ")
     args = shlex.split(call)[1:]

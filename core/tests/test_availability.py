@@ -93,7 +93,8 @@ def test_tethers_own_environment_is_the_last_resort(tmp_path: Path, monkeypatch)
 def test_a_missing_binary_resolves_to_nothing_and_says_where_it_looked(tmp_path: Path) -> None:
     assert resolve_command("absent-binary-xyz", [tmp_path]) is None
     assert not_found("absent-binary-xyz") == (
-        "`absent-binary-xyz` not found in .venv/bin, venv/bin, node_modules/.bin or PATH"
+        "`absent-binary-xyz` not found in .venv/bin, venv/bin, node_modules/.bin, PATH or the "
+        f"interpreter's directory ({Path(sys.executable).parent})"
     )
 
 

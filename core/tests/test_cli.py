@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from importlib.metadata import version
 
 import anyio
 import pytest
@@ -33,7 +34,56 @@ def test_plugins_json():
     assert out.returncode == 0
     plugins = {p["name"]: p for p in json.loads(out.stdout)}
     assert plugins["echo"]["status"] == "loaded"
-    assert set(plugins["files"]) == {"name", "version", "status", "reason", "hooks"}
+    assert set(plugins["files"]) == {
+        "name",
+        "version",
+        "status",
+        "reason",
+        "hooks",
+        "accepts_core",
+    }
+    assert plugins["files"]["accepts_core"] == "<0.3,>=0.2"
+
+
+def test_plugins_table_shows_versions_and_the_core_range_each_accepts():
+    out = tether_cli("plugins")
+    line = next(line for line in out.stdout.splitlines() if line.startswith("files "))
+    assert line.split() == ["files", version("tether-files"), "tether<0.3,>=0.2", "loaded"]
+
+
+@pytest.mark.parametrize("module", ["tether", "tether.cli"])
+def test_version_names_the_core_and_every_plugin(module):
+    out = subprocess.run(
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"tether {version('tether')}"
+    assert f"  echo {version('tether-echo')} (loaded)" in lines
+    assert f"  files {version('tether-files')} (loaded)" in lines
+
+
+def test_python_dash_m_tether_is_the_cli():
+    out = subprocess.run(
+        [sys.executable, "-m", "tether", "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert {p["name"] for p in json.loads(out.stdout)} >= {"echo", "files"}
+
+
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_another_platform_gets_a_clear_error_at_import(platform):
+    code = f"import sys; sys.platform = {platform!r}; import tether"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: tether supports Linux only (it supervises processes through /proc and "
+        f"prctl); this platform is {platform!r}"
+    )
 
 
 def test_tools_plan_surface_shows_only_read_tier(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from importlib.metadata import version
 
 import pytest
 
@@ -22,7 +23,8 @@ def test_installed_plugins_load_from_entry_points():
     assert report["echo"] == ("loaded", None)
     assert report["files"] == ("loaded", None)
     echo = next(i for i in pm.report if i.name == "echo")
-    assert echo.version == "0.1.0" and echo.hooks == ["tether_tools"]
+    assert echo.version == version("tether-echo") and echo.hooks == ["tether_tools"]
+    assert echo.accepts_core == "<0.3,>=0.2"  # from its distribution's metadata, as built
 
 
 def test_load_and_disable_env_vars(monkeypatch):
@@ -63,6 +65,73 @@ async def test_the_host_keeps_working_with_a_broken_plugin(broken_distribution, 
     async with tether.open_run(tmp_path) as run:
         assert "echo" in run.tools
         assert (await run.call("echo", {"message": "still here"})).text_content == "still here"
+
+
+def fake_distribution(where, name, version, *, requires=(), entry_points=""):
+    """A throwaway installed distribution: a dist-info directory on a path entry."""
+    dist = where / f"{name.replace('-', '_')}-{version}.dist-info"
+    dist.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    lines += [f"Requires-Dist: {r}" for r in requires]
+    (dist / "METADATA").write_text("\n".join(lines) + "\n")
+    if entry_points:
+        (dist / "entry_points.txt").write_text(entry_points)
+
+
+def test_a_plugin_built_for_another_core_is_refused_before_import(tmp_path, monkeypatch):
+    fake_distribution(
+        tmp_path,
+        "tether-future",
+        "9.1.0",
+        requires=["tether<9.2,>=9.1", 'pytest>=8; extra == "test"'],
+        entry_points="[tether]\nfuture = tether_future_plugin\n",
+    )
+    # importing it would fail: a version mismatch must be named before anything is imported
+    (tmp_path / "tether_future_plugin.py").write_text("from tether import renamed_in_9\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pm = make_plugin_manager()
+    info = next(i for i in pm.report if i.name == "future")
+    assert info.status == "failed"
+    assert info.reason == (
+        "built for another core: tether-future 9.1.0 requires tether<9.2,>=9.1, "
+        f"the running core is tether {version('tether')}"
+    )
+    assert info.accepts_core == "<9.2,>=9.1"
+    assert "tether_future_plugin" not in sys.modules
+    assert statuses(pm)["echo"] == ("loaded", None)
+
+
+def test_a_core_of_another_minor_is_refused_by_every_installed_plugin(tmp_path, monkeypatch):
+    # a core 0.99 shadows the real one (first on sys.path wins, as in any environment)
+    fake_distribution(tmp_path, "tether", "0.99.0")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert version("tether") == "0.99.0"
+    pm = make_plugin_manager()
+    for name in ("echo", "files"):
+        info = next(i for i in pm.report if i.name == name)
+        assert info.status == "failed", info
+        assert info.reason == (
+            f"built for another core: tether-{name} {version(f'tether-{name}')} requires "
+            "tether<0.3,>=0.2, the running core is tether 0.99.0"
+        )
+        assert pm.get_plugin(name) is None
+
+
+def test_a_plugin_without_a_core_range_still_loads(tmp_path, monkeypatch):
+    fake_distribution(
+        tmp_path,
+        "tether-loose",
+        "1.0",
+        requires=["tether"],
+        entry_points="[tether]\nloose = tether_loose_plugin\n",
+    )
+    (tmp_path / "tether_loose_plugin.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        info = next(i for i in make_plugin_manager().report if i.name == "loose")
+    finally:
+        sys.modules.pop("tether_loose_plugin", None)
+    assert (info.status, info.accepts_core) == ("loaded", None)
 
 
 def test_a_misspelled_hook_fails_its_plugin_only():
@@ -124,7 +193,17 @@ def test_every_core_hook_is_documented_and_tested():
         "tether_resources",
         "tether_tools",
     ]
-    docs = (Path(__file__).parents[2] / "docs" / "plugin-api.md").read_text()
+    here = Path(__file__).resolve()
+    # docs/ at the repository's root; in the core's sdist, docs/ beside tests/
+    docs_file = next(
+        p
+        for p in (
+            here.parents[1] / "docs" / "plugin-api.md",
+            here.parents[2] / "docs" / "plugin-api.md",
+        )
+        if p.is_file()
+    )
+    docs = docs_file.read_text()
     tests = "".join(p.read_text() for p in Path(__file__).parent.glob("test_*.py"))
     for name in names:
         assert f"def {name}" in docs, f"{name} is not documented in docs/plugin-api.md"
@@ -153,8 +232,25 @@ def test_hook_tether_addhooks():
     assert pm.hook.tether_gadgets() == ["g"]
 
 
-def test_trace_env_var_prints_hook_calls(monkeypatch, capsys):
+@pytest.mark.anyio
+async def test_trace_env_var_prints_hook_calls(monkeypatch, capsys, tmp_path):
+    # a real run and a real call: the trace must show the hooks the way the core calls them
+    import tether_echo.hooks
+
+    class Wrap:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return None
+
+    class Resources:
+        @tether.hookimpl
+        def tether_resources(self, run):
+            return {"thing": 1}
+
     monkeypatch.setenv("TETHER_TRACE_PLUGINS", "1")
-    pm = make_plugin_manager()
-    pm.hook.tether_tools(run=None)
-    assert "tether_tools" in capsys.readouterr().err
+    plugins = [tether_echo.hooks, Wrap(), Resources()]
+    async with tether.open_run(tmp_path, entry_points=False, plugins=plugins) as run:
+        assert (await run.call("echo", {"message": "m"})).text_content == "m"
+    err = capsys.readouterr().err
+    for hook in ("tether_resources", "tether_tools", "tether_process_result"):
+        assert f"{hook} [hook]" in err, hook

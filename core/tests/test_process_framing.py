@@ -9,7 +9,7 @@ import pytest
 
 from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
 from tether.process import descendants, is_alive, spawn
-from tether.text import TailBuffer, cap, truncate
+from tether.text import TailBuffer, cap, clock, duration, plural, truncate
 
 pytestmark = pytest.mark.anyio
 
@@ -127,7 +127,28 @@ def test_tail_buffer_cap_truncate():
     shown, note = cap(list(range(312)), 50)
     assert len(shown) == 50 and note == "50 of 312 shown"
     assert cap([1, 2], 50) == ([1, 2], None)
+    assert cap(list(range(80)), 50, "workers")[1] == "50 of 80 workers shown"
     assert truncate("abcdef", 3) == "abc… (3 more characters)"
+
+
+def test_one_wording_for_counts_durations_and_clocks():
+    assert [plural(1, "file"), plural(3, "file"), plural(2, "match")] == [
+        "1 file",
+        "3 files",
+        "2 matches",
+    ]
+    assert plural(2, "child", "children") == "2 children"
+    assert [duration(s) for s in (0.42, 3, 12.4, 119, 125, 300, 3780, 7200)] == [
+        "0.4 s",
+        "3 s",
+        "12 s",
+        "119 s",
+        "2 min 5 s",
+        "5 min",
+        "1 h 3 min",
+        "2 h",
+    ]
+    assert clock(0) == "00:00:00 UTC"
 
 
 async def test_terminate_reaches_the_group_after_its_leader_exited():

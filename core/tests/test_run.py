@@ -12,7 +12,25 @@ import attrs
 import pytest
 
 import tether
+import tether_echo.hooks
+import tether_files.hooks
 from tether.process import descendants, is_alive
+
+# Core tests are hermetic: no installed entry point is loaded, so they pass the same in the core's
+# own environment and in the workspace's everything-installed one. The contrib test helpers
+# (echo's three tiers, files' read) are passed explicitly.
+HOST_PLUGINS = [tether_echo.hooks, tether_files.hooks]
+
+
+def hermetic_run(workdir, *, plugins=(), **kwargs):
+    return tether.open_run(workdir, entry_points=False, plugins=[*HOST_PLUGINS, *plugins], **kwargs)
+
+
+def hermetic_run_sync(workdir, *, plugins=(), **kwargs):
+    return tether.open_run_sync(
+        workdir, entry_points=False, plugins=[*HOST_PLUGINS, *plugins], **kwargs
+    )
+
 
 pytestmark = pytest.mark.anyio
 
@@ -87,38 +105,69 @@ async def test_registration_is_gated_by_resources(tmp_path):
         assert set(run.tools) == {"free", "needs_it"}
 
 
-async def test_duplicate_tool_names_are_rejected(tmp_path):
-    plugins = [Provides(tools=[make_tool("same")]), Provides(tools=[make_tool("same")])]
-    with pytest.raises(tether.PluginError, match="'same' is declared by both"):
-        async with tether.open_run(tmp_path, entry_points=False, plugins=plugins):
-            pass
+def failures(run):
+    return {info.name: info.reason for info in run.pm.report if info.status == "failed"}
 
 
-async def test_a_duplicate_of_a_skipped_tool_is_rejected_too(tmp_path):
+async def test_a_duplicate_tool_name_is_dropped_and_its_plugin_reported(tmp_path):
+    first, second = Provides(tools=[make_tool("same")]), Provides(tools=[make_tool("same")])
+    async with tether.open_run(tmp_path, entry_points=False, plugins=[first, second]) as run:
+        assert set(run.tools) == {"same"}
+        # pluggy's call order: the later-registered plugin is asked first and kept
+        assert run._tool_origin["same"] == "Provides-1"
+        assert failures(run) == {
+            "Provides-0": "tether_tools: tool 'same' dropped: already contributed by 'Provides-1'"
+        }
+
+
+async def test_a_duplicate_of_a_skipped_tool_is_dropped_too(tmp_path):
     skipped = make_tool("same", requires=("absent",))
-    plugins = [Provides(tools=[skipped]), Provides(tools=[make_tool("same")])]
-    with pytest.raises(tether.PluginError, match="'same' is declared by both"):
-        async with tether.open_run(tmp_path, entry_points=False, plugins=plugins):
-            pass
+    plugins = [Provides(tools=[make_tool("same")]), Provides(tools=[skipped])]
+    async with tether.open_run(tmp_path, entry_points=False, plugins=plugins) as run:
+        assert "same" in run.skipped_tools and "same" not in run.tools
+        assert "already contributed" in failures(run)["Provides-0"]
     async with tether.open_run(
         tmp_path, entry_points=False, plugins=[Provides(tools=[skipped])]
     ) as run:
         with pytest.raises(tether.PluginError, match="declared by both"):
-            run.register_host_tool(make_tool("same"))
+            run.register_host_tool(make_tool("same"))  # the harness's own call still raises
 
 
-async def test_duplicate_resources_are_rejected(tmp_path):
-    with pytest.raises(tether.PluginError, match="wired by both"):
-        async with tether.open_run(
-            tmp_path, entry_points=False, plugins=[Provides({"x": 1}), Provides({"x": 2})]
-        ):
-            pass
+async def test_a_duplicate_resource_is_dropped_and_its_plugin_reported(tmp_path):
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides({"x": 1}), Provides({"x": 2})]
+    ) as run:
+        assert run.resources["x"] == 2
+        assert "resource 'x' dropped: already wired by 'Provides-1'" in failures(run)["Provides-0"]
+
+
+async def test_a_broken_plugin_is_reported_failed_and_everything_else_works(tmp_path):
+    class Raises:
+        @tether.hookimpl
+        def tether_tools(self, run):
+            raise RuntimeError("bad plugin")
+
+    class WrongKind:
+        @tether.hookimpl
+        def tether_tools(self, run):
+            return [make_tool("fine"), {"name": "not a spec"}]
+
+        @tether.hookimpl
+        def tether_resources(self, run):
+            return ["not", "a", "dict"]
+
+    plugins = [tether_echo.hooks, Raises(), WrongKind()]
+    async with tether.open_run(tmp_path, entry_points=False, plugins=plugins) as run:
+        assert (await run.call("echo", {"message": "still"})).text_content == "still"
+        assert "fine" in run.tools
+        report = failures(run)
+        assert report["Raises-1"] == "tether_tools: raised RuntimeError: bad plugin"
+        assert "tether_resources: must return a dict, got list" in report["WrongKind-2"]
+        assert "tether_tools: tool dropped: expected a ToolSpec, got dict" in report["WrongKind-2"]
 
 
 async def test_surfaces_hide_and_refuse_tools_above_their_tier(tmp_path):
-    async with tether.open_run(
-        tmp_path, config={"core": {"surfaces": {"reviewer": "write"}}}
-    ) as run:
+    async with hermetic_run(tmp_path, config={"core": {"surfaces": {"reviewer": "write"}}}) as run:
         assert {s["name"] for s in run.schemas("plan")} == {"echo", "read"}
         assert {s["tier"] for s in run.schemas("readonly")} == {"read"}
         assert "echo_write" in {s["name"] for s in run.schemas("reviewer")}
@@ -132,7 +181,7 @@ async def test_surfaces_hide_and_refuse_tools_above_their_tier(tmp_path):
 
 
 async def test_schema_formats(tmp_path):
-    async with tether.open_run(tmp_path) as run:
+    async with hermetic_run(tmp_path) as run:
         openai = {s["function"]["name"]: s for s in run.schemas(format="openai")}
         anthropic = {s["name"]: s for s in run.schemas(format="anthropic")}
         assert openai["echo"]["function"]["parameters"] == anthropic["echo"]["input_schema"]
@@ -140,19 +189,21 @@ async def test_schema_formats(tmp_path):
 
 
 async def test_approval_fails_closed_without_an_approver(tmp_path):
-    async with tether.open_run(tmp_path) as run:
+    async with hermetic_run(tmp_path) as run:
         result = await run.call("echo_write", {"path": "x", "text": "y"})
         assert (
             result.is_error
             and "no approver" in result.text_content
             and "fail closed" in result.text_content
         )
+        # a harness on the Python API is told the configuration key, not only a CLI flag
+        assert '[core.approval] write = "auto"' in result.text_content
         assert not (tmp_path / "x").exists()
 
 
 async def test_approval_policy_auto_and_deny(tmp_path):
     config = {"core": {"approval": {"write": "auto", "exec": "deny"}}}
-    async with tether.open_run(tmp_path, config=config) as run:
+    async with hermetic_run(tmp_path, config=config) as run:
         assert not (await run.call("echo_write", {"path": "x", "text": "y"})).is_error
         result = await run.call("echo_exec", {"argv": ["true"]})
         assert result.is_error and "denied by policy" in result.text_content
@@ -160,7 +211,7 @@ async def test_approval_policy_auto_and_deny(tmp_path):
 
 async def test_approver_allow_deny_and_allow_for_run(tmp_path):
     approver = Approver(tether.Decision.ALLOW, tether.Decision.DENY, tether.Decision.ALLOW_FOR_RUN)
-    async with tether.open_run(tmp_path, plugins=[Provides({"approver": approver})]) as run:
+    async with hermetic_run(tmp_path, plugins=[Provides({"approver": approver})]) as run:
         assert not (await run.call("echo_write", {"path": "a", "text": "1"})).is_error
         denied = await run.call("echo_write", {"path": "b", "text": "2"})
         assert denied.is_error and "denied" in denied.text_content and not (tmp_path / "b").exists()
@@ -177,13 +228,13 @@ async def test_approver_allow_deny_and_allow_for_run(tmp_path):
 
 async def test_approver_with_no_person_fails_closed(tmp_path):
     approver = Approver(tether.NoPerson("nobody at the terminal"))
-    async with tether.open_run(tmp_path, plugins=[Provides({"approver": approver})]) as run:
+    async with hermetic_run(tmp_path, plugins=[Provides({"approver": approver})]) as run:
         result = await run.call("echo_write", {"path": "a", "text": "1"})
         assert result.is_error and "nobody at the terminal" in result.text_content
 
 
 async def test_validation_errors_come_back_as_results(tmp_path):
-    async with tether.open_run(tmp_path) as run:
+    async with hermetic_run(tmp_path) as run:
         result = await run.call("echo", {"message": 12345, "nope": 1})
         assert result.is_error
         assert "message: expected string, got 12345" in result.text_content
@@ -192,7 +243,7 @@ async def test_validation_errors_come_back_as_results(tmp_path):
 
 async def test_not_parallel_safe_calls_are_serialised(tmp_path):
     config = {"core": {"approval": {"exec": "auto"}}}
-    async with tether.open_run(tmp_path, config=config) as run:
+    async with hermetic_run(tmp_path, config=config) as run:
         spans = []
 
         async def timed(tool, args):
@@ -258,41 +309,84 @@ async def test_handler_timeout_and_tool_errors(tmp_path):
 
 
 async def test_hook_tether_process_result(tmp_path):
-    class Wrapper:
-        @tether.hookimpl(wrapper=True)
+    order = []
+
+    class AsyncNote:
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
+            order.append("async")
             if call.tool != "echo":
-                return inner
+                return None
 
             async def later():
-                res = await tether.resolve(inner)
                 await anyio.lowlevel.checkpoint()
-                return res.with_text_appended("[async note]")
+                return tether.ResultNote("[async note]", {"noted": True})
 
             return later()
 
-    class SyncWrapper:
-        @tether.hookimpl(wrapper=True)
+    class TextNote:
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
-            return tether.resolve(inner)  # an awaitable passes through untouched
+            order.append("text")
+            assert result.text_content == "hi"  # each sees the handler's own result
+            return "[text note]"
 
-    async with tether.open_run(tmp_path, plugins=[Wrapper(), SyncWrapper()]) as run:
+    async with hermetic_run(tmp_path, plugins=[AsyncNote(), TextNote()]) as run:
         result = await run.call("echo", {"message": "hi"})
-        assert result.text_content == "hi\n[async note]"
+        # the collector's order: registered later, asked first
+        assert order == ["text", "async"]
+        assert result.text_content == "hi\n[text note]\n[async note]"
+        assert result.meta["noted"] is True
         assert (await run.call("read", {"path": "nope"})).is_error
 
 
-async def test_host_tools_get_the_same_gates_and_wrappers(tmp_path):
+async def test_a_post_processor_cannot_replace_break_or_stall_a_result(tmp_path):
+    class Replaces:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return tether.ToolResult.text("replaced!")
+
+    class Raises:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            async def boom():
+                raise ValueError("broken post-processor")
+
+            return boom()
+
+    class Stalls:
+        @tether.hookimpl
+        def tether_process_result(self, call, result):
+            return anyio.sleep(30)
+
+    class OldWrapper:
+        @tether.hookimpl(wrapper=True)
+        def tether_process_result(self, call, result):
+            yield
+            return tether.ToolResult.text("replaced by a wrapper")
+
+    plugins = [Replaces(), Raises(), Stalls(), OldWrapper()]
+    config = {"core": {"post_process_timeout_s": 0.2}}
+    async with hermetic_run(tmp_path, plugins=plugins, config=config) as run:
+        result = await run.call("echo", {"message": "kept"})
+        lines = result.text_content.splitlines()
+        assert lines[0] == "kept" and "replaced" not in result.text_content
+        assert "(post-processing by 'Stalls-4' gave no answer within 0.2 s)" in lines
+        assert "(post-processing by 'Raises-3' failed: ValueError: broken post-processor)" in lines
+        failed = {i.name: i.reason for i in run.pm.report if i.status == "failed"}
+        assert "returned a ToolResult" in failed["Replaces-2"]
+        assert "implemented as a wrapper" in failed["OldWrapper-5"]
+        await run.call("echo", {"message": "again"})
+        assert failed["Replaces-2"].count("returned a ToolResult") == 1  # reported once
+
+
+async def test_host_tools_get_the_same_gates_and_post_processing(tmp_path):
     seen = []
 
     class Wrapper:
-        @tether.hookimpl(wrapper=True)
+        @tether.hookimpl
         def tether_process_result(self, call, result):
-            inner = yield
             seen.append(call.tool)
-            return inner
 
     def sync_host_tool(call, args):  # a synchronous harness tool
         return f"host wrote {args.text}"
@@ -318,10 +412,10 @@ async def test_host_tools_get_the_same_gates_and_wrappers(tmp_path):
 
 async def test_bad_config_names_the_key(tmp_path):
     with pytest.raises(tether.ConfigError, match=r"core\.call_timeout: unknown argument"):
-        async with tether.open_run(tmp_path, config={"core": {"call_timeout": 3}}):
+        async with hermetic_run(tmp_path, config={"core": {"call_timeout": 3}}):
             pass
     with pytest.raises(tether.ConfigError, match=r"core\.approval\.write"):
-        async with tether.open_run(tmp_path, config={"core": {"approval": {"write": "sometimes"}}}):
+        async with hermetic_run(tmp_path, config={"core": {"approval": {"write": "sometimes"}}}):
             pass
 
 
@@ -339,7 +433,7 @@ async def test_closing_the_run_kills_every_child_tree(tmp_path):
         f"sleep 300 & echo $! >> {pids}; sleep 300 & echo $! >> {pids}; "
         f"(setsid sh -c 'echo $$ >> {pids}; exec sleep 300' &); wait"
     )
-    async with tether.open_run(tmp_path, config=config) as run:
+    async with hermetic_run(tmp_path, config=config) as run:
         result = await run.call("echo_exec", {"argv": ["sh", "-c", script], "background": True})
         pid = result.meta["pid"]
         await wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 3)
@@ -352,9 +446,21 @@ async def test_closing_the_run_kills_every_child_tree(tmp_path):
 async def test_sync_facade(tmp_path):
     # runs the event loop in a thread: call it from a worker thread, as a sync harness would
     def use():
-        with tether.open_run_sync(tmp_path) as run:
+        with hermetic_run_sync(tmp_path) as run:
             assert run.call("echo", {"message": "sync"}).text_content == "sync"
             assert {s["name"] for s in run.schemas("plan")} == {"echo", "read"}
+
+    await anyio.to_thread.run_sync(use)
+
+
+async def test_sync_facade_refuses_async_methods_instead_of_handing_back_coroutines(tmp_path):
+    def use():
+        with hermetic_run_sync(tmp_path) as run:
+            with pytest.raises(AttributeError, match=r"Run\.spawn is async.*portal\.call"):
+                run.spawn(["true"])
+            assert run.workdir == tmp_path.resolve()  # plain attributes still pass through
+            proc = run.portal.call(lambda: run.run.spawn(["true"], stdin=False))
+            assert run.portal.call(proc.wait) == 0
 
     await anyio.to_thread.run_sync(use)
 
@@ -398,7 +504,7 @@ async def test_double_forked_daemons_die_with_the_run(tmp_path):
 
     pidfile = tmp_path / "daemon.pid"
     config = {"core": {"approval": {"exec": "auto"}}}
-    async with tether.open_run(tmp_path, config=config) as run:
+    async with hermetic_run(tmp_path, config=config) as run:
         result = await run.call("echo_exec", {"argv": [sys.executable, "-c", DAEMON, str(pidfile)]})
         assert not result.is_error, result.text_content
         for _ in range(100):
@@ -407,12 +513,14 @@ async def test_double_forked_daemons_die_with_the_run(tmp_path):
             await anyio.sleep(0.02)
         daemon = int(pidfile.read_text())
         assert is_alive(daemon) and daemon not in descendants(os.getpid())
-    await anyio.sleep(0.1)
-    assert not is_alive(daemon)
+    # killed at close; what may remain is init reaping it, so poll (bounded) instead of sleeping
+    with anyio.fail_after(2):
+        while is_alive(daemon):
+            await anyio.sleep(0.01)
 
 
 async def test_a_cancelled_spawn_leaves_no_process(tmp_path):
-    async with tether.open_run(tmp_path) as run:
+    async with hermetic_run(tmp_path) as run:
         with anyio.CancelScope() as scope:
             scope.cancel()  # cancelled before the start even begins
             await run.spawn(["sleep", "300"], stdin=False)
@@ -421,7 +529,7 @@ async def test_a_cancelled_spawn_leaves_no_process(tmp_path):
 
 
 async def test_wait_returns_after_stderr_is_drained(tmp_path):
-    async with tether.open_run(tmp_path) as run:
+    async with hermetic_run(tmp_path) as run:
         proc = await run.spawn(
             ["sh", "-c", "echo last words >&2; exit 4"], stdin=False, stdout=False
         )
@@ -433,20 +541,21 @@ async def test_allow_for_the_run_answers_the_other_waiting_cards_of_that_tool(tm
     class SlowPerson:
         def __init__(self):
             self.asked = []
-            self.first_answer = anyio.Event()
+            self.all_asked = anyio.Event()
 
         async def approve(self, request):
             self.asked.append(request.call_id)
+            if len(self.asked) == 3:
+                self.all_asked.set()
             if len(self.asked) == 1:
-                await anyio.sleep(0.2)  # the person reads the first card while others queue up
-                self.first_answer.set()
+                await self.all_asked.wait()  # the person answers once the other cards are up
                 return tether.Decision.ALLOW_FOR_RUN
             await anyio.sleep(60)  # would only be answered by the person: must be withdrawn
             return tether.Decision.DENY
 
     person = SlowPerson()
     results = {}
-    async with tether.open_run(tmp_path, plugins=[Provides({"approver": person})]) as run:
+    async with hermetic_run(tmp_path, plugins=[Provides({"approver": person})]) as run:
 
         async def write(name):
             results[name] = await run.call("echo_write", {"path": name, "text": name})

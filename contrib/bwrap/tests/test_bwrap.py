@@ -14,12 +14,12 @@ import tether
 import tether_eval.hooks
 import tether_files.hooks
 from tether.process import descendants, is_alive
-from tether.testing import require_real
+from tether.testing import AUTO_APPROVE, require_real
 from tether_bwrap import BwrapConfig, BwrapEnclosure, BwrapPlugin
 
 pytestmark = pytest.mark.anyio
 
-AUTO = {"read": "auto", "write": "auto", "exec": "auto"}
+AUTO = AUTO_APPROVE["core"]["approval"]
 
 
 def bwrap_works() -> bool:

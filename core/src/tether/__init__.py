@@ -9,7 +9,18 @@ resources and register their tools::
 
 Plugins are pluggy plugins registered under the entry-point group ``tether``; see
 ``docs/plugin-api.md``.
+
+tether runs on Linux only: it supervises processes through ``/proc`` and ``prctl``. Elsewhere the
+import fails at once with an error that says so, not with a crash deep inside a plugin.
 """
+
+import sys as _sys
+
+if not _sys.platform.startswith("linux"):
+    raise ImportError(
+        "tether supports Linux only (it supervises processes through /proc and prctl); "
+        f"this platform is {_sys.platform!r}"
+    )
 
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.args import arg, object_schema, structure_args
@@ -29,9 +40,22 @@ from tether.hookspecs import hookimpl, hookspec
 from tether.plugins import PluginInfo, make_plugin_manager
 from tether.run import Run, SyncRun, open_run, open_run_sync
 from tether.tiers import Tier
-from tether.tools import CallContext, Content, Image, Text, ToolResult, ToolSpec, resolve
+from tether.tools import (
+    Action,
+    Actions,
+    CallContext,
+    Content,
+    Image,
+    ResultNote,
+    Text,
+    ToolResult,
+    ToolSpec,
+    resolve,
+)
 
 __all__ = [
+    "Action",
+    "Actions",
     "ApprovalRefused",
     "ApprovalRequest",
     "Approver",
@@ -46,6 +70,7 @@ __all__ = [
     "PathError",
     "PluginError",
     "PluginInfo",
+    "ResultNote",
     "Run",
     "SyncRun",
     "TetherError",

@@ -69,8 +69,11 @@ def resolve_command(
 
 
 def not_found(name: str, local_dirs: Sequence[str] = LOCAL_BIN_DIRS) -> str:
-    """Why :func:`resolve_command` found nothing, naming where it looked."""
-    return f"`{name}` not found in {', '.join(local_dirs)} or PATH"
+    """Why :func:`resolve_command` found nothing, naming every place it looked."""
+    return (
+        f"`{name}` not found in {', '.join(local_dirs)}, PATH or the interpreter's directory "
+        f"({Path(sys.executable).parent})"
+    )
 
 
 class ProbeResult(NamedTuple):

@@ -28,6 +28,8 @@ class CoreConfig:
     approval: ApprovalPolicy = ApprovalPolicy()
     call_timeout_s: float = 120.0
     close_timeout_s: float = 10.0
+    #: how long each result post-processor (``tether_process_result``) may take for one call
+    post_process_timeout_s: float = 60.0
     surfaces: dict[str, Literal["read", "write", "exec"]] = attrs.field(factory=dict)
 
 

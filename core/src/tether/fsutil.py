@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import attrs
 
 from tether.errors import ToolError
+
+# The files written by the call running in this context: the core's writers record here, and the
+# run puts them on the call's result (``ToolResult.written``), so post-processors such as
+# diagnostics-on-write know what a call wrote without guessing from its arguments.
+_written: contextvars.ContextVar[dict[Path, None] | None] = contextvars.ContextVar(
+    "tether_written", default=None
+)
+
+
+def record_written(paths: Iterable[Path | str]) -> None:
+    """Note files the current call wrote (the core's writers do it; a tool writing by other
+    means may call it too). Outside a call it does nothing."""
+    sink = _written.get()
+    if sink is not None:
+        for path in paths:
+            sink[Path(path)] = None
+
+
+@contextmanager
+def recording_writes() -> Iterator[dict[Path, None]]:
+    """Collect what :func:`record_written` notes inside the block (one call's writes)."""
+    sink: dict[Path, None] = {}
+    token = _written.set(sink)
+    try:
+        yield sink
+    finally:
+        _written.reset(token)
 
 
 def atomic_write(path: Path | str, data: str | bytes) -> None:
@@ -33,6 +62,7 @@ def atomic_write(path: Path | str, data: str | bytes) -> None:
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
+        record_written([path])
     except BaseException:
         try:
             os.unlink(tmp)

@@ -46,12 +46,17 @@ def tether_tools(run: Run) -> list[ToolSpec] | None:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec
 def tether_process_result(call: CallContext, result: ToolResult) -> Any:
-    """Result post-processing. Implement it as ``@hookimpl(wrapper=True)``: ``inner = yield``.
+    """Result post-processing: what to add to a call's result.
 
-    ``inner`` is the result so far, or an awaitable of it; a wrapper returns a result or an
-    awaitable (a coroutine), and the core awaits the whole chain.
+    Return None (nothing to add), a text to append, or a :class:`tether.ResultNote` (text and/or
+    meta) — or an awaitable of one (a coroutine). Every plugin's implementation is called, in the
+    collector's order, with the handler's result (``result.written`` lists the files the call
+    wrote; diagnostics-on-write keys on it); what each returns is added in that order. Each is
+    bounded by ``[core] post_process_timeout_s``; one that raises or times out leaves the result
+    as it was plus a line naming the plugin. A post-processor adds, it never replaces: returning
+    a ``ToolResult`` (or implementing this hook as a wrapper) is refused and reported.
 
     :param call: the call being answered (tool name, arguments, run, surface).
     :param result: the handler's result.

@@ -4,8 +4,10 @@
 - ``TETHER_DISABLE_PLUGINS=a,b``: never load these (reported as ``blocked``).
 - ``TETHER_TRACE_PLUGINS=1``: print every hook call to stderr.
 
-A plugin that fails to import, or implements a hook nobody specified (a misspelling), is
-reported as ``failed`` with its reason and skipped; the host keeps working.
+A plugin built for another core (its distribution's ``tether`` requirement excludes the running
+core's version), one that fails to import, or one that implements a hook nobody specified (a
+misspelling) is reported as ``failed`` with its reason and skipped; the host keeps working. The
+core check runs before the plugin is imported, so a version mismatch is named as one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import attrs
 import pluggy
 
 from tether import hookspecs
+from tether.versions import CORE_DISTRIBUTION, core_requirement, core_version, satisfies
 
 ENTRY_POINT_GROUP = "tether"
 
@@ -33,6 +36,8 @@ class PluginInfo:
     status: Literal["loaded", "blocked", "failed"]
     reason: str | None = None
     hooks: list[str] = attrs.field(factory=list)
+    #: the range of core versions its distribution declares (``">=0.2,<0.3"``), if any
+    accepts_core: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -41,6 +46,7 @@ class PluginInfo:
             "status": self.status,
             "reason": self.reason,
             "hooks": self.hooks,
+            "accepts_core": self.accepts_core,
         }
 
 
@@ -99,6 +105,7 @@ def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
     only = _env_list("TETHER_LOAD_PLUGINS")
     blocked = set(_env_list("TETHER_DISABLE_PLUGINS") or [])
     seen: set[str] = set()
+    core = core_version()
     for ep in sorted(entry_points(group=group), key=lambda e: e.name):
         if ep.name in seen:
             continue
@@ -106,25 +113,34 @@ def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
         version = ep.dist.version if ep.dist is not None else None
         if only is not None and ep.name not in only:
             continue
+        accepts = core_requirement(ep.dist) or None
         if ep.name in blocked:
-            pm.report.append(PluginInfo(ep.name, version, "blocked", "TETHER_DISABLE_PLUGINS"))
+            pm.report.append(
+                PluginInfo(ep.name, version, "blocked", "TETHER_DISABLE_PLUGINS", [], accepts)
+            )
             pm.set_blocked(ep.name)
+            continue
+        if core is not None and accepts is not None and satisfies(core, accepts) is False:
+            dist = ep.dist.name if ep.dist is not None else ep.name
+            reason = (
+                f"built for another core: {dist} {version} requires "
+                f"{CORE_DISTRIBUTION}{accepts}, the running core is {CORE_DISTRIBUTION} {core}"
+            )
+            pm.report.append(PluginInfo(ep.name, version, "failed", reason, [], accepts))
             continue
         try:
             plugin = ep.load()
         except Exception as exc:
-            pm.report.append(
-                PluginInfo(
-                    ep.name, version, "failed", f"import failed: {type(exc).__name__}: {exc}"
-                )
-            )
+            reason = f"import failed: {type(exc).__name__}: {exc}"
+            pm.report.append(PluginInfo(ep.name, version, "failed", reason, [], accepts))
             continue
         try:
             pm.register(plugin, name=ep.name)
         except (ValueError, pluggy.PluginValidationError) as exc:
-            pm.report.append(PluginInfo(ep.name, version, "failed", f"{type(exc).__name__}: {exc}"))
+            reason = f"{type(exc).__name__}: {exc}"
+            pm.report.append(PluginInfo(ep.name, version, "failed", reason, [], accepts))
             continue
-        pm.report.append(PluginInfo(ep.name, version, "loaded", None))
+        pm.report.append(PluginInfo(ep.name, version, "loaded", None, [], accepts))
 
 
 def _drop_unknown_hooks(pm: TetherPluginManager) -> None:

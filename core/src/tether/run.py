@@ -17,17 +17,20 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import attrs
 
 from tether import process as _process
 from tether.approval import ApprovalRequest, Decision, summarize_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig
-from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
-from tether.hookspecs import hookimpl
+from tether.contributions import call_each, collect, report_failure
+from tether.errors import ArgumentErrors, NoPerson, PluginError, ToolError
+from tether.fsutil import recording_writes
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
+from tether.text import duration
 from tether.tiers import BUILTIN_SURFACES, Tier
-from tether.tools import CallContext, ToolResult, ToolSpec, as_result, resolve
+from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -41,14 +44,6 @@ SchemaFormat = Literal["json", "openai", "anthropic"]
 _held_tools: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
     "tether_held_tools", default=frozenset()
 )
-
-
-class _CoreHooks:
-    """The innermost ``tether_process_result``: the handler's result as it is."""
-
-    @hookimpl(trylast=True)
-    def tether_process_result(self, call: CallContext, result: ToolResult) -> ToolResult:
-        return result
 
 
 class Run:
@@ -138,38 +133,41 @@ class Run:
 
     # --- registry ---------------------------------------------------------------------------
 
-    def _plugin_calls(self, hook_name: str) -> Iterator[tuple[str, Any]]:
-        caller = getattr(self.pm.hook, hook_name)
-        for impl in reversed(caller.get_hookimpls()):
-            name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
-            kwargs = {"run": self}
-            try:
-                value = impl.function(*[kwargs[a] for a in impl.argnames])
-            except (ToolError, ConfigError):
-                raise
-            except Exception as exc:
-                raise PluginError(
-                    f"plugin {name!r} failed in {hook_name}: {type(exc).__name__}: {exc}"
-                ) from exc
-            if value is not None:
-                yield name, value
-
     def _wire(self) -> None:
-        for plugin, wired in self._plugin_calls("tether_resources"):
+        """Resources, then tools, from every plugin, through the core's one collector: a plugin
+        whose hook raises or returns something malformed is reported ``failed`` in
+        ``pm.report`` and everything else keeps working."""
+        for plugin, wired in call_each(self.pm, "tether_resources", run=self):
             if not isinstance(wired, Mapping):
-                raise PluginError(
-                    f"plugin {plugin!r}: tether_resources must return a dict, got {type(wired).__name__}"
+                report_failure(
+                    self.pm,
+                    plugin,
+                    "tether_resources",
+                    f"must return a dict, got {type(wired).__name__}; nothing wired from it",
                 )
+                continue
             for name, resource in wired.items():
                 if name in self.resources:
-                    raise PluginError(
-                        f"resource {name!r} is wired by both {self._resource_origin[name]!r} and {plugin!r}"
+                    report_failure(
+                        self.pm,
+                        plugin,
+                        "tether_resources",
+                        f"resource {name!r} dropped: already wired by {self._resource_origin[name]!r}",
                     )
+                    continue
                 self.resources[name] = resource
                 self._resource_origin[name] = plugin
-        for plugin, specs in self._plugin_calls("tether_tools"):
-            for spec in specs:
-                self._add_tool(spec, plugin)
+        tools = collect(
+            self.pm,
+            "tether_tools",
+            ToolSpec,
+            key=lambda spec: spec.name,
+            label="tool",
+            check=_schema_problem,
+            run=self,
+        )
+        for contribution in tools.values():
+            self._add_tool(contribution.item, contribution.plugin)
 
     def _add_tool(self, spec: ToolSpec, origin: str) -> bool:
         if not isinstance(spec, ToolSpec):
@@ -180,7 +178,9 @@ class Run:
             raise PluginError(
                 f"tool name {spec.name!r} is declared by both {self._tool_origin[spec.name]!r} and {origin!r}"
             )
-        object_schema(spec.args)  # fails early on an argument type the schema cannot describe
+        problem = _schema_problem(spec)
+        if problem is not None:
+            raise PluginError(f"tool {spec.name!r} from {origin!r}: {problem}")
         missing = [r for r in spec.requires if r not in self.resources]
         self._tool_origin[spec.name] = origin
         if missing:
@@ -231,21 +231,25 @@ class Run:
                         "type": "function",
                         "function": {
                             "name": spec.name,
-                            "description": spec.description,
+                            "description": spec.full_description,
                             "parameters": schema,
                         },
                     }
                 )
             elif format == "anthropic":
                 out.append(
-                    {"name": spec.name, "description": spec.description, "input_schema": schema}
+                    {
+                        "name": spec.name,
+                        "description": spec.full_description,
+                        "input_schema": schema,
+                    }
                 )
             elif format == "json":
                 out.append(
                     {
                         "name": spec.name,
                         "tier": spec.tier.value,
-                        "description": spec.description,
+                        "description": spec.full_description,
                         "input_schema": schema,
                     }
                 )
@@ -282,6 +286,9 @@ class Run:
             parsed: Any = structure_args(raw, spec.args)
         except ArgumentErrors as exc:
             return ToolResult.error(f"invalid arguments for {name}:\n{exc}", call_id=call_id)
+        if spec.actions is not None and (problems := spec.actions.problems(raw)):
+            text = "\n".join(problems)
+            return ToolResult.error(f"invalid arguments for {name}:\n{text}", call_id=call_id)
         ctx = CallContext(
             run=self, spec=spec, args=parsed, raw_args=dict(raw), surface=surface, call_id=call_id
         )
@@ -289,9 +296,49 @@ class Run:
         if refusal is not None:
             return ToolResult.error(refusal, call_id=call_id)
         result = await self._run_serialised(ctx)
-        chained = self.pm.hook.tether_process_result(call=ctx, result=result)
-        final = await resolve(chained)
+        final = await self._post_process(ctx, result)
         return final.with_meta(call_id=call_id) if "call_id" not in final.meta else final
+
+    async def _post_process(self, ctx: CallContext, result: ToolResult) -> ToolResult:
+        """Every ``tether_process_result`` in the collector's order, each bounded in time and
+        attributed; each sees the handler's result and can only add to the final one."""
+        hook = "tether_process_result"
+        timeout = self.core.post_process_timeout_s
+        notes: list[str] = []
+        meta: dict[str, Any] = {}
+        for plugin, value in call_each(self.pm, hook, call=ctx, result=result):
+            try:
+                with anyio.fail_after(timeout):
+                    added = await value if inspect.isawaitable(value) else value
+            except TimeoutError:
+                notes.append(
+                    f"(post-processing by {plugin!r} gave no answer within {duration(timeout)})"
+                )
+                continue
+            except (ToolError, Exception) as exc:
+                notes.append(f"(post-processing by {plugin!r} failed: {type(exc).__name__}: {exc})")
+                continue
+            if added is None:
+                continue
+            if isinstance(added, str):
+                added = ResultNote(text=added)
+            if not isinstance(added, ResultNote):
+                report_failure(
+                    self.pm,
+                    plugin,
+                    hook,
+                    f"returned a {type(added).__name__}; a post-processor adds text or a "
+                    "tether.ResultNote, it never replaces the result",
+                )
+                continue
+            if added.text:
+                notes.append(added.text)
+            meta.update(added.meta)
+        if not notes and not meta:
+            return result
+        for note in notes:
+            result = result.with_text_appended(note)
+        return result.with_meta(**meta) if meta else result
 
     def _not_on_surface(self, name: str, surface: str, limit: Tier, spec: ToolSpec | None) -> str:
         if spec is not None:
@@ -314,7 +361,8 @@ class Run:
         if approver is None:
             return (
                 f'{ctx.tool!r} refused: it needs approval ({tier.value} tier, policy "ask") and this run has no '
-                f"approver attached (fail closed). Auto-approve the tier (--approve {tier.value}) or attach an approver."
+                f'approver attached (fail closed). Auto-approve the tier ([core.approval] {tier.value} = "auto"; '
+                f"`tether call/session --approve {tier.value}` on the command line) or attach an approver."
             )
         request = ApprovalRequest(
             tool=ctx.tool,
@@ -365,6 +413,35 @@ class Run:
                 _held_tools.reset(token)
 
     async def _run_handler(self, ctx: CallContext) -> ToolResult:
+        with recording_writes() as written:
+            result = await self._run_handler_unrecorded(ctx)
+        declared = self._declared_writes(ctx, result) if not result.is_error else []
+        unique: dict[Path, None] = {**written, **{path: None for path in declared}}
+        if not unique:
+            return result
+        return attrs.evolve(result, written=tuple(unique))
+
+    def _declared_writes(self, ctx: CallContext, result: ToolResult) -> list[Path]:
+        writes = ctx.spec.writes
+        if writes is None:
+            return []
+        raw: list[str | Path]
+        if isinstance(writes, str):
+            value = ctx.raw_args.get(writes)
+            raw = [value] if isinstance(value, str) else []
+        else:
+            raw = list(writes(ctx, result))
+        out = []
+        for item in raw:
+            try:
+                out.append(
+                    self.confine(str(item), field=writes if isinstance(writes, str) else "path")
+                )
+            except ToolError:
+                continue  # outside the workdir: not ours to post-process
+        return out
+
+    async def _run_handler_unrecorded(self, ctx: CallContext) -> ToolResult:
         spec = ctx.spec
         timeout = self.core.call_timeout_s if spec.timeout_s is None else spec.timeout_s
         try:
@@ -434,7 +511,6 @@ async def open_run(
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
-    pm.register(_CoreHooks(), name="tether.core")
     try:
         async with anyio.create_task_group() as tg:
             run = Run(
@@ -469,6 +545,18 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group
 
 
+def _schema_problem(spec: ToolSpec) -> str | None:
+    """Why ``spec``'s argument class cannot be described as a JSON Schema, or its per-action
+    table names fields the class lacks; or None."""
+    try:
+        object_schema(spec.args)
+    except Exception as exc:
+        return f"argument class {getattr(spec.args, '__name__', spec.args)!r}: {exc}"
+    if spec.actions is not None and (unknown := spec.actions.unknown_fields(spec.args)):
+        return f"actions name fields the argument class lacks: {', '.join(unknown)}"
+    return None
+
+
 class SyncRun:
     """A blocking facade over a :class:`Run` for harnesses that are not async."""
 
@@ -489,8 +577,21 @@ class SyncRun:
     def register_host_tool(self, spec: ToolSpec) -> None:
         self.run.register_host_tool(spec)
 
+    @property
+    def portal(self) -> BlockingPortal:
+        """The portal whose event loop runs the run: ``portal.call(async_fn, *args)`` blocks."""
+        return self._portal
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.run, name)
+        value = getattr(self.run, name)
+        if inspect.iscoroutinefunction(value):
+            # handing back the coroutine function would make `sync_run.spawn(...)` return a
+            # coroutine that is never awaited; say what to do instead
+            raise AttributeError(
+                f"Run.{name} is async and has no blocking form on SyncRun; "
+                f"use sync_run.portal.call(sync_run.run.{name}, ...)"
+            )
+        return value
 
 
 @contextmanager

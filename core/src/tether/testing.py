@@ -1,8 +1,13 @@
 """pytest helpers for plugin authors (loaded automatically as a pytest plugin).
 
 Fixtures: ``tether_pm`` (a fresh plugin manager), ``tether_workdir`` (a temp checkout),
-``open_test_run`` (an async factory of runs). Helpers: :func:`require_real` and
-:func:`check_plugin_contract`.
+``open_test_run`` (an async factory of runs). Helpers: :func:`require_real`, :func:`call_ok`,
+:func:`call_error`, ``AUTO_APPROVE``, :func:`check_plugin_contract` (awaited),
+:func:`check_plugin_contract_sync` and :func:`check_schema_agreement`.
+
+Loaded in every pytest run of an environment where tether is installed, so it is harmless
+there: it only adds fixtures of its own and overrides none (in particular not anyio's
+``anyio_backend``, whose default — asyncio, module-scoped — applies as it would without tether).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import pytest
 from tether.args import object_schema
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.run import Run, open_run
+from tether.tools import ToolResult, ToolSpec
 
 REQUIRE_REAL_ENV = "TETHER_REQUIRE_REAL"
 
@@ -33,11 +39,6 @@ def require_real(ok: bool, what: str) -> None:
     if os.environ.get(REQUIRE_REAL_ENV, "") not in ("", "0"):
         pytest.fail(f"required real component missing: {what} ({REQUIRE_REAL_ENV} is set)")
     pytest.skip(f"real component missing: {what}")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture
@@ -110,13 +111,104 @@ def _wrong_value(prop: dict[str, Any]) -> Any:
     return None
 
 
-async def check_plugin_contract(run: Run, tools: list[str] | None = None) -> list[str]:
-    """Check every registered tool (or those named): a valid tier, a strict object schema, and
-    errors naming the field for an unknown key, a missing required field and a wrong type.
+AUTO_APPROVE: dict[str, Any] = {
+    "core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}
+}
+"""A run config that auto-approves every tier: ``open_test_run(config=AUTO_APPROVE)``."""
 
-    Approval is bypassed for the check (the run's policy is set to auto for every tier for the
-    duration). Returns the tools checked; raises AssertionError on the first broken rule.
+
+async def call_ok(run: Run, tool: str, args: dict[str, Any] | None = None, **kw: Any) -> ToolResult:
+    """Call ``tool`` and assert it succeeded; the assertion shows the tool's own error text."""
+    result = await run.call(tool, args or {}, **kw)
+    assert not result.is_error, f"{tool} failed: {result.text_content}"
+    return result
+
+
+async def call_error(
+    run: Run, tool: str, args: dict[str, Any] | None = None, *, match: str = "", **kw: Any
+) -> str:
+    """Call ``tool``, assert it gave an error result containing ``match``; return its text."""
+    result = await run.call(tool, args or {}, **kw)
+    assert result.is_error, f"{tool} was expected to fail but returned: {result.text_content}"
+    assert match in result.text_content, f"{match!r} not in {tool}'s error: {result.text_content}"
+    return result.text_content
+
+
+class _ContractCheck:
+    """The awaitable :func:`check_plugin_contract` returns: a test that forgets to await it fails
+    (see :func:`pytest_runtest_call`) instead of passing with a "never awaited" warning."""
+
+    def __init__(self, run: Run, tools: list[str] | None, schemas: bool) -> None:
+        self._coro = _check_plugin_contract(run, tools, schemas)
+        _UNAWAITED.add(self)
+
+    def __await__(self) -> Any:
+        _UNAWAITED.discard(self)
+        return self._coro.__await__()
+
+    def close(self) -> None:
+        self._coro.close()
+
+
+_UNAWAITED: set[_ContractCheck] = set()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    result = yield
+    forgotten = list(_UNAWAITED)
+    _UNAWAITED.clear()
+    for check in forgotten:
+        check.close()
+    if forgotten:
+        pytest.fail(
+            "check_plugin_contract(run) was called but never awaited, so nothing was checked: "
+            "write `await check_plugin_contract(run)`, or `check_plugin_contract_sync(sync_run)` "
+            "in code that is not async",
+            pytrace=False,
+        )
+    return result
+
+
+def check_plugin_contract(
+    run: Run, tools: list[str] | None = None, *, schemas: bool = True
+) -> _ContractCheck:
+    """Check every registered tool (or those named): a valid tier, a description, a strict object
+    schema, and errors whose lines start with the field they are about — for an unknown key, for
+    each missing required field, and for a wrong type in each field while every other field holds a
+    valid value (so another field's error cannot satisfy the check).
+
+    Await it: ``assert await check_plugin_contract(run) == ["mytool"]``. Approval is bypassed for
+    the check (the run's policy is auto for every tier for its duration). Returns the tools
+    checked; raises AssertionError on the first broken rule. With ``schemas`` (the default) each
+    tool's schema and converter are also property-tested against each other
+    (:func:`check_schema_agreement`, which needs ``tether[testing]``).
     """
+    from tether.run import SyncRun
+
+    if isinstance(run, SyncRun):
+        raise TypeError(
+            "check_plugin_contract takes a Run; use check_plugin_contract_sync(sync_run)"
+        )
+    return _ContractCheck(run, tools, schemas)
+
+
+def check_plugin_contract_sync(
+    run: Any, tools: list[str] | None = None, *, schemas: bool = True
+) -> list[str]:
+    """:func:`check_plugin_contract` for a :class:`tether.SyncRun` (``open_run_sync``)."""
+    checked: list[str] = run.portal.call(_check_plugin_contract, run.run, tools, schemas)
+    return checked
+
+
+def _assert_names(name: str, result: Any, field: str, what: str) -> None:
+    assert result.is_error and _names_field(result.text_content, field), (
+        f"{name}: {what} must give an error line starting with '{field}: ', got: "
+        f"{result.text_content!r}"
+    )
+
+
+async def _check_plugin_contract(run: Run, tools: list[str] | None, schemas: bool) -> list[str]:
     from tether.config import ApprovalPolicy
 
     names = tools if tools is not None else sorted(run.tools)
@@ -132,28 +224,126 @@ async def check_plugin_contract(run: Run, tools: list[str] | None = None) -> lis
             assert spec.description.strip(), f"{name}: empty description"
             schema = object_schema(spec.args)
             assert schema["type"] == "object" and schema["additionalProperties"] is False, name
-            result = await run.call(name, {"__unknown_key__": 1})
-            assert result.is_error and "__unknown_key__" in result.text_content, (
-                name,
-                result.text_content,
-            )
+            properties = schema["properties"]
             required = schema.get("required", [])
-            if required:
-                result = await run.call(name, {})
-                assert result.is_error, (name, result.text_content)
-                assert all(f in result.text_content for f in required), (name, result.text_content)
-            for field, prop in schema["properties"].items():
+            valid = {f: _valid_value(properties[f]) for f in required}
+            result = await run.call(name, {**valid, "__unknown_key__": 1})
+            _assert_names(name, result, "__unknown_key__", "an unknown key")
+            for field in required:
+                result = await run.call(name, {f: v for f, v in valid.items() if f != field})
+                _assert_names(name, result, field, f"a missing required {field!r}")
+            for field, prop in properties.items():
                 wrong = _wrong_value(prop)
                 if wrong is None:
                     continue
-                args = {f: "" for f in required}
-                args[field] = wrong
-                result = await run.call(name, args)
-                assert result.is_error and field in result.text_content, (
-                    name,
-                    field,
-                    result.text_content,
-                )
+                result = await run.call(name, {**valid, field: wrong})
+                _assert_names(name, result, field, f"{field}={wrong!r}")
+            if schemas:
+                check_schema_agreement(spec)
     finally:
         run.core = saved
     return names
+
+
+def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
+    """Property test: every instance valid against ``spec``'s JSON Schema is accepted by the
+    core's converter, and every JSON value the converter accepts is schema-valid (arbitrary JSON
+    under the tool's own keys and a stranger, so most candidates are near misses).
+
+    Needs hypothesis and jsonschema: ``tether[testing]`` (imported only when called, so tether's
+    pytest plugin costs nothing in test runs that do not use it).
+    """
+    try:
+        import jsonschema
+        from hypothesis import HealthCheck, given, settings
+        from hypothesis import strategies as st
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise AssertionError(
+            f"check_schema_agreement needs {exc.name}: add 'tether[testing]' to your test extra"
+        ) from exc
+    import json
+
+    from tether.args import structure_args
+    from tether.errors import ArgumentErrors
+
+    json_values = st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(-3, 3)
+        | st.floats(-3, 3, allow_nan=False)
+        | st.text(max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+
+    def from_schema(schema: dict[str, Any]) -> Any:
+        kinds = schema.get("type")
+        kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
+        if "enum" in schema:
+            return st.sampled_from(schema["enum"])
+        options: list[Any] = []
+        for kind in kinds:
+            if kind == "null":
+                options.append(st.none())
+            elif kind == "boolean":
+                options.append(st.booleans())
+            elif kind == "string":
+                low, high = schema.get("minLength", 0), schema.get("maxLength", 12)
+                options.append(st.text(min_size=low, max_size=max(low, high)))
+            elif kind in ("integer", "number"):
+                low, high = schema.get("minimum", -1000), schema.get("maximum", 1000)
+                ints = st.integers(int(low), int(high))
+                options.append(
+                    ints if kind == "integer" else ints | st.floats(low, high, allow_nan=False)
+                )
+            elif kind == "array":
+                low = schema.get("minItems", 0)
+                options.append(
+                    st.lists(from_schema(schema.get("items", {})), min_size=low, max_size=low + 3)
+                )
+            elif kind == "object" and "properties" in schema:
+                props = schema["properties"]
+                required = set(schema.get("required", []))
+                options.append(
+                    st.fixed_dictionaries(
+                        {k: from_schema(v) for k, v in props.items() if k in required},
+                        optional={k: from_schema(v) for k, v in props.items() if k not in required},
+                    )
+                )
+            elif kind == "object":
+                options.append(st.dictionaries(st.text(max_size=5), json_values, max_size=3))
+        return st.one_of(options) if options else json_values
+
+    def loads(raw: Any) -> bool:
+        try:
+            structure_args(raw, spec.args)
+        except ArgumentErrors:
+            return False
+        return True
+
+    schema = object_schema(spec.args)
+    validator = jsonschema.Draft202012Validator(schema)
+    quiet = settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+
+    @quiet
+    @given(from_schema(schema))
+    def valid_instances_load(instance: Any) -> None:
+        assert loads(instance), f"{spec.name}: schema-valid arguments refused: {instance!r}"
+
+    near_misses = st.fixed_dictionaries(
+        {}, optional={**{k: json_values for k in schema["properties"]}, "stranger": json_values}
+    ) | from_schema(schema)
+
+    @quiet
+    @given(near_misses)
+    def loaded_instances_are_valid(raw: Any) -> None:
+        raw = json.loads(json.dumps(raw))
+        assert validator.is_valid(raw) == loads(raw), (
+            f"{spec.name}: schema says {validator.is_valid(raw)}, converter says {loads(raw)}: "
+            f"{raw!r}"
+        )
+
+    valid_instances_load()
+    loaded_instances_are_valid()

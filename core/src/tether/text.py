@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -49,12 +50,46 @@ class TailBuffer:
         return len(self._buf)
 
 
-def cap(items: Sequence[T], limit: int, noun: str = "shown") -> tuple[list[T], str | None]:
-    """``items[:limit]`` and a note such as ``"50 of 312 shown"`` when something was cut."""
+def cap(items: Sequence[T], limit: int, noun: str = "") -> tuple[list[T], str | None]:
+    """``items[:limit]`` and a note such as ``"50 of 312 references shown"`` when something was cut.
+
+    Every "N of M shown" of every plugin comes from here, so they read alike.
+    """
     shown = list(items[:limit])
-    if len(items) > limit:
-        return shown, f"{limit} of {len(items)} {noun}"
-    return shown, None
+    if len(items) <= limit:
+        return shown, None
+    noun = noun.removesuffix("shown").strip()  # callers written before the noun was separate
+    return shown, f"{limit} of {len(items)} {noun + ' ' if noun else ''}shown"
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``"1 file"``, ``"3 files"``, ``"2 matches"``; ``many`` for an irregular plural."""
+    if count == 1:
+        return f"1 {noun}"
+    if many is None:
+        many = noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+    return f"{count} {many}"
+
+
+def duration(seconds: float) -> str:
+    """An elapsed time, timeout or budget in one wording: ``"0.4 s"``, ``"12 s"``,
+    ``"2 min 5 s"``, ``"5 min"``, ``"1 h 3 min"``."""
+    seconds = max(0.0, seconds)
+    if seconds < 10:
+        return f"{seconds:.1f} s".replace(".0 s", " s")
+    whole = round(seconds)
+    if whole < 120:
+        return f"{whole} s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+
+
+def clock(stamp: float) -> str:
+    """A wall-clock time (``time.time()``) as ``"14:03:09 UTC"``: one zone in every result."""
+    return time.strftime("%H:%M:%S UTC", time.gmtime(stamp))
 
 
 def truncate(text: str, limit: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -46,6 +47,10 @@ def _content_tuple(blocks: Iterable[Content]) -> tuple[Content, ...]:
     return tuple(blocks)
 
 
+def _paths(values: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(values)
+
+
 def _names(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(values)
 
@@ -61,6 +66,9 @@ class ToolResult:
     content: tuple[Content, ...] = attrs.field(converter=_content_tuple, factory=tuple)
     is_error: bool = False
     meta: Mapping[str, Any] = attrs.field(factory=dict)
+    #: absolute paths of the files this call wrote, set by the core (from its writers, and from
+    #: the tool's ``ToolSpec.writes``); post-processors key on it
+    written: tuple[Path, ...] = attrs.field(converter=_paths, default=())
 
     @classmethod
     def text(cls, text: str, **meta: Any) -> ToolResult:
@@ -167,12 +175,104 @@ def _image_note(image: Image, api: str) -> str:
     return f"[an image of type {image.mime_type} ({len(image.data)} bytes) that the {api} API does not take]"
 
 
+@attrs.frozen
+class ResultNote:
+    """What a result post-processor adds to a call's result: text appended, meta merged."""
+
+    text: str = ""
+    meta: Mapping[str, Any] = attrs.field(factory=dict)
+
+
 Handler = Callable[["CallContext", Any], Awaitable["ToolResult | str | Sequence[Content]"]]
 
 
 def _name_is_valid(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
     if not value or not all(ch.isalnum() or ch == "_" for ch in value):
         raise ValueError(f"tool name must be letters, digits and _, got {value!r}")
+
+
+@attrs.frozen
+class Action:
+    """The fields one action of a multi-action tool uses (besides the selector field)."""
+
+    required: tuple[str, ...] = attrs.field(converter=_names, default=())
+    optional: tuple[str, ...] = attrs.field(converter=_names, default=())
+    #: groups of fields of which exactly one must be given (each also counts as used), with
+    #: what each means: ``(("port", "pid", "a debug server's port or a local pid"),)``
+    one_of: tuple[tuple[str, str, str], ...] = ()
+
+
+def _actions_map(value: Mapping[str, Action | Sequence[str]]) -> dict[str, Action]:
+    return {
+        name: spec if isinstance(spec, Action) else Action(required=tuple(spec))
+        for name, spec in value.items()
+    }
+
+
+@attrs.frozen
+class Actions:
+    """Per-action fields of a tool whose ``selector`` field (``"action"``, ``"op"``) picks what it
+    does, declared once and enforced by the core for every call, with one error format:
+
+    - a required field that is absent (or ``null``): ``program: required for op "launch"``;
+    - a field the action does not use, given a value: ``file: not used by op "status"; leave it
+      out``. An explicit ``null`` counts as absent, so clients with strict schemas (which send
+      ``null`` for every optional field) are never refused for it.
+
+    ``ToolSpec(..., actions=Actions("op", {"launch": Action(("program",), ("args",)), ...}))``.
+    The table is added to the tool's description in every schema format.
+    """
+
+    selector: str
+    fields: Mapping[str, Action] = attrs.field(converter=_actions_map)
+
+    def problems(self, raw: Mapping[str, Any]) -> list[str]:
+        """One ``field: …`` line per problem with ``raw`` (already type-checked arguments)."""
+        action = raw.get(self.selector)
+        spec = self.fields.get(action) if isinstance(action, str) else None
+        if spec is None:
+            return []  # the selector's own type/enum check reports it
+        lines = [
+            f'{name}: required for {self.selector} "{action}"'
+            for name in spec.required
+            if raw.get(name) is None
+        ]
+        for first, second, meaning in spec.one_of:
+            given = [name for name in (first, second) if raw.get(name) is not None]
+            if len(given) != 1:
+                why = "both were given" if given else "neither was given"
+                lines.append(
+                    f'{second if given else first}: {self.selector} "{action}" takes exactly one '
+                    f"of {first} and {second}: {meaning}; {why}"
+                )
+        one_of = {name for group in spec.one_of for name in group[:2]}
+        used = {self.selector, *spec.required, *spec.optional, *one_of}
+        lines += [
+            f'{name}: not used by {self.selector} "{action}"; leave it out'
+            for name, value in raw.items()
+            if name not in used and value is not None
+        ]
+        return lines
+
+    def describe(self) -> str:
+        rows = []
+        for action, spec in self.fields.items():
+            parts = [
+                *spec.required,
+                *(f"{a} | {b}" for a, b, _ in spec.one_of),
+                *(f"[{name}]" for name in spec.optional),
+            ]
+            rows.append(f"{action}: {', '.join(parts) if parts else '(no other field)'}")
+        return f"Fields per {self.selector} ([optional]): " + "; ".join(rows) + "."
+
+    def unknown_fields(self, cls: type) -> list[str]:
+        """Declared field names the argument class does not have."""
+        known = {field.name for field in attrs.fields(cls)}
+        declared = {self.selector}
+        for spec in self.fields.values():
+            declared |= {*spec.required, *spec.optional}
+            declared |= {name for group in spec.one_of for name in group[:2]}
+        return sorted(declared - known)
 
 
 @attrs.frozen
@@ -193,6 +293,19 @@ class ToolSpec:
     requires: tuple[str, ...] = attrs.field(converter=_names, default=())
     parallel_safe: bool = True
     timeout_s: float | None = None
+    #: per-action fields of a tool with an action selector, enforced by the core
+    actions: Actions | None = None
+    #: how a tool that does not write through ``tether.fsutil`` says what it wrote: the name of
+    #: its path argument, or a function ``(call, result) -> paths`` (relative to the workdir or
+    #: absolute). Tools writing through the core's writers need nothing here.
+    writes: str | Callable[[CallContext, ToolResult], Iterable[str | Path]] | None = None
+
+    @property
+    def full_description(self) -> str:
+        """The description as schemas show it: with the per-action fields, when declared."""
+        if self.actions is None:
+            return self.description
+        return f"{self.description.rstrip()}\n\n{self.actions.describe()}"
 
 
 @attrs.frozen

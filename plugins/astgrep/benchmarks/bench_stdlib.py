@@ -1,6 +1,6 @@
 """tether ast_grep vs the ast-grep CLI on CPython's standard library (not a test; not run in CI).
 
-    uv sync --package tether-astgrep --extra bench
+    uv sync --package tether-astgrep --group bench
     uv run python plugins/astgrep/benchmarks/bench_stdlib.py [--repeat 2] [--corpus DIR]
 
 Per pattern it prints: tether cold (a fresh `tether call` process, as a user runs it), tether
@@ -119,7 +119,7 @@ def ast_grep_bin() -> str:
         "ast-grep"
     )
     if not found:
-        sys.exit("ast-grep is not installed: uv sync --package tether-astgrep --extra bench")
+        sys.exit("ast-grep is not installed: uv sync --package tether-astgrep --group bench")
     return found
 
 

@@ -157,7 +157,11 @@ async def test_new_syntax_errors_are_reported(astgrep_run) -> None:
         result = await run.call("ast_edit", {"pattern": "f($X)", "rewrite": "g($X"})
         assert not result.is_error
         assert (
-            "warning: a.py has new syntax errors after the rewrite (lines 1" in result.text_content
+            "warning: a.py has new syntax errors after the rewrite (python compile(): line 1: "
+            in result.text_content
+        )
+        assert "syntax check: python compile() on 1 file (a.py): new errors in 1" in (
+            result.text_content
         )
         assert result.meta["new_syntax_errors"] == {"a.py": [1]}
 

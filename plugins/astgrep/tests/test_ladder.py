@@ -39,7 +39,7 @@ RUNG_CASES: dict[tuple[str, str], tuple[str, str]] = {
     ("go", "declaration"): ("func $F() {}", "function declaration"),
     ("dart", "statement"): ("if ($X != null) $X.dispose()", "if statement"),
     ("dart", "expression"): ("$A + $B", "additive expression"),
-    ("dart", "class member"): ("int $F = 0", "sequence of declaration"),
+    ("dart", "class member"): ("int $F = 0", "declaration"),
     ("dart", "declaration"): ("import 'package:x/y.dart'", "import specification"),
 }
 

@@ -11,12 +11,15 @@ from tether_astgrep.matcher import Matcher
 from tether_astgrep.pattern import compile_pattern
 
 
-def find(registry: GrammarRegistry, language: str, pattern: str, code: str) -> list[str]:
+def find(
+    registry: GrammarRegistry, language: str, pattern: str, code: str, strictness: str = ""
+) -> list[str]:
     grammar = registry.get(language)
     assert grammar is not None
     source = textwrap.dedent(code).encode()
     tree = grammar.parser().parse(source)
-    matcher = Matcher(compile_pattern(pattern, grammar), grammar)
+    kw = {"strictness": strictness} if strictness else {}
+    matcher = Matcher(compile_pattern(pattern, grammar, **kw), grammar)
     # Both candidate strategies (literal anchors and the kind query) must agree.
     with_anchors = matcher.find(tree, source)
     without = matcher.find(tree)
@@ -50,8 +53,14 @@ void main() {
 
 
 def test_dart_seed_guard_then_dispose(registry: GrammarRegistry) -> None:
+    # The seed's promise: a guard that releases what it checked is found, one that releases
+    # something else is not (nor the text inside a string or a comment). The seed says nothing
+    # about `else`; since issue 14 the default (smart) strictness also finds the guard that
+    # has an `else` branch, as ast-grep does, and `cst` keeps the exact reading.
     found = find(registry, "dart", "if ($X != null) $X.dispose()", DART)
-    assert found == ["if (c != null) c.dispose();"]
+    assert found == ["if (c != null) c.dispose();", "if (c != null) c.dispose(); else c.keep();"]
+    exact = find(registry, "dart", "if ($X != null) $X.dispose()", DART, strictness="cst")
+    assert exact == ["if (c != null) c.dispose();"]
 
 
 def test_dart_seed_dispose_call_is_not_a_function_signature(registry: GrammarRegistry) -> None:
@@ -132,8 +141,8 @@ def test_dart_call_pattern_still_finds_only_calls(registry: GrammarRegistry) -> 
 
 
 # The same shapes (guard then release the same variable) in the other languages: the guarded
-# release of the same variable matches; releasing another variable, the braced form and the
-# form with an else branch do not.
+# release of the same variable matches; releasing another variable and the braced form do
+# not; the form with an else branch does by default (smart), and not with strictness cst.
 SAME_SHAPES = {
     "python": (
         "if $X is not None: $X.close()",
@@ -201,10 +210,26 @@ SAME_SHAPES = {
 }
 
 
+ELSE_FORMS = {
+    "python": [
+        "if f is not None:\n    f.close()\n    other()",
+        "if f is not None: f.close()\nelse: pass",
+    ],
+    "javascript": ["if (c != null) c.dispose(); else c.keep();"],
+    "rust": ["if let Some(c) = o { drop(c) } else { keep() }"],
+    "go": ["if c != nil { c.Close() } else { keep() }"],
+    "c": ["if (p != NULL) free(p); else keep();"],
+}
+
+
 @pytest.mark.parametrize("language", sorted(SAME_SHAPES))
 def test_same_shapes_per_language(registry: GrammarRegistry, language: str) -> None:
     pattern, code, expected = SAME_SHAPES[language]
-    assert find(registry, language, pattern, code) == expected
+    assert find(registry, language, pattern, code, strictness="cst") == expected
+    # Smart (the default): trailing code the pattern does not mention (an else branch, and in
+    # Python a block that goes on after the close()) does not prevent a match.
+    smart = find(registry, language, pattern, code)
+    assert sorted(smart) == sorted(expected + ELSE_FORMS[language])
 
 
 def test_repeated_metavariable_compares_tokens_ignoring_space_and_comments(
@@ -260,7 +285,7 @@ def test_trailing_comma_is_insignificant(registry: GrammarRegistry) -> None:
     ]
 
 
-def test_no_leftover_children(registry: GrammarRegistry) -> None:
+def test_trailing_clauses_match_by_default_but_not_in_cst(registry: GrammarRegistry) -> None:
     code = """
     if a:
         x()
@@ -269,7 +294,11 @@ def test_no_leftover_children(registry: GrammarRegistry) -> None:
     else:
         y()
     """
-    assert find(registry, "python", "if $C: $$$B", code) == ["if a:\n    x()"]
+    assert find(registry, "python", "if $C: $$$B", code, strictness="cst") == ["if a:\n    x()"]
+    assert find(registry, "python", "if $C: $$$B", code) == [
+        "if a:\n    x()",
+        "if a:\n    x()\nelse:\n    y()",
+    ]
 
 
 def test_strings_and_comments_are_never_matched(registry: GrammarRegistry) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 import tether
@@ -51,6 +52,52 @@ def c_workdir(tether_workdir: Path) -> Path:
     subprocess.run(
         [compiler, "-g", "-O0", "-o", "prog", "prog.c"], cwd=tether_workdir, check=True, timeout=60
     )
+    return tether_workdir
+
+
+@attrs.frozen
+class GoEnv:
+    env: dict[str, str]
+    #: fixtures/go built once per test module with delve's flags (-N -l), for attach tests
+    binary: Path
+
+
+@pytest.fixture(scope="module")
+def go_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoEnv]:
+    """Go and delve, with a build cache, GOPATH and flags of this test module's own and no
+    network. The fixture program is built once here with delve's flags, which also warms the
+    cache: every launch's build (dlv builds again) then only links."""
+    require_real(shutil.which("go") is not None, "Go (apt-get install golang-go)")
+    require_real(shutil.which("dlv") is not None, "delve (apt-get install delve)")
+    root = tmp_path_factory.mktemp("go-env")
+    env = {
+        "GOCACHE": str(root / "cache"),
+        "GOPATH": str(root / "gopath"),
+        "GOFLAGS": "",
+        "GOPROXY": "off",
+        "GOTOOLCHAIN": "local",
+        "GO111MODULE": "on",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        source = root / "src"
+        shutil.copytree(FIXTURES / "go", source)
+        binary = root / "fixture"
+        subprocess.run(
+            ["go", "build", "-gcflags=all=-N -l", "-o", str(binary), "."],
+            cwd=source,
+            check=True,
+            timeout=600,
+        )
+        yield GoEnv(env, binary)
+
+
+@pytest.fixture
+def go_workdir(tether_workdir: Path, go_env: GoEnv) -> Path:
+    """A Go module (go.mod root marker) holding fixtures/go/main.go."""
+    for name in ("go.mod", "main.go"):
+        shutil.copy(FIXTURES / "go" / name, tether_workdir / name)
     return tether_workdir
 
 

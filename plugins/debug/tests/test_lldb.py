@@ -13,7 +13,7 @@ async def test_breakpoint_step_variables_evaluate_and_exit(dbg, debug_run, c_wor
     async with debug_run(c_workdir) as run:
         adapters = await dbg.ok(run, op="adapters")
         assert (
-            "- lldb [native executables (ELF/Mach-O, built with -g); attach by port (gdb-remote)]: usable: lldb-"
+            "- lldb [native executables (ELF/Mach-O, built with -g); attach by port (gdb-remote) or pid]: usable: lldb-"
             in adapters
         )
 
@@ -114,6 +114,7 @@ async def test_attach_to_a_gdb_remote_stub(dbg, debug_run, c_workdir: Path) -> N
                 while (result := await run.call("debug", {"op": "attach", "port": port})).is_error:
                     await anyio.sleep(0.2)
             assert result.text_content.startswith(f"Attached to 127.0.0.1:{port} with lldb.")
+            assert "\nThreads (1):\n  thread_id " in result.text_content
             stopped = await dbg.ok(run, op="continue")
             assert "at prog.c:4 in square" in stopped
             assert (await dbg.ok(run, op="evaluate", expression="x")).startswith("1 (int)")
@@ -140,3 +141,55 @@ async def test_attach_to_a_closed_port_says_what_to_start(dbg, debug_run, c_work
         status = await dbg.ok(run, op="status")
         assert f"The last one (lldb attach of 127.0.0.1:{port}, " in status
         assert "ended: attach failed: " in status and "attach failed: attach failed" not in status
+
+
+async def test_attach_by_pid_reports_threads_and_pause_stops_it(
+    dbg, debug_run, c_workdir: Path
+) -> None:
+    import shutil
+
+    import anyio
+
+    from tether.process import kill_tree
+
+    shutil.copy(Path(__file__).parent / "fixtures" / "spin.c", c_workdir / "spin.c")
+    await anyio.run_process(["gcc", "-g", "-O0", "-o", "spin", "spin.c"], cwd=c_workdir)
+    spinner = await anyio.open_process([str(c_workdir / "spin")], start_new_session=True)
+    try:
+        async with debug_run(c_workdir) as run:
+            text = await dbg.ok(run, op="attach", pid=spinner.pid)
+            assert text.startswith(f"Attached to pid {spinner.pid} with lldb.")
+            assert f"\nThreads (1):\n  thread_id {spinner.pid}: Thread #1 spin\n" in text
+            assert text.endswith(
+                "Attaching does not pause it: call pause to stop it where it is (then stack, "
+                "scopes, evaluate), or continue to run on to a breakpoint."
+            )
+            assert "The program is running." in await dbg.ok(run, op="status")
+            paused = await dbg.ok(run, op="pause")
+            # lldb pauses with SIGSTOP, inside libc's sleep: the program's own frame is named
+            assert paused.startswith("Stopped (")
+            assert "In the program's own code: spin.c:7 in main (frame_id " in paused
+            assert "    7 | usleep(10000);" in paused
+            main = dbg.number_after(paused, "in main (frame_id ")
+            assert (await dbg.ok(run, op="evaluate", expression="n > 0", frame_id=main)).startswith(
+                "true (bool)"
+            )
+            done = await dbg.ok(run, op="terminate")
+            assert done.startswith(f"Terminated the lldb session of pid {spinner.pid}: detached")
+        await anyio.sleep(0.3)
+        assert spinner.returncode is None  # detached, not killed
+    finally:
+        kill_tree(spinner.pid)
+        await spinner.aclose()
+
+
+async def test_attach_by_pid_to_no_such_process_names_the_field(
+    dbg, debug_run, c_workdir: Path
+) -> None:
+    async with debug_run(c_workdir) as run:
+        assert await dbg.error(run, op="attach", pid=4_000_000) == (
+            "pid: no process with pid 4000000 is running"
+        )
+        assert await dbg.error(run, op="attach", pid=1, adapter="debugpy") == (
+            "adapter: the debugpy adapter cannot attach by pid (it attaches by port)"
+        )

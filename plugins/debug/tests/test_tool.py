@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,10 @@ from tether_debug import DebugAdapter
 pytestmark = pytest.mark.anyio
 
 # what an adapter command that resolves nowhere is reported as (the root's local bins, then PATH)
-NOT_FOUND = "not found in .venv/bin, venv/bin, node_modules/.bin or PATH"
+NOT_FOUND = (
+    "not found in .venv/bin, venv/bin, node_modules/.bin, PATH or the interpreter's directory "
+    f"({Path(sys.executable).parent})"
+)
 
 
 async def test_registered_only_with_a_conversation_id(tether_workdir: Path) -> None:
@@ -43,17 +48,34 @@ async def test_each_op_names_the_fields_it_needs_and_refuses_the_rest(
     dbg, debug_run, tether_workdir: Path
 ) -> None:
     async with debug_run(tether_workdir) as run:
-        assert (
-            await dbg.error(run, op="breakpoints", file="a.py")
-            == 'lines: required for op "breakpoints"'
+
+        async def problems(**args: Any) -> list[str]:
+            text = await dbg.error(run, **args)
+            head, *lines = text.splitlines()
+            assert head == "invalid arguments for debug:", text
+            return lines
+
+        assert await problems(op="breakpoints", file="a.py") == [
+            'lines: required for op "breakpoints"'
+        ]
+        assert await problems(op="launch") == ['program: required for op "launch"']
+        one_of = (
+            'op "attach" takes exactly one of port and pid: port (a debug server listening on '
+            "127.0.0.1) or pid (a local process); "
         )
-        assert await dbg.error(run, op="launch") == 'program: required for op "launch"'
-        assert await dbg.error(run, op="attach") == 'port: required for op "attach"'
-        assert await dbg.error(run, op="scopes") == 'frame_id: required for op "scopes"'
-        assert await dbg.error(run, op="variables") == 'reference: required for op "variables"'
-        assert await dbg.error(run, op="evaluate") == 'expression: required for op "evaluate"'
-        text = await dbg.error(run, op="continue", frame_id=3)
-        assert text == 'frame_id: not used by op "continue"; leave it out'
+        assert await problems(op="attach") == [f"port: {one_of}neither was given"]
+        assert await problems(op="attach", port=5678, pid=42) == [f"pid: {one_of}both were given"]
+        assert "pid: expected at least 1, got 0" in await dbg.error(run, op="attach", pid=0)
+        assert await problems(op="scopes") == ['frame_id: required for op "scopes"']
+        assert await problems(op="variables") == ['reference: required for op "variables"']
+        assert await problems(op="evaluate") == ['expression: required for op "evaluate"']
+        assert await problems(op="continue", frame_id=3) == [
+            'frame_id: not used by op "continue"; leave it out'
+        ]
+        # a strict-schema client sends null for every unused field: that is "absent"
+        assert (
+            await run.call("debug", {"op": "status", "frame_id": None, "pid": None})
+        ).text_content
         text = await dbg.error(run, op="dance")
         assert "op" in text and "dance" in text
         text = await dbg.error(run, op="attach", port=70000)
@@ -85,22 +107,24 @@ async def test_adapters_explains_what_is_usable_and_why_not(
         text = await dbg.ok(run, op="adapters")
     lines = {line.split(" ", 2)[1]: line for line in text.splitlines() if line.startswith("- ")}
     assert set(lines) == {"debugpy", "lldb", "delve", "dart"}
-    assert "debugpy" in lines and "usable: python -m debugpy.adapter" in lines["debugpy"]
+    assert "debugpy" in lines and "usable: debugpy's adapter (" in lines["debugpy"]
     assert "root the workdir" in lines["debugpy"]
-    # neither delve nor the Dart SDK can be installed here: both reasons are spelled out
-    assert f"unusable: no root marker (go.mod) found; `dlv` {NOT_FOUND}" in lines["delve"]
+    # no go.mod here (and where dlv is missing, that is said too); the Dart SDK cannot be
+    # installed here: both of its reasons are spelled out
+    assert "unusable: no root marker (go.mod) found" in lines["delve"]
     assert f"unusable: no root marker (pubspec.yaml) found; `dart` {NOT_FOUND}" in lines["dart"]
     assert "no root marker (Cargo.toml, CMakeLists.txt) found" in lines["lldb"]
 
 
 async def test_a_root_marker_without_the_binary_is_still_unusable(
-    dbg, debug_run, tether_workdir: Path
+    dbg, debug_run, tether_workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tether_workdir / "go.mod").write_text("module example.com/x\n\ngo 1.22\n")
     (tether_workdir / "main.go").write_text("package main\n\nfunc main() {}\n")
+    monkeypatch.setenv("PATH", str(tmp_path))  # wherever dlv is installed, not here
     async with debug_run(tether_workdir) as run:
         text = await dbg.ok(run, op="adapters")
-        assert f"- delve [Go (.go); attach by port]: unusable: `dlv` {NOT_FOUND}" in text
+        assert f"- delve [Go (.go); attach by port or pid]: unusable: `dlv` {NOT_FOUND}" in text
         failure = await dbg.error(run, op="launch", program="main.go")
     assert failure == f"the delve adapter cannot debug 'main.go' here: unusable: `dlv` {NOT_FOUND}"
 

@@ -15,10 +15,10 @@ import pytest
 import tether
 import tether_eval.hooks
 import tether_files.hooks
-from tether.testing import require_real
+from tether.testing import AUTO_APPROVE, require_real
 from tether_eval.node import find_node
 
-AUTO = {"read": "auto", "write": "auto", "exec": "auto"}
+AUTO = AUTO_APPROVE["core"]["approval"]
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import tether
+import tether.testing
 import tether_eval.hooks
 from tether_eval import Bridge, CellOutput, KernelContext, KernelSpec
 
@@ -96,21 +97,32 @@ async def test_hook_tether_eval_kernels(eval_run, run_cell) -> None:
         assert result.text_content.splitlines() == ["from sh", str(run.workdir)]
 
 
-async def test_a_language_registered_twice_is_an_error(open_test_run) -> None:
+async def test_a_language_offered_twice_keeps_one_and_reports_the_other(
+    open_test_run, run_cell
+) -> None:
     class Again:
         @tether.hookimpl
         def tether_eval_kernels(self) -> list[KernelSpec]:
             return [KernelSpec(language="python", start=start_shell)]
 
-    errors: list[BaseException] = []
-    try:
-        async with open_test_run(plugins=[tether_eval.hooks, Again()], entry_points=False):
-            pass
-    except* tether.PluginError as group:
-        errors.extend(group.exceptions)
-    [error] = errors
-    assert "eval language 'python' is registered by both" in str(error)
-    assert "'tether_eval.hooks'" in str(error) and "'Again-1'" in str(error)
+    class Broken:
+        @tether.hookimpl
+        def tether_eval_kernels(self) -> list[KernelSpec]:
+            raise ImportError("no kernel here")
+
+    plugins = [tether_eval.hooks, Again(), Broken()]
+    async with open_test_run(
+        plugins=plugins, entry_points=False, config=tether.testing.AUTO_APPROVE
+    ) as run:
+        failed = {i.name: i.reason for i in run.pm.report if i.status == "failed"}
+        assert failed == {
+            "tether_eval.hooks": "tether_eval_kernels: eval language 'python' dropped: "
+            "already contributed by 'Again-1'",
+            "Broken-2": "tether_eval_kernels: raised ImportError: no kernel here",
+        }
+        # the harness's python (a shell here) is the one that runs
+        result = await run_cell(run, "echo from the harness", "python")
+        assert result.text_content.strip() == "from the harness"
 
 
 async def test_hook_tether_enclosure(eval_run, run_cell) -> None:

@@ -116,7 +116,7 @@ async def test_contract(eval_run) -> None:
     async with eval_run(idle_budget_s=300) as run:
         assert await tether.testing.check_plugin_contract(run, ["eval"]) == ["eval"]
         [schema] = [s for s in run.schemas() if s["name"] == "eval"]
-        assert "prints nothing for 5 minutes is interrupted" in schema["description"]
+        assert "prints nothing for 5 min is interrupted" in schema["description"]
         assert schema["input_schema"]["required"] == ["code", "description"]
         # The tool is exec tier: absent from read-only surfaces.
         assert "eval" not in [s["name"] for s in run.schemas(surface="plan")]

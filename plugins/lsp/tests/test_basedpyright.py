@@ -9,7 +9,7 @@ import pytest
 from lsp_testkit import Caller, need, open_lsp_run
 
 import tether.fsutil
-from tether.testing import check_plugin_contract
+from tether.testing import check_plugin_contract_sync
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def py(python_project: Path) -> Iterator[Caller]:
 
 
 def test_contract(py: Caller) -> None:
-    checked = py.run._portal.call(check_plugin_contract, py.run.run, ["lsp", "lsp_rename"])
+    checked = check_plugin_contract_sync(py.run, ["lsp", "lsp_rename"])
     assert checked == ["lsp", "lsp_rename"]
     assert py.run.run.tools["lsp"].tier.value == "read"
     assert py.run.run.tools["lsp_rename"].tier.value == "write"

@@ -23,6 +23,7 @@ from tether.plugins import make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
 from tether.run import Run, open_run
 from tether.tiers import Tier
+from tether.versions import core_version
 
 
 class _CliResources:
@@ -65,10 +66,25 @@ def add_run_options(
 BUILTIN_COMMANDS = ("plugins", "tools", "call", "session")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the core's version, then each installed plugin's (with its status)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print versions and exit", **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        lines = [f"tether {core_version() or '(no distribution metadata)'}"]
+        for info in make_plugin_manager().report:
+            lines.append(f"  {info.name} {info.version or '-'} ({info.status})")
+        sys.stdout.write("\n".join(lines) + "\n")
+        parser.exit(0)
+
+
 def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tether", description="Tools bound to the live resources of one run."
     )
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plugins", help="list installed plugins and their status")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -124,7 +140,11 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
     else:
         for info in report:
             extra = f" ({info['reason']})" if info["reason"] else ""
-            print(f"{info['name']:<16} {info['version'] or '-':<10} {info['status']}{extra}")
+            accepts = f"tether{info['accepts_core']}" if info["accepts_core"] else "-"
+            print(
+                f"{info['name']:<16} {info['version'] or '-':<10} {accepts:<20} "
+                f"{info['status']}{extra}"
+            )
     return 0
 
 

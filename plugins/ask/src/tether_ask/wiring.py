@@ -59,7 +59,8 @@ def wire_ask_resources(run: tether.Run) -> dict[str, Any] | None:
             "set one or the other"
         )
     if not isinstance(port, QuestionPort):
-        raise tether.PluginError(
+        # the harness's own object is wrong: its input, like its config, fails the run's opening
+        raise tether.ConfigError(
             f"question_port: expected a tether_ask.QuestionPort (name, timeout_s, "
             f"person_attached, async ask), got {type(port).__name__}"
         )

@@ -25,7 +25,7 @@ from tether.text import truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
-from tether_astgrep.rewrite import apply_matches, error_lines
+from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
 
 # A parsed tree costs about this many bytes per byte of source (measured on CPython's stdlib).
 TREE_BYTES_PER_SOURCE_BYTE = 28
@@ -36,7 +36,7 @@ MAX_TEXT_CHARS = 2000  # of a match or capture sent back from a search
 @attrs.frozen
 class Task:
     mode: str  # "search" or "edit"
-    pattern: CompiledPattern
+    pattern: CompiledPattern  # its strictness included
     rewrite: str | None
     max_file_bytes: int
 
@@ -53,6 +53,9 @@ class FileResult:
     replaced: int = 0
     skipped_inner: int = 0
     new_error_lines: tuple[int, ...] = ()
+    syntax: SyntaxCheck | None = None
+    lossy_lines: tuple[int, ...] = ()  # matches not rewritten: code between their parts
+    kept_lines: tuple[int, ...] = ()  # rewritten, unmentioned code before/after kept as is
 
 
 class _Entry:
@@ -130,7 +133,7 @@ class ProcessState:
         self.trees_from_search = trees_from_search
         self.searches = 0
         self._parsers: dict[str, ts.Parser] = {}
-        self._matchers: dict[tuple[str, str], Matcher] = {}
+        self._matchers: dict[tuple[str, str, bool], Matcher] = {}
         self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
 
     def parser(self, grammar: Grammar) -> ts.Parser:
@@ -145,13 +148,13 @@ class ProcessState:
             found = self._chains[pattern.chains] = [re.compile(c) for c in pattern.chains]
         return found
 
-    def matcher(self, pattern: CompiledPattern, grammar: Grammar) -> Matcher:
-        key = (grammar.id, pattern.source)
+    def matcher(self, pattern: CompiledPattern, grammar: Grammar, track: bool = False) -> Matcher:
+        key = (grammar.id, pattern.source, track)
         matcher = self._matchers.get(key)
         if matcher is None or matcher.pattern != pattern:
             if len(self._matchers) > 64:
                 self._matchers.clear()
-            matcher = self._matchers[key] = Matcher(pattern, grammar)
+            matcher = self._matchers[key] = Matcher(pattern, grammar, track=track)
         return matcher
 
     def run(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
@@ -159,7 +162,7 @@ class ProcessState:
         self.cache.admit_trees = self.searches >= self.trees_from_search
         grammar = self.registry.get(task.pattern.grammar_id)
         assert grammar is not None
-        matcher = self.matcher(task.pattern, grammar)
+        matcher = self.matcher(task.pattern, grammar, track=task.mode == "edit")
         return [self._one(task, grammar, matcher, root, p) for p in paths]
 
     def _one(
@@ -201,18 +204,23 @@ class ProcessState:
             if not found:
                 return FileResult(path, parse_errors=has_errors)
             assert task.rewrite is not None
-            new, replaced, inner = apply_matches(task.rewrite, found, source, tree, grammar)
-            before = len(error_lines(tree)) if has_errors else 0
-            new_tree = self.parser(grammar).parse(new)
-            after = error_lines(new_tree) if new_tree.root_node.has_error else []
+            applied = apply_matches(task.rewrite, found, source, tree, grammar)
+            new = applied.new
+            syntax = None
+            if new != source:
+                new_tree = self.parser(grammar).parse(new)
+                syntax = check_syntax(grammar, path, source, tree, new, new_tree)
             return FileResult(
                 path,
                 parse_errors=has_errors,
                 original=source,
                 new=new,
-                replaced=replaced,
-                skipped_inner=inner,
-                new_error_lines=tuple(after) if len(after) > before else (),
+                replaced=applied.replaced,
+                skipped_inner=applied.skipped_inner,
+                new_error_lines=syntax.new_error_lines if syntax is not None else (),
+                syntax=syntax,
+                lossy_lines=applied.lossy_lines,
+                kept_lines=applied.kept_lines,
             )
         return FileResult(
             path,

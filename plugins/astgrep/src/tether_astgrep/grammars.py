@@ -73,6 +73,21 @@ class Grammar:
     # kind (Dart's `method_signature` around a method's `function_signature`), so a function
     # pattern also finds methods.
     wrapper_kinds: frozenset[str] = frozenset()
+    # A fragment an earlier rung reads as one of these kinds is also read at the rungs named,
+    # and matches of every reading count (Dart: `final String $N;` reads as a local variable
+    # in a block, a field in a class body, a top-level variable; a person means all three).
+    also_read: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    # Named kinds that are leading modifiers (Dart's `abstract`, `sealed`): like kinds named
+    # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
+    # matches code that has it.
+    modifier_kinds: frozenset[str] = frozenset()
+    # Reserved words: a pattern reading that takes one for a name (`switch ($X) {…}` as a
+    # method named `switch`) is refused, so the ladder goes on to the reading meant.
+    keywords: frozenset[str] = frozenset()
+    # Spellings (`str.format` with the placeholder) for a `$$$X` standing alone in a body
+    # that holds no statements: impl items, struct fields, match arms, switch cases…
+    # Tried in order after the plain placeholder, in every rung.
+    item_fillers: tuple[str, ...] = ()
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -156,6 +171,18 @@ _JS_STRINGS = frozenset({"string", "template_string", "regex"})
 _JS_CODE = frozenset({"template_substitution"})
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_JS_KEYWORDS = _words(
+    "break case catch class const continue debugger default delete do else export extends "
+    "finally for function if import in instanceof new return super switch this throw try "
+    "typeof var void while with"
+)
+_JS_FILLERS = ("case {0}:",)
+
+
 def builtin_grammars() -> list[Grammar]:
     """The grammars shipped with tether-astgrep (one PyPI grammar package each)."""
     js_ladder = _c_like("function _t()", ("class _T {\n", "\n}"), semicolon=True)
@@ -174,6 +201,12 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset({"interpolation"}),
             block_kinds=frozenset({"block"}),
             comment_regex=r"#[^\n]*+",
+            keywords=_words(
+                "and as assert async await break class continue def del elif else except "
+                "finally for from global if import in is lambda nonlocal not or pass raise "
+                "return try while with yield"
+            ),
+            item_fillers=("\n    case {0}: pass",),
         ),
         Grammar(
             id="javascript",
@@ -184,6 +217,8 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
             comment_regex=_C_COMMENT,
+            keywords=_JS_KEYWORDS,
+            item_fillers=_JS_FILLERS,
         ),
         Grammar(
             id="typescript",
@@ -194,6 +229,8 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
             comment_regex=_C_COMMENT,
+            keywords=_JS_KEYWORDS,
+            item_fillers=_JS_FILLERS,
         ),
         Grammar(
             id="tsx",
@@ -204,6 +241,8 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
             comment_regex=_C_COMMENT,
+            keywords=_JS_KEYWORDS,
+            item_fillers=_JS_FILLERS,
         ),
         Grammar(
             id="rust",
@@ -216,6 +255,12 @@ def builtin_grammars() -> list[Grammar]:
                 Scaffold("declaration", "", "", terminators=("", ";")),
             ),
             string_kinds=frozenset({"string_literal", "raw_string_literal", "char_literal"}),
+            keywords=_words(
+                "as async await break const continue dyn else enum extern fn for if impl in "
+                "let loop match mod move mut pub ref return static struct trait type unsafe "
+                "use where while"
+            ),
+            item_fillers=("fn {0}() {{}}", "{0}: u8", "{0} => {0}"),
         ),
         Grammar(
             id="c",
@@ -225,6 +270,12 @@ def builtin_grammars() -> list[Grammar]:
             comment_regex=_C_COMMENT,
             statement_terminator=";",
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
+            keywords=_words(
+                "break case const continue default do else enum extern for goto if inline "
+                "register restrict return sizeof static struct switch typedef union volatile "
+                "while"
+            ),
+            item_fillers=("int {0};",),
         ),
         Grammar(
             id="go",
@@ -240,6 +291,11 @@ def builtin_grammars() -> list[Grammar]:
                 {"interpreted_string_literal", "raw_string_literal", "rune_literal"}
             ),
             comment_regex=_C_COMMENT,
+            keywords=_words(
+                "break case chan const continue default defer else fallthrough for func go "
+                "goto if import interface map package range return select struct switch type var"
+            ),
+            item_fillers=("case {0}:", "case <-{0}:", '"{0}"', "{0} int"),
         ),
         Grammar(
             id="dart",
@@ -254,12 +310,27 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=frozenset({"string_literal"}),
             code_in_string_kinds=frozenset({"template_substitution"}),
             comment_regex=_C_COMMENT,
-            continuation_kinds=frozenset({"selector", "cascade_section"}),
+            continuation_kinds=frozenset(
+                {
+                    "selector",
+                    "cascade_section",
+                    "unconditional_assignable_selector",
+                    "conditional_assignable_selector",
+                }
+            ),
             statement_terminator=";",
             declaration_first={
                 "local_function_declaration": "top-level functions, methods and local functions"
             },
             wrapper_kinds=frozenset({"method_signature"}),
+            keywords=_words(
+                "assert break case catch class const continue default do else enum extends "
+                "final finally for if in is new rethrow return super switch this throw try "
+                "var void while with"
+            ),
+            item_fillers=("case {0}:", "var {0};"),
+            also_read={"local_variable_declaration": ("class member", "declaration")},
+            modifier_kinds=frozenset({"abstract", "base", "interface", "sealed"}),
         ),
     ]
 

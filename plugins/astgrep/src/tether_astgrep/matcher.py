@@ -1,10 +1,12 @@
 """Match a compiled pattern against a parsed file.
 
 Semantics (documented in the README): kinds must be equal, leaves compare by exact text,
-an inner node must account for all of the candidate's children (no leftovers) except
-comments and commas (so a trailing comma is insignificant), `$X` matches one named node,
-`$$$X` a lazy, possibly empty run of siblings, a repeated metavariable must capture the
+comments and commas never count (so a trailing comma is insignificant), `$X` matches one named
+node, `$$$X` a lazy, possibly empty run of siblings, a repeated metavariable must capture the
 same tokens, and nothing inside a string literal or a comment is ever a candidate.
+How much of the candidate the pattern must account for is its strictness (`STRICTNESS`):
+by default ("smart", as in ast-grep) keywords and punctuation the pattern does not mention
+(`async`) and trailing children (an `else`, more `except` clauses) do not prevent a match.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import attrs
 import tree_sitter as ts
 
 from tether_astgrep.grammars import Grammar
-from tether_astgrep.pattern import CompiledPattern, MetaVar, PItem, PNode
+from tether_astgrep.pattern import STRICTNESS, CompiledPattern, MetaVar, PItem, PNode
 
 Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
 
@@ -27,27 +29,42 @@ class Match:
     start_point: tuple[int, int]
     end_point: tuple[int, int]
     captures: dict[str, tuple[int, int]]  # name -> byte range (multi: first..last, may be empty)
+    # What a rewrite replaces (edit mode): from the first to the last candidate token the
+    # pattern accounts for, so an unmentioned leading `async` or trailing `else` stays as is.
+    edit_start: int = -1
+    edit_end: int = -1
+    # 1-based line of code the pattern does not mention *between* the parts it does (a rewrite
+    # would drop it), or None.
+    lossy_line: int | None = None
+    # 1-based line of code the pattern does not mention before or after the parts it does
+    # (kept verbatim by a rewrite), or None.
+    kept_line: int | None = None
 
 
 class _N:
-    __slots__ = ("children", "ids", "text")
+    __slots__ = ("children", "ids", "named", "text")
 
-    def __init__(self, ids: frozenset[int], text: bytes | None, children: tuple[Any, ...]):
+    def __init__(
+        self, ids: frozenset[int], text: bytes | None, children: tuple[Any, ...], named: bool
+    ):
         self.ids = ids
         self.text = text
         self.children = children
+        self.named = named
 
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def query_source(root: PNode, budget: int = 48) -> str:
+def query_source(root: PNode, budget: int = 48, *, tokens: bool = True, texts: bool = True) -> str:
     """A tree-sitter query that every match of `root` satisfies (and most non-matches fail).
 
     Children are listed in order without anchors, so comments and other extras in the
     candidate do not matter; `$$$` runs are left out; leaves with text get an `#eq?`
-    predicate. It only prunes candidates in C: the matcher still decides.
+    predicate (`tokens`/`texts` False leave out unnamed leaves / the predicates, for
+    strictness levels that skip or do not compare them). It only prunes candidates in C: the
+    matcher still decides.
     """
     counter = 0
 
@@ -58,6 +75,8 @@ def query_source(root: PNode, budget: int = 48) -> str:
             return "(_)"
         if not node.named:
             return _quote(node.kind)
+        if node.text is not None and not texts:
+            return f"({node.kind})"
         if node.text is not None:
             counter += 1
             name = f"@t{counter}"
@@ -68,6 +87,8 @@ def query_source(root: PNode, budget: int = 48) -> str:
             for child in node.children:
                 if isinstance(child, MetaVar) and child.multi:
                     continue
+                if not tokens and isinstance(child, PNode) and not child.named:
+                    continue
                 if budget <= 0:
                     break
                 parts.append(render(child, depth + 1))
@@ -76,12 +97,45 @@ def query_source(root: PNode, budget: int = 48) -> str:
     return render(root, 0)
 
 
+def _run_span(nodes: list[ts.Node]) -> tuple[int, int]:
+    """A `$$$` run's bytes, with the comments at its edges when it reaches its container's
+    opening or closing token: `{ $$$B }` keeps a block's last `// note`."""
+    start, end = nodes[0].start_byte, nodes[-1].end_byte
+    edge = nodes[0].prev_sibling
+    first = None
+    while edge is not None and edge.is_extra:
+        first, edge = edge, edge.prev_sibling
+    if first is not None and (edge is None or not edge.is_named):
+        start = first.start_byte
+    edge = nodes[-1].next_sibling
+    last = None
+    while edge is not None and edge.is_extra:
+        last, edge = edge, edge.next_sibling
+    if (
+        last is not None
+        and (edge is None or not edge.is_named)
+        and (edge is None or edge.type != ",")
+    ):
+        end = last.end_byte
+    return start, end
+
+
 class Matcher:
     """A pattern prepared for one grammar (kind names resolved to kind ids)."""
 
-    def __init__(self, pattern: CompiledPattern, grammar: Grammar) -> None:
+    def __init__(self, pattern: CompiledPattern, grammar: Grammar, *, track: bool = False) -> None:
         self.pattern = pattern
         self.grammar = grammar
+        strictness = pattern.strictness
+        assert strictness in STRICTNESS, strictness
+        self.strict = strictness == "cst"
+        # ast and signature: the pattern's own keywords and punctuation may be missing too.
+        self.skip_goal_tokens = strictness in ("ast", "signature")
+        self.any_trailing = strictness == "smart"  # ast/signature: only unnamed trailing tokens
+        self.kind_only = strictness == "signature"  # named leaves compare by kind, not text
+        # Edit mode records what the match consumed, so a rewrite keeps what it skipped.
+        self.track = track
+        self._also = [Matcher(a, grammar, track=track) for a in pattern.also]
         lang = grammar.ts_language
         self._ids: dict[tuple[str, bool], frozenset[int]] = {}
         for i, name in enumerate(grammar.kind_names):
@@ -93,19 +147,33 @@ class Matcher:
         self.code_ids = grammar.code_in_string_ids
         self.cont_ids = grammar.continuation_ids
         self.wrapper_ids = grammar.wrapper_ids
+        # Clauses (`except_clause`, `elif_clause`, `else_clause`…) the pattern does not mention
+        # may come before the one it does, as trailing ones may come after.
+        self.clause_ids = frozenset(
+            i for i, n in enumerate(grammar.kind_names) if n.endswith("_clause")
+        )
+        # Leading modifiers the pattern does not mention (`pub`, Dart's `abstract`): named
+        # kinds called `…modifier…`, and those the grammar lists in `modifier_kinds`.
+        lang = grammar.ts_language
+        self.modifier_ids = frozenset(
+            i
+            for i, n in enumerate(grammar.kind_names)
+            if lang.node_kind_is_named(i) and ("modifier" in n or n in grammar.modifier_kinds)
+        )
         self._query: ts.Query | None = None
         first = pattern.items[0]
         # Anchors: each literal leaf of a single-node pattern with its depth(s) below the root.
         # A match contains that leaf verbatim, and its root is exactly that many parents up.
         anchors: dict[bytes, set[int]] = {}
-        if len(pattern.items) == 1 and isinstance(first, PNode):
+        exact_leaves = strictness in ("cst", "smart")  # every pattern leaf is in the match
+        if len(pattern.items) == 1 and isinstance(first, PNode) and exact_leaves:
             stack: list[tuple[PItem, int]] = [(first, 0)]
             while stack:
                 node, depth = stack.pop()
                 if isinstance(node, MetaVar):
                     continue
                 if node.text is not None:
-                    if node.text:
+                    if node.text and (node.named or not node.text.startswith(b"#")):
                         anchors.setdefault(node.text, set()).add(depth)
                 else:
                     stack.extend((c, depth + 1) for c in node.children)
@@ -113,7 +181,10 @@ class Matcher:
         self._root_ids = self.items[0].ids if isinstance(self.items[0], _N) else frozenset()
         if isinstance(first, PNode):
             try:
-                self._query = ts.Query(lang, query_source(first) + " @c")
+                source = query_source(
+                    first, tokens=not self.skip_goal_tokens, texts=not self.kind_only
+                )
+                self._query = ts.Query(lang, source + " @c")
             except Exception:  # a kind the query language cannot name: fall back to a walk
                 self._query = None
 
@@ -121,7 +192,7 @@ class Matcher:
         if isinstance(item, MetaVar):
             return item
         ids = self._ids.get((item.kind, item.named), frozenset())
-        return _N(ids, item.text, tuple(self._prep(c) for c in item.children))
+        return _N(ids, item.text, tuple(self._prep(c) for c in item.children), item.named)
 
     # -- candidates -----------------------------------------------------------------
 
@@ -213,6 +284,10 @@ class Matcher:
         return tuple(out)
 
     def _bind(self, var: MetaVar, value: Any, env: Env) -> Env | None:
+        if self.track:
+            nodes = value if isinstance(value, list) else [value]
+            if nodes:
+                env = self._took(env, nodes[0].start_byte, nodes[-1].end_byte)
         if var.name is None:
             return env
         old = env.get(var.name)
@@ -226,6 +301,19 @@ class Matcher:
             return None
         return env
 
+    @staticmethod
+    def _took(env: Env, start: int, end: int) -> Env:
+        new = dict(env)
+        new.setdefault("\0s", start)
+        new["\0e"] = end
+        return new
+
+    @staticmethod
+    def _skipped(env: Env, start: int, end: int, line: int) -> Env:
+        new = dict(env)
+        new["\0skips"] = (*env.get("\0skips", ()), (start, end, line))
+        return new
+
     def _node(self, p: Any, n: ts.Node, env: Env) -> Env | None:
         if isinstance(p, MetaVar):
             if not n.is_named:
@@ -235,7 +323,12 @@ class Matcher:
             inner = self._unwrapped(n)
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
-            return env if n.child_count == 0 and n.text == p.text else None
+            # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
+            if n.child_count == 0 and (
+                not p.named or n.text == p.text or (self.kind_only and n.is_named)
+            ):
+                return self._took(env, n.start_byte, n.end_byte) if self.track else env
+            return None
         return self._seq(p.children, 0, self._sig(n), 0, env, whole=True)
 
     def _unwrapped(self, n: ts.Node) -> ts.Node | None:
@@ -258,7 +351,16 @@ class Matcher:
         while True:
             if i == len(ps):
                 if whole and j != len(cs):
-                    return None
+                    # Trailing children the pattern does not mention: smart accepts any,
+                    # ast/signature only keywords and punctuation, cst none.
+                    if self.strict or not (
+                        self.any_trailing or all(not c.is_named for c in cs[j:])
+                    ):
+                        return None
+                    if self.track:
+                        env = self._skipped(
+                            env, cs[j].start_byte, cs[-1].end_byte, cs[j].start_point[0] + 1
+                        )
                 if not whole:
                     env = dict(env)
                     env["\0end"] = j
@@ -276,13 +378,39 @@ class Matcher:
                         return r
                 return None
             if j == len(cs):
+                if self.skip_goal_tokens and isinstance(p, _N) and p.text is not None:
+                    if not p.named:
+                        i += 1
+                        continue
                 return None
             if isinstance(p, MetaVar) and self.cont_ids:
                 return self._absorbing(p, ps, i, cs, j, env, whole=whole)
             e2 = self._node(p, cs[j], env)
-            if e2 is None:
+            if e2 is not None:
+                env, i, j = e2, i + 1, j + 1
+                continue
+            if self.strict or isinstance(p, MetaVar):
                 return None
-            env, i, j = e2, i + 1, j + 1
+            c = cs[j]
+            goal_token = self.skip_goal_tokens and p.text is not None and not p.named
+            if (
+                not c.is_named
+                or (c.kind_id in self.clause_ids and c.kind_id in p.ids)
+                or (i == 0 and c.kind_id in self.modifier_ids)
+            ):
+                # A keyword or punctuation the pattern does not have (`async`), a clause
+                # before the one the pattern names (an earlier `except`), or a modifier
+                # before anything the pattern names (`pub`, `abstract`): skip it.
+                if self.track:
+                    env = self._skipped(env, c.start_byte, c.end_byte, c.start_point[0] + 1)
+                if goal_token:
+                    i += 1
+                j += 1
+                continue
+            if goal_token:
+                i += 1
+                continue
+            return None
 
     def _absorbing(
         self,
@@ -343,6 +471,8 @@ class Matcher:
                 matched = kids[idx:end]
                 if matched:
                     out.append(self._match(matched, env))
+        for other in self._also:
+            out.extend(other.find(tree, source))
         out.sort(key=lambda m: (m.start_byte, -m.end_byte))
         unique: list[Match] = []
         for m in out:  # one node wrapping another of the same span is one match
@@ -355,18 +485,31 @@ class Matcher:
 
     def _match(self, nodes: list[ts.Node], env: Env) -> Match:
         caps: dict[str, tuple[int, int]] = {}
+        start, end = nodes[0].start_byte, nodes[-1].end_byte
+        edit_start = env.get("\0s", start)
+        edit_end = env.get("\0e", end)
+        lossy: int | None = None
+        kept: int | None = None
+        for a, b, line in env.get("\0skips", ()):
+            if a < edit_end and b > edit_start:
+                lossy = line if lossy is None else lossy
+            elif kept is None:
+                kept = line
         for name, value in env.items():
+            if name.startswith("\0"):
+                continue
             if isinstance(value, list):
-                if value:
-                    caps[name] = (value[0].start_byte, value[-1].end_byte)
-                else:
-                    caps[name] = (-1, -1)
+                caps[name] = _run_span(value) if value else (-1, -1)
             else:
                 caps[name] = (value.start_byte, value.end_byte)
         return Match(
-            nodes[0].start_byte,
-            nodes[-1].end_byte,
+            start,
+            end,
             tuple(nodes[0].start_point),  # type: ignore[arg-type]
             tuple(nodes[-1].end_point),  # type: ignore[arg-type]
             caps,
+            edit_start,
+            edit_end,
+            lossy,
+            kept,
         )

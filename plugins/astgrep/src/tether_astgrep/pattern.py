@@ -14,8 +14,14 @@ import tree_sitter as ts
 
 from tether_astgrep.grammars import Grammar, Scaffold
 
-# `$NAME`, `$$$NAME`, `$_`, `$_NAME`, `$$$`: ast-grep's spelling.
-METAVAR_RE = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)?|\$([A-Z_][A-Z0-9_]*)")
+# `$NAME`, `$$$NAME`, `$_`, `$_NAME`, `$$$`: ast-grep's spelling. A metavariable stands as a
+# whole token: `$ZodType` or `core.$ZodError` (a `$` inside an identifier) is literal code.
+METAVAR_RE = re.compile(r"(?<![\w$])(?:\$\$\$([A-Z_][A-Z0-9_]*)?|\$([A-Z_][A-Z0-9_]*))(?![\w$])")
+
+
+# How much of a candidate a pattern must account for (ast-grep's levels; `relaxed` is `ast`
+# here, since comments never count): see the README's matching rules.
+STRICTNESS = ("cst", "smart", "ast", "signature")
 
 
 class PatternError(Exception):
@@ -55,6 +61,12 @@ class CompiledPattern:
     # Regexes (bytes) that every file holding a match contains: runs of consecutive tokens
     # with only whitespace, comments and insignificant punctuation between them.
     chains: tuple[bytes, ...] = ()
+    # Compiled as "cst" (the reading above); `_with_strictness` relaxes the prefilters.
+    strictness: str = "cst"
+    named_literals: tuple[bytes, ...] = ()  # the literals that are named leaves
+    # Other readings whose matches also count (`Grammar.also_read`); the prefilters above
+    # hold for every one of them.
+    also: tuple[CompiledPattern, ...] = ()
 
     @property
     def is_sequence(self) -> bool:
@@ -65,19 +77,24 @@ class CompiledPattern:
         return self.items[0]
 
 
-def _alone_as_statement(text: str, start: int, end: int) -> bool:
+def _alone_as_statement(text: str, start: int, end: int, opens: str = "{;\n") -> bool:
     """Whether text[start:end] stands where a statement would (after `{`/`;`/a line start,
-    before `}`/a line end)."""
+    before `}`/a line end); with wider `opens`, where an item would."""
     before = text[:start].rstrip(" \t")
     after = text[end:].lstrip(" \t")
-    return (not before or before[-1] in "{;\n") and (not after or after[0] in "}\n")
+    closes = "})\n" if "(" in opens else "}\n"
+    return (not before or before[-1] in opens) and (not after or after[0] in closes)
 
 
-def placeholders_for(pattern: str, terminator: str = "") -> tuple[str, dict[bytes, MetaVar]]:
+def placeholders_for(
+    pattern: str, terminator: str = "", filler: str | None = None
+) -> tuple[str, dict[bytes, MetaVar]]:
     """Replace metavariables by identifiers the grammar can parse.
 
     With a `terminator`, a `$$$X` alone as a statement becomes `ident;`, and the mapping also
     knows `ident;` (the expression statement that then stands for the run of statements).
+    A `filler` (`"fn {}() {{}}"`, `"case {}:"`) spells such a `$$$X` as one item of another
+    sequence (impl items, switch cases…); the node spelled so stands for the run.
     """
     mapping: dict[bytes, MetaVar] = {}
     anonymous = 0
@@ -94,18 +111,37 @@ def placeholders_for(pattern: str, terminator: str = "") -> tuple[str, dict[byte
             ident = f"__tmv{'s' if multi else ''}_{name}"
             var = MetaVar(name, multi)
         mapping[ident.encode()] = var
-        if multi and terminator and _alone_as_statement(pattern, m.start(), m.end()):
+        if multi and terminator:
             mapping[(ident + terminator).encode()] = var
+        if (
+            multi
+            and filler is not None
+            and _alone_as_statement(pattern, m.start(), m.end(), "{;:(\n")
+        ):
+            spelled = filler.format(ident)
+            mapping[spelled.strip().encode()] = var
+            return spelled
+        if multi and terminator and _alone_as_statement(pattern, m.start(), m.end()):
             return ident + terminator
         return ident
 
     return METAVAR_RE.sub(sub, pattern), mapping
 
 
-def _locate(root: ts.Node, start: int, end: int, grammar: Grammar) -> list[ts.Node]:
+def _locate(
+    root: ts.Node, start: int, end: int, grammar: Grammar, src: bytes = b""
+) -> list[ts.Node]:
     node = root.descendant_for_byte_range(start, end)
     if node is None:
         return []
+    if (
+        node.start_byte == start
+        and node.end_byte > end
+        and node.parent is not None
+        and not src[end : node.end_byte].strip()
+    ):
+        # A node that ends with the line break after the fragment (C's `#define … \n`).
+        end = node.end_byte
     if node.start_byte == start and node.end_byte == end:
         while (
             node.parent is not None
@@ -127,6 +163,9 @@ def _locate(root: ts.Node, start: int, end: int, grammar: Grammar) -> list[ts.No
 
 def _strip(nodes: list[ts.Node], terminator: bytes, grammar: Grammar) -> list[ts.Node]:
     """Drop a terminator we added, and wrappers that add nothing (statement → expression)."""
+    if terminator and len(nodes) > 1 and not nodes[-1].is_named and nodes[-1].text == terminator:
+        # `enum E {…}` + our `;` reads as the enum then a `;`: the `;` is not the user's.
+        nodes = nodes[:-1]
     if terminator and len(nodes) == 1 and nodes[0].type.endswith("expression_statement"):
         # The user wrote an expression; we added the `;` only to make it parse.
         kids = [c for c in nodes[0].children if not c.is_extra]
@@ -151,6 +190,8 @@ def _convert(
     mapping: dict[bytes, MetaVar],
     grammar: Grammar,
     literals: list[tuple[bytes, int, int]],
+    named: set[bytes],
+    src: bytes = b"",
 ) -> PItem:
     text = node.text or b""
     mv = mapping.get(text)
@@ -160,15 +201,29 @@ def _convert(
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
     if node.child_count == 0:
+        if not node.is_named and text.startswith(b"#"):
+            # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
+            literals.append((b"", 0, 0))
+            return PNode(node.type, node.is_named, text)
         literals.append((text, node.start_byte, node.end_byte))
+        if node.is_named and text:
+            named.add(text)
         return PNode(node.type, node.is_named, text)
     kids = grammar.significant(node)
-    return PNode(
-        node.type,
-        node.is_named,
-        None,
-        tuple(_convert(k, mapping, grammar, literals) for k in kids),
-    )
+    out: list[PItem] = []
+    i = 0
+    while i < len(kids):
+        # A filler the grammar spells as two siblings (Dart's `var x` then `;`) is one `$$$`.
+        if i + 1 < len(kids) and src:
+            pair = mapping.get(src[kids[i].start_byte : kids[i + 1].end_byte])
+            if pair is not None and pair.multi:
+                literals.append((b"", 0, 0))
+                out.append(pair)
+                i += 2
+                continue
+        out.append(_convert(kids[i], mapping, grammar, literals, named, src))
+        i += 1
+    return PNode(node.type, node.is_named, None, tuple(out))
 
 
 def _chains(
@@ -204,89 +259,189 @@ def _kind_words(item: PItem) -> str:
     return item.kind.replace("_", " ") if item.named else repr(item.kind)
 
 
+Variant = tuple[str, dict[bytes, MetaVar]]
+
+
+def _keyword_as_name(item: PItem, keywords: frozenset[str]) -> str | None:
+    """A keyword of the pattern that this reading takes for a name (`switch` as a method)."""
+    if isinstance(item, MetaVar) or not keywords:
+        return None
+    if item.text is not None:
+        word = item.text.decode("utf-8", "replace")
+        return word if item.named and "identifier" in item.kind and word in keywords else None
+    for child in item.children:
+        found = _keyword_as_name(child, keywords)
+        if found is not None:
+            return found
+    return None
+
+
 def _read(
     scaffold: Scaffold,
     text: str,
-    substituted: str,
-    mapping: dict[bytes, MetaVar],
+    variants: Sequence[Variant],
     grammar: Grammar,
     parser: ts.Parser,
     tried: list[str],
 ) -> tuple[CompiledPattern, str] | None:
-    """The fragment read in one rung (and the kind it was read as, before unwrapping)."""
-    for terminator in scaffold.terminators:
-        body = substituted + terminator
-        indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
-        prefix = (scaffold.prefix + scaffold.indent).encode()
-        src = (scaffold.prefix + indented + scaffold.suffix).encode()
-        end = len((scaffold.prefix + indented).encode())
-        tree = parser.parse(src)
-        tried.append(scaffold.rung + (f" (+{terminator!r})" if terminator else ""))
-        if tree.root_node.has_error:
-            continue
-        located = _locate(tree.root_node, len(prefix), end, grammar)
-        nodes = _strip(located, terminator.encode(), grammar)
-        if not nodes:
-            continue
-        literals: list[tuple[bytes, int, int]] = []
-        items = tuple(_convert(n, mapping, grammar, literals) for n in nodes)
-        if len(items) == 1:
-            what = _kind_words(items[0])
-        else:
-            what = "sequence of " + ", ".join(_kind_words(i) for i in items)
-        names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
-        chains = _chains(literals, src, grammar, len(items) > 1)
-        compiled = CompiledPattern(
-            source=text,
-            grammar_id=grammar.id,
-            items=items,
-            rung=scaffold.rung,
-            interpretation=f"{what} (as a {scaffold.rung})",
-            literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
-            var_names=names,
-            chains=chains,
-        )
-        return compiled, located[0].type if len(located) == 1 else ""
+    """The fragment read in one rung (and the kind it was read as, before unwrapping).
+
+    Each spelling of the metavariables (`variants`) is tried with each terminator; a reading
+    that takes one of the grammar's keywords for a name is refused."""
+    for substituted, mapping in variants:
+        for terminator in scaffold.terminators:
+            read = _read_one(scaffold, text, substituted, mapping, terminator, grammar, parser)
+            label = scaffold.rung + (f" (+{terminator!r})" if terminator else "")
+            if label not in tried:
+                tried.append(label)
+            if read is not None:
+                return read
     return None
 
 
+def _read_one(
+    scaffold: Scaffold,
+    text: str,
+    substituted: str,
+    mapping: dict[bytes, MetaVar],
+    terminator: str,
+    grammar: Grammar,
+    parser: ts.Parser,
+) -> tuple[CompiledPattern, str] | None:
+    body = substituted + terminator
+    indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
+    prefix = (scaffold.prefix + scaffold.indent).encode()
+    src = (scaffold.prefix + indented + scaffold.suffix).encode()
+    end = len((scaffold.prefix + indented).encode())
+    tree = parser.parse(src)
+    if tree.root_node.has_error:
+        return None
+    located = _locate(tree.root_node, len(prefix), end, grammar, src)
+    nodes = _strip(located, terminator.encode(), grammar)
+    if not nodes:
+        return None
+    literals: list[tuple[bytes, int, int]] = []
+    named: set[bytes] = set()
+    items = tuple(_convert(n, mapping, grammar, literals, named, src) for n in nodes)
+    if any(_keyword_as_name(i, grammar.keywords) is not None for i in items):
+        return None
+    if len(items) == 1:
+        what = _kind_words(items[0])
+    else:
+        what = "sequence of " + ", ".join(_kind_words(i) for i in items)
+    names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
+    chains = _chains(literals, src, grammar, len(items) > 1)
+    compiled = CompiledPattern(
+        source=text,
+        grammar_id=grammar.id,
+        items=items,
+        rung=scaffold.rung,
+        interpretation=f"{what} (as a {scaffold.rung})",
+        literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
+        var_names=names,
+        chains=chains,
+        named_literals=tuple(sorted(named, key=lambda b: (-len(b), b))),
+    )
+    return compiled, located[0].type if len(located) == 1 else ""
+
+
 def compile_pattern(
-    pattern: str, grammar: Grammar, rungs: Sequence[str] | None = None
+    pattern: str,
+    grammar: Grammar,
+    rungs: Sequence[str] | None = None,
+    strictness: str = "smart",
 ) -> CompiledPattern:
     """Parse `pattern` in the first scaffold rung that accepts it cleanly.
 
     The exception (`Grammar.declaration_first`): a fragment read as a kind that marks a
     declaration in disguise is read at the declaration rung when that rung accepts it.
     """
+    return compile_readings(pattern, grammar, rungs, strictness)[0]
+
+
+def compile_readings(
+    pattern: str,
+    grammar: Grammar,
+    rungs: Sequence[str] | None = None,
+    strictness: str = "smart",
+    most: int = 1,
+) -> list[CompiledPattern]:
+    """The reading `compile_pattern` uses, then up to `most - 1` other clean readings (later
+    rungs, read differently), for a search that finds nothing to say what else would."""
+    if strictness not in STRICTNESS:
+        raise PatternError(f"strictness: {strictness!r} is not one of {', '.join(STRICTNESS)}")
     text = pattern.strip()
     if not text:
         raise PatternError("pattern: must not be empty")
-    substituted, mapping = placeholders_for(text, grammar.statement_terminator)
+    terminator = grammar.statement_terminator
+    variants: list[Variant] = []
+    for filler in (None, "{}", *grammar.item_fillers):
+        variant = placeholders_for(text, terminator, filler)
+        if all(variant[0] != v[0] for v in variants):
+            variants.append(variant)
     parser = grammar.parser()
     tried: list[str] = []
     scaffolds = [s for s in grammar.scaffolds if rungs is None or s.rung in rungs]
     declaration = next((s for s in scaffolds if s.rung == "declaration"), None)
+    found: list[CompiledPattern] = []
     for scaffold in scaffolds:
-        read = _read(scaffold, text, substituted, mapping, grammar, parser, tried)
+        if len(found) >= most:
+            break
+        read = _read(scaffold, text, variants, grammar, parser, tried)
         if read is None:
             continue
         compiled, kind = read
         finds = grammar.declaration_first.get(kind)
         if finds is not None and declaration is not None and declaration is not scaffold:
-            as_declaration = _read(declaration, text, substituted, mapping, grammar, parser, [])
+            as_declaration = _read(declaration, text, variants, grammar, parser, [])
             if as_declaration is not None:
                 first, _ = as_declaration
                 what = first.interpretation.removesuffix(" (as a declaration)")
-                return attrs.evolve(
+                compiled = attrs.evolve(
                     first,
                     interpretation=(
                         f"{what} (as a declaration, not as a {kind.replace('_', ' ')}: "
                         f"finds {finds})"
                     ),
                 )
-        return compiled
-    raise PatternError(
-        f"pattern: not parseable as {grammar.id} in any context "
-        f"(tried {', '.join(tried) or 'no rung'}); "
-        "write one complete statement, expression, member or declaration"
+        for also_rung in grammar.also_read.get(kind, ()):
+            other = next((s for s in grammar.scaffolds if s.rung == also_rung), None)
+            if other is not None and other is not scaffold:
+                extra = _read(other, text, variants, grammar, parser, [])
+                if extra is not None:
+                    compiled = _union(compiled, extra[0])
+        if all(compiled.items != f.items for f in found):
+            found.append(compiled)
+    if not found:
+        raise PatternError(
+            f"pattern: not parseable as {grammar.id} in any context "
+            f"(tried {', '.join(tried) or 'no rung'}); "
+            "write one complete statement, expression, member or declaration"
+        )
+    return [_with_strictness(c, strictness) for c in found]
+
+
+def _union(first: CompiledPattern, extra: CompiledPattern) -> CompiledPattern:
+    """`first`, whose matches also include those of `extra`; prefilters both satisfy."""
+    return attrs.evolve(
+        first,
+        interpretation=f"{first.interpretation}, and {extra.interpretation}",
+        literals=tuple(t for t in first.literals if t in extra.literals),
+        named_literals=tuple(t for t in first.named_literals if t in extra.named_literals),
+        chains=tuple(c for c in first.chains if c in extra.chains),
+        also=(*first.also, extra),
     )
+
+
+def _with_strictness(compiled: CompiledPattern, strictness: str) -> CompiledPattern:
+    """The prefilters each level keeps sound: which tokens a match surely contains verbatim."""
+    if strictness == compiled.strictness:
+        return compiled
+    also = tuple(_with_strictness(a, strictness) for a in compiled.also)
+    if strictness == "cst":
+        return attrs.evolve(compiled, strictness=strictness, also=also)
+    # Below cst, code the pattern does not mention may stand between its tokens: no chains.
+    literals: tuple[bytes, ...] = compiled.literals if strictness == "smart" else ()
+    if strictness == "ast":  # the pattern's own unnamed tokens may be missing
+        literals = compiled.named_literals
+    return attrs.evolve(compiled, strictness=strictness, literals=literals, chains=(), also=also)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import warnings
 
+import attrs
 import tree_sitter as ts
 
 from tether_astgrep.grammars import Grammar
@@ -44,12 +46,12 @@ def _inside_string(tree: ts.Tree, grammar: Grammar, offset: int) -> bool:
 
 
 def _reindent_capture(
-    source: bytes, tree: ts.Tree, grammar: Grammar, start: int, end: int, column: bytes
+    source: bytes, tree: ts.Tree, grammar: Grammar, start: int, end: int, ref: bytes, column: bytes
 ) -> bytes:
+    """The capture's text, each continuation line moved from indentation `ref` to `column`."""
     text = source[start:end]
     if b"\n" not in text:
         return text
-    base = _line_indent(source, start)
     lines = text.split(b"\n")
     out = [lines[0]]
     offset = start + len(lines[0]) + 1
@@ -57,18 +59,40 @@ def _reindent_capture(
         if _inside_string(tree, grammar, offset):
             out.append(line)  # a multi-line string literal keeps every byte
         else:
-            if line.startswith(base):
-                stripped = line[len(base) :]
+            if line.startswith(ref):
+                stripped = line[len(ref) :]
             else:
                 stripped = line.lstrip(b" \t")
-            out.append(column + stripped if stripped else stripped)
+            out.append(column + stripped if stripped.strip() else b"")
         offset += len(line) + 1
     return b"\n".join(out)
 
 
+def _ends_in_line_comment(source: bytes, tree: ts.Tree, end: int) -> bool:
+    """Whether the text before `end` is a comment that runs to the end of its line."""
+    if end <= 0 or source[end : end + 1] not in (b"\n", b"\r"):
+        return False
+    node = tree.root_node.descendant_for_byte_range(end - 1, end)
+    return (
+        node is not None
+        and node.is_extra
+        and node.end_byte == end
+        and b"\n" not in (node.text or b"")
+        and not (node.text or b"").rstrip().endswith((b"*/", b"-}", b"*)"))
+    )
+
+
 def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: Grammar) -> bytes:
-    """The replacement text for one match."""
-    indent = _line_indent(source, match.start_byte)
+    """The replacement text for one match.
+
+    The template's lines after the first are indented like the match's line. A multi-line
+    capture keeps its shape relative to where it lands: standing alone on its line (`$$$B`
+    unwrapping a block), its lines keep their indentation relative to its own first line;
+    placed after other code (`z.strictObject({ $$$P })`), relative to the match's line.
+    """
+    start = match.edit_start if match.edit_start >= 0 else match.start_byte
+    indent = _line_indent(source, start)
+    before_match = source[_line_start(source, start) : start]
     t_lines = template.encode().split(b"\n")
     body = t_lines[0] + b"".join(
         b"\n" + (indent + line if line.strip() else line) for line in t_lines[1:]
@@ -84,30 +108,73 @@ def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: G
         if span is None or span[0] < 0:
             pieces.append(b"")
         else:
-            column = _line_indent(body, m.start())
-            pieces.append(_reindent_capture(source, tree, grammar, span[0], span[1], column))
+            line_start = body.rfind(b"\n", 0, m.start()) + 1
+            landing = body[line_start : m.start()]
+            if line_start == 0:
+                landing = before_match + landing
+            column = _INDENT.match(landing)
+            column_bytes = column.group(0) if column else b""
+            alone = not landing.strip()
+            ref = _line_indent(source, span[0]) if alone else indent
+            pieces.append(
+                _reindent_capture(source, tree, grammar, span[0], span[1], ref, column_bytes)
+            )
+            rest = body[m.end() : body.find(b"\n", m.end()) % (len(body) + 1)]
+            if rest.strip() and _ends_in_line_comment(source, tree, span[1]):
+                # `{ $$$B }` whose run ends with `// note`: the `}` goes on the next line.
+                pieces.append(b"\n" + (indent if line_start == 0 else column_bytes))
+                pos = m.end() + len(rest) - len(rest.lstrip(b" \t"))
+                continue
         pos = m.end()
     pieces.append(body[pos:])
     return b"".join(pieces)
 
 
+@attrs.frozen
+class Applied:
+    new: bytes
+    replaced: int
+    skipped_inner: int  # inside a match that was rewritten
+    lossy_lines: tuple[int, ...]  # matches left alone: the rewrite would drop code (1-based)
+    kept_lines: tuple[int, ...] = ()  # rewritten, keeping unmentioned code before/after
+
+
 def apply_matches(
     template: str, matches: list[Match], source: bytes, tree: ts.Tree, grammar: Grammar
-) -> tuple[bytes, int, int]:
-    """New content, replacements made, inner matches skipped (an outer match won)."""
+) -> Applied:
+    """Splice each match's replacement in (outermost first), keeping what it did not consume.
+
+    The range replaced is what the pattern accounted for (`Match.edit_start/edit_end`):
+    an unmentioned leading modifier or trailing clause stays verbatim. A match with
+    unmentioned code in the middle is left alone and reported, never half-rewritten.
+    """
     out: list[bytes] = []
     pos = 0
     done = skipped = 0
+    lossy: list[int] = []
+    kept: list[int] = []
+    trailing = [t.encode() for t in grammar.optional_trailing]
     for m in sorted(matches, key=lambda m: (m.start_byte, -m.end_byte)):
         if m.start_byte < pos:
             skipped += 1
             continue
-        out.append(source[pos : m.start_byte])
-        out.append(render(template, m, source, tree, grammar))
-        pos = m.end_byte
+        if m.lossy_line is not None:
+            lossy.append(m.lossy_line)
+            continue
+        start = m.edit_start if m.edit_start >= 0 else m.start_byte
+        end = m.edit_end if m.edit_end >= 0 else m.end_byte
+        text = render(template, m, source, tree, grammar)
+        for token in trailing:  # `x;` kept from the source, and the template ends with `;`
+            if text.rstrip().endswith(token) and source.startswith(token, end):
+                end += len(token)
+        out.append(source[pos:start])
+        out.append(text)
+        pos = end
         done += 1
+        if m.kept_line is not None:
+            kept.append(m.kept_line)
     out.append(source[pos:])
-    return b"".join(out), done, skipped
+    return Applied(b"".join(out), done, skipped, tuple(lossy), tuple(kept))
 
 
 def error_lines(tree: ts.Tree) -> list[int]:
@@ -123,3 +190,57 @@ def error_lines(tree: ts.Tree) -> list[int]:
             continue
         stack.extend(node.children)
     return sorted(set(lines))
+
+
+# What a tree-sitter parse cannot see, said wherever it is the only check that ran.
+_TREE_SITTER_BLIND = {
+    "c": "macro bodies (parsed as opaque text), types, undeclared names",
+    "python": "indentation errors, `break`/`return` outside their block, names",
+}
+_GENERIC_BLIND = "types, undeclared names, and rules beyond the grammar"
+
+
+@attrs.frozen
+class SyntaxCheck:
+    """Which check looked at a rewritten file, and what it found new."""
+
+    check: str  # "python compile()" or "tree-sitter"
+    new_error_lines: tuple[int, ...] = ()
+    detail: str = ""  # the first new error, in words
+    cannot_see: str = ""  # tree-sitter only: the classes of error it is blind to
+    why: str = ""  # why the language's own checker did not run, if it exists
+
+
+def _compile_error(source: bytes, path: str) -> tuple[int, str] | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:  # IndentationError and TabError included
+        return exc.lineno or 1, exc.msg
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return 1, f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def check_syntax(
+    grammar: Grammar, path: str, old: bytes, old_tree: ts.Tree, new: bytes, new_tree: ts.Tree
+) -> SyntaxCheck:
+    """New syntax errors of a rewrite: Python's own compile() where it accepts the original,
+    else tree-sitter's ERROR/MISSING nodes, saying what those cannot see."""
+    why = ""
+    if grammar.id == "python":
+        before = _compile_error(old, path)
+        if before is None:
+            after = _compile_error(new, path)
+            if after is None:
+                return SyntaxCheck("python compile()")
+            line, msg = after
+            return SyntaxCheck("python compile()", (line,), f"line {line}: {msg}")
+        why = f"compile() rejects the original too (line {before[0]}: {before[1]})"
+    old_errors = error_lines(old_tree) if old_tree.root_node.has_error else []
+    new_errors = error_lines(new_tree) if new_tree.root_node.has_error else []
+    fresh = tuple(new_errors) if len(new_errors) > len(old_errors) else ()
+    detail = f"ERROR nodes at lines {', '.join(map(str, fresh[:10]))}" if fresh else ""
+    blind = _TREE_SITTER_BLIND.get(grammar.id, _GENERIC_BLIND)
+    return SyntaxCheck("tree-sitter", fresh, detail, blind, why)

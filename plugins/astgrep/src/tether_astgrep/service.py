@@ -16,7 +16,10 @@ from tether.paths import confine
 from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
 from tether_astgrep.files import list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
-from tether_astgrep.pattern import CompiledPattern, PatternError, compile_pattern
+from tether_astgrep.pattern import CompiledPattern, PatternError, compile_readings
+
+# A search that finds nothing tries this many other readings of its pattern, to say so.
+OTHER_READINGS = 3
 
 
 @attrs.frozen
@@ -40,6 +43,8 @@ class SearchOutcome:
     searched: int
     skipped: Counter[str]
     unreadable_ignores: list[str] = attrs.field(factory=list)  # .gitignore rules not applied
+    # A search that found nothing: (interpretation, matches) of other readings that find some.
+    other_readings: list[tuple[str, int]] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -136,6 +141,7 @@ class AstgrepService:
         *,
         mode: str = "search",
         rewrite: str | None = None,
+        strictness: str = "smart",
     ) -> SearchOutcome:
         target = self._target(path)
         listing = await anyio.to_thread.run_sync(list_files, self.workdir, target)
@@ -146,9 +152,12 @@ class AstgrepService:
         else:
             files = [f for f in files if self.registry.for_path(f) is grammar]
         try:
-            compiled = compile_pattern(pattern, grammar)
+            readings = compile_readings(
+                pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
+            )
         except PatternError as exc:
             raise tether.ToolError(str(exc)) from None
+        compiled = readings[0]
         if rewrite is not None:
             from tether_astgrep.rewrite import template_vars
 
@@ -158,22 +167,17 @@ class AstgrepService:
                 raise tether.ArgumentError(
                     "rewrite", f"uses {names}, which the pattern does not bind"
                 )
-        task = Task(mode, compiled, rewrite, self.config.max_file_bytes)
-        root = str(self.workdir)
-        timeout = self.config.search_timeout_s
-        if self._pool is not None and len(files) >= self.config.parallel_min_files:
-            pool = self._pool
-            try:
-                results = await anyio.to_thread.run_sync(
-                    lambda: pool.run(task, root, files, timeout), abandon_on_cancel=True
-                )
-            except WorkerError as exc:
-                raise tether.ToolError(str(exc)) from None
-        else:
-            async with self._local_lock:
-                results = await anyio.to_thread.run_sync(self._local.run, task, root, files)
+        results = await self._run(Task(mode, compiled, rewrite, self.config.max_file_bytes), files)
         results.sort(key=lambda r: r.path)
         skipped = Counter(r.skipped for r in results if r.skipped)
+        others: list[tuple[str, int]] = []
+        if not any(r.matches or r.replaced for r in results):
+            # Nothing found: would the pattern, read another way, find something?
+            for other in readings[1:]:
+                task = Task("search", other, None, self.config.max_file_bytes)
+                count = sum(len(r.matches) for r in await self._run(task, files))
+                if count:
+                    others.append((other.interpretation, count))
         return SearchOutcome(
             compiled,
             grammar,
@@ -181,7 +185,22 @@ class AstgrepService:
             len(files) - sum(skipped.values()),
             skipped,
             listing.unreadable_ignores,
+            others,
         )
+
+    async def _run(self, task: Task, files: list[str]) -> list[FileResult]:
+        root = str(self.workdir)
+        timeout = self.config.search_timeout_s
+        if self._pool is not None and len(files) >= self.config.parallel_min_files:
+            pool = self._pool
+            try:
+                return await anyio.to_thread.run_sync(
+                    lambda: pool.run(task, root, files, timeout), abandon_on_cancel=True
+                )
+            except WorkerError as exc:
+                raise tether.ToolError(str(exc)) from None
+        async with self._local_lock:
+            return await anyio.to_thread.run_sync(self._local.run, task, root, files)
 
     def stage(self, outcome: SearchOutcome) -> StagedEdit:
         edit_id = f"edit_{next(self._edit_ids)}"

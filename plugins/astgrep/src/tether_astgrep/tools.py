@@ -11,10 +11,20 @@ import attrs
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.text import cap, truncate
+from tether_astgrep.engine import FileResult
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
 
 RESOURCE = "parser_registry"
+Strictness = Literal["cst", "smart", "ast", "signature"]
+STRICTNESS_DOC = (
+    "How much of the code the pattern must account for. smart (default): keywords, modifiers "
+    "and trailing clauses the pattern does not mention are allowed (`if $C: $$$B` also finds "
+    "ifs with elif/else, `function $F() {}` also `async function`); cst: every child counts "
+    "(an if without else finds only ifs without else); ast: the pattern's own keywords and "
+    "punctuation may differ too (`const $X = 1` also finds `let x = 1`); signature: like ast, "
+    "and names and literals compare by kind only (`foo(1)` also finds `bar(2)`)"
+)
 MATCH_TEXT_CHARS = 400
 CAPTURE_CHARS = 200
 
@@ -48,6 +58,7 @@ class AstGrepArgs:
         description="Grammar id (python, dart, rust, c, go, javascript, typescript, tsx…); inferred from a file path",
     )
     max_results: int = tether.arg(50, description="How many matches to show", minimum=1)
+    strictness: Strictness = tether.arg("smart", description=STRICTNESS_DOC)
 
 
 @attrs.frozen
@@ -60,6 +71,13 @@ class AstEditArgs:
         None, description="Scope, relative to the workdir; default: all of it"
     )
     language: str | None = tether.arg(None, description="Grammar id; inferred from a file path")
+    strictness: Strictness = tether.arg(
+        "smart",
+        description=(
+            "As for ast_grep; code the pattern does not mention before or after the part it "
+            "matches (an `else`, an `async`) is kept verbatim"
+        ),
+    )
 
 
 @attrs.frozen
@@ -99,7 +117,9 @@ def _unread_ignores(outcome: SearchOutcome) -> str | None:
 
 async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether.ToolResult:
     service = _service(call)
-    outcome = await service.search(args.pattern, args.path, args.language)
+    outcome = await service.search(
+        args.pattern, args.path, args.language, strictness=args.strictness
+    )
     rows = [(r, m) for r in outcome.files for m in r.matches]
     files_with = len({r.path for r, _ in rows})
     lines = [
@@ -125,6 +145,7 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         )
     if note:
         lines.append(note)
+    lines.extend(_other_readings(outcome))
     broken = sum(1 for r in outcome.files if r.parse_errors and r.matches)
     if broken:
         lines.append(
@@ -142,6 +163,9 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         shown=len(shown),
         interpreted_as=outcome.pattern.interpretation,
         matches=structured,
+        other_readings=[
+            {"interpreted_as": what, "matches": n} for what, n in outcome.other_readings
+        ],
         unreadable_ignores=outcome.unreadable_ignores,
     )
 
@@ -149,14 +173,23 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
     service = _service(call)
     outcome = await service.search(
-        args.pattern, args.path, args.language, mode="edit", rewrite=args.rewrite
+        args.pattern,
+        args.path,
+        args.language,
+        mode="edit",
+        rewrite=args.rewrite,
+        strictness=args.strictness,
     )
     changed = [r for r in outcome.files if r.new is not None and r.new != r.original]
     replaced = sum(r.replaced for r in changed)
+    lossy = [(r.path, n) for r in outcome.files for n in r.lossy_lines]
+    lossy_line = _lossy(lossy)
     if not changed:
         raise tether.ToolError(
             f"nothing staged: no match changes anything in {outcome.searched} "
             f"{outcome.grammar.id} files ({_header(outcome)})"
+            + (f"; {lossy_line}" if lossy_line else "")
+            + "".join(f"; {line}" for line in _other_readings(outcome))
         )
     staged = service.stage(outcome)
     lines = [
@@ -170,10 +203,24 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         lines.append(
             f"{plural(inner, 'inner match')} skipped (an enclosing match is rewritten instead)"
         )
+    if lossy_line:
+        lines.append(lossy_line)
+    kept = [(r.path, n) for r in changed for n in r.kept_lines]
+    if kept:
+        where = ", ".join(f"{p}:{n}" for p, n in kept[:10])
+        more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
+        lines.append(
+            "code the pattern does not mention is kept verbatim before or after "
+            f"{plural(len(kept), 'rewritten match')} ({where}{more}): check that it still fits"
+        )
     broken = [r for r in changed if r.new_error_lines]
     for r in broken:
-        where = ", ".join(str(n) for n in r.new_error_lines[:10])
-        lines.append(f"warning: {r.path} has new syntax errors after the rewrite (lines {where})")
+        assert r.syntax is not None
+        lines.append(
+            f"warning: {r.path} has new syntax errors after the rewrite "
+            f"({r.syntax.check}: {r.syntax.detail})"
+        )
+    lines.extend(_syntax_summary(changed))
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
@@ -196,8 +243,66 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         replacements=replaced,
         files=[r.path for r in changed],
         new_syntax_errors={r.path: list(r.new_error_lines) for r in broken},
+        syntax_checks={
+            r.path: {
+                "check": r.syntax.check,
+                "new_error_lines": list(r.syntax.new_error_lines),
+                "cannot_see": r.syntax.cannot_see,
+                "why": r.syntax.why,
+            }
+            for r in changed
+            if r.syntax is not None
+        },
+        not_rewritten=[{"path": p, "line": n} for p, n in lossy],
+        kept_verbatim=[{"path": p, "line": n} for p, n in kept],
         unreadable_ignores=outcome.unreadable_ignores,
     )
+
+
+def _other_readings(outcome: SearchOutcome) -> list[str]:
+    return [
+        f"note: read as {what} it finds {plural(n, 'match')}; write the pattern so that only "
+        "that reading parses (e.g. with the code around it) to search that way"
+        for what, n in outcome.other_readings
+    ]
+
+
+def _lossy(lossy: list[tuple[str, int]]) -> str | None:
+    if not lossy:
+        return None
+    where = ", ".join(f"{p}:{n}" for p, n in lossy[:10])
+    more = f" and {len(lossy) - 10} more" if len(lossy) > 10 else ""
+    return (
+        f"{plural(len(lossy), 'match')} not rewritten ({where}{more}): the code has parts the "
+        "pattern does not mention between the parts it does, which the rewrite would drop; "
+        "mention them in the pattern, or use strictness cst"
+    )
+
+
+def _syntax_summary(changed: list[FileResult]) -> list[str]:
+    """One line per kind of check: which files it covered and what it cannot see."""
+    groups: dict[tuple[str, str, str], list[FileResult]] = {}
+    for r in changed:
+        if r.syntax is not None:
+            key = (r.syntax.check, r.syntax.cannot_see, r.syntax.why)
+            groups.setdefault(key, []).append(r)
+    out = []
+    for (check, blind, why), results in groups.items():
+        clean = sum(1 for r in results if not r.new_error_lines)
+        names = "" if len(results) > 5 else " (" + ", ".join(r.path for r in results) + ")"
+        if check == "tree-sitter":
+            what = f"syntax check: tree-sitter only on {plural(len(results), 'file')}{names}: "
+            bad = len(results) - clean
+            what += "no new ERROR nodes" if not bad else f"new ERROR nodes in {bad}"
+            what += f"; it cannot see {blind}"
+            if why:
+                what += f"; {why}"
+        else:
+            what = f"syntax check: {check} on {plural(len(results), 'file')}{names}: "
+            bad = len(results) - clean
+            what += "no new errors" if not bad else f"new errors in {bad}"
+        out.append(what)
+    return out
 
 
 async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.ToolResult:
@@ -241,14 +346,19 @@ GREP_DOC = (
     "with the file's grammar (trying statement, expression, class member, declaration contexts; "
     "the result says which was used). $NAME matches one node, $$$NAME a run of siblings, $_ any "
     "node; a repeated $NAME must capture the same code. Whitespace and comments are ignored; "
-    "strings and comments are never searched inside; a node must match all its children "
-    "(an `if` without `else` does not match an `if` with one). Returns file:line:column, the "
-    "matched code and the captures."
+    "strings and comments are never searched inside. By default (strictness smart) code the "
+    "pattern does not mention, such as an else/elif branch, further except clauses or an async "
+    "modifier, does not prevent a match; strictness cst requires every child. $ followed by a "
+    "lower-case letter or inside a name ($ZodType) is literal code. Returns file:line:column, "
+    "the matched code and the captures; a search that finds nothing names other readings "
+    "that would."
 )
 EDIT_DOC = (
     "Structural rewrite, staged: matches like ast_grep and replaces each match with `rewrite` "
-    "($NAME substituted, re-indented). Writes nothing; returns a diff preview and an edit_id "
-    "for resolve."
+    "($NAME substituted, multi-line captures keeping their shape). Code the pattern does not "
+    "mention before or after the matched parts (an else branch, a trailing ;) is kept verbatim. "
+    "Writes nothing; returns a diff preview, which syntax check ran on each file (Python: "
+    "compile()), and an edit_id for resolve."
 )
 RESOLVE_DOC = (
     "Accept or discard an edit staged by ast_edit. Accept writes every file or none: if any file "

@@ -3,6 +3,7 @@ call-time availability check: a root marker AND a command that resolves and runs
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,10 @@ from tether.availability import (
     resolve_command,
 )
 from tether.paths import relative
+
+#: Runs ``debugpy.adapter`` with TCP_QUICKACK/TCP_NODELAY on its sockets (see the file): without
+#: it every request that reaches pydevd waits ~44 ms on a delayed ACK (debugpy#2054).
+DEBUGPY_LAUNCHER = Path(__file__).parent / "launchers" / "debugpy_adapter.py"
 
 #: What :meth:`DebugAdapter.resolve` receives: ``ok, why = await probe(argv)``.
 Probe = CommandProbe
@@ -100,6 +105,22 @@ class DebugAdapter:
     attach_mode: ClassVar[AttachMode] = "none"
     #: How to start a program so that ``attach`` can reach it (``{port}`` is filled in).
     attach_hint: ClassVar[str] = ""
+    #: ``attach(pid)``: start the adapter and pass the pid in the attach request
+    #: (:meth:`pid_attach_arguments`).
+    attach_pid: ClassVar[bool] = False
+    #: TCP adapters: a regular expression with a ``port`` group matched against the adapter's
+    #: stdout. When set, ``{port}`` in the command becomes 0 (the OS picks a free port, bound by
+    #: the adapter itself) and the port is read back from what the adapter prints; without it
+    #: tether picks a free loopback port and passes it (a short window in which another process
+    #: could take it).
+    listen_pattern: ClassVar[str | None] = None
+    #: The debuggee inherits the adapter's stdout/stderr (instead of its output arriving as DAP
+    #: ``output`` events): TCP adapters only, whose stdio is not the DAP channel; what the adapter
+    #: prints after its listen line goes to ``output``.
+    program_output_on_stdio: ClassVar[bool] = False
+    #: The launch argument naming where the adapter writes the program it builds; tether points
+    #: it into a directory of the session's own, removed when the session ends.
+    build_output_argument: ClassVar[str | None] = None
     #: Exception breakpoint filters enabled by default (those the adapter offers), so that an
     #: uncaught exception stops the program.
     exception_filters: ClassVar[tuple[str, ...]] = ()
@@ -147,6 +168,15 @@ class DebugAdapter:
         """The ``attach`` request's arguments for a process reachable at ``host:port``."""
         return {"name": f"tether: attach {host}:{port}"}
 
+    def pid_attach_arguments(self, pid: int, resolution: Resolution) -> dict[str, Any]:
+        """The ``attach`` request's arguments for the local process ``pid``."""
+        return {"name": f"tether: attach pid {pid}"}
+
+    def exit_code_from_console(self, text: str) -> int | None:
+        """The program's exit code, from one ``console`` output event, for adapters that say it
+        only there (no ``exited`` event); None otherwise."""
+        return None
+
 
 class Debugpy(DebugAdapter):
     id = "debugpy"
@@ -179,14 +209,15 @@ class Debugpy(DebugAdapter):
                     else "tether's interpreter"
                 )
                 return Resolution(
-                    (str(python), "-m", "debugpy.adapter"),
-                    f"python -m debugpy.adapter ({python}); the program runs with {debuggee} ({source})",
+                    (str(python), str(DEBUGPY_LAUNCHER)),
+                    f"debugpy's adapter ({python}, through tether's socket-option launcher); "
+                    f"the program runs with {debuggee} ({source})",
                     {"python": [str(debuggee)]},
                 )
             tried.append(str(python))
         return Resolution(
             None,
-            f"debugpy is not importable from {', '.join(tried)} (install it: pip install debugpy)",
+            f"debugpy is not importable from {', '.join(tried)} (install it next to tether: pip install 'tether-debug[debugpy]', or into the project's venv)",
         )
 
     def launch_arguments(
@@ -231,6 +262,7 @@ class Lldb(DebugAdapter):
     root_markers = ("Cargo.toml", "CMakeLists.txt")
     attach_mode = "adapter"
     attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
+    attach_pid = True
 
     def matches_program(self, program: Path) -> bool:
         try:
@@ -261,18 +293,27 @@ class Lldb(DebugAdapter):
             "attachCommands": [f"gdb-remote {host}:{port}"],
         }
 
+    def pid_attach_arguments(self, pid: int, resolution: Resolution) -> dict[str, Any]:
+        return {**super().pid_attach_arguments(pid, resolution), "pid": pid}
+
 
 class Delve(DebugAdapter):
     id = "delve"
     kind = "Go (.go)"
-    # dlv speaks DAP over TCP only
+    # dlv speaks DAP over TCP only; port 0: the OS picks one and dlv prints it
     commands = (("dlv", "dap", "--listen", "127.0.0.1:{port}"),)
     probe_args = ("version",)
     root_markers = ("go.mod",)
     transport = "tcp"
+    listen_pattern = r"DAP server listening at: \S+:(?P<port>\d+)"
+    # delve 1.20 (Debian 12) has no outputMode: the program writes to dlv's own stdout/stderr
+    program_output_on_stdio = True
+    build_output_argument = "output"
     program_suffixes = (".go",)
     attach_mode = "connect"
-    attach_hint = "dlv debug --headless --listen 127.0.0.1:{port} --accept-multiclient"
+    # --continue: without it the program waits at its entry, with no goroutine to list yet
+    attach_hint = "dlv debug --headless --continue --accept-multiclient --listen 127.0.0.1:{port}"
+    attach_pid = True
 
     def launch_arguments(
         self,
@@ -284,8 +325,11 @@ class Delve(DebugAdapter):
     ) -> dict[str, Any]:
         return {
             **super().launch_arguments(program, args, cwd, resolution, breakpoint_files),
+            # the package the file belongs to, not the file alone (a file builds without its
+            # siblings)
+            "program": str(program.parent if program.suffix == ".go" else program),
             "mode": "debug",
-            # without it the program's output goes to dlv's own stdout, not to DAP output events
+            # delve >= 1.21: the program's output as DAP output events (1.20 ignores it)
             "outputMode": "remote",
         }
 
@@ -293,6 +337,18 @@ class Delve(DebugAdapter):
         self, host: str, port: int, resolution: Resolution | None
     ) -> dict[str, Any]:
         return {**super().attach_arguments(host, port, resolution), "mode": "remote"}
+
+    def pid_attach_arguments(self, pid: int, resolution: Resolution) -> dict[str, Any]:
+        return {
+            **super().pid_attach_arguments(pid, resolution),
+            "mode": "local",
+            "processId": pid,
+        }
+
+    def exit_code_from_console(self, text: str) -> int | None:
+        # delve 1.20 sends no `exited` event; it says "Process 1234 has exited with status 2"
+        found = re.search(r"Process \d+ has exited with status (-?\d+)", text)
+        return int(found.group(1)) if found else None
 
 
 class Dart(DebugAdapter):

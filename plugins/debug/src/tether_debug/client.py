@@ -130,10 +130,12 @@ class DapClient:
             error = body.get("error") if isinstance(body, dict) else None
             text = message.get("message") or ""
             if isinstance(error, dict) and error.get("format"):
+                detail = _format_error(error)
+                # delve repeats its message at the start of the format
                 text = (
-                    _format_error(error)
-                    if not text or text == command
-                    else f"{text}: {_format_error(error)}"
+                    detail
+                    if not text or text == command or detail.startswith(text)
+                    else f"{text}: {detail}"
                 )
             raise DapError(command, text or "no reason given")
         body = message.get("body")

@@ -20,6 +20,9 @@ class DebugConfig:
     stop_timeout_s: float = 30.0
     #: How long the adapter has to start and answer ``initialize`` (TCP adapters: to listen).
     start_timeout_s: float = 20.0
+    #: Adapters that build the program before launching it (delve): the extra time ``launch``
+    #: may take for that build (a cold Go build compiles the standard library too).
+    build_timeout_s: float = 300.0
     #: Bytes of program output kept per session (older output is dropped and counted).
     output_buffer_bytes: int = 1_000_000
     #: Characters of output one ``output`` call returns at most.

@@ -4,7 +4,11 @@ handshake, the program's state as events report it, its output, and a bounded sh
 from __future__ import annotations
 
 import enum
+import json
+import re
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,6 +51,9 @@ class StopPoint:
     line: int | None = None
     source_line: str | None = None
     exception: str | None = None
+    #: when the top frame is outside the workdir: the nearest frame inside it
+    #: (frame_id, name, path, line)
+    own_frame: tuple[int, str, str, int] | None = None
 
 
 @attrs.define
@@ -67,16 +74,31 @@ class OutputLog:
     def __init__(self, max_bytes: int) -> None:
         self._tail = TailBuffer(max_bytes)
         self._cursor = 0  # absolute byte offset already returned
+        self._sources: list[tuple[TailBuffer, list[int]]] = []
 
     def write(self, text: str) -> None:
         self._tail.write(text)
 
+    def follow(self, source: TailBuffer) -> None:
+        """Also take what is written to ``source`` (e.g. an adapter's stderr tail, where a
+        debuggee that inherited it writes), pulled in whenever the log is read."""
+        self._sources.append((source, [source.total]))
+
+    def _pull(self) -> None:
+        for source, cursor in self._sources:
+            text, _ = source.since(cursor[0])
+            cursor[0] = source.total
+            if text:
+                self._tail.write(text)
+
     @property
     def unread(self) -> int:
         """Bytes written and not yet returned (dropped ones included)."""
+        self._pull()
         return self._tail.total - self._cursor
 
     def read_new(self, limit: int) -> tuple[str, list[str]]:
+        self._pull()
         text, missed = self._tail.since(self._cursor)
         notes = []
         if missed:
@@ -138,6 +160,9 @@ class DebugSession:
         self._end_cause: str | None = None
         self._program_ended = False
         self._tree: set[int] = set()  # the adapter's descendants, for cleanup
+        self._scratch: Path | None = None
+        #: the threads when attached (asked before the program was let go), or None
+        self.attach_threads: list[dict[str, Any]] | None = None
 
     # --- state ------------------------------------------------------------------------------
 
@@ -150,6 +175,14 @@ class DebugSession:
         if self._client is None or self.phase is Phase.ENDED:
             raise ToolError(f"the debug session has ended: {self.end_reason or 'it is gone'}")
         return self._client
+
+    @property
+    def scratch(self) -> Path:
+        """A directory of this session's own (e.g. for the program an adapter builds), created
+        on first use and removed when the session ends."""
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"tether-debug-{self.adapter.id}-"))
+        return self._scratch
 
     def _notify(self) -> None:
         self._changed.set()
@@ -190,8 +223,11 @@ class DebugSession:
             self._notify()
         elif event == "output":
             # "console"/"telemetry"/"important" are the adapter talking, not the program
-            if body.get("category", "console") in ("stdout", "stderr"):
+            category = body.get("category", "console")
+            if category in ("stdout", "stderr"):
                 self.output.write(str(body.get("output", "")))
+            elif category == "console" and self.exit_code is None:
+                self.exit_code = self.adapter.exit_code_from_console(str(body.get("output", "")))
         elif event == "process":
             pid = body.get("systemProcessId")
             if isinstance(pid, int) and self.mode == "launch":
@@ -229,14 +265,20 @@ class DebugSession:
             command = self.availability.resolution.command
             assert command is not None
             cwd = self.availability.root or self.run.workdir
-            if adapter.transport == "tcp":
+            if adapter.transport == "tcp" and adapter.listen_pattern:
+                argv = [part.replace("{port}", "0") for part in command]
+                self.process = await self._spawn(argv, cwd, stdin=False, stdout=True)
+                port = await self._listening_port(self.process, adapter.listen_pattern)
+                stream = await self._connect(_LOCALHOST, port, field=None, process=self.process)
+                receive, send = stream, stream
+            elif adapter.transport == "tcp":
                 port = _free_port()
                 argv = [part.replace("{port}", str(port)) for part in command]
-                self.process = await self._spawn(argv, cwd, stdio=False)
+                self.process = await self._spawn(argv, cwd, stdin=False, stdout=False)
                 stream = await self._connect(_LOCALHOST, port, field=None, process=self.process)
                 receive, send = stream, stream
             else:
-                self.process = await self._spawn(list(command), cwd, stdio=True)
+                self.process = await self._spawn(list(command), cwd, stdin=True, stdout=True)
                 receive, send = self.process.stdout, self.process.stdin
         self._client = DapClient(
             receive, send, on_event=self._on_event, request_timeout_s=self.config.request_timeout_s
@@ -265,13 +307,73 @@ class DebugSession:
                 f"the {adapter.id} adapter did not start: {exc}{self._stderr_note()}"
             ) from None
 
-    async def _spawn(self, argv: list[str], cwd: Path, *, stdio: bool) -> ManagedProcess:
+    async def _spawn(
+        self, argv: list[str], cwd: Path, *, stdin: bool, stdout: bool
+    ) -> ManagedProcess:
+        # a debuggee that writes to the adapter's stderr needs the whole output buffer there
+        stderr_bytes = (
+            self.config.output_buffer_bytes if self.adapter.program_output_on_stdio else 16 * 1024
+        )
         try:
-            return await self.run.spawn(argv, cwd=cwd, stdin=stdio, stdout=stdio)
+            process = await self.run.spawn(
+                argv, cwd=cwd, stdin=stdin, stdout=stdout, stderr_bytes=stderr_bytes
+            )
         except OSError as exc:
             raise ToolError(
                 f"the {self.adapter.id} adapter cannot start: {argv[0]}: {exc.strerror or exc}"
             ) from None
+        if self.adapter.program_output_on_stdio:
+            self.output.follow(process.stderr_tail)
+        return process
+
+    async def _listening_port(self, process: ManagedProcess, pattern: str) -> int:
+        """Read the adapter's stdout (bounded by ``start_timeout_s``) until it says where it
+        listens; then keep draining it (into ``output`` when the program writes there)."""
+        regex = re.compile(pattern)
+        seen = b""
+        port: int | None = None
+        with anyio.move_on_after(self.config.start_timeout_s):
+            try:
+                while port is None:
+                    seen += await process.stdout.receive()
+                    *lines, rest = seen.split(b"\n")
+                    for index, line in enumerate(lines):
+                        found = regex.search(line.decode("utf-8", "replace"))
+                        if found:
+                            port = int(found.group("port"))
+                            rest = b"\n".join([*lines[index + 1 :], rest])
+                            break
+                    seen = rest if port is not None else seen
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+        if port is None:
+            with anyio.move_on_after(1.0):
+                await process.wait()
+            code = process.returncode
+            why = (
+                f"exited with code {code} before saying where it listens"
+                if code is not None
+                else f"did not say where it listens within {self.config.start_timeout_s:g} s"
+            )
+            await process.terminate()
+            printed = seen.decode("utf-8", "replace").strip()[-500:]
+            raise ToolError(
+                f"the {self.adapter.id} adapter {why}"
+                + (f"\nadapter stdout: {printed}" if printed else "")
+                + self._stderr_note()
+            )
+        if seen and self.adapter.program_output_on_stdio:
+            self.output.write(seen.decode("utf-8", "replace"))
+        self.run.task_group.start_soon(self._drain_stdout, process)
+        return port
+
+    async def _drain_stdout(self, process: ManagedProcess) -> None:
+        try:
+            async for chunk in process.stdout:
+                if self.adapter.program_output_on_stdio:
+                    self.output.write(chunk.decode("utf-8", "replace"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
 
     async def _connect(
         self, host: str, port: int, *, field: str | None, process: ManagedProcess | None
@@ -314,10 +416,11 @@ class DebugSession:
         early (lldb): send launch/attach without waiting, wait for ``initialized`` (or the
         response), configure, ``configurationDone``, then take the launch/attach response."""
         client = self.client
-        answered, outcome = self._watch(
-            await client.send_request(command, arguments), self.config.start_timeout_s
-        )
-        with anyio.move_on_after(self.config.start_timeout_s):
+        bound = self.config.start_timeout_s
+        if command == "launch" and self.adapter.build_output_argument:
+            bound += self.config.build_timeout_s  # the adapter builds the program first (dlv)
+        answered, outcome = self._watch(await client.send_request(command, arguments), bound)
+        with anyio.move_on_after(bound):
             await _first(self._initialized, answered, self._finish)
             if "error" not in outcome:
                 # lldb answers launch first, then sends initialized
@@ -329,7 +432,7 @@ class DebugSession:
                 return  # the program came and went before the adapter asked for configuration
             raise ToolError(
                 f"the {self.adapter.id} adapter sent no 'initialized' event within "
-                f"{self.config.start_timeout_s:g} s{self._stderr_note()}"
+                f"{bound:g} s{self._stderr_note()}"
             )
         try:
             for path, lines in breakpoints.items():
@@ -337,6 +440,8 @@ class DebugSession:
             offered = self.capabilities.get("exceptionBreakpointFilters") or []
             filters = [f["filter"] for f in offered if f.get("filter") in exception_filters]
             await self._request_or_end("setExceptionBreakpoints", {"filters": filters})
+            if command == "attach":
+                await self._threads_at_attach()
             if self.capabilities.get("supportsConfigurationDoneRequest", True):
                 # a program that exits at once can lose this reply (debugpy#314)
                 await self._request_or_end("configurationDone", {})
@@ -352,6 +457,17 @@ class DebugSession:
         if self.phase is Phase.STARTING:
             self.phase = Phase.RUNNING
             self._notify()
+
+    async def _threads_at_attach(self) -> None:
+        """The threads, asked before ``configurationDone`` while the adapter still holds the
+        program where it attached (delve lists goroutines only then: once the program runs it
+        answers one placeholder thread)."""
+        try:
+            body = await self._request_or_end("threads", {})
+        except (DapError, DapTimeout, AdapterGone):
+            return
+        threads = (body or {}).get("threads") or []
+        self.attach_threads = [t for t in threads if isinstance(t, dict)]
 
     def _watch(self, seq: int, timeout_s: float) -> tuple[anyio.Event, dict[str, Any]]:
         """Collect the response to ``seq`` in the background: (answered event, outcome)."""
@@ -454,14 +570,15 @@ class DebugSession:
         return [t for t in body.get("threads") or [] if isinstance(t, dict)]
 
     async def stack(
-        self, thread_id: int | None, levels: int
+        self, thread_id: int | None, levels: int, *, start: int = 0
     ) -> tuple[list[dict[str, Any]], int | None]:
-        """Up to ``levels`` frames of a thread, and the total the adapter reports (if it does)."""
+        """Up to ``levels`` frames of a thread from ``start``, and the total the adapter reports
+        (if it does)."""
         self.require_stopped("stack")
         tid = thread_id if thread_id is not None else await self.default_thread()
         try:
             body = await self.client.request(
-                "stackTrace", {"threadId": tid, "startFrame": 0, "levels": levels}
+                "stackTrace", {"threadId": tid, "startFrame": start, "levels": levels}
             )
         except (DapError, DapTimeout, AdapterGone) as exc:
             raise ToolError(f"stack failed: {_reason(exc)}") from None
@@ -476,6 +593,11 @@ class DebugSession:
         stop = self.stop
         if stop is None or self.phase is not Phase.STOPPED or stop.frame_id is not None:
             return stop
+        if stop.thread_id is None:  # delve's stop after pause names no thread
+            try:
+                stop.thread_id = await self.default_thread()
+            except ToolError:
+                pass
         try:
             frames, _ = await self.stack(stop.thread_id, 1)
         except ToolError:
@@ -487,15 +609,44 @@ class DebugSession:
             stop.path = (top.get("source") or {}).get("path")
             stop.line = top.get("line")
             stop.source_line = source_line(stop.path, stop.line)
+        if frames and not self._in_workdir(stop.path):
+            # stopped inside the runtime or a library (delve stops a panic in
+            # runtime.fatalpanic, a pause in runtime.gopark or libc): the nearest frame of the
+            # program's own code says more
+            try:
+                deeper, _ = await self.stack(stop.thread_id, _OWN_FRAME_SEARCH)
+            except ToolError:
+                deeper = []
+            for frame in deeper[1:]:
+                path = (frame.get("source") or {}).get("path")
+                if self._in_workdir(path):
+                    stop.own_frame = (
+                        int(frame["id"]),
+                        str(frame.get("name", "?")),
+                        str(path),
+                        int(frame.get("line") or 0),
+                    )
+                    break
         if stop.reason == "exception" and self.capabilities.get("supportsExceptionInfoRequest"):
             try:
                 info = await self.client.request("exceptionInfo", {"threadId": stop.thread_id})
             except (DapError, DapTimeout, AdapterGone):
                 info = {}
             kind = info.get("exceptionId") or ""
-            text = info.get("description") or ""
+            text = str(info.get("description") or "")
+            if len(text) > 1 and text[0] == text[-1] == '"':
+                text = _unquote(text)  # delve quotes a panic's string value
             stop.exception = f"{kind}: {text}".strip(": ") or None
         return stop
+
+    def _in_workdir(self, path: str | None) -> bool:
+        if not path:
+            return False
+        try:
+            Path(path).resolve().relative_to(self.run.workdir.resolve())
+        except ValueError:
+            return False
+        return True
 
     def require_stopped(self, what: str) -> None:
         if self.phase is not Phase.STOPPED:
@@ -581,6 +732,17 @@ class DebugSession:
 
     async def _shutdown(self, client: DapClient) -> None:
         self._remember_tree()
+        if not client.closed.is_set():
+            # first: an adapter may say how the program ended only now (delve's exit status)
+            with anyio.move_on_after(_SHUTDOWN_S / 2):
+                try:
+                    await client.request(
+                        "disconnect",
+                        {"terminateDebuggee": self.mode == "launch", "restart": False},
+                        timeout_s=_SHUTDOWN_S / 2,
+                    )
+                except (DapError, DapTimeout, AdapterGone):
+                    pass
         if self._end_cause is None:
             if self._program_ended:
                 self._end_cause = (
@@ -597,16 +759,6 @@ class DebugSession:
                 self._end_cause = f"the {self.adapter.id} adapter stopped unexpectedly{status}: {client.closed_reason}"
                 self._end_cause += self._stderr_note()
         self.end_reason = self._end_cause
-        if not client.closed.is_set():
-            with anyio.move_on_after(_SHUTDOWN_S / 2):
-                try:
-                    await client.request(
-                        "disconnect",
-                        {"terminateDebuggee": self.mode == "launch", "restart": False},
-                        timeout_s=_SHUTDOWN_S / 2,
-                    )
-                except (DapError, DapTimeout, AdapterGone):
-                    pass
         await client.aclose()  # debugpy's adapter exits when its stdin closes, not on disconnect
         if self.process is not None:
             with anyio.move_on_after(_SHUTDOWN_S / 2):
@@ -622,6 +774,8 @@ class DebugSession:
         with anyio.move_on_after(1.0):
             while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
                 await anyio.sleep(0.02)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _remember_tree(self) -> None:
         if self.process is not None:
@@ -650,6 +804,8 @@ class DebugSession:
         lines = tail.splitlines()[-8:]
         return "\nadapter stderr (last lines):\n" + "\n".join(lines)
 
+
+_OWN_FRAME_SEARCH = 30
 
 _OP_NAMES = {"next": "step_over", "stepIn": "step_in", "stepOut": "step_out"}
 
@@ -681,6 +837,14 @@ def _traceback_tail(message: str) -> str:
     starts = [i for i, line in enumerate(lines) if line.startswith('  File "<string>"')]
     tail = lines[starts[-1] :] if starts else lines[-1:]
     return "\n".join(tail)
+
+
+def _unquote(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, str) else text
 
 
 def _frame_label(frame: Mapping[str, Any]) -> str:

@@ -14,6 +14,7 @@ import anyio
 from tether import ArgumentError, PluginError, ToolError
 from tether.availability import CommandProbe
 from tether.paths import relative
+from tether.process import is_alive
 from tether.text import cap, truncate
 from tether_debug.adapters import DebugAdapter, availability
 from tether_debug.config import DebugConfig, check_config
@@ -27,6 +28,7 @@ MAX_VARIABLES = 50
 MAX_VALUE_CHARS = 400
 MAX_EVALUATE_CHARS = 4000
 MAX_THREADS = 100
+_ATTACH_THREADS = 20
 _END_OUTPUT_CHARS = 2000
 
 
@@ -78,9 +80,7 @@ class DebugSupervisor:
         lines = [f"Debug adapters for {self.run.workdir}:"]
         for adapter in self.adapters().values():
             found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
-            attach = {"connect": "attach by port", "adapter": "attach by port (gdb-remote)"}.get(
-                adapter.attach_mode, "no attach"
-            )
+            attach = _attach_kinds(adapter)
             lines.append(
                 f"- {adapter.id} [{adapter.kind or 'programs'}; {attach}]: {found.explain(self.run.workdir)}"
             )
@@ -177,6 +177,8 @@ class DebugSupervisor:
         arguments = adapter.launch_arguments(
             path, list(args), cwd, found.resolution, list(self.breakpoints)
         )
+        if adapter.build_output_argument:
+            arguments[adapter.build_output_argument] = str(session.scratch / "debuggee")
         await self._start(session, "launch", arguments, None)
         settled = await session.wait_settled(self.config.stop_timeout_s)
         pid = f", pid {session.debuggee_pid}" if session.debuggee_pid else ""
@@ -185,14 +187,24 @@ class DebugSupervisor:
             [head, self._breakpoint_report(session), await self._where(session, settled)]
         )
 
-    async def op_attach(self, port: int, adapter_name: str | None) -> str:
+    async def op_attach(self, port: int | None, pid: int | None, adapter_name: str | None) -> str:
+        assert (port is None) != (pid is None), "the core's per-op check lets exactly one through"
         self._refuse_second()
+        field = "port" if port is not None else "pid"
+
+        def can(adapter: DebugAdapter) -> bool:
+            return adapter.attach_mode != "none" if port is not None else adapter.attach_pid
+
         if adapter_name is not None:
             adapter = self._adapter_named(adapter_name)
-            if adapter.attach_mode == "none":
-                raise ArgumentError("adapter", f"the {adapter.id} adapter cannot attach by port")
+            if not can(adapter):
+                raise ArgumentError(
+                    "adapter",
+                    f"the {adapter.id} adapter cannot attach by {field} "
+                    f"({_attach_kinds(adapter).replace('attach', 'it attaches', 1)})",
+                )
         else:
-            candidates = [a for a in self.adapters().values() if a.attach_mode != "none"]
+            candidates = [a for a in self.adapters().values() if can(a)]
             usable = []
             for candidate in candidates:
                 if (
@@ -203,11 +215,14 @@ class DebugSupervisor:
                 names = ", ".join(a.id for a in (usable or candidates))
                 raise ArgumentError(
                     "adapter",
-                    f"required for attach here: {len(usable)} usable adapters attach by port ({names}); name one",
+                    f"required for attach here: {len(usable)} usable adapters attach by {field} "
+                    f"({names}); name one",
                 )
             adapter = usable[0]
+        if pid is not None and not is_alive(pid):
+            raise ArgumentError("pid", f"no process with pid {pid} is running")
         found = None
-        if adapter.attach_mode == "adapter":
+        if adapter.attach_mode == "adapter" or pid is not None:
             found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
             if not found.usable:
                 raise ToolError(
@@ -218,34 +233,58 @@ class DebugSupervisor:
             availability=found,
             adapter=adapter,
             mode="attach",
-            target=f"127.0.0.1:{port}",
+            target=f"127.0.0.1:{port}" if port is not None else f"pid {pid}",
             config=self.config,
         )
         self.session = session
-        arguments = adapter.attach_arguments("127.0.0.1", port, found.resolution if found else None)
+        if pid is not None:
+            assert found is not None
+            arguments = adapter.pid_attach_arguments(pid, found.resolution)
+        else:
+            assert port is not None
+            arguments = adapter.attach_arguments(
+                "127.0.0.1", port, found.resolution if found else None
+            )
         try:
             await self._start(session, "attach", arguments, port)
         except ArgumentError:
             raise
         except ToolError as exc:
-            hint = adapter.attach_hint.format(port=port)
+            hint = adapter.attach_hint.format(port=port) if port is not None else ""
             if not hint:
                 raise
             raise ToolError(
                 f"{exc}\nIs a debug server listening on 127.0.0.1:{port}? Start the program under "
                 f"one first, e.g. {hint}"
             ) from None
-        settled = session.phase in (Phase.STOPPED, Phase.ENDED)
         lines = [
             f"Attached to {session.target} with {adapter.id}.",
             self._breakpoint_report(session),
         ]
-        if settled:
+        if session.phase is not Phase.ENDED:
+            lines.append(await self._thread_report(session))
+        if session.phase in (Phase.STOPPED, Phase.ENDED):
             lines.append(await self._where(session, True))
         else:
             lines.append(
-                "The program keeps running (attaching does not pause it): use pause, or continue to a breakpoint."
+                "Attaching does not pause it: call pause to stop it where it is (then stack, "
+                "scopes, evaluate), or continue to run on to a breakpoint."
             )
+        return "\n".join(lines)
+
+    async def _thread_report(self, session: DebugSession) -> str:
+        """The threads of what was just attached to, on one line each (bounded)."""
+        threads = session.attach_threads
+        if not threads:
+            try:
+                threads = await session.threads()
+            except ToolError as exc:
+                return f"Threads: unknown ({exc})."
+        shown, note = cap(threads, _ATTACH_THREADS, "threads shown")
+        head = f"Threads ({len(threads)}):" if threads else "Threads: none reported yet."
+        lines = [head, *(f"  thread_id {t.get('id')}: {t.get('name', '')}" for t in shown)]
+        if note:
+            lines.append(f"  ({note}; call threads for all)")
         return "\n".join(lines)
 
     async def _start(
@@ -262,6 +301,12 @@ class DebugSupervisor:
             reason = text if text.startswith(f"{command} failed") else f"{command} failed: {text}"
             with anyio.CancelScope(shield=True):
                 await session.close(reason)
+            if isinstance(exc, ToolError) and not isinstance(exc, ArgumentError):
+                # what the adapter printed says why (delve's build errors: "check the debug
+                # console for details" is all its launch error says)
+                out, _ = session.output.read_new(_END_OUTPUT_CHARS)
+                if out.strip():
+                    raise ToolError(f"{text}\nOutput:\n{out.rstrip()}") from None
             raise
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -314,6 +359,12 @@ class DebugSupervisor:
                 if text is not None:
                     lines.append(f"    {line} | {text.strip()}")
         if len(frames) > MAX_FRAMES:
+            if total is not None and total > MAX_FRAMES:
+                # the spec lets totalFrames overstate (delve answers levels + 50): believe it
+                # only when its last frame exists
+                last, _ = await session.stack(thread_id, 1, start=total - 1)
+                if not last:
+                    total = None
             count = total if total is not None and total > MAX_FRAMES else f"more than {MAX_FRAMES}"
             lines.append(f"({MAX_FRAMES} of {count} frames shown)")
         return "\n".join(lines) or "The thread has no frames."
@@ -493,6 +544,15 @@ class DebugSupervisor:
                 lines.append(f"    {stop.line} | {stop.source_line.strip()}")
             if stop.exception:
                 lines.append(f"Exception: {stop.exception}")
+            if stop.own_frame is not None:
+                frame_id, name, path, line = stop.own_frame
+                lines.append(
+                    f"In the program's own code: {self._rel_str(path)}:{line} in {name} "
+                    f"(frame_id {frame_id})."
+                )
+                own_line = source_line(path, line)
+                if own_line is not None:
+                    lines.append(f"    {line} | {own_line.strip()}")
             if stop.frame_id is not None:
                 lines.append(f"Top frame_id {stop.frame_id}.")
             return "\n".join(lines)
@@ -532,6 +592,13 @@ def _check_id(
     raise ArgumentError(
         field, f"{value} is not a {noun} of the current stop; call {how} for valid ids"
     )
+
+
+def _attach_kinds(adapter: DebugAdapter) -> str:
+    port = {"connect": "port", "adapter": "port (gdb-remote)"}.get(adapter.attach_mode)
+    pid = "pid" if adapter.attach_pid else None
+    kinds = [k for k in (port, pid) if k]
+    return "attach by " + " or ".join(kinds) if kinds else "no attach"
 
 
 def _render_states(states: Sequence[BreakpointState]) -> str:

@@ -41,7 +41,8 @@ ops:
 - breakpoints(file, lines[]): set a file's breakpoint lines (empty lines clears the file); \
 allowed before launch
 - launch(program, args[]?, adapter?): start the program stopped at your breakpoints
-- attach(port, adapter?): attach to a running program listening for a debugger on 127.0.0.1:port
+- attach(port | pid, adapter?): attach to a running program: one listening for a debugger on \
+127.0.0.1:port, or a local process by pid (lldb, delve); reports its threads
 - continue / pause / step_over / step_in / step_out (thread_id?): run and report where it stopped
 - threads; stack(thread_id?) (30 frames); scopes(frame_id); variables(reference) (50 children, \
 values cut at 400 chars)
@@ -50,27 +51,39 @@ values cut at 400 chars)
 - terminate: end the session: kill the launched program and the adapter (an attached program \
 is detached, not killed)"""
 
-# Which fields each op takes; every field not listed for an op is refused.
-_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    # op: (required, optional)
-    "adapters": ((), ()),
-    "status": ((), ()),
-    "breakpoints": (("file", "lines"), ()),
-    "launch": (("program",), ("args", "adapter")),
-    "attach": (("port",), ("adapter",)),
-    "continue": ((), ("thread_id",)),
-    "pause": ((), ("thread_id",)),
-    "step_over": ((), ("thread_id",)),
-    "step_in": ((), ("thread_id",)),
-    "step_out": ((), ("thread_id",)),
-    "threads": ((), ()),
-    "stack": ((), ("thread_id",)),
-    "scopes": (("frame_id",), ()),
-    "variables": (("reference",), ()),
-    "evaluate": (("expression",), ("frame_id",)),
-    "output": ((), ()),
-    "terminate": ((), ()),
-}
+# Which fields each op takes, enforced by the core: a missing one and one the op does not use are
+# refused, naming the field and the op.
+ACTIONS = tether.Actions(
+    "op",
+    {
+        "adapters": tether.Action(),
+        "status": tether.Action(),
+        "breakpoints": tether.Action(required=("file", "lines")),
+        "launch": tether.Action(required=("program",), optional=("args", "adapter")),
+        "attach": tether.Action(
+            optional=("adapter",),
+            one_of=(
+                (
+                    "port",
+                    "pid",
+                    "port (a debug server listening on 127.0.0.1) or pid (a local process)",
+                ),
+            ),
+        ),
+        "continue": tether.Action(optional=("thread_id",)),
+        "pause": tether.Action(optional=("thread_id",)),
+        "step_over": tether.Action(optional=("thread_id",)),
+        "step_in": tether.Action(optional=("thread_id",)),
+        "step_out": tether.Action(optional=("thread_id",)),
+        "threads": tether.Action(),
+        "stack": tether.Action(optional=("thread_id",)),
+        "scopes": tether.Action(required=("frame_id",)),
+        "variables": tether.Action(required=("reference",)),
+        "evaluate": tether.Action(required=("expression",), optional=("frame_id",)),
+        "output": tether.Action(),
+        "terminate": tether.Action(),
+    },
+)
 
 _RESUME = {"continue": "continue", "step_over": "next", "step_in": "stepIn", "step_out": "stepOut"}
 
@@ -96,6 +109,11 @@ class DebugArgs:
         minimum=1,
         maximum=65535,
     )
+    pid: int | None = tether.arg(
+        None,
+        description="attach: the pid of a local process (lldb, delve); instead of port",
+        minimum=1,
+    )
     adapter: str | None = tether.arg(
         None,
         description="launch/attach: adapter id (see op adapters); default: chosen from the program",
@@ -112,28 +130,7 @@ class DebugArgs:
     expression: str | None = tether.arg(None, description="evaluate: the expression")
 
 
-def check_fields(args: DebugArgs) -> None:
-    """Refuse a missing field an op needs, and any field the op does not use."""
-    required, optional = _FIELDS[args.op]
-    problems = []
-    for name in required:
-        if getattr(args, name) is None:
-            problems.append(tether.ArgumentError(name, f'required for op "{args.op}"'))
-    for field in attrs.fields(DebugArgs):
-        if field.name == "op" or field.name in required or field.name in optional:
-            continue
-        if getattr(args, field.name) is not None:
-            problems.append(
-                tether.ArgumentError(field.name, f'not used by op "{args.op}"; leave it out')
-            )
-    if len(problems) == 1:
-        raise problems[0]
-    if problems:
-        raise tether.ArgumentErrors(problems)
-
-
 async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
-    check_fields(args)
     supervisor: DebugSupervisor = call.run.resources["debug_supervisor"]
     op = args.op
     if op == "adapters":
@@ -147,8 +144,7 @@ async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
         assert args.program is not None
         return await supervisor.op_launch(args.program, args.args or [], args.adapter)
     if op == "attach":
-        assert args.port is not None
-        return await supervisor.op_attach(args.port, args.adapter)
+        return await supervisor.op_attach(args.port, args.pid, args.adapter)
     if op in _RESUME:
         return await supervisor.op_resume(_RESUME[op], args.thread_id)
     if op == "pause":
@@ -173,8 +169,14 @@ async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
 
 
 def debug_tool(config: DebugConfig) -> tether.ToolSpec:
-    # launch may spend start + configuration + the wait for the first stop
-    budget = config.start_timeout_s * 2 + config.stop_timeout_s + config.request_timeout_s * 2 + 10
+    # launch may spend start + a build (delve) + configuration + the wait for the first stop
+    budget = (
+        config.start_timeout_s * 2
+        + config.build_timeout_s
+        + config.stop_timeout_s
+        + config.request_timeout_s * 2
+        + 10
+    )
     return tether.ToolSpec(
         name="debug",
         tier=tether.Tier.EXEC,
@@ -184,4 +186,5 @@ def debug_tool(config: DebugConfig) -> tether.ToolSpec:
         requires=("debug_supervisor",),
         parallel_safe=False,  # a session is state across calls
         timeout_s=budget,
+        actions=ACTIONS,
     )

@@ -11,6 +11,7 @@ import anyio
 import attrs
 
 import tether
+from tether.contributions import collect
 from tether_eval.kernels import (
     Enclosure,
     Kernel,
@@ -67,26 +68,13 @@ def check_config(config: EvalConfig, languages: Sequence[str]) -> None:
 
 
 def collect_kernels(pm: Any) -> dict[str, KernelSpec]:
-    """Every plugin's ``tether_eval_kernels``; a language registered twice is an error naming
-    both plugins."""
-    specs: dict[str, KernelSpec] = {}
-    origin: dict[str, str] = {}
-    for impl in reversed(pm.hook.tether_eval_kernels.get_hookimpls()):
-        plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
-        for spec in impl.function() or ():
-            if not isinstance(spec, KernelSpec):
-                raise tether.PluginError(
-                    f"plugin {plugin!r}: tether_eval_kernels must return KernelSpec objects, "
-                    f"got {type(spec).__name__}"
-                )
-            if spec.language in specs:
-                raise tether.PluginError(
-                    f"eval language {spec.language!r} is registered by both "
-                    f"{origin[spec.language]!r} and {plugin!r}"
-                )
-            specs[spec.language] = spec
-            origin[spec.language] = plugin
-    return specs
+    """Every plugin's ``tether_eval_kernels`` through the core's collector: a language offered
+    twice keeps the first in call order (a harness's plugin before the built-ins) and reports
+    the other plugin, a malformed spec is dropped and reported; eval keeps working."""
+    found = collect(
+        pm, "tether_eval_kernels", KernelSpec, key=lambda spec: spec.language, label="eval language"
+    )
+    return {language: contribution.item for language, contribution in found.items()}
 
 
 class Interpreters:

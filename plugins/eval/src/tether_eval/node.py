@@ -44,7 +44,7 @@ def node_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
     if find_node(configured) is None:
         if configured:
             return False, f"node {configured!r} (from [eval] node) was not found"
-        return False, "no `node` on PATH (install Node.js, or `pip install tether-eval[node]`)"
+        return False, "no `node` on PATH (install Node.js, or `pip install 'tether-eval[node]'`)"
     return True, ""
 
 

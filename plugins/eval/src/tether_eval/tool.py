@@ -11,6 +11,7 @@ import anyio
 import attrs
 
 import tether
+from tether.text import duration
 from tether_eval.interpreters import Interpreters
 from tether_eval.kernels import Bridge, KernelDied
 from tether_eval.output import CellOutput
@@ -127,20 +128,13 @@ async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
     return output.result(**meta)
 
 
-def _duration(seconds: float) -> str:
-    if seconds >= 60 and seconds % 60 == 0:
-        minutes = int(seconds // 60)
-        return f"{minutes} minute" + ("s" if minutes != 1 else "")
-    return f"{seconds:g} s"
-
-
 def eval_tool(languages: list[str], idle_budget_s: float) -> tether.ToolSpec:
     return tether.ToolSpec(
         name="eval",
         tier=tether.Tier.EXEC,
         args=eval_args_class(tuple(languages)),
         handler=handle_eval,
-        description=DESCRIPTION.format(budget=_duration(idle_budget_s)),
+        description=DESCRIPTION.format(budget=duration(idle_budget_s)),
         requires=(RESOURCE,),
         parallel_safe=False,
         timeout_s=0,

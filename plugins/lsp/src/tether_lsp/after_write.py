@@ -11,24 +11,13 @@ from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.render import format_diagnostics
 from tether_lsp.supervisor import LspSupervisor
 
-_PATH_KEYS = ("path", "file", "file_path", "filename")
-_META_KEYS = ("paths", "files", "changed", "written")
 REPORTED_SEVERITIES = (1, 2)  # errors and warnings; hints and infos are noise after a write
 CAP = 30
 
 
 def written_paths(call: Any, result: Any) -> list[str]:
-    """Paths a write tool touched: its path argument, or the list its result names."""
-    found: list[str] = []
-    for key in _META_KEYS:
-        value = (result.meta or {}).get(key)
-        if isinstance(value, list | tuple):
-            found += [item for item in value if isinstance(item, str)]
-    raw = call.raw_args or {}
-    for key in _PATH_KEYS:
-        if isinstance(raw.get(key), str):
-            found.append(raw[key])
-    return list(dict.fromkeys(found))
+    """The files the call wrote, as the core reports them on every result."""
+    return [str(path) for path in result.written]
 
 
 async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) -> Any:

@@ -11,8 +11,9 @@ import attrs
 class LspConfig:
     """``[lsp]``: every key is optional; unknown keys are refused by the core."""
 
-    #: host tools whose results get the new diagnostics of the file they wrote
-    write_tools: tuple[str, ...] = ("write", "edit", "apply_patch")
+    #: removed in 0.2 (diagnostics follow every call whose result says it wrote files); a value
+    #: here is refused with a message saying so
+    write_tools: tuple[str, ...] | None = None
     #: preferred server order per language, e.g. {"python": ["pylsp", "basedpyright"]}
     servers: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: per-server settings merged over the spec's own, e.g. {"pylsp": {"pylsp": {...}}}

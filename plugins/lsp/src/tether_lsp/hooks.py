@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 import tether
@@ -33,10 +32,18 @@ def tether_tools(run: Any) -> list[tether.ToolSpec]:
     return tool_specs()
 
 
-@tether.hookimpl(wrapper=True)
-def tether_process_result(call: tether.CallContext, result: Any) -> Generator[None, Any, Any]:
-    inner = yield
+@tether.hookimpl
+def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -> Any:
+    """Diagnostics on write: any call whose result says it wrote files (``result.written``)."""
     supervisor = call.run.resources.get("lsp_supervisor")
-    if not isinstance(supervisor, LspSupervisor) or call.tool not in supervisor.config.write_tools:
-        return inner
-    return add_new_diagnostics(supervisor, call, inner)
+    if not isinstance(supervisor, LspSupervisor) or result.is_error or not result.written:
+        return None
+    return _diagnostics_note(supervisor, call, result)
+
+
+async def _diagnostics_note(
+    supervisor: LspSupervisor, call: tether.CallContext, result: tether.ToolResult
+) -> str | None:
+    added = await add_new_diagnostics(supervisor, call, result)
+    extra = [block.text for block in added.content[len(result.content) :] if hasattr(block, "text")]
+    return "\n".join(extra) or None

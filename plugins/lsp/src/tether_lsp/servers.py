@@ -44,6 +44,8 @@ class ServerSpec:
     checker: tuple[str, ...] = attrs.field(converter=_strings, default=())
     #: lower answers first when several servers of one language are usable
     priority: int = 50
+    #: how a person gets the server, said when it is not found ("pip install 'tether-lsp[python]'")
+    install: str | None = None
     #: readiness quirk: the server is not ready until it has asked workspace/configuration
     waits_for_configuration: bool = False
     #: readiness quirk: a window/logMessage (regex) the server prints once it knows its files;
@@ -89,6 +91,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=_PY_MARKERS,
         checker=("basedpyright",),
         priority=10,
+        install="pip install 'tether-lsp[python]'",
         waits_for_configuration=True,
         ready_log=_PYRIGHT_READY,
         pull_diagnostics=True,

@@ -50,6 +50,12 @@ class LspSupervisor:
     def __init__(self, run: Any) -> None:
         self.run = run
         self.config: LspConfig = run.config("lsp", LspConfig)
+        if self.config.write_tools is not None:
+            raise tether.ConfigError(
+                "lsp.write_tools: removed in 0.2 — every call whose result says it wrote files "
+                "(ToolResult.written: the core's writers record it, a host tool declares it with "
+                "ToolSpec(writes=...)) gets the new diagnostics; delete the key"
+            )
         self.workdir: Path = run.workdir
         self._specs: dict[str, ServerSpec] | None = None
         self._clients: dict[tuple[str, Path], LspClient] = {}
@@ -115,7 +121,7 @@ class LspSupervisor:
         """Does the server's binary resolve AND run here? Cached per resolved binary."""
         binary = self.resolve_binary(spec.command[0], root)
         if binary is None:
-            return ProbeResult(False, not_found(spec.command[0]))
+            return ProbeResult(False, self.not_found(spec))
         if not spec.probe:
             return ProbeResult(True, binary)
         probe_binary = self.resolve_binary(spec.probe[0], root)
@@ -137,6 +143,12 @@ class LspSupervisor:
             + "\n  ".join(reasons)
         )
 
+    @staticmethod
+    def not_found(spec: ServerSpec) -> str:
+        """Why ``spec``'s binary did not resolve, and how to get it when the spec says."""
+        why = not_found(spec.command[0])
+        return f"{why}; install: {spec.install}" if spec.install else why
+
     def _locate(self, spec: ServerSpec, path: Path) -> tuple[Path | None, str | None]:
         """(root, why not) — a root marker must exist and the binary must resolve."""
         root = self.find_root(spec, path)
@@ -144,7 +156,7 @@ class LspSupervisor:
             markers = ", ".join(spec.root_markers)
             return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
         if self.resolve_binary(spec.command[0], root) is None:
-            return None, f"not usable — {not_found(spec.command[0])}"
+            return None, f"not usable — {self.not_found(spec)}"
         return root, None
 
     async def choose(self, path: Path) -> Choice:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pluggy
 
 import tether
+from tether.contributions import Contribution, collect
 from tether_vibe import hookspecs
-from tether_vibe.config import VibeConfig, validate
+from tether_vibe.config import TIERS, VibeConfig, validate
 from tether_vibe.roster import Roster, resolve_runners
+from tether_vibe.runners import Runner
 from tether_vibe.tools import RESOURCE, tool_specs
 
 
@@ -21,10 +23,10 @@ def tether_resources(run: tether.Run) -> dict[str, object] | None:
     if not run.vibe:
         return None
     config = validate(run.config("vibe", VibeConfig))
-    contributed = [
-        (impl.plugin_name, impl.function())
-        for impl in reversed(run.pm.hook.tether_vibe_runners.get_hookimpls())
-    ]
+    runner_kind: type = Runner  # a runtime-checkable Protocol: isinstance works, mypy objects
+    contributed: dict[str, Contribution[Runner]] = collect(
+        run.pm, "tether_vibe_runners", runner_kind, None, label="vibe runner", keys=TIERS
+    )
     runners = resolve_runners(config, contributed)
     return {RESOURCE: Roster(run, config, runners)}
 

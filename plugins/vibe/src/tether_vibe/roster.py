@@ -7,7 +7,6 @@ tree before it ends. Closing the roster (the run closing) kills every worker.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,9 +18,10 @@ import attrs
 
 import tether
 import tether.text
-from tether.text import TailBuffer
+from tether.contributions import Contribution
+from tether.text import TailBuffer, duration
 from tether_vibe import worktree
-from tether_vibe.config import TIERS, VibeConfig
+from tether_vibe.config import VibeConfig
 from tether_vibe.runners import CommandRunner, Job, Outcome, Runner
 
 Status = Literal["queued", "running", "done", "failed", "killed"]
@@ -73,38 +73,12 @@ class Worker:
 
 
 def resolve_runners(
-    config: VibeConfig, contributed: list[tuple[str, object]]
+    config: VibeConfig, contributed: Mapping[str, Contribution[Runner]]
 ) -> dict[str, tuple[Runner, str]]:
-    """tier -> (runner, where it came from), from (plugin name, what its hook returned) pairs.
-
-    ``[vibe.runners.<tier>]`` overrides plugins; two plugins giving the same tier clash.
-    """
-    runners: dict[str, tuple[Runner, str]] = {}
-    for plugin, mapping in contributed:
-        if mapping is None:
-            continue
-        if not isinstance(mapping, Mapping):
-            raise tether.ConfigError(
-                f"plugin {plugin!r}: tether_vibe_runners must return a mapping of tier to runner, "
-                f"got {type(mapping).__name__}"
-            )
-        for tier, runner in mapping.items():
-            if tier not in TIERS:
-                raise tether.ConfigError(
-                    f"plugin {plugin!r}: tether_vibe_runners gave unknown tier {tier!r}; "
-                    f"expected one of {', '.join(TIERS)}"
-                )
-            if not isinstance(runner, Runner):
-                raise tether.ConfigError(
-                    f"plugin {plugin!r}: the runner for {tier!r} is a {type(runner).__name__}, "
-                    "which lacks watch_idle/describe()/check()/run(job)"
-                )
-            if tier in runners:
-                raise tether.ConfigError(
-                    f"plugins {runners[tier][1]!r} and {plugin!r} both contribute a vibe runner "
-                    f"for tier {tier!r}; disable one, or pick with [vibe.runners.{tier}]"
-                )
-            runners[tier] = (runner, plugin)
+    """tier -> (runner, where it came from): the plugins' runners (collected by the core, so a
+    malformed one or a second one for a tier is dropped and its plugin reported), then
+    ``[vibe.runners.<tier>]``, which overrides them."""
+    runners = {tier: (c.item, c.plugin) for tier, c in contributed.items()}
     for tier, cfg in config.runners.items():
         runners[tier] = (CommandRunner.from_config(cfg), f"[vibe.runners.{tier}]")
     return runners
@@ -260,7 +234,7 @@ class Roster:
         self._cancel(worker, why)
         if not await self._settle(worker):
             raise tether.ToolError(
-                f"worker {worker.id} did not stop within {format_seconds(CLOSE_TIMEOUT_S)}; it is still {worker.status}"
+                f"worker {worker.id} did not stop within {duration(CLOSE_TIMEOUT_S)}; it is still {worker.status}"
             )
 
     async def _start_attempt(self, worker: Worker) -> None:
@@ -362,14 +336,8 @@ class Roster:
             if remaining <= 0:
                 worker.stop_reason = (
                     "failed",
-                    f"idle watchdog: no output for {format_seconds(idle)}; process tree killed",
+                    f"idle watchdog: no output for {duration(idle)}; process tree killed",
                 )
                 scope.cancel()
                 return
             await anyio.sleep(min(remaining, 1.0) + 0.01)
-
-
-def format_seconds(value: float) -> str:
-    if value >= 10 or math.isclose(value, round(value)):
-        return f"{value:.0f} s"
-    return f"{value:.1f} s"

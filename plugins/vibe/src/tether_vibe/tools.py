@@ -10,7 +10,8 @@ import attrs
 
 import tether
 import tether.text
-from tether_vibe.roster import Roster, Worker, format_seconds
+from tether.text import clock, duration
+from tether_vibe.roster import Roster, Worker
 
 RESOURCE = "vibe_roster"
 LIST_LIMIT = 50
@@ -51,15 +52,15 @@ def last_lines(text: str, count: int) -> str:
 def _headline(worker: Worker) -> str:
     parts = [f"{worker.id} {worker.label!r} [{worker.tier}] {worker.status}"]
     if worker.status == "queued":
-        parts.append(f"waiting for a slot for {format_seconds(worker.elapsed())}")
+        parts.append(f"waiting for a slot for {duration(worker.elapsed())}")
     elif worker.status == "running":
-        parts.append(f"for {format_seconds(worker.elapsed())}")
+        parts.append(f"for {duration(worker.elapsed())}")
     else:
-        parts.append(f"after {format_seconds(worker.elapsed())}")
+        parts.append(f"after {duration(worker.elapsed())}")
     if worker.exit_code is not None and worker.status != "running":
         parts.append(f"exit code {worker.exit_code}")
     if worker.started_at is not None:
-        parts.append(f"started {datetime.fromtimestamp(worker.started_at, UTC):%H:%M:%S} UTC")
+        parts.append(f"started {clock(worker.started_at)}")
     return ", ".join(parts)
 
 
@@ -198,7 +199,7 @@ async def handle_wait(call: tether.CallContext, args: WaitArgs) -> tether.ToolRe
     worker = roster.get(args.worker_id)
     text = describe_worker(worker, full=True)
     if not settled:
-        waited = format_seconds(time.monotonic() - start)
+        waited = duration(time.monotonic() - start)
         text = (
             f"Still {worker.status} after waiting {waited}; call vibe_wait again or vibe_kill it.\n"
             + text

@@ -1,0 +1,1 @@
+"""An example tether plugin: ``count_lines`` (read tier) and a result post-processor."""

@@ -1,0 +1,86 @@
+"""The core-range check's own PEP 440 subset agrees with ``packaging`` wherever it judges."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tether.versions import core_requirement, satisfies
+
+packaging_specifiers = pytest.importorskip("packaging.specifiers")
+packaging_version = pytest.importorskip("packaging.version")
+
+releases = st.lists(st.integers(0, 3), min_size=1, max_size=3).map(
+    lambda parts: ".".join(map(str, parts))
+)
+suffixes = st.sampled_from(["", "a1", "b0", "rc2", ".post1", ".dev0", "rc1.dev3", ".post2.dev1"])
+versions = st.builds(lambda r, s: r + s, releases, suffixes)
+locals_ = st.sampled_from(["", "", "+local.7"])
+ops = st.sampled_from(["==", "!=", ">=", "<=", ">", "<", "~="])
+
+
+@st.composite
+def clauses(draw: st.DrawFn) -> str:
+    op = draw(ops)
+    if op in ("==", "!=") and draw(st.booleans()):
+        return f"{op}{draw(releases)}.*"
+    if op == "~=":
+        return f"~={draw(releases)}.{draw(st.integers(0, 3))}"
+    return f"{op}{draw(versions)}"
+
+
+specifiers = st.lists(clauses(), min_size=1, max_size=3).map(",".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(versions, locals_, specifiers)
+def test_agrees_with_packaging(version: str, local: str, specifier: str) -> None:
+    candidate = version + local
+    expected = packaging_specifiers.SpecifierSet(specifier).contains(
+        packaging_version.Version(candidate), prereleases=True
+    )
+    assert satisfies(candidate, specifier) is expected, (candidate, specifier)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "specifier", "expected"),
+    [
+        ("0.2.0", ">=0.2,<0.3", True),
+        ("0.2.7", ">=0.2,<0.3", True),
+        ("0.3.0", ">=0.2,<0.3", False),
+        ("0.3.0.dev1", ">=0.2,<0.3", False),  # a pre-release of 0.3 is not below 0.3
+        ("0.1.9", ">=0.2,<0.3", False),
+        ("1.0", "", True),
+        ("0.2.0", "==0.2.*", True),
+        ("0.2.0", "~=0.2.0", True),
+        ("0.3.0", "~=0.2.0", False),
+        ("0.2.0", "@ file:///x", None),  # not a specifier: not judged
+        ("0.2.0", ">=banana", None),
+        ("not-a-version", ">=0.2", None),
+    ],
+)
+def test_cases(candidate: str, specifier: str, expected: bool | None) -> None:
+    assert satisfies(candidate, specifier) is expected
+
+
+class Dist:
+    def __init__(self, *requires: str) -> None:
+        self.requires = list(requires)
+
+
+@pytest.mark.parametrize(
+    ("requires", "expected"),
+    [
+        (["tether<0.3,>=0.2"], "<0.3,>=0.2"),
+        (["attrs>=23", "Tether (>=0.2, <0.3)"], ">=0.2,<0.3"),
+        (["tether[all]>=0.2"], ">=0.2"),
+        (["tether"], ""),
+        (["tether-lsp>=0.2"], None),  # another distribution, not the core
+        (['tether>=0.2; extra == "test"'], None),  # only for an extra
+        (["tether @ file:///src/core"], None),
+        ([], None),
+    ],
+)
+def test_core_requirement(requires: list[str], expected: str | None) -> None:
+    assert core_requirement(Dist(*requires)) == expected  # type: ignore[arg-type]
