@@ -91,6 +91,12 @@ def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
     add_run_options(p)
     p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
+    # the session's own flags, accepted so `tether tools` takes a session's command line as is
+    # (neither changes which tools are registered)
+    p.add_argument("--interactive", action="store_true", help="accepted, as for session")
+    p.add_argument(
+        "--approve", choices=[t.value for t in Tier], default=None, help="accepted, as for session"
+    )
     for name, text in (
         ("call", "one tool call in a fresh run"),
         ("session", "a long run over stdio (JSON lines)"),
