@@ -31,11 +31,11 @@ from urllib.parse import unquote, urlparse
 import anyio
 import anyio.abc
 import anyio.lowlevel
-import mcp_types as types
+import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 import tether
 from tether.cli import run_config
