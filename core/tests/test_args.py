@@ -173,3 +173,19 @@ def test_schema_and_converter_agree(raw):
 def test_every_schema_valid_instance_loads(raw):
     assume(VALIDATOR.is_valid(raw))
     assert accepted_by_converter(raw)
+
+
+def test_a_bound_is_named_even_when_a_required_argument_is_missing():
+    @attrs.frozen
+    class Args:
+        message: str = tether.arg(description="m")
+        delay_s: float = tether.arg(0.0, description="d", minimum=0, maximum=60)
+        label: str = tether.arg("x", description="l", min_length=1)
+
+    with pytest.raises(ArgumentErrors) as info:
+        structure_args({"delay_s": -1, "label": ""}, Args)
+    assert str(info.value).splitlines() == [
+        "message: required",
+        "delay_s: expected at least 0, got -1",
+        "label: expected length at least 1, got 0",
+    ]

@@ -55,18 +55,24 @@ def test_a_root_marker_above_the_workdir_is_not_used(tmp_path: Path) -> None:
     assert find_root(tmp_path, ("Cargo.toml",), workdir) is None
 
 
-def test_a_project_local_bin_wins_over_path(tmp_path: Path, monkeypatch) -> None:
+def test_a_project_local_bin_wins_over_path_only_when_trusted(tmp_path: Path, monkeypatch) -> None:
     on_path = script(tmp_path / "path" / "tool-xyz", "exit 0")
     monkeypatch.setenv("PATH", str(on_path.parent))
-    assert resolve_command("tool-xyz", [tmp_path / "proj"]) == str(on_path)
+    assert resolve_command("tool-xyz", [tmp_path / "proj"], trust_local=True) == str(on_path)
     venv = script(tmp_path / "proj" / "venv" / "bin" / "tool-xyz", "exit 0")
-    assert resolve_command("tool-xyz", [tmp_path / "proj"]) == str(venv)
+    assert resolve_command("tool-xyz", [tmp_path / "proj"], trust_local=True) == str(venv)
     dotvenv = script(tmp_path / "proj" / ".venv" / "bin" / "tool-xyz", "exit 0")
-    assert resolve_command("tool-xyz", [tmp_path / "proj"]) == str(dotvenv)
+    assert resolve_command("tool-xyz", [tmp_path / "proj"], trust_local=True) == str(dotvenv)
     # roots in order: the first root's copy wins
     other = script(tmp_path / "other" / "node_modules" / ".bin" / "tool-xyz", "exit 0")
-    assert resolve_command("tool-xyz", [tmp_path / "other", tmp_path / "proj"]) == str(other)
+    assert resolve_command(
+        "tool-xyz", [tmp_path / "other", tmp_path / "proj"], trust_local=True
+    ) == str(other)
     assert find_local_command("tool-xyz", [tmp_path / "nowhere"]) is None
+    # not trusted (the default): a planted copy in the workdir is never what runs
+    assert resolve_command("tool-xyz", [tmp_path / "other", tmp_path / "proj"]) == str(on_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert resolve_command("tool-xyz", [tmp_path / "proj"]) is None
 
 
 def test_a_local_file_that_is_not_executable_is_skipped(tmp_path: Path, monkeypatch) -> None:
@@ -74,7 +80,7 @@ def test_a_local_file_that_is_not_executable_is_skipped(tmp_path: Path, monkeypa
     plain = tmp_path / ".venv" / "bin" / "tool-xyz"
     plain.parent.mkdir(parents=True)
     plain.write_text("#!/bin/sh\n")
-    assert resolve_command("tool-xyz", [tmp_path]) is None
+    assert resolve_command("tool-xyz", [tmp_path], trust_local=True) is None
 
 
 def test_a_path_with_a_separator_is_checked_not_searched(tmp_path: Path) -> None:
@@ -92,9 +98,13 @@ def test_tethers_own_environment_is_the_last_resort(tmp_path: Path, monkeypatch)
 
 def test_a_missing_binary_resolves_to_nothing_and_says_where_it_looked(tmp_path: Path) -> None:
     assert resolve_command("absent-binary-xyz", [tmp_path]) is None
+    here = f"PATH or the interpreter's directory ({Path(sys.executable).parent})"
+    assert not_found("absent-binary-xyz", trust_local=True) == (
+        f"`absent-binary-xyz` not found in .venv/bin, venv/bin, node_modules/.bin, {here}"
+    )
     assert not_found("absent-binary-xyz") == (
-        "`absent-binary-xyz` not found in .venv/bin, venv/bin, node_modules/.bin, PATH or the "
-        f"interpreter's directory ({Path(sys.executable).parent})"
+        f"`absent-binary-xyz` not found on {here} (the workdir's .venv/bin, venv/bin, "
+        "node_modules/.bin are used only when the harness trusts it: --trust-workdir)"
     )
 
 

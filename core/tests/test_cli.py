@@ -133,15 +133,62 @@ def test_call_exit_codes_and_approval(tmp_path):
     assert tether_cli("call").returncode == 2
 
 
-def test_config_file_is_read(tmp_path):
-    (tmp_path / "tether.toml").write_text('[core.approval]\nwrite = "auto"\n')
-    allowed = tether_cli(
+def test_a_workdir_config_cannot_loosen_policy(tmp_path):
+    """A write-tier call can write tether.toml: it may not turn approval or surfaces looser
+    (issue 11, item 1). Ignored keys are said on stderr and in the first result's meta."""
+    (tmp_path / "tether.toml").write_text(
+        '[core.approval]\nwrite = "auto"\nexec = "auto"\n[core.surfaces]\nplan = "exec"\n'
+    )
+    refused = tether_cli(
         "call", "write", '{"path": "c.txt", "content": "y"}', "--workdir", str(tmp_path)
     )
-    assert allowed.returncode == 0
+    assert refused.returncode == 1 and "fail closed" in refused.stdout
+    assert not (tmp_path / "c.txt").exists()
+    assert "core.approval.write: ignored 'auto'" in refused.stderr
+    meta = json.loads(refused.stdout)["meta"]
+    assert any("core.approval.exec: ignored 'auto'" in n for n in meta["config_ignored"])
+    assert any("core.surfaces.plan: ignored 'exec'" in n for n in meta["config_ignored"])
+    marker = tmp_path / "PAYLOAD"
+    plan = tether_cli(
+        "call",
+        "echo_exec",
+        json.dumps({"argv": ["touch", str(marker)]}),
+        "--workdir",
+        str(tmp_path),
+        "--surface",
+        "plan",
+    )
+    assert plan.returncode == 1 and "not available on surface 'plan'" in plan.stdout
+    assert not marker.exists()
     (tmp_path / "pyproject.toml").write_text("[tool.tether.core]\nbogus = 1\n")
     bad = tether_cli("call", "read", '{"path": "c.txt"}', "--workdir", str(tmp_path))
     assert bad.returncode == 2 and "core.bogus" in bad.stderr
+
+
+def test_harness_and_workdir_layers_combine(tmp_path):
+    """--config FILE is the harness's (wherever it lives) and may loosen; the workdir file still
+    applies on top, where it may set timeouts and tighten."""
+    harness = tmp_path / "harness.toml"
+    harness.write_text('[core.approval]\nwrite = "auto"\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "tether.toml").write_text(
+        '[core]\ncall_timeout_s = 0.5\n[core.approval]\nexec = "deny"\n'
+        '[core.surfaces]\nmine = "exec"\n'
+    )
+    common = ("--workdir", str(work), "--config", str(harness))
+    wrote = tether_cli("call", "write", '{"path": "c.txt", "content": "y"}', *common)
+    assert wrote.returncode == 0 and (work / "c.txt").read_text() == "y"
+    assert "core.surfaces.mine: ignored" in wrote.stderr  # a new surface is the harness's
+    # the workdir's timeout applies (the harness set none), its "deny" wins over --approve
+    slow = tether_cli("call", "echo", '{"message": "m", "delay_s": 5}', *common)
+    assert slow.returncode == 1 and "timed out after 0.5 s" in slow.stdout
+    denied = tether_cli("call", "echo_exec", '{"argv": ["true"]}', *common, "--approve", "exec")
+    assert denied.returncode == 1 and "denied by policy" in denied.stdout
+    # the harness's own timeout wins over the workdir's
+    harness.write_text("[core]\ncall_timeout_s = 30\n")
+    waited = tether_cli("call", "echo", '{"message": "m", "delay_s": 1}', *common)
+    assert waited.returncode == 0, waited.stdout
 
 
 def test_session_answers_requests_and_survives_bad_lines(tmp_path):
@@ -367,7 +414,7 @@ class _Greeter:
 
     @tether.hookimpl
     def tether_cli_commands(self, subparsers):
-        from tether.cli import add_run_options, run_config
+        from tether.cli import add_run_options, cli_run
 
         self.asked += 1
         p = subparsers.add_parser("greet", help="say hello from a run")
@@ -375,8 +422,7 @@ class _Greeter:
         p.add_argument("--name", required=True)
 
         async def main(ns) -> int:
-            workdir, config = run_config(ns)
-            async with tether.open_run(workdir, conversation_id="g", config=config) as run:
+            async with cli_run(ns, {}) as run:  # --workdir, --config, --approve… applied
                 print(json.dumps({"hello": ns.name, "workdir": str(run.workdir)}))
             return 7
 
@@ -521,3 +567,26 @@ async def test_session_card_from_an_inner_call_names_the_clients_request(tmp_pat
     by_id = {r["id"]: r for r in lines if r.get("id") in ("outer", "direct")}
     assert json.loads(by_id["outer"]["content"][0]["text"])["skip"] is True
     assert json.loads(by_id["direct"]["content"][0]["text"])["choices"] == ["yes"]
+
+
+def test_call_with_a_plugin_missing_a_dependency_answers_a_result(tmp_path):
+    """Not a traceback and exit 3: a result naming the plugin and the module (issue 11, 10)."""
+    script = tmp_path / "missing.py"
+    script.write_text(
+        "import sys\n"
+        "sys.modules[sys.argv.pop(1)] = None  # the dependency is not installed\n"
+        "from tether.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script), "tether_echo.tools", "call", "echo", '{"message": "m"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 1, out.stderr
+    text = json.loads(out.stdout)["content"][0]["text"]
+    assert "unknown tool 'echo'" in text
+    assert "plugins that failed to load: echo (import failed: ModuleNotFoundError" in text
+    assert "tether_echo.tools" in text

@@ -111,3 +111,16 @@ def test_never_a_partial_application(tmp_path_factory, count, touched, fail_at):
     contents = [f.read_text() for f in files]
     expected_before = ["touched" if i in touched else "old" for i in range(count)]
     assert contents == (["new"] * count if applied else expected_before)
+
+
+def test_confine_refuses_a_lone_surrogate_naming_the_field(tmp_path):
+    with pytest.raises(PathError, match="lone surrogate") as info:
+        confine(tmp_path, "a\ud800.txt", "file")
+    assert info.value.field == "file"
+
+
+def test_confine_refuses_a_name_too_long_for_a_file_system(tmp_path):
+    with pytest.raises(PathError, match="is 300 bytes long; a file name holds at most 255") as info:
+        confine(tmp_path, "sub/" + "n" * 300)
+    assert info.value.field == "path"
+    assert confine(tmp_path, "n" * 255) == tmp_path.resolve() / ("n" * 255)

@@ -14,6 +14,7 @@ import pytest
 import tether
 import tether_echo.hooks
 import tether_files.hooks
+from tether.config import workdir_may_set
 from tether.process import descendants, is_alive
 
 # Core tests are hermetic: no installed entry point is loaded, so they pass the same in the core's
@@ -223,7 +224,8 @@ async def test_approver_allow_deny_and_allow_for_run(tmp_path):
         assert (
             approver.asked[0].tool == "echo_write" and approver.asked[0].tier is tether.Tier.WRITE
         )
-        assert 'path="a"' in approver.asked[0].args_summary
+        assert approver.asked[0].args_summary == 'path: "a"\ntext: "1"'
+        assert approver.asked[0].args == {"path": "a", "text": "1"}
 
 
 async def test_approver_with_no_person_fails_closed(tmp_path):
@@ -411,7 +413,9 @@ async def test_host_tools_get_the_same_gates_and_post_processing(tmp_path):
 
 
 async def test_bad_config_names_the_key(tmp_path):
-    with pytest.raises(tether.ConfigError, match=r"core\.call_timeout: unknown argument"):
+    with pytest.raises(
+        tether.ConfigError, match=r"core\.call_timeout: unknown key \(not in this table\)"
+    ):
         async with hermetic_run(tmp_path, config={"core": {"call_timeout": 3}}):
             pass
     with pytest.raises(tether.ConfigError, match=r"core\.approval\.write"):
@@ -569,3 +573,47 @@ async def test_allow_for_the_run_answers_the_other_waiting_cards_of_that_tool(tm
         k: r.text_content for k, r in results.items()
     }
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "c"]
+
+
+@attrs.frozen
+class FamilyConfig:
+    """A family's table: one timeout a workdir may set, one command it may not."""
+
+    timeout_s: float = workdir_may_set(5.0)
+    command: tuple[str, ...] = ("safe",)
+
+
+async def test_workdir_layer_sets_only_what_fields_allow(tmp_path):
+    local = {"fam": {"timeout_s": 1.0, "command": ["evil"]}, "core": {"close_timeout_s": 3.0}}
+    async with hermetic_run(tmp_path, workdir_config=local) as run:
+        fam = run.config("fam", FamilyConfig)
+        assert fam.timeout_s == 1.0 and fam.command == ("safe",)
+        assert run.core.close_timeout_s == 3.0
+        assert run.config_notes == [
+            "workdir configuration: fam.command: ignored (harness-only: set it with "
+            "--config FILE or open_run(config=…))"
+        ]
+        first = await run.call("echo", {"message": "m"})
+        second = await run.call("echo", {"message": "m"})
+        assert first.meta["config_ignored"] == run.config_notes
+        assert "config_ignored" not in second.meta
+    harness = {"fam": {"timeout_s": 9.0, "command": ["mine"]}}
+    async with hermetic_run(tmp_path, config=harness, workdir_config=local) as run:
+        fam = run.config("fam", FamilyConfig)
+        assert fam.timeout_s == 9.0 and fam.command == ("mine",)  # the harness wins
+    with pytest.raises(tether.ConfigError, match=r"fam\.timeout_s: expected number"):
+        async with hermetic_run(tmp_path, workdir_config={"fam": {"timeout_s": "x"}}) as run:
+            run.config("fam", FamilyConfig)
+
+
+async def test_a_handler_missing_a_module_names_the_plugin_and_the_module(tmp_path):
+    async def needs_missing(call, args):
+        import tether_no_such_module_xyz  # noqa: F401
+
+    spec = attrs.evolve(make_tool("lacking"), handler=needs_missing)
+    async with tether.open_run(
+        tmp_path, plugins=[Provides(tools=[spec])], entry_points=False
+    ) as run:
+        result = await run.call("lacking", {})
+    assert result.is_error
+    assert "plugin 'Provides-0' needs module 'tether_no_such_module_xyz'" in result.text_content

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import time
+
+import anyio
 import pytest
 
 import tether
 from tether.testing import check_plugin_contract
+from tether_files.tools import MAX_LINE_CHARS, MAX_READ_BYTES
 
 pytestmark = pytest.mark.anyio
 AUTO = {"core": {"approval": {"write": "auto"}}}
@@ -17,6 +22,68 @@ async def run(tmp_path):
         yield run
 
 
+async def test_read_caps_what_it_returns_and_says_so(run, tmp_path):
+    """A huge file with a huge limit: the reply stays under the byte cap, states the window and
+    how to read on, and memory stays bounded (issue 11, item 7)."""
+    lines = 2_000_000
+    (tmp_path / "big.txt").write_bytes(b"".join(b"%07d\n" % i for i in range(lines)))
+    result = await run.call("read", {"path": "big.txt", "limit": 1_000_000_000})
+    text = result.text_content
+    assert not result.is_error and len(text.encode()) <= MAX_READ_BYTES + 200
+    shown = MAX_READ_BYTES // 8
+    assert text.endswith(
+        f"[lines 1–{shown:,} of 2,000,000 shown (the {MAX_READ_BYTES // 1000} KB cap of one "
+        f"read); use offset={shown + 1} to read on]"
+    )
+    tail = await run.call("read", {"path": "big.txt", "offset": lines - 1})
+    assert tail.text_content == "1999998\n1999999\n"
+    # one line far over the cap, without a newline: cut, counted, in bounded memory
+    (tmp_path / "one.txt").write_bytes(b"x" * 50_000_000)
+    one = (await run.call("read", {"path": "one.txt"})).text_content
+    assert one == "x" * MAX_LINE_CHARS + f"… ({50_000_000 - 4 * MAX_LINE_CHARS:,}+ more bytes)"
+
+
+async def test_a_huge_read_runs_off_the_event_loop_and_its_timeout_applies(tmp_path):
+    """A 100 GB sparse file without a newline: the read takes far longer than the call timeout.
+    Another call sent meanwhile is answered while the read still runs; the read ends at its
+    timeout."""
+    (tmp_path / "small.txt").write_text("m\n")
+    (tmp_path / "huge.txt").touch()
+    os.truncate(tmp_path / "huge.txt", 100 * 1024**3)
+    config = {"core": {"call_timeout_s": 3.0}}
+    async with tether.open_run(tmp_path, config=config) as run:
+        done: dict[str, float] = {}
+        started = time.monotonic()
+
+        async def read() -> None:
+            result = await run.call("read", {"path": "huge.txt"})
+            assert result.is_error and "read timed out after 3 s" in result.text_content
+            done["read"] = time.monotonic() - started
+
+        async def echo() -> None:
+            await anyio.sleep(0.5)  # the read is under way
+            sent = time.monotonic()
+            assert (await run.call("read", {"path": "small.txt"})).text_content == "m\n"
+            done["echo"] = time.monotonic() - started
+            done["echo_wait"] = time.monotonic() - sent
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(echo)
+    assert done["echo"] < done["read"]
+    print(f"a small read answered in {done['echo_wait'] * 1000:.1f} ms during the huge read")
+
+
+async def test_empty_and_non_empty_files_agree_on_offsets(run, tmp_path):
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "one.txt").write_text("a\n")
+    assert (await run.call("read", {"path": "empty.txt"})).text_content == ""
+    for name, lines in (("empty.txt", 0), ("one.txt", 1)):
+        past = await run.call("read", {"path": name, "offset": 5})
+        assert past.is_error
+        assert f"offset: the file has {lines} lines, offset 5 is past its end" in past.text_content
+
+
 async def test_contract(run):
     assert await check_plugin_contract(run, ["read", "write", "edit", "apply_patch"])
 
@@ -25,7 +92,8 @@ async def test_read_with_window(run, tmp_path):
     (tmp_path / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     assert (await run.call("read", {"path": "f.txt"})).text_content.startswith("line 1\n")
     window = (await run.call("read", {"path": "f.txt", "offset": 3, "limit": 2})).text_content
-    assert window.startswith("line 3\nline 4\n") and "[lines 3-4 of 10 shown" in window
+    assert window == "line 3\nline 4\n\n[lines 3–4 of 10 shown; use offset=5 to read on]"
+    assert (await run.call("read", {"path": "f.txt", "offset": 10})).text_content == "line 10\n"
     past = await run.call("read", {"path": "f.txt", "offset": 50})
     assert past.is_error and "offset:" in past.text_content
     missing = await run.call("read", {"path": "nope.txt"})
@@ -119,3 +187,12 @@ async def test_write_tools_need_approval_by_default(tmp_path):
         result = await run.call("write", {"path": "x", "content": "y"})
         assert result.is_error and "approver" in result.text_content
         assert not (tmp_path / "x").exists()
+
+
+async def test_write_refuses_a_directory_path_and_an_overlong_name(run, tmp_path):
+    slash = await run.call("write", {"path": "dir/", "content": "x"})
+    assert slash.is_error and "path: 'dir/' ends with a slash" in slash.text_content
+    assert not (tmp_path / "dir").exists()
+    long = await run.call("write", {"path": "n" * 300 + ".txt", "content": "x"})
+    assert long.is_error and "path: the name" in long.text_content
+    assert "internal error" not in long.text_content and list(tmp_path.iterdir()) == []

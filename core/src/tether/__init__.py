@@ -8,7 +8,7 @@ resources and register their tools::
         result = await run.call("lsp", {"action": "hover", "file": "a.py", "line": 3, "symbol": "foo"})
 
 Plugins are pluggy plugins registered under the entry-point group ``tether``; see
-``docs/plugin-api.md``.
+``docs/plugin-api.md``. What a harness, a plugin and nobody may use: ``docs/api.md``.
 
 tether runs on Linux only: it supervises processes through ``/proc`` and ``prctl``. Elsewhere the
 import fails at once with an error that says so, not with a crash deep inside a plugin.
@@ -25,7 +25,6 @@ if not _sys.platform.startswith("linux"):
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.args import arg, object_schema, structure_args
 from tether.errors import (
-    ApprovalRefused,
     ArgumentError,
     ArgumentErrors,
     ConfigError,
@@ -34,7 +33,6 @@ from tether.errors import (
     PluginError,
     TetherError,
     ToolError,
-    ToolNotFound,
 )
 from tether.hookspecs import hookimpl, hookspec
 from tether.plugins import PluginInfo, make_plugin_manager
@@ -56,7 +54,6 @@ from tether.tools import (
 __all__ = [
     "Action",
     "Actions",
-    "ApprovalRefused",
     "ApprovalRequest",
     "Approver",
     "ArgumentError",
@@ -77,7 +74,6 @@ __all__ = [
     "Text",
     "Tier",
     "ToolError",
-    "ToolNotFound",
     "ToolResult",
     "ToolSpec",
     "arg",

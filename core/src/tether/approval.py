@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import json
+import re
+import unicodedata
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -24,13 +26,18 @@ class Decision(enum.Enum):
 
 @attrs.frozen
 class ApprovalRequest:
-    """What the approver is asked about: the tool, its tier and a short rendering of its args."""
+    """What the approver is asked about: the tool, its tier and its arguments, complete.
+
+    ``args`` are the call's arguments exactly as they will run; ``args_summary`` renders every
+    one of them whole (:func:`render_args`) — a card never cuts what it asks about.
+    """
 
     tool: str
     tier: Tier
     args_summary: str
     call_id: str
     surface: str = "default"
+    args: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 @runtime_checkable
@@ -40,16 +47,67 @@ class Approver(Protocol):
     async def approve(self, request: ApprovalRequest) -> Decision: ...
 
 
-def summarize_args(args: Mapping[str, Any], limit: int = 300) -> str:
-    """A short one-line rendering of a call's arguments for an approval card."""
-    parts = []
+# 3 spaces or more after text, or any at a line's end: a run that could push a payload out of sight
+_SPACE_RUN = re.compile(r"(?<=\S) {3,}| +$", re.MULTILINE)
+_SHOWN_AS_IS = {"\n", " "}
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
+
+
+def visible(text: str) -> str:
+    """``text`` with nothing hidden in it: runs of spaces after text (and trailing spaces)
+    become ``⟨N spaces⟩``, tabs ``⟨tab⟩``, and control, format (bidi overrides, zero-width),
+    separator and surrogate characters their escapes (``\\x1b``, ``\\u202e``). Leading
+    indentation and line breaks stay as they are."""
+    out = []
+    for char in text:
+        if char in "⟨⟩":  # a literal marker cannot pose as one
+            out.append(_escape(char))
+        elif char == "\t":
+            out.append("⟨tab⟩")
+        elif char not in _SHOWN_AS_IS and unicodedata.category(char) in {
+            "Cc",
+            "Cf",
+            "Cs",
+            "Co",
+            "Cn",
+            "Zs",
+            "Zl",
+            "Zp",
+        }:
+            out.append(_escape(char))
+        else:
+            out.append(char)
+    shown = "".join(out)
+    return _SPACE_RUN.sub(lambda m: f"⟨{len(m.group())} spaces⟩", shown)
+
+
+def render_args(args: Mapping[str, Any]) -> str:
+    """Every argument of a call, whole, one per line, for an approval card: ``key: value``
+    (JSON, made :func:`visible`); a string of several lines is shown as a block under its key,
+    each line prefixed with ``│``. Nothing is cut: what runs is what the card shows."""
+    lines = []
     for key, value in args.items():
-        text = json.dumps(value, ensure_ascii=False)
-        if len(text) > 80:
-            text = text[:79] + "…"
-        parts.append(f"{key}={text}")
-    summary = ", ".join(parts)
-    return summary if len(summary) <= limit else summary[: limit - 1] + "…"
+        if isinstance(value, str) and "\n" in value.rstrip("\n"):
+            body = value.split("\n")
+            lines.append(f"{visible(key)}: ({len(body)} lines)")
+            lines += [f"  │ {visible(line)}" for line in body]
+        else:
+            try:
+                text = json.dumps(value, ensure_ascii=False)
+            except (TypeError, ValueError):
+                text = repr(value)
+            lines.append(f"{visible(key)}: {visible(text)}")
+    return "\n".join(lines)
 
 
 def policy_for_auto_up_to(tier: Tier) -> dict[str, Policy]:

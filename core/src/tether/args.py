@@ -32,32 +32,45 @@ _DESCRIPTION = "tether_description"
 _CONSTRAINTS = "tether_constraints"
 
 
+def bounds(
+    minimum: float | None = None,
+    maximum: float | None = None,
+    above: float | None = None,
+    min_length: float | None = None,
+    max_length: float | None = None,
+) -> dict[str, float]:
+    """The constraint metadata of a field (arguments and configuration share it)."""
+    given = {
+        "minimum": minimum,
+        "maximum": maximum,
+        "above": above,
+        "min_length": min_length,
+        "max_length": max_length,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def arg(
     default: Any = attrs.NOTHING,
     *,
     description: str,
     minimum: float | None = None,
     maximum: float | None = None,
+    above: float | None = None,
     min_length: int | None = None,
     max_length: int | None = None,
     factory: Any = None,
 ) -> Any:
     """An attrs field for a tool argument; ``description`` reaches the JSON Schema.
 
-    ``minimum``/``maximum`` bound numbers, ``min_length``/``max_length`` bound strings and lists;
-    both the schema and the converter enforce them. No default means the field is required.
+    ``minimum``/``maximum`` bound numbers (``above``: strictly greater), ``min_length``/
+    ``max_length`` bound strings and lists; both the schema and the converter enforce them. No
+    default means the field is required.
     """
-    constraints = {
-        k: v
-        for k, v in {
-            "minimum": minimum,
-            "maximum": maximum,
-            "min_length": min_length,
-            "max_length": max_length,
-        }.items()
-        if v is not None
+    metadata = {
+        _DESCRIPTION: description,
+        _CONSTRAINTS: bounds(minimum, maximum, above, min_length, max_length),
     }
-    metadata = {_DESCRIPTION: description, _CONSTRAINTS: constraints}
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
@@ -193,9 +206,19 @@ def _make_converter() -> cattrs.Converter:
         if not isinstance(value, dict):
             raise _Mismatch("an object", value)
         args = get_args(tp)
-        if args and args[1] is not Any:
-            return {k: conv.structure(v, args[1]) for k, v in value.items()}
-        return value
+        if not args or args[1] is Any:
+            return value
+        out = {}
+        errors = []
+        for key, item in value.items():
+            try:
+                out[key] = conv.structure(item, args[1])
+            except Exception as exc:  # collected and re-raised with the key in the path
+                exc.__notes__ = [*getattr(exc, "__notes__", []), f"@key {key}"]
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError("invalid entries", errors, tp)
+        return out
 
     conv.register_structure_hook_func(is_mapping, structure_mapping)
 
@@ -216,7 +239,9 @@ def _make_converter() -> cattrs.Converter:
 _converter = _make_converter()
 
 
-def _flatten(exc: BaseException, path: str) -> list[ArgumentError]:
+def _flatten(
+    exc: BaseException, path: str, unknown: str = "unknown argument (not in the schema)"
+) -> list[ArgumentError]:
     """Turn a cattrs validation tree into one ArgumentError per bad field."""
 
     def join(base: str, name: str) -> str:
@@ -233,11 +258,13 @@ def _flatten(exc: BaseException, path: str) -> list[ArgumentError]:
                     sub_path = f"{path}[{note.index}]"
                 elif isinstance(note, str) and note.startswith("@index "):
                     sub_path = f"{path}[{note[7:]}]"
-            out.extend(_flatten(sub, sub_path))
+                elif isinstance(note, str) and note.startswith("@key "):
+                    sub_path = join(path, note[5:])
+            out.extend(_flatten(sub, sub_path, unknown))
         return out
     if isinstance(exc, ForbiddenExtraKeysError):
         for key in sorted(exc.extra_fields):
-            out.append(ArgumentError(join(path, key), "unknown argument (not in the schema)"))
+            out.append(ArgumentError(join(path, key), unknown))
         return out
     if isinstance(exc, KeyError):
         return [ArgumentError(path or str(exc), "required")]
@@ -246,36 +273,61 @@ def _flatten(exc: BaseException, path: str) -> list[ArgumentError]:
     return [ArgumentError(path or "arguments", str(exc))]
 
 
+def _bounds(name: str, value: Any, constraints: Mapping[str, float]) -> list[ArgumentError]:
+    """``value`` against a field's bounds; a value of a type the bound does not apply to is
+    left to the type check."""
+    errors: list[ArgumentError] = []
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    sized = isinstance(value, str | list | tuple)
+    for key, bound in constraints.items():
+        if key == "minimum" and number and value < bound:
+            errors.append(
+                ArgumentError(name, f"expected at least {bound:g}, got {show_value(value)}")
+            )
+        elif key == "above" and number and not value > bound:
+            errors.append(
+                ArgumentError(name, f"expected a number above {bound:g}, got {show_value(value)}")
+            )
+        elif key == "maximum" and number and value > bound:
+            errors.append(
+                ArgumentError(name, f"expected at most {bound:g}, got {show_value(value)}")
+            )
+        elif key == "min_length" and sized and len(value) < bound:
+            errors.append(
+                ArgumentError(name, f"expected length at least {bound}, got {len(value)}")
+            )
+        elif key == "max_length" and sized and len(value) > bound:
+            errors.append(ArgumentError(name, f"expected length at most {bound}, got {len(value)}"))
+    return errors
+
+
 def _check_constraints(obj: Any, path: str = "") -> list[ArgumentError]:
     errors: list[ArgumentError] = []
     for f in attrs.fields(type(obj)):
         value = getattr(obj, f.name)
         name = f"{path}.{f.name}" if path else f.name
-        for key, bound in f.metadata.get(_CONSTRAINTS, {}).items():
-            if value is None:
-                continue
-            if key == "minimum" and value < bound:
-                errors.append(
-                    ArgumentError(name, f"expected at least {bound:g}, got {show_value(value)}")
-                )
-            elif key == "maximum" and value > bound:
-                errors.append(
-                    ArgumentError(name, f"expected at most {bound:g}, got {show_value(value)}")
-                )
-            elif key == "min_length" and len(value) < bound:
-                errors.append(
-                    ArgumentError(name, f"expected length at least {bound}, got {len(value)}")
-                )
-            elif key == "max_length" and len(value) > bound:
-                errors.append(
-                    ArgumentError(name, f"expected length at most {bound}, got {len(value)}")
-                )
+        if value is not None:
+            errors.extend(_bounds(name, value, f.metadata.get(_CONSTRAINTS, {})))
         if attrs.has(type(value)):
             errors.extend(_check_constraints(value, name))
         elif isinstance(value, list | tuple):
             for index, item in enumerate(value):
                 if attrs.has(type(item)):
                     errors.extend(_check_constraints(item, f"{name}[{index}]"))
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                if attrs.has(type(item)):
+                    errors.extend(_check_constraints(item, f"{name}.{key}"))
+    return errors
+
+
+def _raw_bounds(raw: Mapping[str, Any], cls: type, named: set[str]) -> list[ArgumentError]:
+    """Bounds of the top-level values given, when the arguments could not be loaded at all (a
+    required one missing): every bad value is named in the same answer, not the next."""
+    errors: list[ArgumentError] = []
+    for f in attrs.fields(cls):
+        if f.name in raw and f.name not in named and raw[f.name] is not None:
+            errors.extend(_bounds(f.name, raw[f.name], f.metadata.get(_CONSTRAINTS, {})))
     return errors
 
 
@@ -293,7 +345,10 @@ def structure_args(raw: Any, cls: type[T]) -> T:
         _Mismatch,
         ForbiddenExtraKeysError,
     ) as exc:
-        raise ArgumentErrors(_flatten(exc, "")) from None
+        errors = _flatten(exc, "")
+        if attrs.has(cls):
+            errors += _raw_bounds(raw, cls, {e.field.split("[")[0].split(".")[0] for e in errors})
+        raise ArgumentErrors(errors) from None
     errors = _check_constraints(obj)
     if errors:
         raise ArgumentErrors(errors)
@@ -301,16 +356,27 @@ def structure_args(raw: Any, cls: type[T]) -> T:
 
 
 def structure_config(raw: Any, cls: type[T], table: str) -> T:
-    """Load a configuration table strictly; errors name ``table.key``."""
+    """Load a configuration table strictly, with the same bounds as arguments; errors name the
+    whole key path (``lsp.servers.python``) and say "unknown key" for a key the table lacks."""
     from tether.errors import ConfigError
 
+    unknown = "unknown key (not in this table)"
     try:
         if not isinstance(raw, Mapping):
             raise ArgumentErrors([ArgumentError(table, f"expected a table, got {show_value(raw)}")])
         try:
-            return _converter.structure(dict(raw), cls)
-        except (ClassValidationError, IterableValidationError, _Mismatch) as exc:
-            raise ArgumentErrors(_flatten(exc, table)) from None
+            obj = _converter.structure(dict(raw), cls)
+        except (
+            ClassValidationError,
+            IterableValidationError,
+            _Mismatch,
+            ForbiddenExtraKeysError,
+        ) as exc:
+            raise ArgumentErrors(_flatten(exc, table, unknown)) from None
+        errors = _check_constraints(obj, table)
+        if errors:
+            raise ArgumentErrors(errors)
+        return obj
     except ArgumentErrors as exc:
         raise ConfigError(str(exc)) from None
 
@@ -374,6 +440,8 @@ def object_schema(cls: type) -> dict[str, Any]:
         constraints = f.metadata.get(_CONSTRAINTS, {})
         if "minimum" in constraints:
             prop["minimum"] = constraints["minimum"]
+        if "above" in constraints:
+            prop["exclusiveMinimum"] = constraints["above"]
         if "maximum" in constraints:
             prop["maximum"] = constraints["maximum"]
         kind = prop.get("type")

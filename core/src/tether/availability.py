@@ -1,5 +1,14 @@
 """Availability at call time: a project root found by its marker files, a command that resolves
-(project-local bin dirs before PATH) and a probe that shows it actually runs."""
+(PATH and tether's own environment; a trusted workdir's local bin dirs first) and a probe that
+shows it actually runs.
+
+The trust rule: PATH and the directory of the interpreter tether runs in are the harness's, so
+they are trusted — even when that environment sits inside the workdir (a checkout's own
+``.venv`` that runs tether is trusted by construction). A workdir's ``.venv/bin``, ``venv/bin``
+and ``node_modules/.bin`` can be written by any write-tier call, so a read-tier tool may run
+from them only when the harness trusts the workdir (``--trust-workdir`` /
+``open_run(trust_workdir=True)``; ``run.trust_workdir``). An exec-tier tool (a debug adapter)
+passes ``trust_local=True``: its own approval gate covers what it runs."""
 
 from __future__ import annotations
 
@@ -51,28 +60,37 @@ def find_local_command(
 
 
 def resolve_command(
-    name: str, roots: Iterable[Path], local_dirs: Sequence[str] = LOCAL_BIN_DIRS
+    name: str,
+    roots: Iterable[Path],
+    local_dirs: Sequence[str] = LOCAL_BIN_DIRS,
+    *,
+    trust_local: bool = False,
 ) -> str | None:
     """The executable ``name`` would run as here, or None.
 
-    A name with a path separator is used as given if it is executable. Otherwise the project's
-    own copy wins (each root's ``local_dirs``, in order), then PATH, then the directory of the
-    interpreter tether runs in (a plugin extra such as ``tether-lsp[python]`` installs
-    basedpyright there without it being on PATH)."""
+    A name with a path separator is used as given if it is executable. Otherwise, with
+    ``trust_local``, the project's own copy wins (each root's ``local_dirs``, in order); then
+    PATH, then the directory of the interpreter tether runs in (a plugin extra such as
+    ``tether-lsp[python]`` installs basedpyright there without it being on PATH)."""
     if os.sep in name:
         return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
     return (
-        find_local_command(name, roots, local_dirs)
+        (find_local_command(name, roots, local_dirs) if trust_local else None)
         or shutil.which(name)
         or shutil.which(name, path=str(Path(sys.executable).parent))
     )
 
 
-def not_found(name: str, local_dirs: Sequence[str] = LOCAL_BIN_DIRS) -> str:
+def not_found(
+    name: str, local_dirs: Sequence[str] = LOCAL_BIN_DIRS, *, trust_local: bool = False
+) -> str:
     """Why :func:`resolve_command` found nothing, naming every place it looked."""
+    here = f"PATH or the interpreter's directory ({Path(sys.executable).parent})"
+    if trust_local:
+        return f"`{name}` not found in {', '.join(local_dirs)}, {here}"
     return (
-        f"`{name}` not found in {', '.join(local_dirs)}, PATH or the interpreter's directory "
-        f"({Path(sys.executable).parent})"
+        f"`{name}` not found on {here} (the workdir's {', '.join(local_dirs)} are used only "
+        "when the harness trusts it: --trust-workdir)"
     )
 
 

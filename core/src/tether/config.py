@@ -1,46 +1,184 @@
-"""Configuration: the ``[core]`` table, per-family tables and reading them from files."""
+"""Configuration: the ``[core]`` table, per-family tables, reading them from files, and the two
+layers they come in.
+
+The harness layer (``open_run(config=…)``, ``tether … --config FILE``, ``--approve``) may set
+anything. The workdir layer (the checkout's ``[tool.tether]`` in ``pyproject.toml``, else its
+``tether.toml``) is written by whoever can write the checkout — a write-tier tool call among
+them — so it may set only what each field allows (an allowlist the fields declare themselves):
+
+- :func:`workdir_may_set` — a timeout or a cap: the workdir's value is used unless the harness
+  set one;
+- :func:`workdir_may_tighten` — an approval policy, a surface's tier: the workdir may only make it
+  stricter than the harness's value (or the default);
+- a field without either is harness-only: a workdir value is ignored, and said so.
+"""
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 
+from tether.args import _CONSTRAINTS, bounds
 from tether.errors import ConfigError
+from tether.tiers import BUILTIN_SURFACES
 
 PolicyName = Literal["auto", "ask", "deny"]
+
+_WORKDIR = "tether_workdir"  # field metadata: "set" or "tighten"
+_ORDER = "tether_workdir_order"  # "tighten": the values, loosest first
+_BASELINE = "tether_workdir_baseline"  # "tighten" of a dict: entries that exist without config
+
+HARNESS_ONLY_HINT = "harness-only: set it with --config FILE or open_run(config=…)"
+
+
+def config_field(
+    default: Any = attrs.NOTHING, *, factory: Any = None, **limits: float | None
+) -> Any:
+    """A harness-only configuration field with bounds (``minimum``, ``maximum``, ``above``,
+    ``min_length``, ``max_length``), enforced by the core like an argument's."""
+    metadata = {_CONSTRAINTS: bounds(**limits)}
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=metadata)
+    return attrs.field(default=default, metadata=metadata)
+
+
+def workdir_may_set(
+    default: Any = attrs.NOTHING, *, factory: Any = None, **limits: float | None
+) -> Any:
+    """A field a workdir file may set (a timeout, a cap); the harness's value wins over it.
+    On a field whose type is an attrs class, its own fields decide, one by one. ``limits`` are
+    bounds as in :func:`config_field`."""
+    metadata: dict[str, Any] = {_WORKDIR: "set", _CONSTRAINTS: bounds(**limits)}
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=metadata)
+    return attrs.field(default=default, metadata=metadata)
+
+
+def workdir_may_tighten(
+    default: Any = attrs.NOTHING,
+    *,
+    order: Sequence[Any],
+    baseline: Mapping[str, Any] | None = None,
+    factory: Any = None,
+    **limits: float | None,
+) -> Any:
+    """A field a workdir file may only make stricter: ``order`` lists its values loosest first.
+    On a dict field each entry is tightened on its own, against the harness's entry or
+    ``baseline``'s; an entry neither has is harness-only."""
+    metadata = {
+        _WORKDIR: "tighten",
+        _ORDER: tuple(order),
+        _BASELINE: dict(baseline or {}),
+        _CONSTRAINTS: bounds(**limits),
+    }
+    if factory is not None:
+        return attrs.field(factory=factory, metadata=metadata)
+    return attrs.field(default=default, metadata=metadata)
+
+
+_POLICY_ORDER = ("auto", "ask", "deny")
 
 
 @attrs.frozen
 class ApprovalPolicy:
-    read: PolicyName = "auto"
-    write: PolicyName = "ask"
-    exec: PolicyName = "ask"
+    read: PolicyName = workdir_may_tighten("auto", order=_POLICY_ORDER)
+    write: PolicyName = workdir_may_tighten("ask", order=_POLICY_ORDER)
+    exec: PolicyName = workdir_may_tighten("ask", order=_POLICY_ORDER)
 
 
 @attrs.frozen
 class CoreConfig:
     """The ``[core]`` table."""
 
-    approval: ApprovalPolicy = ApprovalPolicy()
-    call_timeout_s: float = 120.0
-    close_timeout_s: float = 10.0
+    approval: ApprovalPolicy = workdir_may_set(ApprovalPolicy())  # each policy: tighten only
+    call_timeout_s: float = workdir_may_set(120.0, minimum=0)  # 0: no timeout
+    close_timeout_s: float = workdir_may_set(10.0, above=0)
     #: how long each result post-processor (``tether_process_result``) may take for one call
-    post_process_timeout_s: float = 60.0
-    surfaces: dict[str, Literal["read", "write", "exec"]] = attrs.field(factory=dict)
+    post_process_timeout_s: float = workdir_may_set(60.0, above=0)
+    surfaces: dict[str, Literal["read", "write", "exec"]] = workdir_may_tighten(
+        factory=dict,
+        order=("exec", "write", "read"),
+        baseline={name: tier.value for name, tier in BUILTIN_SURFACES.items()},
+    )
 
 
-def load_config_file(workdir: Path, explicit: Path | None = None) -> dict[str, Any]:
-    """The CLI's configuration: ``--config FILE``, else ``[tool.tether]`` in the workdir's
-    ``pyproject.toml``, else ``tether.toml``, else empty."""
-    if explicit is not None:
-        return _read_toml(explicit, table=None)
+def layer_config(
+    harness: Mapping[str, Any], workdir: Mapping[str, Any], cls: type, table: str
+) -> tuple[dict[str, Any], list[str]]:
+    """One table of both layers combined for ``cls``: the harness's keys, plus what the workdir
+    may set or tighten. Returns the combined raw table (load it with ``structure_config``) and
+    a note for every workdir key that was ignored. A key ``cls`` does not know is kept, so the
+    strict load refuses it by name."""
+    merged = dict(harness)
+    notes: list[str] = []
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in attrs.fields(cls)}
+    for key, value in workdir.items():
+        name = f"{table}.{key}"
+        field = fields.get(key)
+        if field is None:
+            merged.setdefault(key, value)
+            continue
+        mode = field.metadata.get(_WORKDIR)
+        if mode is None:
+            notes.append(f"{name}: ignored ({HARNESS_ONLY_HINT})")
+        elif attrs.has(hints[key]) and isinstance(value, Mapping):
+            inner = merged.get(key, {})
+            sub, sub_notes = layer_config(
+                inner if isinstance(inner, Mapping) else {}, value, hints[key], name
+            )
+            merged[key] = sub
+            notes += sub_notes
+        elif mode == "set":
+            merged.setdefault(key, value)
+        elif isinstance(value, Mapping):  # a dict field, tightened entry by entry
+            current = {**field.metadata[_BASELINE], **(merged.get(key) or {})}
+            out = dict(merged.get(key) or {})
+            for entry, entry_value in value.items():
+                if entry not in current:
+                    notes.append(
+                        f"{name}.{entry}: ignored (a workdir file may tighten an existing entry, "
+                        f"not add one; {HARNESS_ONLY_HINT})"
+                    )
+                    continue
+                out[entry] = _stricter(current[entry], entry_value, field, f"{name}.{entry}", notes)
+            merged[key] = out
+        else:
+            default = field.default
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+                default = default.factory()
+            merged[key] = _stricter(merged.get(key, default), value, field, name, notes)
+    return merged, notes
+
+
+def _stricter(current: Any, value: Any, field: Any, name: str, notes: list[str]) -> Any:
+    order = field.metadata[_ORDER]
+    if value not in order or current not in order:
+        return value  # not a known value: the strict load names the key and what it expects
+    if order.index(value) >= order.index(current):
+        return value
+    notes.append(
+        f"{name}: ignored {value!r} (a workdir file may only make it stricter than {current!r})"
+    )
+    return current
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A harness configuration file (``--config FILE``): the whole TOML document."""
+    return _read_toml(path)
+
+
+def load_workdir_config(workdir: Path) -> dict[str, Any]:
+    """The workdir layer: ``[tool.tether]`` in the workdir's ``pyproject.toml``, else its
+    ``tether.toml``, else empty."""
     pyproject = workdir / "pyproject.toml"
     if pyproject.is_file():
-        data = _read_toml(pyproject, table=None)
+        data = _read_toml(pyproject)
         section = data.get("tool", {}).get("tether")
         if section is not None:
             if not isinstance(section, Mapping):
@@ -48,11 +186,11 @@ def load_config_file(workdir: Path, explicit: Path | None = None) -> dict[str, A
             return dict(section)
     tether_toml = workdir / "tether.toml"
     if tether_toml.is_file():
-        return _read_toml(tether_toml, table=None)
+        return _read_toml(tether_toml)
     return {}
 
 
-def _read_toml(path: Path, table: str | None) -> dict[str, Any]:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)

@@ -38,14 +38,6 @@ class PathError(ArgumentError):
     """A path argument points outside the workdir (``..``, absolute, or an escaping symlink)."""
 
 
-class ToolNotFound(ToolError):
-    """No such tool on the caller's surface."""
-
-
-class ApprovalRefused(ToolError):
-    """The approval gate refused the call (denied, no approver, or nobody attached)."""
-
-
 class NoPerson(TetherError):
     """Raised by a question port or approver when no person is attached to answer."""
 

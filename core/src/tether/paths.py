@@ -7,6 +7,8 @@ from pathlib import Path
 
 from tether.errors import PathError
 
+_NAME_MAX = 255  # bytes of one path component (Linux, macOS and the common file systems)
+
 
 def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
     """Resolve ``path`` (relative to ``workdir``) and refuse anything that leaves the workdir.
@@ -20,6 +22,17 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
         raise PathError(field, "expected a non-empty path")
     if "\x00" in path:
         raise PathError(field, "path contains a NUL byte")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise PathError(field, "path contains a lone surrogate, which no file name holds") from None
+    for part in Path(path).parts:
+        if len(os.fsencode(part)) > _NAME_MAX:
+            raise PathError(
+                field,
+                f"the name {part[:40]!r}… is {len(os.fsencode(part))} bytes long; a file name "
+                f"holds at most {_NAME_MAX}",
+            )
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate

@@ -20,11 +20,11 @@ import anyio.lowlevel
 import attrs
 
 from tether import process as _process
-from tether.approval import ApprovalRequest, Decision, summarize_args
+from tether.approval import ApprovalRequest, Decision, render_args
 from tether.args import object_schema, structure_args, structure_config
-from tether.config import CoreConfig
+from tether.config import CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
-from tether.errors import ArgumentErrors, NoPerson, PluginError, ToolError
+from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
 from tether.fsutil import recording_writes
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
@@ -58,16 +58,23 @@ class Run:
         config: Mapping[str, Any],
         vibe: bool,
         task_group: anyio.abc.TaskGroup,
+        workdir_config: Mapping[str, Any] | None = None,
+        trust_workdir: bool = False,
     ) -> None:
         self.workdir = workdir
         self.conversation_id = conversation_id
         self.pm = pm
         self.vibe = vibe
         self.task_group = task_group
+        #: the harness layer (anything) and the workdir layer (what each field allows)
         self.raw_config: dict[str, Any] = dict(config)
-        self.core: CoreConfig = structure_config(
-            self.raw_config.get("core", {}), CoreConfig, "core"
-        )
+        self.workdir_config: dict[str, Any] = dict(workdir_config or {})
+        #: workdir-local bin dirs (.venv/bin, venv/bin, node_modules/.bin) may run read-tier
+        self.trust_workdir = trust_workdir
+        #: workdir settings that were ignored (harness-only or looser), as said on stderr
+        self.config_notes: list[str] = []
+        self._unsent_notes: list[str] = []
+        self.core: CoreConfig = self._load_config("core", CoreConfig)
         self.resources: dict[str, Any] = {}
         self.problems: list[str] = []
         self._resource_origin: dict[str, str] = {}
@@ -94,8 +101,23 @@ class Run:
     def config(self, table: str, cls: type[T]) -> T:
         """The ``[table]`` configuration loaded strictly into ``cls`` (cached per run)."""
         if table not in self._configs:
-            self._configs[table] = structure_config(self.raw_config.get(table, {}), cls, table)
+            self._configs[table] = self._load_config(table, cls)
         return self._configs[table]
+
+    def _load_config(self, table: str, cls: type[T]) -> T:
+        harness = self.raw_config.get(table, {})
+        local = self.workdir_config.get(table)
+        if local is None or not isinstance(harness, Mapping):
+            return structure_config(harness, cls, table)
+        if not isinstance(local, Mapping):
+            raise ConfigError(f"{table}: expected a table in the workdir's configuration")
+        raw, notes = layer_config(harness, local, cls, table)
+        for note in notes:
+            note = f"workdir configuration: {note}"
+            log.warning("tether: %s", note)
+            self.config_notes.append(note)
+            self._unsent_notes.append(note)
+        return structure_config(raw, cls, table)
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
@@ -268,7 +290,22 @@ class Run:
         call_id: str | None = None,
     ) -> ToolResult:
         """Call a tool through the whole pipeline: surface lookup → strict validation → approval
-        → serialisation → handler under a timeout → ``tether_process_result`` wrappers."""
+        → serialisation → handler under a timeout → ``tether_process_result`` wrappers.
+        Workdir settings ignored since the last result are listed in ``meta.config_ignored``."""
+        result = await self._call(name, args, surface=surface, call_id=call_id)
+        if self._unsent_notes:
+            result = result.with_meta(config_ignored=list(self._unsent_notes))
+            self._unsent_notes.clear()
+        return result
+
+    async def _call(
+        self,
+        name: str,
+        args: Mapping[str, Any] | None,
+        *,
+        surface: str,
+        call_id: str | None,
+    ) -> ToolResult:
         call_id = call_id or f"call_{next(self._call_ids)}"
         if self.closed:
             return ToolResult.error("the run is closed", call_id=call_id)
@@ -348,7 +385,10 @@ class Run:
             )
         visible = ", ".join(s.name for s in self.tools_for(surface)) or "none"
         hint = f" ({name!r} {self._skipped[name]})" if name in self._skipped else ""
-        return f"unknown tool {name!r}{hint}; tools on surface {surface!r}: {visible}"
+        failed = [f"{i.name} ({i.reason})" for i in self.pm.report if i.status == "failed"]
+        if failed:  # the tool may be one of theirs: say which plugin and what it lacks
+            hint += f"; plugins that failed to load: {'; '.join(failed)}"
+        return f"unknown tool {name!r}; tools on surface {surface!r}: {visible}{hint}"
 
     async def _gate(self, ctx: CallContext) -> str | None:
         tier = ctx.spec.tier
@@ -367,9 +407,10 @@ class Run:
         request = ApprovalRequest(
             tool=ctx.tool,
             tier=tier,
-            args_summary=summarize_args(ctx.raw_args),
+            args_summary=render_args(ctx.raw_args),
             call_id=ctx.call_id,
             surface=ctx.surface,
+            args=dict(ctx.raw_args),
         )
         # approvals of the same tool waiting at once: "allow for the run" on one answers them all
         waiting = self._approvals_waiting.setdefault(ctx.tool, set())
@@ -455,6 +496,13 @@ class Run:
                         value = await value
         except ToolError as exc:
             return ToolResult.error(str(exc))
+        except ImportError as exc:  # a dependency the plugin imports when called is missing
+            origin = self._tool_origin.get(spec.name, "?")
+            module = exc.name or str(exc)
+            return ToolResult.error(
+                f"{spec.name} cannot run: plugin {origin!r} needs module {module!r}, which is "
+                f"not installed ({type(exc).__name__}: {exc})"
+            )
         if scope.cancelled_caught:
             return ToolResult.error(f"{spec.name} timed out after {timeout:g} s and was cancelled")
         return as_result(value)
@@ -500,12 +548,18 @@ async def open_run(
     config: Mapping[str, Any] | None = None,
     vibe: bool = False,
     entry_points: bool = True,
+    workdir_config: Mapping[str, Any] | None = None,
+    trust_workdir: bool = False,
 ) -> AsyncIterator[Run]:
     """Open a run on ``workdir``: wire resources, register tools; on exit close every resource
     and kill every child process tree the run started (shielded, time-bounded).
 
     ``plugins`` are the harness's own plugin objects (hooks such as ``tether_resources`` for a
     question port or an approver). ``entry_points=False`` loads no installed plugin (tests).
+    ``config`` is the harness layer (it may set anything); ``workdir_config`` the checkout's own
+    (``tether.config.load_workdir_config``): it may set only timeouts and caps and make approval
+    and surfaces stricter — every other key is ignored and noted. ``trust_workdir`` lets
+    read-tier servers run from the workdir's ``.venv/bin``, ``venv/bin`` and ``node_modules/.bin``.
     """
     root = Path(workdir).resolve()
     if not root.is_dir():
@@ -520,6 +574,8 @@ async def open_run(
                 config=config or {},
                 vibe=vibe,
                 task_group=tg,
+                workdir_config=workdir_config,
+                trust_workdir=trust_workdir,
             )
             try:
                 run._wire()

@@ -251,7 +251,8 @@ def approval_round(s: Any, request_id: int, label: str | None, text_: str) -> di
         assert card["kind"] == "approval"
         assert card["call_id"] == f"req_{request_id}"
         assert card["question"] == "May I run echo_write (write tier)?"
-        assert card["context"] == f'path="a.txt", text="{text_}"'
+        assert card["context"] == f'path: "a.txt"\ntext: "{text_}"'
+        assert card["arguments"] == {"path": "a.txt", "text": text_}
         assert [o["label"] for o in card["options"]] == ["allow", "deny", "allow for this run"]
         s.send({"card": card["card"], "choices": [label]})
     return s.reply(request_id)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -11,6 +12,10 @@ import pytest
 import tether
 import tether_astgrep.hooks
 from tether_astgrep.grammars import GrammarRegistry, builtin_grammars
+
+# The suite runs with --import-mode=importlib, which puts no test directory on sys.path; test
+# modules share helpers (test_match's find/captures) by name.
+sys.path.insert(0, str(Path(__file__).parent))
 
 AUTO = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}}
 

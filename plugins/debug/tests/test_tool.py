@@ -97,7 +97,7 @@ async def test_a_config_key_that_does_not_exist_is_refused(tether_workdir: Path)
             pass
     except* tether.ConfigError as group:  # open_run's task group may wrap it
         caught.extend(group.exceptions)
-    assert [str(e) for e in caught] == ["debug.ttl: unknown argument (not in the schema)"]
+    assert [str(e) for e in caught] == ["debug.ttl: unknown key (not in this table)"]
 
 
 async def test_adapters_explains_what_is_usable_and_why_not(
@@ -185,12 +185,34 @@ class _DuplicatePlugin:
         return [_DuplicateDebugpy()]
 
 
-async def test_two_plugins_contributing_one_adapter_id_is_an_error_naming_both(
+class _BrokenAdapter(DebugAdapter):
+    id = "broken"
+    commands = ("gdb",)  # type: ignore[assignment]  # a wrong shape: one command, not a tuple of them
+
+
+class _BrokenPlugin:
+    @tether.hookimpl
+    def tether_debug_adapters(self) -> list[DebugAdapter]:
+        return [_BrokenAdapter()]
+
+
+async def test_a_duplicate_or_malformed_adapter_is_dropped_and_its_plugin_reported(
     debug_run, tether_workdir: Path
 ) -> None:
-    async with debug_run(tether_workdir, plugins=[_DuplicatePlugin()]) as run:
-        with pytest.raises(tether.PluginError, match="'debugpy' is contributed by both"):
-            await run.call("debug", {"op": "adapters"})
+    async with debug_run(tether_workdir, plugins=[_DuplicatePlugin(), _BrokenPlugin()]) as run:
+        text = (await run.call("debug", {"op": "adapters"})).text_content
+        assert "- debugpy [" in text and "- broken" not in text  # the rest keeps working
+        failed = {i.name: i.reason for i in run.pm.report if i.status == "failed"}
+        # the later-registered plugin is asked first (a harness overrides a built-in): the
+        # built-in's debugpy is the one dropped, and the report says by whom
+        assert failed["tether_debug.hooks"] == (
+            "tether_debug_adapters: debug adapter 'debugpy' dropped: already contributed by "
+            "'_DuplicatePlugin-1'"
+        )
+        assert failed["_BrokenPlugin-2"] == (
+            "tether_debug_adapters: debug adapter dropped: commands: expected a tuple of argv "
+            "tuples, got ('gdb',)"
+        )
 
 
 async def test_status_before_any_session(dbg, debug_run, py_workdir: Path) -> None:
@@ -250,4 +272,4 @@ async def test_limits_must_be_positive(tether_workdir: Path) -> None:
             pass
     except* tether.ConfigError as group:
         caught.extend(group.exceptions)
-    assert [str(e) for e in caught] == ["debug.ttl_s: expected a positive number, got -1.0"]
+    assert [str(e) for e in caught] == ["debug.ttl_s: expected a number above 0, got -1.0"]

@@ -157,7 +157,7 @@ async def test_an_enclosure_without_wrap_is_refused(eval_run, run_cell) -> None:
     ("key", "value", "message"),
     [
         ("idle_budget_s", 0, "eval.idle_budget_s: expected a number above 0, got 0"),
-        ("max_images", -1, "eval.max_images: expected 0 or more, got -1"),
+        ("max_images", -1, "eval.max_images: expected at least 0, got -1"),
         ("idle_budget", 5, "eval.idle_budget"),
         ("python", 3, "eval.python"),
         ("prestart", ["ruby"], "eval.prestart[0]: expected one of javascript, python, got 'ruby'"),

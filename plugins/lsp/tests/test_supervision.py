@@ -91,6 +91,11 @@ def make_project(workdir: Path) -> None:
     local.chmod(local.stat().st_mode | stat.S_IXUSR)
 
 
+NOT_FOUND = (
+    f"not found on PATH or the interpreter's directory ({Path(sys.executable).parent}) (the "
+    "workdir's .venv/bin, venv/bin, node_modules/.bin are used only when the harness trusts it: "
+    "--trust-workdir)"
+)
 LIMITS = {"request_timeout_s": 1.0, "start_timeout_s": 5.0, "max_restarts": 2}
 
 
@@ -167,7 +172,7 @@ def test_a_crash_loop_stops_restarting(tmp_path: Path) -> None:
 
 
 def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) -> None:
-    caller, workdir = fake
+    caller, _ = fake
     status = caller.ok(action="status")
     assert "fake for . (pid " in status
     assert (
@@ -175,14 +180,20 @@ def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) 
         "broken-ls: libfoo.so.3: cannot open shared object; roots: ." in status
     )
     assert (
-        "absent-ls [absent] cannot answer here — not usable: `absent-language-server-xyz` not "
-        "found in .venv/bin, venv/bin, node_modules/.bin, PATH or the interpreter's directory "
-        f"({Path(sys.executable).parent}); install: pip install absent-ls-xyz; roots: ." in status
+        "absent-ls [absent] cannot answer here — not usable: `absent-language-server-xyz` "
+        f"{NOT_FOUND}; install: pip install absent-ls-xyz; roots: ." in status
     )
     assert "rust-analyzer [rust] cannot answer here — not usable:" in status
-    # a project-local .venv/bin wins over PATH
+    # the workdir is not trusted: its .venv/bin is not where a read-tier server runs from
+    assert f"local-ls [local] cannot answer here — not usable: `local-ls` {NOT_FOUND}" in status
+
+
+def test_a_trusted_workdirs_local_bin_wins_over_path(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path)], trust_workdir=True) as run:
+        status = Caller(run).ok(action="status")
     assert (
-        f"local-ls [local] can answer — usable ({workdir}/.venv/bin/local-ls); roots: ." in status
+        f"local-ls [local] can answer — usable ({tmp_path}/.venv/bin/local-ls); roots: ." in status
     )
 
 
@@ -316,9 +327,8 @@ def test_a_write_whose_server_is_unusable_says_diagnostics_are_unavailable(
     text = caller.ok("write", path="y.abs", content="y\n")
     assert text == (
         "created y.abs (2 bytes)\n\n(diagnostics unavailable: no usable absent language server "
-        "for y.abs:\n  absent-ls: not usable — `absent-language-server-xyz` not found in "
-        ".venv/bin, venv/bin, node_modules/.bin, PATH or the interpreter's directory "
-        f"({Path(sys.executable).parent}); install: pip install absent-ls-xyz)"
+        f"for y.abs:\n  absent-ls: not usable — `absent-language-server-xyz` {NOT_FOUND}; "
+        "install: pip install absent-ls-xyz)"
     )
     # no server handles .txt at all: there is nothing to report
     assert caller.ok("write", path="y.txt", content="y\n") == "created y.txt (2 bytes)"

@@ -377,13 +377,16 @@ async def test_bad_config(vibe_run: Any) -> None:
             {"vibe": {"runners": {"medium": {"command": ["x"]}}}},
             "vibe.runners.medium: unknown tier",
         ),
-        (command_config(max_concurrent=0), "vibe.max_concurrent: expected a number > 0, got 0"),
-        (command_config(idle_timeout_s=-1.0), "vibe.idle_timeout_s: expected a number > 0"),
+        (command_config(max_concurrent=0), "vibe.max_concurrent: expected a number above 0, got 0"),
+        (command_config(idle_timeout_s=-1.0), "vibe.idle_timeout_s: expected a number above 0"),
         (
             command_config(default_wait_s=99.0, max_wait_s=10.0),
-            "vibe.default_wait_s: expected 0 to",
+            "vibe.default_wait_s: expected at most max_wait_s (10)",
         ),
-        ({"vibe": {"runners": {"fast": {"command": []}}}}, "vibe.runners.fast.command: expected a"),
+        (
+            {"vibe": {"runners": {"fast": {"command": []}}}},
+            "vibe.runners.fast.command: expected length at least 1, got 0",
+        ),
         (
             {"vibe": {"runners": {"good": {"command": ["x"], "result": "file"}}}},
             "vibe.runners.good.result_file: required",

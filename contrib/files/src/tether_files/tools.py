@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from pathlib import Path
+
+import anyio.to_thread
 import attrs
 
 import tether
@@ -11,6 +16,9 @@ from tether_files.patch import apply_hunks, parse_patch
 
 MAX_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
+#: bytes of file text one ``read`` returns at most, whatever ``limit`` says (the rest: ``offset``)
+MAX_READ_BYTES = 256_000
+_CHUNK = 1 << 20
 
 
 @attrs.frozen
@@ -57,26 +65,127 @@ def _read_text(path: object, field: str, shown: str) -> str:
         raise tether.ToolError(f"{shown!r} is not UTF-8 text") from None
 
 
+class _Cancelled(Exception):
+    pass
+
+
+#: bytes of one line kept while reading it (enough for MAX_LINE_CHARS characters of UTF-8)
+_LINE_HEAD = 4 * MAX_LINE_CHARS
+
+
+class _Window:
+    """Lines ``start``… (0-based) of a file, at most ``limit`` of them and
+    :data:`MAX_READ_BYTES` in all, with the file's line count. Fed chunk by chunk: memory stays
+    bounded on a huge file, even one without newlines."""
+
+    def __init__(self, shown: str, start: int, limit: int) -> None:
+        self.shown, self.start, self.limit = shown, start, limit
+        self.lines: list[str] = []
+        self.size = 0
+        self.capped = False  # the byte cap cut the window
+        self.count = 0  # complete lines seen
+        self.head = b""  # the current line's first bytes
+        self.cut = 0  # bytes of the current line beyond head
+
+    @property
+    def full(self) -> bool:
+        return self.capped or len(self.lines) >= self.limit
+
+    def feed(self, data: bytes) -> None:
+        if self.full or self.count + data.count(b"\n") < self.start:
+            self.count += data.count(b"\n")  # only counting: nothing of this chunk is shown
+            tail = data[data.rfind(b"\n") + 1 :] if b"\n" in data else data
+            self._grow(b"" if b"\n" in data else self.head, tail)
+            return
+        *done, rest = data.split(b"\n")
+        for piece in done:
+            self._grow(self.head, piece)
+            self._end_line(b"\n")
+        self._grow(self.head, rest)
+
+    def finish(self) -> None:
+        if self.head or self.cut:
+            self._end_line(b"")
+
+    def _grow(self, head: bytes, more: bytes) -> None:
+        room = _LINE_HEAD - len(head)
+        self.head = head + more[:room]
+        self.cut = (self.cut if head else 0) + max(0, len(more) - room)
+
+    def _end_line(self, newline: bytes) -> None:
+        if self.start <= self.count and not self.full:
+            self._take(self.head, self.cut, newline)
+        self.count += 1
+        self.head, self.cut = b"", 0
+
+    def _take(self, head: bytes, cut: int, newline: bytes) -> None:
+        try:
+            line = head.decode("utf-8", errors="strict" if not cut else "ignore")
+        except UnicodeDecodeError:
+            raise tether.ToolError(f"{self.shown!r} is not UTF-8 text") from None
+        if cut:
+            line = f"{line[:MAX_LINE_CHARS]}… ({cut:,}+ more bytes)"
+        elif len(line) > MAX_LINE_CHARS:
+            line = truncate(line, MAX_LINE_CHARS)
+        line += newline.decode()
+        if self.lines and self.size + len(line.encode()) > MAX_READ_BYTES:
+            self.capped = True
+            return
+        self.lines.append(line)
+        self.size += len(line.encode())
+
+
+def _read_window(path: Path, shown: str, start: int, limit: int, stop: threading.Event) -> _Window:
+    window = _Window(shown, start, limit)
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise tether.ArgumentError("path", f"no such file {shown!r}") from None
+    except IsADirectoryError:
+        raise tether.ArgumentError("path", f"{shown!r} is a directory") from None
+    with fh:
+        while chunk := fh.read(_CHUNK):
+            if stop.is_set():
+                raise _Cancelled
+            window.feed(chunk)
+    window.finish()
+    return window
+
+
 async def read(call: tether.CallContext, args: ReadArgs) -> str:
     path = call.run.confine(args.path, "path")
-    text = _read_text(path, "path", args.path)
-    lines = text.splitlines(keepends=True)
     start = (args.offset or 1) - 1
     limit = args.limit or MAX_READ_LINES
-    if start >= len(lines) and lines:
-        raise tether.ArgumentError(
-            "offset", f"the file has {len(lines)} lines, offset {args.offset} is past its end"
+    stop = threading.Event()
+    try:
+        # off the event loop: a huge file never stalls the run's other calls; on the call's
+        # timeout the worker is told to stop and the call returns at once
+        window = await anyio.to_thread.run_sync(
+            _read_window, path, args.path, start, limit, stop, abandon_on_cancel=True
         )
-    chosen = lines[start : start + limit]
-    body = "".join(
-        truncate(line, MAX_LINE_CHARS) if len(line) > MAX_LINE_CHARS else line for line in chosen
-    )
-    if start + limit < len(lines):
-        body += f"\n[lines {start + 1}-{start + len(chosen)} of {len(lines)} shown; use offset to read on]"
+    finally:
+        stop.set()
+    chosen, total, capped = window.lines, window.count, window.capped
+    if start >= total and start > 0:
+        raise tether.ArgumentError(
+            "offset", f"the file has {total} lines, offset {args.offset} is past its end"
+        )
+    body = "".join(chosen)
+    last = start + len(chosen)
+    if last < total:
+        why = f" (the {MAX_READ_BYTES // 1000} KB cap of one read)" if capped else ""
+        body += (
+            f"\n[lines {start + 1:,}–{last:,} of {total:,} shown{why}; "
+            f"use offset={last + 1} to read on]"
+        )
     return body
 
 
 async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
+    if args.path.endswith(("/", os.sep)):
+        raise tether.ArgumentError(
+            "path", f"{args.path!r} ends with a slash: it names a directory, not a file"
+        )
     path = call.run.confine(args.path, "path")
     if path.is_dir():
         raise tether.ArgumentError("path", f"{args.path!r} is a directory")

@@ -21,7 +21,6 @@ import logging
 import secrets
 import signal
 import sys
-import uuid
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -38,8 +37,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 import tether
-from tether.cli import run_config
-from tether.hookspecs import hookimpl
+from tether.cli import cli_run, run_config
 from tether_mcp_bridge.cards import answer_from_elicitation, card_message, card_schema
 
 log = logging.getLogger("tether_mcp_bridge")
@@ -152,15 +150,6 @@ class ElicitationCards:
         return str(reply.get("action", "cancel")), reply.get("content")
 
 
-class _BridgeResources:
-    def __init__(self, cards: ElicitationCards) -> None:
-        self.cards = cards
-
-    @hookimpl
-    def tether_resources(self, run: Any) -> dict[str, Any]:
-        return {"card_stream": self.cards}
-
-
 def _annotations(tier: str) -> types.ToolAnnotations:
     if tier == "read":
         return types.ToolAnnotations(read_only_hint=True, destructive_hint=False)
@@ -244,15 +233,8 @@ class Bridge:
         """The task that owns the run: it opens it, and closes it (every child process with
         it) when the client disconnects or the process is signalled."""
         try:
-            workdir, config = run_config(self.ns)
-            async with tether.open_run(
-                workdir,
-                conversation_id=self.ns.conversation or uuid.uuid4().hex,
-                plugins=[_BridgeResources(self.cards)],
-                config=config,
-                vibe=self.ns.vibe,
-            ) as run:
-                run.surface_tier(self.ns.surface)
+            # the run as every CLI command opens it, with the elicitation card stream wired
+            async with cli_run(self.ns, {"card_stream": self.cards}) as run:
                 self.run = run
                 self._opened.set()
                 await self._close.wait()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import tempfile
 import traceback
 import uuid
 from collections.abc import AsyncIterator
@@ -15,8 +15,15 @@ from typing import Any
 import anyio
 
 from tether.approval import policy_for_auto_up_to
-from tether.cli.session import CardStream, Terminal, run_session
-from tether.config import load_config_file
+from tether.cli.session import (
+    CardStream,
+    Terminal,
+    internal_error,
+    json_line,
+    parse_json,
+    run_session,
+)
+from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.plugins import make_plugin_manager
@@ -46,7 +53,13 @@ def add_run_options(
         "--config",
         type=Path,
         default=None,
-        help="a TOML file (default: [tool.tether] or tether.toml)",
+        help="the harness's TOML configuration (it may set anything; the workdir's [tool.tether]"
+        " or tether.toml may only set timeouts and caps and tighten approval and surfaces)",
+    )
+    p.add_argument(
+        "--trust-workdir",
+        action="store_true",
+        help="let read-tier servers run from the workdir's .venv/bin, venv/bin, node_modules/.bin",
     )
     p.add_argument("--conversation", default=None, help="conversation id (default: a fresh one)")
     p.add_argument("--vibe", action="store_true", help="vibe mode: register the vibe_* tools")
@@ -121,26 +134,41 @@ def _names_a_builtin(argv: list[str]) -> bool:
     return first in BUILTIN_COMMANDS and "-h" not in argv[: argv.index(first)]
 
 
-def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any]]:
+def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+    """(workdir, harness layer, workdir layer): ``--config FILE`` and ``--approve`` are the
+    harness's, wherever FILE lives; the workdir's own file is the workdir layer."""
     workdir = Path(ns.workdir).resolve()
     if not workdir.is_dir():
         raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
-    config = load_config_file(workdir, ns.config)
+    config = read_config_file(ns.config) if ns.config is not None else {}
     if getattr(ns, "approve", None):
         core = dict(config.get("core", {}))
         core["approval"] = policy_for_auto_up_to(Tier(ns.approve))
         config["core"] = core
-    return workdir, config
+    return workdir, config, load_workdir_config(workdir)
 
 
 def _print(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+    sys.stdout.write(json_line(obj))
     sys.stdout.flush()
 
 
+async def _wired_report() -> list[dict[str, Any]]:
+    """The plugins' report after a run was wired (with no configuration, so nothing starts): a
+    plugin whose contribution the collector dropped shows ``failed`` with the reason, not only
+    one that failed to import."""
+    with tempfile.TemporaryDirectory(prefix="tether-plugins-") as workdir:
+        async with open_run(workdir, conversation_id="plugins", config={}, vibe=True) as run:
+            return [info.to_json() for info in run.pm.report]
+
+
 def cmd_plugins(ns: argparse.Namespace) -> int:
-    pm = make_plugin_manager()
-    report = [info.to_json() for info in pm.report]
+    try:
+        report = anyio.run(_wired_report)
+    except Exception as exc:  # a run that cannot even open: say so, and list what loaded
+        print(f"tether: a run could not be opened to check contributions: {exc}", file=sys.stderr)
+        report = [info.to_json() for info in make_plugin_manager().report]
     if ns.json:
         _print(report)
     else:
@@ -155,15 +183,18 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
 
 
 @asynccontextmanager
-async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
-    """The run of one CLI command, with the command's question transport wired."""
-    workdir, config = run_config(ns)
+async def cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
+    """The run of one CLI command, opened from its run options (``add_run_options``) with
+    ``resources`` wired (a plugin's command uses it too)."""
+    workdir, config, workdir_config = run_config(ns)
     async with open_run(
         workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
         plugins=[_CliResources(resources)],
         config=config,
         vibe=ns.vibe,
+        workdir_config=workdir_config,
+        trust_workdir=ns.trust_workdir,
     ) as run:
         run.surface_tier(ns.surface)  # an unknown surface is a usage error, before any call
         yield run
@@ -171,31 +202,36 @@ async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIt
 
 async def cmd_tools(ns: argparse.Namespace) -> int:
     # the resources a session would wire, so the list is what a session registers
-    async with _cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
+    async with cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
         _print(run.schemas(surface=ns.surface, format=ns.format))
     return 0
 
 
 async def cmd_call(ns: argparse.Namespace) -> int:
     try:
-        args = json.loads(ns.args)
+        args = parse_json(ns.args)
     except ValueError as exc:
         print(f"tether call: ARGS_JSON is not valid JSON: {exc}", file=sys.stderr)
         return 2
     if not isinstance(args, dict):
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
-    async with _cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
-        result = await run.call(ns.tool, args, surface=ns.surface)
-    _print(result.to_json())
-    return 1 if result.is_error else 0
+    async with cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
+        try:
+            reply = (await run.call(ns.tool, args, surface=ns.surface)).to_json()
+        except Exception as exc:  # a bug in a tool: a result, as `tether session` answers it
+            reply = internal_error(ns.tool, exc)
+    _print(reply)
+    return 1 if reply["is_error"] else 0
 
 
 async def cmd_session(ns: argparse.Namespace) -> int:
-    workdir, config = run_config(ns)
+    workdir, config, workdir_config = run_config(ns)
     return await run_session(
         workdir=workdir,
         config=config,
+        workdir_config=workdir_config,
+        trust_workdir=ns.trust_workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
         surface=ns.surface,
         vibe=ns.vibe,

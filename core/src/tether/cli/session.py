@@ -155,6 +155,51 @@ def _answer_shape_problem(answer: dict[str, Any]) -> str | None:
     return None
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (JSON has no NaN or Infinity)")
+
+
+def parse_json(text: str | bytes) -> Any:
+    """Strict JSON: ``NaN``/``Infinity`` refused, invalid UTF-8 and nesting too deep for the
+    parser refused as ValueError (the caller answers a protocol error; nothing escapes)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"the line is not valid UTF-8 (byte {text[exc.start]:#04x} at offset {exc.start})"
+            ) from None
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("the line is nested too deeply to parse") from None
+
+
+def json_line(obj: Any) -> str:
+    """``obj`` as one JSON line that is valid UTF-8 whatever its strings hold: a lone surrogate
+    (an echoed ``"\\ud800"``, a file name with non-UTF-8 bytes) is written as its JSON escape.
+    Not JSON-encodable (NaN, a cycle, nesting too deep) raises ValueError."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise ValueError("the reply is nested too deeply to encode") from None
+    except TypeError as exc:
+        raise ValueError(f"the reply is not JSON: {exc}") from None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, ensure_ascii=True, allow_nan=False)
+    return text + "\n"
+
+
+def internal_error(tool: str, exc: BaseException) -> dict[str, Any]:
+    """The reply to a call whose tool raised (a bug): the error, its traceback in meta."""
+    reply = _error_line(f"internal error in {tool}: {type(exc).__name__}: {exc}")
+    reply.pop("id")
+    reply["meta"] = {"traceback": "".join(traceback.format_exception(exc))}
+    return reply
+
+
 def _error_line(message: str, request_id: Any = None, **extra: Any) -> dict[str, Any]:
     return {
         "id": request_id,
@@ -176,11 +221,21 @@ async def run_session(
     make_resources: Callable[[dict[str, Any]], object],
     stdin: Any = None,
     stdout: TextIO | None = None,
+    workdir_config: dict[str, Any] | None = None,
+    trust_workdir: bool = False,
 ) -> int:
+    if stdout is None:
+        sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
     out = stdout or sys.stdout
 
     def write(obj: dict[str, Any]) -> None:
-        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        try:
+            line = json_line(obj)
+        except ValueError as exc:
+            line = json_line(
+                _error_line(f"internal error: the reply could not be written: {exc}", obj.get("id"))
+            )
+        out.write(line)
         out.flush()
 
     cards = CardStream(write, interactive=interactive)
@@ -191,6 +246,8 @@ async def run_session(
         plugins=[make_resources({"card_stream": cards})],
         config=config,
         vibe=vibe,
+        workdir_config=workdir_config,
+        trust_workdir=trust_workdir,
     ) as run:
         run.surface_tier(surface)
         write(
@@ -214,23 +271,20 @@ async def run_session(
                 result = await run.call(tool, args, surface=surface, call_id=f"req_{request_id}")
                 reply = {"id": request_id, **result.to_json()}
             except Exception as exc:  # a bug in a tool: report it, keep the session alive
-                reply = _error_line(
-                    f"internal error in {tool}: {type(exc).__name__}: {exc}",
-                    request_id,
-                )
-                reply["meta"] = {"traceback": traceback.format_exc()}
+                reply = {"id": request_id, **internal_error(tool, exc)}
             finally:
                 in_flight.discard(request_id)
             write(reply)
 
-        source = stdin if stdin is not None else anyio.wrap_file(sys.stdin)
+        # bytes, decoded line by line: one invalid line is answered, it does not end the session
+        source = stdin if stdin is not None else anyio.wrap_file(sys.stdin.buffer)
         async with anyio.create_task_group() as tg:
             async for line in source:
                 line = line.strip()
                 if not line:
                     continue
                 try:
-                    message = json.loads(line)
+                    message = parse_json(line)
                 except ValueError as exc:
                     write(_error_line(f"line is not valid JSON: {exc}"))
                     continue

@@ -38,6 +38,7 @@ def approval_card(request: tether.ApprovalRequest, timeout_s: float) -> Card:
         ),
         timeout_s=timeout_s,
         call_id=request.call_id,
+        arguments=dict(request.args),
     )
 
 

@@ -38,6 +38,8 @@ class Card:
     timeout_s: float = 600.0
     call_id: str | None = None
     id: str | None = None
+    #: an approval card's call arguments, complete (``context`` renders them whole)
+    arguments: Mapping[str, Any] | None = None
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -47,7 +49,9 @@ class Card:
         return attrs.evolve(self, id=card_id)
 
     def to_json(self) -> dict[str, Any]:
-        """The card body of the session protocol (without the card id, which the sender assigns)."""
+        """The card body of the session protocol (without the card id, which the sender assigns).
+        An approval card also carries ``arguments``: the call's arguments, complete, as JSON."""
+        extra = {} if self.arguments is None else {"arguments": dict(self.arguments)}
         return {
             "kind": self.kind,
             "call_id": self.call_id,
@@ -57,6 +61,7 @@ class Card:
             "allow_free_text": self.allow_free_text,
             "multi_select": self.multi_select,
             "timeout_s": self.timeout_s,
+            **extra,
         }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from tether.config import workdir_may_set
+
 
 @attrs.frozen
 class AskConfig:
@@ -16,6 +18,6 @@ class AskConfig:
       run's question port (the callback port, wired from configuration).
     """
 
-    timeout_s: float = 600.0
-    port_timeout_s: dict[str, float] = attrs.field(factory=dict)
+    timeout_s: float = workdir_may_set(600.0)
+    port_timeout_s: dict[str, float] = workdir_may_set(factory=dict)
     callback: str | None = None

@@ -22,6 +22,8 @@ from tether_ask.cards import Answer, Card, check_answer
 
 _NUMBERS = re.compile(r"\d+(?:[\s,]+\d+)*")
 _RULE = "─" * 60
+#: width a context line is wrapped at (never cut: the rest follows on ``↪`` lines)
+WRAP_COLUMNS = 100
 
 
 class Terminal(Protocol):
@@ -41,13 +43,24 @@ def render_card(card: Card, number: str) -> str:
     """The card as the person sees it on a terminal."""
     title = "approval" if card.kind == "approval" else "question"
     lines = [_RULE, f"{title} {number}", card.question]
-    if card.context:
+    if card.kind == "approval" and card.context:
+        # the call's arguments, every one whole (made visible by the core's render_args)
+        lines.append("  arguments, whole:")
+        lines += [wrapped for line in card.context.splitlines() for wrapped in _wrap(line, "    ")]
+    elif card.context:
         lines += [f"  ({line})" if line else "" for line in card.context.splitlines()]
     for index, option in enumerate(card.options, start=1):
         described = f" — {option.description}" if option.description else ""
         lines.append(f"  {index}. {option.label}{described}")
     lines.append(_instructions(card))
     return "\n".join(lines) + "\n"
+
+
+def _wrap(line: str, indent: str) -> list[str]:
+    """``line`` in pieces of at most :data:`WRAP_COLUMNS` characters; none is dropped."""
+    first, rest = WRAP_COLUMNS - len(indent), WRAP_COLUMNS - len(indent) - 2
+    pieces = [line[:first]] + [line[i : i + rest] for i in range(first, len(line), rest)]
+    return [indent + pieces[0], *(f"{indent}↪ {piece}" for piece in pieces[1:])]
 
 
 def _instructions(card: Card) -> str:

@@ -12,6 +12,7 @@ import anyio.to_thread
 import attrs
 
 import tether
+from tether.config import workdir_may_set
 from tether.paths import confine
 from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
 from tether_astgrep.files import list_files
@@ -26,13 +27,18 @@ OTHER_READINGS = 3
 class AstgrepConfig:
     """The `[astgrep]` table."""
 
-    max_file_bytes: int = 2_000_000  # larger files are skipped (and counted)
-    workers: int = 2  # parse/match worker processes for large searches; 0 = in-process only
-    parallel_min_files: int = 200  # fewer candidate files than this: search in-process
-    cache_mb: int = 820  # estimated MB of sources + parsed trees kept per run, all processes
-    search_timeout_s: float = 100.0
-    preview_chars: int = 6000  # unified diff shown by ast_edit
-    max_pending_edits: int = 20  # staging one more expires the oldest pending edit
+    # every key is a cap or a timeout: a workdir's own configuration may set it
+    max_file_bytes: int = workdir_may_set(2_000_000)  # larger files are skipped (and counted)
+    # parse/match worker processes for large searches; 0 = in-process only
+    workers: int = workdir_may_set(2)
+    # fewer candidate files than this: search in-process
+    parallel_min_files: int = workdir_may_set(200)
+    # estimated MB of sources + parsed trees kept per run, all processes
+    cache_mb: int = workdir_may_set(820)
+    search_timeout_s: float = workdir_may_set(100.0)
+    preview_chars: int = workdir_may_set(6000)  # unified diff shown by ast_edit
+    # staging one more expires the oldest pending edit
+    max_pending_edits: int = workdir_may_set(20)
 
 
 @attrs.frozen

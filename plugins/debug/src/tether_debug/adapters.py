@@ -135,9 +135,10 @@ class DebugAdapter:
         """Find a command that runs here (first candidate that resolves and whose probe succeeds)."""
         reasons = []
         for candidate in self.commands:
-            exe = resolve_command(candidate[0], [root] if root else [])
+            # exec tier: the call's own approval covers a project-local adapter
+            exe = resolve_command(candidate[0], [root] if root else [], trust_local=True)
             if exe is None:
-                reasons.append(not_found(candidate[0]))
+                reasons.append(not_found(candidate[0], trust_local=True))
                 continue
             ok, why = await probe([exe, *self.probe_args])
             if ok:

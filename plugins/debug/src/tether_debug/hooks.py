@@ -9,7 +9,7 @@ import pluggy
 import tether
 from tether_debug import hookspecs
 from tether_debug.adapters import BUILTIN_ADAPTERS, DebugAdapter
-from tether_debug.config import DebugConfig, check_config
+from tether_debug.config import DebugConfig
 from tether_debug.supervisor import DebugSupervisor
 from tether_debug.tool import debug_tool
 
@@ -32,9 +32,11 @@ def tether_resources(run: Run) -> dict[str, Any] | None:
     # one session per conversation: without a conversation id there is nothing to bind it to
     if run.conversation_id is None:
         return None
-    return {"debug_supervisor": DebugSupervisor(run)}
+    supervisor = DebugSupervisor(run)
+    supervisor.adapters()  # collected now, so a broken contribution is reported from the start
+    return {"debug_supervisor": supervisor}
 
 
 @tether.hookimpl
 def tether_tools(run: Run) -> list[tether.ToolSpec]:
-    return [debug_tool(check_config(run.config("debug", DebugConfig)))]
+    return [debug_tool(run.config("debug", DebugConfig))]

@@ -14,5 +14,6 @@ if TYPE_CHECKING:
 def tether_debug_adapters() -> list[DebugAdapter] | None:
     """Debug adapters this plugin contributes (subclasses of :class:`tether_debug.DebugAdapter`).
 
-    Ids must be unique across plugins; a duplicate is an error naming both plugins.
+    Ids must be unique across plugins: a second adapter with a taken id is dropped and its plugin
+    reported, naming the holder (the core's collector; plugins registered later are asked first).
     """

@@ -7,17 +7,18 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from tether import ArgumentError, PluginError, ToolError
+from tether import ArgumentError, ToolError
 from tether.availability import CommandProbe
+from tether.contributions import collect
 from tether.paths import relative
 from tether.process import is_alive
 from tether.text import cap, truncate
 from tether_debug.adapters import DebugAdapter, availability
-from tether_debug.config import DebugConfig, check_config
+from tether_debug.config import DebugConfig
 from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
 
 if TYPE_CHECKING:
@@ -32,12 +33,27 @@ _ATTACH_THREADS = 20
 _END_OUTPUT_CHARS = 2000
 
 
+def _adapter_problem(adapter: DebugAdapter) -> str | None:
+    if not isinstance(adapter.id, str) or not adapter.id:
+        return "it has no id (set the class attribute `id`)"
+    commands = adapter.commands
+    if not isinstance(commands, tuple) or not all(
+        isinstance(c, tuple) and all(isinstance(a, str) for a in c) for c in commands
+    ):
+        return f"commands: expected a tuple of argv tuples, got {commands!r:.60}"
+    for name in ("root_markers", "program_suffixes"):
+        value = getattr(adapter, name)
+        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+            return f"{name}: expected a tuple of strings, got {value!r:.60}"
+    return None
+
+
 class DebugSupervisor:
     """Resource ``debug_supervisor``: wired only when the run has a conversation id."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.config = check_config(run.config("debug", DebugConfig))
+        self.config = run.config("debug", DebugConfig)
         self.breakpoints: dict[Path, list[int]] = {}
         self.session: DebugSession | None = None
         self.probe = CommandProbe(run)
@@ -46,26 +62,19 @@ class DebugSupervisor:
     # --- adapters ---------------------------------------------------------------------------
 
     def adapters(self) -> dict[str, DebugAdapter]:
-        """Every adapter contributed through ``tether_debug_adapters``; duplicate ids are an error."""
+        """Every adapter contributed through ``tether_debug_adapters``, by the core's collector:
+        a malformed adapter or a second one with a taken id is dropped and its plugin reported
+        (``tether plugins``, ``run.pm.report``); the others keep working."""
         if self._adapters is None:
-            found: dict[str, DebugAdapter] = {}
-            origin: dict[str, str] = {}
-            caller = self.run.pm.hook.tether_debug_adapters
-            for impl in reversed(caller.get_hookimpls()):
-                plugin = self.run.pm.get_name(impl.plugin) or repr(impl.plugin)
-                contributed = cast("list[object]", impl.function() or [])
-                for adapter in contributed:
-                    if not isinstance(adapter, DebugAdapter) or not adapter.id:
-                        raise PluginError(
-                            f"plugin {plugin!r} returned {adapter!r}, not a DebugAdapter with an id"
-                        )
-                    if adapter.id in found:
-                        raise PluginError(
-                            f"debug adapter {adapter.id!r} is contributed by both {origin[adapter.id]!r} and {plugin!r}"
-                        )
-                    found[adapter.id] = adapter
-                    origin[adapter.id] = plugin
-            self._adapters = found
+            found = collect(
+                self.run.pm,
+                "tether_debug_adapters",
+                DebugAdapter,
+                key=lambda adapter: adapter.id,
+                label="debug adapter",
+                check=_adapter_problem,
+            )
+            self._adapters = {name: c.item for name, c in found.items()}
         return self._adapters
 
     def _adapter_named(self, name: str) -> DebugAdapter:

@@ -7,7 +7,7 @@ from typing import Any
 import pluggy
 
 import tether
-from tether_eval.interpreters import EvalConfig, Interpreters, check_config, collect_kernels
+from tether_eval.interpreters import EvalConfig, Interpreters, check_prestart, collect_kernels
 from tether_eval.kernels import KernelSpec
 from tether_eval.tool import RESOURCE, eval_tool
 
@@ -30,7 +30,7 @@ def tether_eval_kernels() -> list[KernelSpec]:
 def tether_resources(run: tether.Run) -> dict[str, Any] | None:
     config = run.config("eval", EvalConfig)
     specs = collect_kernels(run.pm)
-    check_config(config, list(specs))
+    check_prestart(config, list(specs))
     if not specs:
         return None
     interpreters = Interpreters(run, config, specs)

