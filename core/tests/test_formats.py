@@ -160,7 +160,16 @@ def _doc_loops() -> list[str]:
     import re
     from pathlib import Path
 
-    page = (Path(__file__).parents[2] / "docs" / "model-sdks.md").read_text()
+    here = Path(__file__).resolve()
+    # docs/ at the repository's root; in the core's sdist, docs/ beside tests/
+    page = next(
+        p
+        for p in (
+            here.parents[1] / "docs" / "model-sdks.md",
+            here.parents[2] / "docs" / "model-sdks.md",
+        )
+        if p.is_file()
+    ).read_text()
     return re.findall(r"```python\n(.*?)```", page, flags=re.S)
 
 

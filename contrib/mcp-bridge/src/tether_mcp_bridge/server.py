@@ -296,10 +296,60 @@ class Bridge:
                 return await ctx.session.elicit_form(message, schema, related_request_id=request_id)
 
             call.elicit = elicit
-        started = anyio.Event()
-        self.tg.start_soon(self._execute, run, call, params.name, args, started)
-        await started.wait()
+            return await self._inline(ctx, run, call, params.name, args)
+        # 2026-07-28: the call may outlive this request (paused on a card until the retry)
+        call.scope = anyio.CancelScope()
+        self.tg.start_soon(self._execute, run, call, params.name, args)
         return await self._await(ctx, call)
+
+    async def _inline(
+        self, ctx: Any, run: tether.Run, call: _Call, name: str, args: dict[str, Any]
+    ) -> types.CallToolResult:
+        """2025-11-25: the call runs in the request's own task (cards go out as
+        ``elicitation/create`` while it waits), with a progress ticker beside it."""
+        _current.set(call)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._tick, ctx)
+                try:
+                    result = await run.call(
+                        name, args, surface=self.ns.surface, call_id=call.call_id
+                    )
+                except Exception as exc:  # a bug in a tool: an MCP error, the server goes on
+                    log.exception("tether mcp: %s raised", name)
+                    raise MCPError(
+                        code=INTERNAL_ERROR, message=f"internal error: {type(exc).__name__}: {exc}"
+                    ) from None
+                finally:
+                    tg.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            # notifications/cancelled: the call was stopped where it stood (an eval cell is
+            # interrupted with its interpreter kept); say so, as a cancelled request gets no reply
+            with anyio.CancelScope(shield=True):
+                await self._say_cancelled(ctx, call)
+            raise
+        return to_call_tool_result(result)
+
+    async def _tick(self, ctx: Any) -> None:
+        waited, step = 0.0, PROGRESS_AFTER_S
+        while True:
+            await anyio.sleep(step)
+            waited += step
+            step = PROGRESS_EVERY_S
+            await ctx.session.report_progress(waited, None, f"still running after {waited:.0f} s")
+
+    async def _say_cancelled(self, ctx: Any, call: _Call) -> None:
+        log.info("tether mcp: request %s cancelled by the client", call.request_id)
+        if call.modern:
+            return
+        try:
+            await ctx.session.send_log_message(
+                "info",
+                f"request {call.request_id} cancelled: the call was stopped "
+                "(an eval cell is interrupted, its interpreter and variables kept)",
+            )
+        except Exception:  # the client may be gone
+            pass
 
     async def _execute(
         self,
@@ -307,13 +357,11 @@ class Bridge:
         call: _Call,
         name: str,
         args: dict[str, Any],
-        started: anyio.Event,
     ) -> None:
         _current.set(call)
         self._calls.add(call)
-        with anyio.CancelScope() as scope:
-            call.scope = scope
-            started.set()
+        assert call.scope is not None
+        with call.scope as scope:
             try:
                 call.result = await run.call(
                     name, args, surface=self.ns.surface, call_id=call.call_id
@@ -364,16 +412,7 @@ class Bridge:
             while call.result is None and call.error is None:
                 changed = call.changed
                 await changed.wait()
-        log.info("tether mcp: request %s cancelled by the client", call.request_id)
-        if not call.modern:
-            try:
-                await ctx.session.send_log_message(
-                    "info",
-                    f"request {call.request_id} cancelled: the call was stopped "
-                    "(an eval cell is interrupted, its interpreter and variables kept)",
-                )
-            except Exception:  # the client may be gone
-                pass
+        await self._say_cancelled(ctx, call)
 
     def _input_required(self, call: _Call) -> types.InputRequiredResult:
         assert call.waiting is not None
