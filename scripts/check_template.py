@@ -60,6 +60,7 @@ def main() -> int:
             "pip",
             "install",
             "-q",
+            "--no-cache",  # else uv may reuse a cached wheel of the same name from an earlier build
             "--python",
             str(env / "bin" / "python"),
             "--no-index",

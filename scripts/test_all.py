@@ -84,7 +84,17 @@ def make_env(label: str, sync_args: list[str], specs: list[str], dists: Path) ->
     shutil.rmtree(env_dir, ignore_errors=True)
     python = str(env_dir / "bin" / "python")
     sync = ["sync", "--frozen", "--no-dev", "-q", "--no-install-workspace", "--no-install-local"]
-    install = ["pip", "install", "-q", "--python", python, "--no-index", "--find-links"]
+    # --no-cache: uv would reuse a cached wheel of the same file name from an earlier build
+    install = [
+        "pip",
+        "install",
+        "-q",
+        "--no-cache",
+        "--python",
+        python,
+        "--no-index",
+        "--find-links",
+    ]
     for step, env in (
         ([*sync, *sync_args], {"UV_PROJECT_ENVIRONMENT": str(env_dir)}),
         ([*install, str(dists), *specs], {}),
@@ -125,6 +135,10 @@ def run_tests(env_dir: Path, cwd: Path, test_paths: list[str]) -> tuple[int, dic
         "-p",
         "no:cacheprovider",
         "--import-mode=importlib",
+        # a test module may import a sibling (astgrep's test_agent_bugs uses test_match), as
+        # it can under pytest's default import mode
+        "-o",
+        "pythonpath=tests",
         "-o",
         "console_output_style=classic",
     ]

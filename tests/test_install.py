@@ -132,6 +132,7 @@ def test_an_install_command_works_as_written(command: str, dists: Path, tmp_path
         "pip",
         "install",
         "-q",
+        "--no-cache",  # else uv may reuse a cached wheel of the same name from an earlier build
         "--python",
         str(env / "bin" / "python"),
         "--no-index",
@@ -170,6 +171,7 @@ def test_a_core_of_another_minor_is_refused_by_every_plugin(dists: Path, tmp_pat
         "pip",
         "install",
         "-q",
+        "--no-cache",  # else uv may reuse a cached wheel of the same name from an earlier build
         "--python",
         str(env / "bin" / "python"),
         "--no-deps",

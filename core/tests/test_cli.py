@@ -392,12 +392,16 @@ async def test_session_without_interactive_fails_closed_at_once(tmp_path):
 
 @pytest.mark.anyio
 async def test_session_eof_closes_open_cards_at_once(tmp_path):
+    out = io.StringIO()
+
     async def lines():
         yield json.dumps({"id": 1, "tool": "ask_card", "args": {"question": "still there?"}})
-        await anyio.sleep(0.2)  # the card is out; then the input ends
+        with anyio.fail_after(5):  # the input ends once the card is out, not after a guess
+            while '"card"' not in out.getvalue():
+                await anyio.sleep(0.01)
 
     start = time.monotonic()
-    replies = await drive_session(lines(), True, tmp_path)
+    replies = await drive_session(lines(), True, tmp_path, out=out)
     assert time.monotonic() - start < 3  # not the card's 5 s timeout
     reply = next(r for r in replies if r.get("id") == 1)
     assert (

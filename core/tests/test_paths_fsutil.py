@@ -60,18 +60,19 @@ def test_apply_changes_rejects_stale_files_and_writes_nothing(tmp_path):
     assert a.read_text() == "A"
 
 
-def test_apply_changes_restores_earlier_files_when_a_write_fails(tmp_path):
+@pytest.mark.parametrize("step", ["temp", "commit", "rename"])
+def test_apply_changes_restores_earlier_files_when_a_write_fails(tmp_path, step):
     files = [tmp_path / f"f{i}" for i in range(4)]
     for i, f in enumerate(files):
         f.write_text(f"old{i}")
-    new_file = tmp_path / "created"
-    writes = []
+    new_file = tmp_path / "new" / "dir" / "created"
+    seen = []
 
-    def failing_write(path, data):
-        if len(writes) == 3:
-            raise OSError("disk full")
-        writes.append(path)
-        atomic_write(path, data)
+    def fault(kind, path):
+        if kind == step:
+            seen.append(path)
+            if len(seen) == 3 or kind == "commit":
+                raise OSError("disk full")
 
     changes = [
         FileChange(f, f"old{i}".encode(), f"new{i}".encode()) for i, f in enumerate(files[:2])
@@ -79,9 +80,9 @@ def test_apply_changes_restores_earlier_files_when_a_write_fails(tmp_path):
     changes.append(FileChange(new_file, None, b"fresh"))
     changes.extend(FileChange(f, f"old{i + 2}".encode(), b"x") for i, f in enumerate(files[2:]))
     with pytest.raises(OSError, match="disk full"):
-        apply_changes(changes, write=failing_write)
+        apply_changes(changes, root=tmp_path, fault=fault)
     assert [f.read_text() for f in files] == ["old0", "old1", "old2", "old3"]
-    assert not new_file.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f0", "f1", "f2", "f3"]  # no temp, no dir
 
 
 @settings(max_examples=60, deadline=None)
@@ -97,20 +98,21 @@ def test_never_a_partial_application(tmp_path_factory, count, touched, fail_at):
             files[i].write_text("touched")
     calls = []
 
-    def write(path, data):
-        if len(calls) == fail_at:
-            raise OSError("boom")
-        calls.append(path)
-        atomic_write(path, data)
+    def fault(kind, path):
+        if kind == "rename":
+            if len(calls) == fail_at:
+                raise OSError("boom")
+            calls.append(path)
 
     try:
-        apply_changes([FileChange(f, b"old", b"new") for f in files], write=write)
+        apply_changes([FileChange(f, b"old", b"new") for f in files], root=root, fault=fault)
         applied = True
     except (StaleFiles, OSError):
         applied = False
     contents = [f.read_text() for f in files]
     expected_before = ["touched" if i in touched else "old" for i in range(count)]
     assert contents == (["new"] * count if applied else expected_before)
+    assert sorted(p.name for p in root.iterdir()) == sorted(f.name for f in files)
 
 
 def test_confine_refuses_a_lone_surrogate_naming_the_field(tmp_path):

@@ -617,3 +617,25 @@ async def test_a_handler_missing_a_module_names_the_plugin_and_the_module(tmp_pa
         result = await run.call("lacking", {})
     assert result.is_error
     assert "plugin 'Provides-0' needs module 'tether_no_such_module_xyz'" in result.text_content
+
+
+async def test_run_command_is_owned_bounded_and_honest(tmp_path):
+    import sys
+
+    async with hermetic_run(tmp_path) as run:
+        done = await run.run_command(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout_s=10)
+        assert (done.returncode, done.text(), done.stderr) == (3, "out\n", "err\n")
+        assert not done.ok and not done.timed_out
+        big = await run.run_command(
+            [sys.executable, "-c", "print('x' * 100000)"], timeout_s=10, max_output_bytes=1000
+        )
+        assert big.ok and len(big.stdout) == 1000 and big.stdout_dropped == 100001 - 1000
+        # a command that outlives its time is killed with its tree, and says so
+        pids = tmp_path / "pids"
+        slow = await run.run_command(
+            ["sh", "-c", f"sleep 300 & echo $! > {pids}; sleep 300"], timeout_s=0.5
+        )
+        assert slow.timed_out and slow.returncode is None
+        await wait_for(lambda: not is_alive(int(pids.read_text())), timeout=2)
+        with pytest.raises(OSError):
+            await run.run_command(["/no/such/program"], timeout_s=1)

@@ -65,8 +65,16 @@ def test_cases(candidate: str, specifier: str, expected: bool | None) -> None:
 
 
 class Dist:
+    """Just what core_requirement reads: the METADATA file, headers then the README body."""
+
     def __init__(self, *requires: str) -> None:
-        self.requires = list(requires)
+        headers = ["Metadata-Version: 2.4", "Name: x", "Version: 1"]
+        headers += [f"Requires-Dist: {r}" for r in requires]
+        # a body line that looks like a header must not count
+        self.metadata = "\n".join(headers) + "\n\nRequires-Dist: tether>=9\n"
+
+    def read_text(self, name: str) -> str | None:
+        return self.metadata if name == "METADATA" else None
 
 
 @pytest.mark.parametrize(

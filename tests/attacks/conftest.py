@@ -72,3 +72,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         tried, held = row.pop("tried"), row.pop("held")
         extra = ", ".join(f"{k} {v}" for k, v in sorted(row.items()))
         write(f"{category:<26} {tried:>6} {held:>6}  {extra}")
+
+
+@pytest.fixture(name="survivors")
+def survivors_fixture() -> Any:
+    """:func:`survivors` for tests (a conftest cannot be imported under --import-mode=importlib)."""
+    return survivors

@@ -167,7 +167,7 @@ async def test_apply_patch_is_all_or_nothing(run, tmp_path):
     result = await run.call("apply_patch", {"patch": bad})
     assert result.is_error and "three.txt" in result.text_content
     assert (tmp_path / "one.txt").read_text() == "alpha\nbeta\ngamma\n"
-    assert not (tmp_path / "new/two.txt").exists()
+    assert not (tmp_path / "new").exists()  # not even the directory the patch would create
 
 
 async def test_apply_patch_tolerates_drifted_line_numbers(run, tmp_path):

@@ -331,28 +331,36 @@ def _raw_bounds(raw: Mapping[str, Any], cls: type, named: set[str]) -> list[Argu
     return errors
 
 
+_LOAD_ERRORS = (ClassValidationError, IterableValidationError, _Mismatch, ForbiddenExtraKeysError)
+
+
+def _load(raw: Mapping[str, Any], cls: type[T], path: str, unknown: str) -> T:
+    """``raw`` into ``cls`` with every type and bound checked; ArgumentErrors names each field
+    under ``path`` (``""`` for arguments, the table for configuration)."""
+    try:
+        obj = _converter.structure(dict(raw), cls)
+    except _LOAD_ERRORS as exc:
+        errors = _flatten(exc, path, unknown)
+        if attrs.has(cls):
+            prefix = f"{path}." if path else ""
+            named = {e.field.removeprefix(prefix).split("[")[0].split(".")[0] for e in errors}
+            errors += [
+                ArgumentError(prefix + e.field, e.expected) for e in _raw_bounds(raw, cls, named)
+            ]
+        raise ArgumentErrors(errors) from None
+    errors = _check_constraints(obj, path)
+    if errors:
+        raise ArgumentErrors(errors)
+    return obj
+
+
 def structure_args(raw: Any, cls: type[T]) -> T:
     """Load ``raw`` (decoded JSON) into ``cls`` strictly; raise ArgumentErrors naming each field."""
     if not isinstance(raw, Mapping):
         raise ArgumentErrors(
             [ArgumentError("arguments", f"expected an object, got {show_value(raw)}")]
         )
-    try:
-        obj = _converter.structure(dict(raw), cls)
-    except (
-        ClassValidationError,
-        IterableValidationError,
-        _Mismatch,
-        ForbiddenExtraKeysError,
-    ) as exc:
-        errors = _flatten(exc, "")
-        if attrs.has(cls):
-            errors += _raw_bounds(raw, cls, {e.field.split("[")[0].split(".")[0] for e in errors})
-        raise ArgumentErrors(errors) from None
-    errors = _check_constraints(obj)
-    if errors:
-        raise ArgumentErrors(errors)
-    return obj
+    return _load(raw, cls, "", "unknown argument (not in the schema)")
 
 
 def structure_config(raw: Any, cls: type[T], table: str) -> T:
@@ -360,23 +368,10 @@ def structure_config(raw: Any, cls: type[T], table: str) -> T:
     whole key path (``lsp.servers.python``) and say "unknown key" for a key the table lacks."""
     from tether.errors import ConfigError
 
-    unknown = "unknown key (not in this table)"
     try:
         if not isinstance(raw, Mapping):
             raise ArgumentErrors([ArgumentError(table, f"expected a table, got {show_value(raw)}")])
-        try:
-            obj = _converter.structure(dict(raw), cls)
-        except (
-            ClassValidationError,
-            IterableValidationError,
-            _Mismatch,
-            ForbiddenExtraKeysError,
-        ) as exc:
-            raise ArgumentErrors(_flatten(exc, table, unknown)) from None
-        errors = _check_constraints(obj, table)
-        if errors:
-            raise ArgumentErrors(errors)
-        return obj
+        return _load(raw, cls, table, "unknown key (not in this table)")
     except ArgumentErrors as exc:
         raise ConfigError(str(exc)) from None
 

@@ -20,8 +20,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import anyio
-
 from tether.text import truncate
 
 if TYPE_CHECKING:
@@ -124,20 +122,16 @@ class CommandProbe:
     async def _probe(self, argv: tuple[str, ...]) -> ProbeResult:
         shown = " ".join([Path(argv[0]).name, *argv[1:]])
         try:
-            process = await self._run.spawn(
-                list(argv), cwd=self._run.workdir, stdin=False, stdout=False
-            )
+            done = await self._run.run_command(argv, timeout_s=self.timeout_s, max_output_bytes=0)
         except OSError as exc:
             return ProbeResult(False, f"`{shown}` cannot start: {exc.strerror or exc}")
-        with anyio.move_on_after(self.timeout_s):
-            code = await process.wait()
-            if code == 0:
-                return ProbeResult(True, argv[0])
-            said = informative_lines(process.stderr_tail.text())
-            why = truncate(" | ".join(said), 300) if said else "(no stderr)"
-            return ProbeResult(False, f"`{shown}` exited with code {code}: {why}")
-        await process.terminate(grace_s=0.2)
-        return ProbeResult(False, f"`{shown}` did not finish within {self.timeout_s:g} s")
+        if done.timed_out:
+            return ProbeResult(False, f"`{shown}` did not finish within {self.timeout_s:g} s")
+        if done.ok:
+            return ProbeResult(True, argv[0])
+        said = informative_lines(done.stderr)
+        why = truncate(" | ".join(said), 300) if said else "(no stderr)"
+        return ProbeResult(False, f"`{shown}` exited with code {done.returncode}: {why}")
 
 
 def informative_lines(stderr: str) -> list[str]:

@@ -39,7 +39,10 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
     lexical = Path(os.path.normpath(candidate))
     if not _inside(lexical, root):
         raise PathError(field, f"{path!r} is outside the workdir {str(root)!r}")
-    resolved = lexical.resolve()
+    try:
+        resolved = lexical.resolve()
+    except OSError as exc:  # a symlink on the way changed while it was read (realpath races)
+        raise PathError(field, f"{path!r} changed while it was resolved ({exc.strerror})") from None
     if not _inside(resolved, root):
         raise PathError(
             field, f"{path!r} leads outside the workdir through a symlink (to {str(resolved)!r})"

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import attrs
 
 from tether.text import TailBuffer
 
@@ -186,6 +187,31 @@ def kill_orphans() -> set[int]:
         if reaped == 0:
             break
     return killed
+
+
+@attrs.frozen
+class CommandResult:
+    """What :meth:`tether.Run.run_command` returns."""
+
+    argv: tuple[str, ...]
+    #: the exit code; None when the command was killed for running out of time
+    returncode: int | None
+    stdout: bytes
+    #: the tail of its stderr (bounded)
+    stderr: str
+    #: stdout bytes beyond the cap, dropped
+    stdout_dropped: int = 0
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def text(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
 
 
 class ManagedProcess:

@@ -19,13 +19,15 @@ import anyio.abc
 import anyio.lowlevel
 import attrs
 
+from tether import journal as _journal
 from tether import process as _process
+from tether import watchdog as _watchdog
 from tether.approval import ApprovalRequest, Decision, render_args
 from tether.args import object_schema, structure_args, structure_config
 from tether.config import CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
-from tether.fsutil import recording_writes
+from tether.fsutil import recording_writes, writes_confined_to
 from tether.paths import confine as _confine
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.text import duration
@@ -92,6 +94,9 @@ class Run:
         # every process of this run carries TETHER_OWNER=<owner>/<n>: detached daemons included
         self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
         self.closed = False
+        # spawning stays possible while resources close (a worktree's `git worktree remove`):
+        # the processes are terminated only after that
+        self._processes_closed = False
         self.surfaces: dict[str, Tier] = dict(BUILTIN_SURFACES)
         for name, tier in self.core.surfaces.items():
             self.surfaces[name] = Tier(tier)
@@ -129,7 +134,7 @@ class Run:
         The start is shielded from cancellation; if the caller was cancelled meanwhile, the
         process it will never see is terminated at once and the cancellation goes on.
         """
-        if self.closed:
+        if self._processes_closed:
             raise ToolError("the run is closed; no new process can start")
         marker = f"{self.owner}/{next(self._spawn_ids)}"
         with anyio.CancelScope(shield=True):
@@ -143,6 +148,38 @@ class Run:
                 await proc.terminate(grace_s=0.2)
             raise
         return proc
+
+    async def run_command(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        cwd: str | os.PathLike[str] | None = None,
+        max_output_bytes: int = 4 * 1024 * 1024,
+        env: Mapping[str, str] | None = None,
+    ) -> _process.CommandResult:
+        """Run a short command (git, a version probe) as a child of this run, bounded in time
+        and in output: on timeout its whole tree is killed and ``timed_out`` is set; stdout
+        beyond ``max_output_bytes`` is dropped and counted; stderr keeps its tail. A program
+        that cannot start raises ``OSError``."""
+        proc = await self.spawn(
+            list(argv), cwd=cwd if cwd is not None else self.workdir, stdin=False, env=env
+        )
+        out = bytearray()
+        dropped = 0
+        code: int | None = None
+        with anyio.move_on_after(timeout_s):
+            async for chunk in proc.stdout:
+                room = max_output_bytes - len(out)
+                out += chunk[:room]
+                dropped += max(0, len(chunk) - room)
+            code = await proc.wait()
+        if code is None:
+            with anyio.CancelScope(shield=True):
+                await proc.terminate(grace_s=0.2)
+        return _process.CommandResult(
+            tuple(argv), code, bytes(out), proc.stderr_tail.text(), dropped
+        )
 
     def child_env(self) -> dict[str, str]:
         """Environment entries for a process a library starts on the run's behalf (then pass its
@@ -486,7 +523,10 @@ class Run:
         spec = ctx.spec
         timeout = self.core.call_timeout_s if spec.timeout_s is None else spec.timeout_s
         try:
-            with anyio.move_on_after(timeout if timeout else math.inf) as scope:
+            with (
+                anyio.move_on_after(timeout if timeout else math.inf) as scope,
+                writes_confined_to(self.workdir),  # every write of the call is checked against it
+            ):
                 if inspect.iscoroutinefunction(spec.handler):
                     value = await spec.handler(ctx, ctx.args)
                 else:  # a synchronous host tool
@@ -527,6 +567,7 @@ class Run:
                 self.problems.append(
                     f"closing resource {name!r} took over {self.core.close_timeout_s:g} s"
                 )
+        self._processes_closed = True
         async with anyio.create_task_group() as tg:
             for proc in self._processes:
                 tg.start_soon(proc.terminate, 0.5)
@@ -564,6 +605,9 @@ async def open_run(
     root = Path(workdir).resolve()
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
+    if _journal.pending(root):  # a change whose process died: finish or undo it first
+        for line in _journal.recover(root):
+            log.warning("tether: recovered %s", line)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     try:
         async with anyio.create_task_group() as tg:
@@ -577,6 +621,8 @@ async def open_run(
                 workdir_config=workdir_config,
                 trust_workdir=trust_workdir,
             )
+            # kills the run's children if this process dies without running its finally blocks
+            watchdog = _watchdog.start(run.owner)
             try:
                 run._wire()
                 yield run
@@ -589,6 +635,7 @@ async def open_run(
                 # the close may have been cut short: make sure no child survives
                 for proc in run._processes:
                     proc.kill()
+                _watchdog.stop(watchdog)
                 tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # the run's task group is an implementation detail: give the harness its own exception

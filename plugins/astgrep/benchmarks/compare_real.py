@@ -3,7 +3,7 @@
 Not a test; never run in CI; the repositories are never committed. Bring them first with the
 search tool's `fetch` (bare git directories under /work/.mirror), then:
 
-    uv sync --package tether-astgrep --extra bench
+    uv sync --package tether-astgrep --group bench
     uv run python plugins/astgrep/benchmarks/compare_real.py [--mirror /work/.mirror] [--show 3]
 
 Each repository's HEAD is extracted (`git archive`) to a temporary directory. The same file
@@ -195,6 +195,8 @@ def astgrep_matches(
         text=True,
         check=False,
     )
+    if out.returncode not in (0, 1):  # 1: no match (it may warn on stderr, e.g. ERROR nodes)
+        raise SystemExit(f"ast-grep failed on {pattern!r}: {out.stderr.strip()[:500]}")
     found: Counter[Key] = Counter()
     text: dict[Key, str] = {}
     for line in out.stdout.splitlines():
@@ -214,8 +216,12 @@ def main() -> None:
     args = parser.parse_args()
     binary = shutil.which("ast-grep") or shutil.which("sg")
     if binary is None:
-        raise SystemExit("ast-grep not found: uv sync --package tether-astgrep --extra bench")
-    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+        raise SystemExit("ast-grep not found: uv sync --package tether-astgrep --group bench")
+    version = subprocess.run(
+        [binary, "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    if not version.strip():
+        raise SystemExit(f"{binary} --version printed nothing: is ast-grep installed?")
     print(f"# {version.strip()} vs tether; same file list for both")
     registry = GrammarRegistry(builtin_grammars())
     state = ProcessState(registry, 0)

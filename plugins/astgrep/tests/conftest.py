@@ -11,7 +11,7 @@ import pytest
 
 import tether
 import tether_astgrep.hooks
-from tether_astgrep.grammars import GrammarRegistry, builtin_grammars
+from tether_astgrep.grammars import GrammarRegistry, all_grammars
 
 # The suite runs with --import-mode=importlib, which puts no test directory on sys.path; test
 # modules share helpers (test_match's find/captures) by name.
@@ -22,7 +22,7 @@ AUTO = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}}
 
 @pytest.fixture(scope="session")
 def registry() -> GrammarRegistry:
-    return GrammarRegistry(builtin_grammars())
+    return GrammarRegistry(all_grammars())
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> None:

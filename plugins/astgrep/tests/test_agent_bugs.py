@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_match import captures, find
 
 from tether_astgrep.grammars import GrammarRegistry
 from tether_astgrep.pattern import PatternError, compile_pattern
+from tether_astgrep.testing import captures, find
 
 
 async def edit(
@@ -593,3 +593,57 @@ async def test_a_captured_block_keeps_its_edge_comments(
     )
     # The comments at the block's edges stay, and a line comment last does not swallow `}`.
     assert new == "async function f() { // first\n  a();\n\n  b();\n  // last\n}\n"
+
+
+@pytest.mark.anyio
+async def test_strictness_through_the_tools(astgrep_run: Any) -> None:
+    async with astgrep_run({"a.py": PY_IFS.lstrip("\n")}) as run:
+        smart = await run.call("ast_grep", {"pattern": "if $C: $$$B"})
+        assert smart.text_content.startswith("2 matches"), smart.text_content
+        cst = await run.call("ast_grep", {"pattern": "if $C: $$$B", "strictness": "cst"})
+        assert cst.text_content.startswith("1 match "), cst.text_content
+        bad = await run.call("ast_grep", {"pattern": "if $C: $$$B", "strictness": "loose"})
+        assert bad.is_error and "strictness: expected one of" in bad.text_content
+        edit = await run.call(
+            "ast_edit",
+            {"pattern": "if $C: $$$B", "rewrite": "if ($C):\n    $$$B", "strictness": "cst"},
+        )
+        assert edit.meta["replacements"] == 1, edit.text_content
+
+
+PREFILTER_CASES = [
+    ("python", "if $X is None: $$$B", "if x is None :\n    pass\n"),
+    ("python", "super().__init__($$$A)", "super( ).__init__( # c\n  a)\n"),
+    ("python", "len($X) == 0", "if len(a) == 0 == b:\n    pass\n"),
+    ("python", "$X == $X", 'a == a == "x"\n'),
+    ("javascript", "var $A = require($B)", "var a = require('x');\n"),
+    ("javascript", "async function $F() {}", "export default async function f() {}\n"),
+    ("rust", "fn $F() {}", "pub(crate) fn f() {}\n"),
+    ("c", "#define $N $V", "#  define A 1\n"),
+    ("python", "f(a == b)", "f(a == b == c)\n"),
+]
+
+
+@pytest.mark.parametrize(("language", "pattern", "code"), PREFILTER_CASES)
+def test_prefilter_keeps_every_file_smart_matches(
+    registry: GrammarRegistry, language: str, pattern: str, code: str
+) -> None:
+    """Whatever smart lets through (code between the pattern's parts), the file passes the
+    prefilter that runs before parsing: its tokens and its runs of adjacent tokens."""
+    import re
+
+    grammar = registry.get(language)
+    assert grammar is not None
+    assert find(registry, language, pattern, code), "the case must match"
+    compiled = compile_pattern(pattern, grammar)
+    source = code.encode()
+    assert all(literal in source for literal in compiled.literals)
+    assert all(re.search(chain, source) for chain in compiled.chains)
+
+
+def test_smart_skips_no_keyword_between_adjacent_tokens(registry: GrammarRegistry) -> None:
+    code = "async function f() { for (const x of y) {} for await (const x of y) {} }\n"
+    found = find(registry, "javascript", "for (const $X of $Y) {}", code)
+    assert found == ["for (const x of y) {}"]
+    # A keyword the pattern does not mention may still lead (`async`) or follow a part.
+    assert len(find(registry, "javascript", "function $F() { $$$B }", code)) == 1

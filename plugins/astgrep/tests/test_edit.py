@@ -186,23 +186,26 @@ async def test_failure_in_the_middle_of_applying_restores_earlier_files(
     astgrep_run, tether_workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = {"a.py": "dispose(a)\n", "b.py": "dispose(b)\n", "c.py": "dispose(c)\n"}
-    real_write = tether.fsutil.atomic_write
+    real_write = tether.fsutil.write_temp
     calls: list[str] = []
 
-    def failing_write(path: Path, data: bytes | str) -> None:
+    def failing_write(path: Path, fd: int, data: bytes) -> None:
         calls.append(Path(path).name)
         if Path(path).name == "b.py" and len(calls) == 2:
             raise OSError(28, "No space left on device")
-        real_write(path, data)
+        real_write(path, fd, data)
 
     async with astgrep_run(files) as run:
         await run.call("ast_edit", {"pattern": "dispose($X)", "rewrite": "$X.dispose()"})
         before = snapshot(tether_workdir)
-        monkeypatch.setattr(tether.fsutil, "atomic_write", failing_write)
+        monkeypatch.setattr(tether.fsutil, "write_temp", failing_write)
         result = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
         assert result.is_error
-        assert "failed while writing" in result.text_content and "restored" in result.text_content
-        assert calls[:2] == ["a.py", "b.py"]  # a.py was written, then b.py failed
+        assert (
+            "failed while writing" in result.text_content
+            and "no file was changed" in result.text_content
+        )
+        assert calls[:2] == ["a.py", "b.py"]  # a.py's new content was written, then b.py's failed
         assert snapshot(tether_workdir) == before
 
 
@@ -234,15 +237,14 @@ def test_property_no_partial_application_ever(
     root = tmp_path_factory.mktemp("prop")
     for i in range(n_files):
         (root / f"f{i}.py").write_text(f"dispose(v{i})\nkeep()\n")
-    real_write = tether.fsutil.atomic_write
+    real_write = tether.fsutil.write_temp
     writes: list[str] = []
 
-    def flaky_write(path: Path | str, data: str | bytes) -> None:
-        # Only the forward writes count; the restore of earlier files must still succeed.
+    def flaky_write(path: Path, fd: int, data: bytes) -> None:
         writes.append(Path(path).name)
         if fails and len(writes) == fail_at + 1:
             raise OSError(28, "No space left on device")
-        real_write(path, data)
+        real_write(path, fd, data)
 
     async def scenario() -> None:
         async with tether.open_run(
@@ -262,11 +264,11 @@ def test_property_no_partial_application_ever(
                     path.write_text(path.read_text().replace("keep", "peek"))
             old = snapshot(root)
             new = {f"f{i}.py": f"v{i}.dispose()\nkeep()\n".encode() for i in range(n_files)}
-            tether.fsutil.atomic_write = flaky_write
+            tether.fsutil.write_temp = flaky_write
             try:
                 result = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
             finally:
-                tether.fsutil.atomic_write = real_write
+                tether.fsutil.write_temp = real_write
             after = snapshot(root)
             assert after in (old, new)  # never a mix
             if changed:

@@ -2,44 +2,10 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from tether_astgrep.grammars import GrammarRegistry
-from tether_astgrep.matcher import Matcher
-from tether_astgrep.pattern import compile_pattern
-
-
-def find(
-    registry: GrammarRegistry, language: str, pattern: str, code: str, strictness: str = ""
-) -> list[str]:
-    grammar = registry.get(language)
-    assert grammar is not None
-    source = textwrap.dedent(code).encode()
-    tree = grammar.parser().parse(source)
-    kw = {"strictness": strictness} if strictness else {}
-    matcher = Matcher(compile_pattern(pattern, grammar, **kw), grammar)
-    # Both candidate strategies (literal anchors and the kind query) must agree.
-    with_anchors = matcher.find(tree, source)
-    without = matcher.find(tree)
-    assert with_anchors == without
-    return [source[m.start_byte : m.end_byte].decode() for m in with_anchors]
-
-
-def captures(
-    registry: GrammarRegistry, language: str, pattern: str, code: str
-) -> list[dict[str, str]]:
-    grammar = registry.get(language)
-    assert grammar is not None
-    source = textwrap.dedent(code).encode()
-    tree = grammar.parser().parse(source)
-    matcher = Matcher(compile_pattern(pattern, grammar), grammar)
-    return [
-        {k: "" if a < 0 else source[a:b].decode() for k, (a, b) in m.captures.items()}
-        for m in matcher.find(tree, source)
-    ]
-
+from tether_astgrep.testing import captures, find
 
 DART = """
 void main() {

@@ -3,7 +3,8 @@
 While answering ``launch`` it sends the client a ``runInTerminal`` reverse request and an event
 no client knows, then goes on as a one-thread program stopped on entry. ``evaluate`` of
 ``reverse_response`` returns the client's answer to the reverse request as JSON; ``continue``
-ends the program with exit code 0. ``--version`` only exits 0 (tether's availability probe).
+ends the program with exit code 0 (a program named ``*lossy`` runs on instead, and ignores its
+first ``pause``). ``--version`` only exits 0 (tether's availability probe).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ def main() -> None:
         return
     answer: dict[str, Any] | None = None
     program = "prog"
+    pauses = 0
     while (request := read()) is not None:
         command = request.get("command")
         if command == "initialize":
@@ -119,10 +121,20 @@ def main() -> None:
                         "message": f"unknown expression {expression!r}",
                     }
                 )
+        elif command == "continue" and program.endswith("lossy"):
+            respond(request, {"allThreadsContinued": True})
+            event("continued", {"threadId": 1})
         elif command == "continue":
             respond(request, {"allThreadsContinued": True})
             event("exited", {"exitCode": 0})
             event("terminated")
+        elif command == "pause":
+            # like lldb-vscode when the pause lands before its resume took effect: the first
+            # pause is answered with success and stops nothing
+            pauses += 1
+            respond(request)
+            if pauses > 1:
+                event("stopped", {"reason": "pause", "threadId": 1})
         elif command == "disconnect":
             respond(request)
             return

@@ -49,3 +49,18 @@ async def test_a_reverse_request_gets_an_error_response_and_an_unknown_event_is_
         assert "Stopped (entry)" in await dbg.ok(run, op="status")
         end = await dbg.ok(run, op="continue")
         assert end.startswith("The session ended: the program exited with code 0.")
+
+
+async def test_a_pause_the_adapter_loses_is_sent_again(
+    dbg, debug_run, tether_workdir: Path
+) -> None:
+    (tether_workdir / "fake.marker").write_text("")
+    (tether_workdir / "lossy").write_text("")
+    async with debug_run(
+        tether_workdir, plugins=[_FakePlugin()], debug={"stop_timeout_s": 3.0}
+    ) as run:
+        assert "Stopped (entry)" in await dbg.ok(run, op="launch", program="lossy", adapter="fake")
+        assert (await dbg.ok(run, op="continue")).startswith("Still running after 3 s")
+        assert (await dbg.ok(run, op="pause")).startswith(
+            "Stopped (pause) at lossy:1 in main (thread_id 1)."
+        )

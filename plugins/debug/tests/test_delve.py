@@ -30,8 +30,8 @@ async def test_adapters_says_delve_is_usable_on_a_go_checkout_and_why_not_withou
     async with debug_run(go_workdir) as run:
         text = await dbg.ok(run, op="adapters")
     assert (
-        "- delve [Go (.go); attach by port or pid]: usable: dlv dap --listen 127.0.0.1:{port} ("
-        in text
+        "- delve [Go (.go); attach by port or pid]: usable: dlv dap --listen 127.0.0.1:0, "
+        "the OS picks the port (/" in text
     )
     plain = tmp_path / "plain"
     plain.mkdir()
@@ -259,3 +259,18 @@ async def test_a_build_error_is_reported_with_the_compilers_words(
         assert "\nOutput:\nBuild Error: " in text
         assert 'broken.go:4:9: cannot use "x" (untyped string constant) as int value' in text
         assert "ended: launch failed: Failed to launch" in await dbg.ok(run, op="status")
+
+
+async def test_a_built_go_executable_runs_under_delve_when_named(
+    dbg, debug_run, go_workdir: Path
+) -> None:
+    program = _build(go_workdir, "fixture")
+    async with debug_run(go_workdir) as run:
+        await dbg.ok(run, op="breakpoints", file="main.go", lines=[11])
+        # an executable is lldb's by default; adapter "delve" runs it in dlv's exec mode
+        text = await dbg.ok(run, op="launch", program=program.name, adapter="delve")
+        assert "Stopped (breakpoint) at main.go:11 in main.square" in text
+        await dbg.ok(run, op="breakpoints", file="main.go", lines=[])
+        assert (await dbg.ok(run, op="continue")).startswith(
+            "The session ended: the program exited with code 0."
+        )

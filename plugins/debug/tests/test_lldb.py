@@ -165,9 +165,13 @@ async def test_attach_by_pid_reports_threads_and_pause_stops_it(
                 "scopes, evaluate), or continue to run on to a breakpoint."
             )
             assert "The program is running." in await dbg.ok(run, op="status")
+            session = run.resources["debug_supervisor"].session
+            events: list[object] = []
+            on_event = session._on_event
+            session._client._on_event = lambda m: (events.append(m), on_event(m))
             paused = await dbg.ok(run, op="pause")
             # lldb pauses with SIGSTOP, inside libc's sleep: the program's own frame is named
-            assert paused.startswith("Stopped (")
+            assert paused.startswith("Stopped ("), (paused, events)
             assert "In the program's own code: spin.c:7 in main (frame_id " in paused
             assert "    7 | usleep(10000);" in paused
             main = dbg.number_after(paused, "in main (frame_id ")

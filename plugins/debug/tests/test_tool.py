@@ -273,3 +273,36 @@ async def test_limits_must_be_positive(tether_workdir: Path) -> None:
     except* tether.ConfigError as group:
         caught.extend(group.exceptions)
     assert [str(e) for e in caught] == ["debug.ttl_s: expected a number above 0, got -1.0"]
+
+
+class _SilentTcp(DebugAdapter):
+    """A TCP adapter that exits without saying where it listens."""
+
+    id = "silent"
+    kind = "nothing"
+    commands = (("python3", "-c", "print('starting on {port}'); print('giving up')"),)
+    probe_args = ("-c", "pass")
+    root_markers = ("Makefile",)
+    program_suffixes = (".silent",)
+    transport = "tcp"
+    listen_pattern = r"listening at: \S+:(?P<port>\d+)"
+
+
+class _SilentPlugin:
+    @tether.hookimpl
+    def tether_debug_adapters(self) -> list[DebugAdapter]:
+        return [_SilentTcp()]
+
+
+async def test_a_tcp_adapter_that_never_says_where_it_listens(
+    dbg, debug_run, tether_workdir: Path
+) -> None:
+    (tether_workdir / "Makefile").write_text("all:\n")
+    (tether_workdir / "x.silent").write_text("")
+    async with debug_run(tether_workdir, plugins=[_SilentPlugin()]) as run:
+        text = await dbg.error(run, op="launch", program="x.silent")
+    # {port} became 0: the adapter was to bind a port of the OS's choice and print it
+    assert text == (
+        "the silent adapter exited with code 0 before saying where it listens\n"
+        "adapter stdout: starting on 0\ngiving up"
+    )

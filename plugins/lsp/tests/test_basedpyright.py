@@ -176,19 +176,19 @@ def test_rename_is_all_or_nothing(
     b = "from pkg.atom_a import atomic_fn\n\natomic_fn()\n"
     (pkg / "atom_a.py").write_text(a)
     (pkg / "atom_b.py").write_text(b)
-    real_write = tether.fsutil.atomic_write
+    real_write = tether.fsutil.write_temp
     writes: list[Path] = []
 
-    def failing_second_write(path: Path | str, data: str | bytes) -> None:
+    def failing_second_write(path: Path, fd: int, data: bytes) -> None:
         writes.append(Path(path))
         if len(writes) == 2:
             raise OSError(28, "No space left on device")
-        real_write(path, data)
+        real_write(path, fd, data)
 
-    monkeypatch.setattr(tether.fsutil, "atomic_write", failing_second_write)
+    monkeypatch.setattr(tether.fsutil, "write_temp", failing_second_write)
     text = py.err("lsp_rename", file="pkg/atom_a.py", line=1, symbol="atomic_fn", new_name="other")
     assert "nothing was written" in text and "No space left" in text
-    assert len(writes) >= 2  # the first file was replaced, then restored
+    assert len(writes) >= 2  # the first file's new content was written, then thrown away
     assert (pkg / "atom_a.py").read_text() == a
     assert (pkg / "atom_b.py").read_text() == b
 

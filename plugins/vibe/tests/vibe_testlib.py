@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,19 +27,28 @@ def command_config(**vibe: Any) -> dict[str, Any]:
     return {"vibe": table}
 
 
+# Every process this test session starts inherits this marker, so the survivor scan counts only
+# ours — not those of another suite running on the same machine at the same time.
+SESSION_ENV = "TETHER_VIBE_TEST_SESSION"
+os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
+_SESSION_MARK = f"{SESSION_ENV}={os.environ[SESSION_ENV]}".encode()
+
+
 def stray_processes() -> list[int]:
-    """Pids of test agent CLIs or their children still running (by their command line)."""
+    """Pids of this session's test agent CLIs or their children still running."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()
+            if b"vibe-test-process" not in cmdline and AGENT.name.encode() not in cmdline:
+                continue
+            if _SESSION_MARK not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
         except OSError:
             continue
-        if (b"vibe-test-process" in cmdline or AGENT.name.encode() in cmdline) and alive(
-            int(entry.name)
-        ):
+        if alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 

@@ -35,8 +35,7 @@ async def echo(call: tether.CallContext, args: EchoArgs) -> str:
 
 async def echo_write(call: tether.CallContext, args: EchoWriteArgs) -> tether.ToolResult:
     path = call.run.confine(args.path, "path")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, args.text)
+    atomic_write(path, args.text, root=call.run.workdir)
     return tether.ToolResult.text(f"wrote {args.path}", paths=[str(path)])
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio.to_thread
@@ -63,6 +64,15 @@ def _read_text(path: object, field: str, shown: str) -> str:
         raise tether.ArgumentError(field, f"{shown!r} is a directory") from None
     except UnicodeDecodeError:
         raise tether.ToolError(f"{shown!r} is not UTF-8 text") from None
+
+
+def _write_all(write: Callable[[], None]) -> None:
+    """Run ``write`` (all or nothing, confined to the workdir when written, missing directories
+    created); a failure of the file system is an error result, with nothing written."""
+    try:
+        write()
+    except OSError as exc:
+        raise tether.ToolError(f"nothing was written: {exc}") from None
 
 
 class _Cancelled(Exception):
@@ -190,8 +200,7 @@ async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
     if path.is_dir():
         raise tether.ArgumentError("path", f"{args.path!r} is a directory")
     existed = path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, args.content)
+    _write_all(lambda: atomic_write(path, args.content, root=call.run.workdir))
     verb = "overwrote" if existed else "created"
     return tether.ToolResult.text(
         f"{verb} {args.path} ({len(args.content.encode())} bytes)", paths=[str(path)]
@@ -208,7 +217,8 @@ async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
         raise tether.ArgumentError(
             "old", f"occurs {count} times in {args.path}; include more context so it occurs once"
         )
-    apply_changes([FileChange(path, text.encode(), text.replace(args.old, args.new, 1).encode())])
+    new = text.replace(args.old, args.new, 1).encode()
+    _write_all(lambda: apply_changes([FileChange(path, text.encode(), new)], root=call.run.workdir))
     line = text[: text.index(args.old)].count("\n") + 1
     return tether.ToolResult.text(f"edited {args.path} at line {line}", paths=[str(path)])
 
@@ -236,12 +246,11 @@ async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolR
             original = _read_text(target, "patch", file_patch.new_path)
             original_bytes = original.encode()
         new_text = apply_hunks(original, file_patch, file_patch.new_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
         changes.append(FileChange(target, original_bytes, new_text.encode()))
         summary.append(file_patch.new_path)
     if len({c.path for c in changes}) != len(changes):
         raise tether.ToolError("patch: a file appears twice; merge its hunks into one section")
-    apply_changes(changes)
+    _write_all(lambda: apply_changes(changes, root=call.run.workdir))
     return tether.ToolResult.text(
         f"patched {len(changes)} file(s): {', '.join(summary)}",
         paths=[str(c.path) for c in changes],

@@ -1,4 +1,4 @@
-"""The ``tether`` command line: ``plugins``, ``tools``, ``call`` and ``session``."""
+"""The ``tether`` command line: ``plugins``, ``tools``, ``call``, ``session`` and ``recover``."""
 
 from __future__ import annotations
 
@@ -22,14 +22,18 @@ from tether.cli.session import (
     json_line,
     parse_json,
     run_session,
+    utf8_stdout,
 )
+from tether.cli.signals import Stop
 from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
+from tether.journal import recover
 from tether.plugins import make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
 from tether.run import Run, open_run
 from tether.tiers import Tier
+from tether.tools import ToolResult
 from tether.versions import core_version
 
 
@@ -76,7 +80,7 @@ def add_run_options(
         )
 
 
-BUILTIN_COMMANDS = ("plugins", "tools", "call", "session")
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "session", "recover")
 
 
 class _VersionAction(argparse.Action):
@@ -101,6 +105,10 @@ def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plugins", help="list installed plugins and their status")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p = sub.add_parser(
+        "recover", help="finish or undo the file changes a killed run left on a workdir"
+    )
+    p.add_argument("--workdir", default=".", help="the checkout (default: .)")
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
     add_run_options(p)
     p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
@@ -149,9 +157,21 @@ def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, 
 
 
 def _print(obj: Any) -> None:
-    sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+    utf8_stdout()
     sys.stdout.write(json_line(obj))
     sys.stdout.flush()
+
+
+def cmd_recover(ns: argparse.Namespace) -> int:
+    workdir = Path(ns.workdir).resolve()
+    if not workdir.is_dir():
+        raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
+    report = recover(workdir)
+    for line in report:
+        print(line)
+    if not report:
+        print(f"nothing to recover in {workdir}")
+    return 1 if any("left alone" in line or "ignored" in line for line in report) else 0
 
 
 async def _wired_report() -> list[dict[str, Any]]:
@@ -200,14 +220,14 @@ async def cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIte
         yield run
 
 
-async def cmd_tools(ns: argparse.Namespace) -> int:
+async def cmd_tools(ns: argparse.Namespace, stop: Stop) -> int:
     # the resources a session would wire, so the list is what a session registers
     async with cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
         _print(run.schemas(surface=ns.surface, format=ns.format))
     return 0
 
 
-async def cmd_call(ns: argparse.Namespace) -> int:
+async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
     try:
         args = parse_json(ns.args)
     except ValueError as exc:
@@ -217,15 +237,18 @@ async def cmd_call(ns: argparse.Namespace) -> int:
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
     async with cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
-        try:
-            reply = (await run.call(ns.tool, args, surface=ns.surface)).to_json()
-        except Exception as exc:  # a bug in a tool: a result, as `tether session` answers it
-            reply = internal_error(ns.tool, exc)
+        with stop.scope() as scope:
+            try:
+                reply = (await run.call(ns.tool, args, surface=ns.surface)).to_json()
+            except Exception as exc:  # a bug in a tool: a result, as `tether session` answers it
+                reply = internal_error(ns.tool, exc)
+        if scope.cancelled_caught:
+            reply = ToolResult.error(stop.reason(ns.tool)).to_json()
     _print(reply)
-    return 1 if reply["is_error"] else 0
+    return stop.exit_code(1 if reply["is_error"] else 0)
 
 
-async def cmd_session(ns: argparse.Namespace) -> int:
+async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
     workdir, config, workdir_config = run_config(ns)
     return await run_session(
         workdir=workdir,
@@ -237,7 +260,24 @@ async def cmd_session(ns: argparse.Namespace) -> int:
         vibe=ns.vibe,
         interactive=ns.interactive,
         make_resources=_CliResources,
+        stop=stop,
     )
+
+
+async def _with_signals(command: Any, ns: argparse.Namespace) -> int:
+    """Run ``command`` with SIGTERM/SIGHUP/SIGINT turned into a graceful stop (see signals)."""
+    stop = Stop(ns.command)
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        await tg.start(stop.watch)
+        try:
+            code = await command(ns, stop)
+        except Exception as exc:  # raised as itself, not inside the task group's ExceptionGroup
+            failure = exc
+        tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return stop.exit_code(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,10 +287,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if ns.command == "plugins":
             return cmd_plugins(ns)
+        if ns.command == "recover":
+            return cmd_recover(ns)
         builtin = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}
-        command = builtin.get(ns.command) or ns.tether_command
+        if ns.command not in builtin:
+            # a plugin's command (tether_cli_commands) handles its own signals
+            try:
+                return int(anyio.run(ns.tether_command, ns))
+            finally:
+                kill_orphans()
+        command = builtin[ns.command]
         try:
-            return anyio.run(command, ns)
+            return anyio.run(_with_signals, command, ns)
         finally:
             # the CLI owns every child: orphans re-parented to it (it is a subreaper) go too
             kill_orphans()

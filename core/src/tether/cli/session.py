@@ -20,6 +20,7 @@ from typing import Any, TextIO
 import anyio
 import attrs
 
+from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
 from tether.run import open_run
 from tether.versions import core_version
@@ -175,6 +176,13 @@ def parse_json(text: str | bytes) -> Any:
         raise ValueError("the line is nested too deeply to parse") from None
 
 
+def utf8_stdout() -> None:
+    """Write stdout as UTF-8 whatever the locale says (every line the CLI writes is UTF-8 JSON)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(encoding="utf-8", errors="strict")
+
+
 def json_line(obj: Any) -> str:
     """``obj`` as one JSON line that is valid UTF-8 whatever its strings hold: a lone surrogate
     (an echoed ``"\\ud800"``, a file name with non-UTF-8 bytes) is written as its JSON escape.
@@ -223,10 +231,12 @@ async def run_session(
     stdout: TextIO | None = None,
     workdir_config: dict[str, Any] | None = None,
     trust_workdir: bool = False,
+    stop: Stop | None = None,
 ) -> int:
     if stdout is None:
-        sys.stdout.reconfigure(encoding="utf-8", errors="strict")  # type: ignore[union-attr]
+        utf8_stdout()
     out = stdout or sys.stdout
+    stop = stop or Stop("session")
 
     def write(obj: dict[str, Any]) -> None:
         try:
@@ -235,8 +245,12 @@ async def run_session(
             line = json_line(
                 _error_line(f"internal error: the reply could not be written: {exc}", obj.get("id"))
             )
-        out.write(line)
-        out.flush()
+        try:
+            out.write(line)
+            out.flush()
+        except (BrokenPipeError, ValueError):  # the client went away (a hang-up): nobody reads
+            if not stop.requested:
+                raise
 
     cards = CardStream(write, interactive=interactive)
     in_flight: set[Any] = set()
@@ -268,16 +282,24 @@ async def run_session(
         async def serve(request_id: Any, tool: str, args: dict[str, Any]) -> None:
             _client_request.set(request_id)
             try:
-                result = await run.call(tool, args, surface=surface, call_id=f"req_{request_id}")
-                reply = {"id": request_id, **result.to_json()}
+                with stop.scope() as scope:
+                    result = await run.call(
+                        tool, args, surface=surface, call_id=f"req_{request_id}"
+                    )
+                if scope.cancelled_caught:
+                    reply = _error_line(stop.reason(f"request {request_id!r} ({tool})"), request_id)
+                else:
+                    reply = {"id": request_id, **result.to_json()}
             except Exception as exc:  # a bug in a tool: report it, keep the session alive
                 reply = {"id": request_id, **internal_error(tool, exc)}
             finally:
                 in_flight.discard(request_id)
             write(reply)
 
-        # bytes, decoded line by line: one invalid line is answered, it does not end the session
-        source = stdin if stdin is not None else anyio.wrap_file(sys.stdin.buffer)
+        # bytes, decoded line by line: one invalid line is answered, it does not end the session;
+        # a stop ends the reading at once (no thread blocked on stdin), the calls in flight
+        # answer, then the run closes
+        source = stop.until_stopped(stdin if stdin is not None else lines(sys.stdin.fileno()))
         async with anyio.create_task_group() as tg:
             async for line in source:
                 line = line.strip()
@@ -312,7 +334,7 @@ async def run_session(
                 in_flight.add(request_id)
                 tg.start_soon(serve, request_id, message["tool"], message.get("args", {}))
             cards.close_input()
-    return 0
+    return stop.exit_code(0)
 
 
 def _answer_request(

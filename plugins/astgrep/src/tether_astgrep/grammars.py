@@ -88,6 +88,37 @@ class Grammar:
     # that holds no statements: impl items, struct fields, match arms, switch cases…
     # Tried in order after the plain placeholder, in every rung.
     item_fillers: tuple[str, ...] = ()
+    # The tether-astgrep extra that installs this grammar's wheel (`pip install
+    # 'tether-astgrep[kotlin]'`); None for a grammar that is always installed.
+    extra: str | None = None
+    # How a metavariable's placeholder identifier is spelled in a pattern: a language with no
+    # identifiers where values go (JSON) needs `'"{}"'`, a string.
+    metavar_template: str = "{}"
+    # Whether candidates of a pattern with no literal token are found with a tree-sitter query
+    # (fast in C) rather than a walk; off where compiling the query is slower than any walk.
+    query_candidates: bool = True
+    # Other spellings of a placeholder (`{}` is the identifier), tried on some metavariables
+    # in a rung that does not read the plain fragment: where the grammar wants a typed item,
+    # not a name (Kotlin's `fun $F($$$P)` needs a parameter, `P: _T`; PHP's `$A = $B` a
+    # variable, `$A`; Java's `{ $$$B }` a statement, `B();`).
+    typed_placeholders: tuple[str, ...] = ()
+    # Files that accompany a project's code (shell scripts, configuration, data, markup: bash,
+    # JSON, YAML, HTML, CSS): beside code in another language they do not stop a directory's
+    # `language` being inferred.
+    auxiliary: bool = False
+
+    def missing(self) -> str | None:
+        """Why this grammar cannot be used here (its package is not installed), or None."""
+        try:
+            self.ts_language  # noqa: B018 - loading it is the check
+        except ImportError as exc:
+            how = (
+                f"pip install 'tether-astgrep[{self.extra}]'"
+                if self.extra
+                else f"install the package that provides {exc.name or 'it'}"
+            )
+            return f"the {self.id} grammar is not installed ({exc}): {how}"
+        return None
 
     @cached_property
     def ts_language(self) -> ts.Language:
@@ -153,6 +184,9 @@ def _lang(module: str, attr: str = "language") -> Callable[[], Any]:
 
     load.__qualname__ = f"load_{module}_{attr}"
     return load
+
+
+lazy_language = _lang  # for grammars defined in other modules (languages.py, other plugins)
 
 
 def _c_like(prefix_fn: str, member: tuple[str, str], *, semicolon: bool) -> tuple[Scaffold, ...]:
@@ -333,6 +367,13 @@ def builtin_grammars() -> list[Grammar]:
             modifier_kinds=frozenset({"abstract", "base", "interface", "sealed"}),
         ),
     ]
+
+
+def all_grammars() -> list[Grammar]:
+    """The built-in grammars and the optional ones (`languages.py`), installed or not."""
+    from tether_astgrep.languages import optional_grammars
+
+    return [*builtin_grammars(), *optional_grammars()]
 
 
 class GrammarError(Exception):

@@ -7,7 +7,7 @@ from typing import Any
 import pluggy
 
 import tether
-from tether_astgrep.grammars import Grammar, builtin_grammars
+from tether_astgrep.grammars import Grammar, all_grammars
 
 
 @tether.hookimpl
@@ -19,7 +19,7 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 @tether.hookimpl
 def tether_grammars() -> list[Grammar]:
-    return builtin_grammars()
+    return all_grammars()
 
 
 @tether.hookimpl

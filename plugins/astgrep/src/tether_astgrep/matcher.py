@@ -179,14 +179,9 @@ class Matcher:
                     stack.extend((c, depth + 1) for c in node.children)
         self._anchors = [(lit, tuple(sorted(d))) for lit, d in anchors.items()]
         self._root_ids = self.items[0].ids if isinstance(self.items[0], _N) else frozenset()
-        if isinstance(first, PNode):
-            try:
-                source = query_source(
-                    first, tokens=not self.skip_goal_tokens, texts=not self.kind_only
-                )
-                self._query = ts.Query(lang, source + " @c")
-            except Exception:  # a kind the query language cannot name: fall back to a walk
-                self._query = None
+        # Built on first use: a pattern with literal anchors never needs it, and compiling a
+        # query can take long in a large grammar (Swift: 90 s for one `guard` pattern).
+        self._query_pending = isinstance(first, PNode) and grammar.query_candidates
 
     def _prep(self, item: PItem) -> Any:
         if isinstance(item, MetaVar):
@@ -227,7 +222,8 @@ class Matcher:
         found: list[ts.Node] | None = None
         if self._anchors and source is not None:
             found = self._anchored(root, source)
-        elif self._query is not None:
+        elif self._kind_query() is not None:
+            assert self._query is not None
             found = ts.QueryCursor(self._query).captures(root).get("c", [])
         if found is not None:
             string_ids, code_ids = self.string_ids, self.code_ids
@@ -245,6 +241,20 @@ class Matcher:
                 out.append(node)
             return out
         return list(self._walk(root))
+
+    def _kind_query(self) -> ts.Query | None:
+        if self._query_pending:
+            self._query_pending = False
+            first = self.pattern.items[0]
+            assert isinstance(first, PNode)
+            try:
+                source = query_source(
+                    first, tokens=not self.skip_goal_tokens, texts=not self.kind_only
+                )
+                self._query = ts.Query(self.grammar.ts_language, source + " @c")
+            except Exception:  # a kind the query language cannot name: fall back to a walk
+                self._query = None
+        return self._query
 
     def _walk(self, root: ts.Node) -> Any:
         stack = [root]
@@ -393,8 +403,17 @@ class Matcher:
                 return None
             c = cs[j]
             goal_token = self.skip_goal_tokens and p.text is not None and not p.named
+            # Smart never skips code between two tokens the pattern writes side by side
+            # (`for (` does not match `for await (`), which keeps its prefilter sound.
+            between_tokens = (
+                not self.skip_goal_tokens
+                and p.text is not None
+                and i > 0
+                and isinstance(ps[i - 1], _N)
+                and ps[i - 1].text is not None
+            )
             if (
-                not c.is_named
+                (not c.is_named and not between_tokens)
                 or (c.kind_id in self.clause_ids and c.kind_id in p.ids)
                 or (i == 0 and c.kind_id in self.modifier_ids)
             ):

@@ -6,8 +6,9 @@ ladder; the first rung that parses with no ERROR or MISSING node is used.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import tree_sitter as ts
@@ -64,6 +65,8 @@ class CompiledPattern:
     # Compiled as "cst" (the reading above); `_with_strictness` relaxes the prefilters.
     strictness: str = "cst"
     named_literals: tuple[bytes, ...] = ()  # the literals that are named leaves
+    # The chains smart strictness keeps: runs of consecutive tokens of one node.
+    sibling_chains: tuple[bytes, ...] = ()
     # Other readings whose matches also count (`Grammar.also_read`); the prefilters above
     # hold for every one of them.
     also: tuple[CompiledPattern, ...] = ()
@@ -87,7 +90,11 @@ def _alone_as_statement(text: str, start: int, end: int, opens: str = "{;\n") ->
 
 
 def placeholders_for(
-    pattern: str, terminator: str = "", filler: str | None = None
+    pattern: str,
+    terminator: str = "",
+    filler: str | None = None,
+    template: str = "{}",
+    respell: Mapping[int, str] | None = None,
 ) -> tuple[str, dict[bytes, MetaVar]]:
     """Replace metavariables by identifiers the grammar can parse.
 
@@ -95,12 +102,16 @@ def placeholders_for(
     knows `ident;` (the expression statement that then stands for the run of statements).
     A `filler` (`"fn {}() {{}}"`, `"case {}:"`) spells such a `$$$X` as one item of another
     sequence (impl items, switch cases…); the node spelled so stands for the run.
+    `template` spells each placeholder (`Grammar.metavar_template`: JSON's is a string);
+    `respell` another spelling for some of them, by occurrence (`Grammar.typed_placeholders`).
     """
     mapping: dict[bytes, MetaVar] = {}
     anonymous = 0
+    occurrence = -1
 
     def sub(m: re.Match[str]) -> str:
-        nonlocal anonymous
+        nonlocal anonymous, occurrence
+        occurrence += 1
         multi = m.group(0).startswith("$$$")
         name = m.group(1) if multi else m.group(2)
         if name is None or name.startswith("_"):
@@ -110,6 +121,7 @@ def placeholders_for(
         else:
             ident = f"__tmv{'s' if multi else ''}_{name}"
             var = MetaVar(name, multi)
+        ident = (respell or {}).get(occurrence, template).format(ident)
         mapping[ident.encode()] = var
         if multi and terminator:
             mapping[(ident + terminator).encode()] = var
@@ -189,23 +201,24 @@ def _convert(
     node: ts.Node,
     mapping: dict[bytes, MetaVar],
     grammar: Grammar,
-    literals: list[tuple[bytes, int, int]],
+    literals: list[Token],
     named: set[bytes],
     src: bytes = b"",
+    slot: tuple[int, int] | None = None,
 ) -> PItem:
     text = node.text or b""
     mv = mapping.get(text)
     if mv is not None:
-        literals.append((b"", 0, 0))  # a chain break: anything may stand here
+        literals.append((b"", 0, 0, None))  # a chain break: anything may stand here
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
     if node.child_count == 0:
         if not node.is_named and text.startswith(b"#"):
             # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
-            literals.append((b"", 0, 0))
+            literals.append((b"", 0, 0, None))
             return PNode(node.type, node.is_named, text)
-        literals.append((text, node.start_byte, node.end_byte))
+        literals.append((text, node.start_byte, node.end_byte, slot))
         if node.is_named and text:
             named.add(text)
         return PNode(node.type, node.is_named, text)
@@ -217,23 +230,24 @@ def _convert(
         if i + 1 < len(kids) and src:
             pair = mapping.get(src[kids[i].start_byte : kids[i + 1].end_byte])
             if pair is not None and pair.multi:
-                literals.append((b"", 0, 0))
+                literals.append((b"", 0, 0, None))
                 out.append(pair)
                 i += 2
                 continue
-        out.append(_convert(kids[i], mapping, grammar, literals, named, src))
+        out.append(_convert(kids[i], mapping, grammar, literals, named, src, (node.id, i)))
         i += 1
     return PNode(node.type, node.is_named, None, tuple(out))
 
 
 def _chains(
-    tokens: list[tuple[bytes, int, int]], src: bytes, grammar: Grammar, sequence: bool
+    tokens: list[Token], src: bytes, grammar: Grammar, sequence: bool, siblings: bool = False
 ) -> tuple[bytes, ...]:
     """Regexes for runs of adjacent pattern tokens (b"" in `tokens` marks a metavariable).
 
     Two tokens chain only if the pattern text between them is itself nothing but gap
-    characters, so a token the grammar hides from the tree always breaks the chain.
-    """
+    characters, so a token the grammar hides from the tree always breaks the chain. With
+    `siblings` (smart strictness), they must also be consecutive children of one node: code
+    the pattern does not mention may end a node (trailing children) or start one (`async`)."""
     if grammar.comment_regex is None or sequence:
         return ()
     gap = rb"(?:[\s,;\\]|" + grammar.comment_regex.encode() + rb")*"
@@ -241,15 +255,22 @@ def _chains(
     out: list[bytes] = []
     run: list[bytes] = []
     last_end = -1
-    for text, start, end in [*tokens, (b"", 0, 0)]:
-        if text and run and gap_re.fullmatch(src, last_end, start) is not None:
+    last_slot: tuple[int, int] | None = None
+    for text, start, end, slot in [*tokens, (b"", 0, 0, None)]:
+        adjacent = not siblings or (
+            slot is not None
+            and last_slot is not None
+            and slot[0] == last_slot[0]
+            and slot[1] == last_slot[1] + 1
+        )
+        if text and run and adjacent and gap_re.fullmatch(src, last_end, start) is not None:
             run.append(text)
-            last_end = end
+            last_end, last_slot = end, slot
             continue
         if len(run) > 1:
             out.append(gap.join(re.escape(t) for t in run))
         run = [text] if text else []
-        last_end = end
+        last_end, last_slot = end, slot
     return tuple(out)
 
 
@@ -260,6 +281,7 @@ def _kind_words(item: PItem) -> str:
 
 
 Variant = tuple[str, dict[bytes, MetaVar]]
+Token = tuple[bytes, int, int, tuple[int, int] | None]  # text, span in the scaffold, slot
 
 
 def _keyword_as_name(item: PItem, keywords: frozenset[str]) -> str | None:
@@ -320,7 +342,7 @@ def _read_one(
     nodes = _strip(located, terminator.encode(), grammar)
     if not nodes:
         return None
-    literals: list[tuple[bytes, int, int]] = []
+    literals: list[Token] = []
     named: set[bytes] = set()
     items = tuple(_convert(n, mapping, grammar, literals, named, src) for n in nodes)
     if any(_keyword_as_name(i, grammar.keywords) is not None for i in items):
@@ -331,15 +353,17 @@ def _read_one(
         what = "sequence of " + ", ".join(_kind_words(i) for i in items)
     names = frozenset(mv.name for mv in mapping.values() if mv.name is not None)
     chains = _chains(literals, src, grammar, len(items) > 1)
+    sibling_chains = _chains(literals, src, grammar, len(items) > 1, siblings=True)
     compiled = CompiledPattern(
         source=text,
         grammar_id=grammar.id,
         items=items,
         rung=scaffold.rung,
-        interpretation=f"{what} (as a {scaffold.rung})",
-        literals=tuple(sorted({t for t, _, _ in literals if t}, key=lambda b: (-len(b), b))),
+        interpretation=f"{what} (as {'an' if scaffold.rung[0] in 'aeiou' else 'a'} {scaffold.rung})",
+        literals=tuple(sorted({t[0] for t in literals if t[0]}, key=lambda b: (-len(b), b))),
         var_names=names,
         chains=chains,
+        sibling_chains=sibling_chains,
         named_literals=tuple(sorted(named, key=lambda b: (-len(b), b))),
     )
     return compiled, located[0].type if len(located) == 1 else ""
@@ -376,7 +400,7 @@ def compile_readings(
     terminator = grammar.statement_terminator
     variants: list[Variant] = []
     for filler in (None, "{}", *grammar.item_fillers):
-        variant = placeholders_for(text, terminator, filler)
+        variant = placeholders_for(text, terminator, filler, grammar.metavar_template)
         if all(variant[0] != v[0] for v in variants):
             variants.append(variant)
     parser = grammar.parser()
@@ -389,11 +413,15 @@ def compile_readings(
             break
         read = _read(scaffold, text, variants, grammar, parser, tried)
         if read is None:
+            read = _respelled(text, grammar, scaffold, parser)
+        if read is None:
             continue
         compiled, kind = read
         finds = grammar.declaration_first.get(kind)
         if finds is not None and declaration is not None and declaration is not scaffold:
-            as_declaration = _read(declaration, text, variants, grammar, parser, [])
+            as_declaration = _read(declaration, text, variants, grammar, parser, []) or _respelled(
+                text, grammar, declaration, parser
+            )
             if as_declaration is not None:
                 first, _ = as_declaration
                 what = first.interpretation.removesuffix(" (as a declaration)")
@@ -429,8 +457,48 @@ def _union(first: CompiledPattern, extra: CompiledPattern) -> CompiledPattern:
         literals=tuple(t for t in first.literals if t in extra.literals),
         named_literals=tuple(t for t in first.named_literals if t in extra.named_literals),
         chains=tuple(c for c in first.chains if c in extra.chains),
+        sibling_chains=tuple(c for c in first.sibling_chains if c in extra.sibling_chains),
         also=(*first.also, extra),
     )
+
+
+# Respellings tried in a rung that does not read the plain fragment: at most this many
+# metavariables at once, and this many choices in all (so an unparseable pattern fails fast).
+MAX_RESPELLED = 2
+MAX_RESPELLINGS = 96
+
+
+def _respelled(
+    text: str, grammar: Grammar, scaffold: Scaffold, parser: ts.Parser
+) -> tuple[CompiledPattern, str] | None:
+    """The fragment read in `scaffold` with some metavariables spelled as typed items
+    (`$$$P` in Kotlin's `fun $F($$$P)` as `P: _T`, a parameter), fewest respelled first."""
+    spellings = grammar.typed_placeholders
+    found = list(METAVAR_RE.finditer(text))
+    count = len(found)
+    if not spellings or not count:
+        return None
+    # `$$$` ones first: parameter lists, arms and bodies are what needs respelling most.
+    order = sorted(range(count), key=lambda i: not found[i].group(0).startswith("$$$"))
+    choices = (
+        dict(zip(chosen, spelled, strict=True))
+        for k in range(1, min(count, MAX_RESPELLED) + 1)
+        for chosen in itertools.combinations(order, k)
+        for spelled in itertools.product(spellings, repeat=k)
+    )
+    for respell in itertools.islice(choices, MAX_RESPELLINGS):
+        variant = placeholders_for(
+            text, grammar.statement_terminator, None, grammar.metavar_template, respell
+        )
+        read = _read(scaffold, text, [variant], grammar, parser, [])
+        # Every respelled placeholder must have been read as one whole node.
+        if read is not None and _metavars(read[0].items) == count:
+            return read
+    return None
+
+
+def _metavars(items: Sequence[PItem]) -> int:
+    return sum(1 if isinstance(i, MetaVar) else _metavars(i.children) for i in items)
 
 
 def _with_strictness(compiled: CompiledPattern, strictness: str) -> CompiledPattern:
@@ -440,8 +508,13 @@ def _with_strictness(compiled: CompiledPattern, strictness: str) -> CompiledPatt
     also = tuple(_with_strictness(a, strictness) for a in compiled.also)
     if strictness == "cst":
         return attrs.evolve(compiled, strictness=strictness, also=also)
-    # Below cst, code the pattern does not mention may stand between its tokens: no chains.
+    # Below cst, code the pattern does not mention may stand between its tokens: smart keeps
+    # the runs inside one node (its matcher never skips code between two adjacent tokens),
+    # ast and signature none.
     literals: tuple[bytes, ...] = compiled.literals if strictness == "smart" else ()
+    chains = compiled.sibling_chains if strictness == "smart" else ()
     if strictness == "ast":  # the pattern's own unnamed tokens may be missing
         literals = compiled.named_literals
-    return attrs.evolve(compiled, strictness=strictness, literals=literals, chains=(), also=also)
+    return attrs.evolve(
+        compiled, strictness=strictness, literals=literals, chains=chains, also=also
+    )

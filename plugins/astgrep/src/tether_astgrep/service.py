@@ -123,6 +123,15 @@ class AstgrepService:
                 )
             return grammar
         seen = Counter(g.id for f in files if (g := self.registry.for_path(f)) is not None)
+        # Beside code, grammars that are not installed and auxiliary files (a project's shell
+        # scripts, YAML, JSON, HTML, CSS) do not make the directory "several languages".
+        for keep in (
+            lambda g: g.missing() is None,
+            lambda g: not g.auxiliary,
+        ):
+            if len(seen) > 1:
+                kept = Counter({k: v for k, v in seen.items() if keep(self._known(k))})
+                seen = kept or seen
         if len(seen) == 1:
             only = next(iter(seen))
             grammar = self.registry.get(only)
@@ -136,6 +145,11 @@ class AstgrepService:
         raise tether.ArgumentError(
             "language", f"required: the files under path are in several languages ({mix})"
         )
+
+    def _known(self, grammar_id: str) -> Grammar:
+        grammar = self.registry.get(grammar_id)
+        assert grammar is not None
+        return grammar
 
     # -- search -------------------------------------------------------------------------
 
@@ -153,6 +167,9 @@ class AstgrepService:
         listing = await anyio.to_thread.run_sync(list_files, self.workdir, target)
         files = listing.names
         grammar = self._grammar(language, target, files)
+        missing = grammar.missing()
+        if missing is not None:
+            raise tether.ArgumentError("language" if language is not None else "path", missing)
         if target.is_file():
             files = [target.relative_to(self.workdir).as_posix()]
         else:

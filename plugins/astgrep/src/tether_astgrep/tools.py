@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import difflib
-from typing import Literal, cast
+import functools
+from typing import Literal
 
 import anyio.to_thread
 import attrs
 
 import tether
+from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes
-from tether.text import cap, truncate
+from tether.text import cap, plural, truncate
 from tether_astgrep.engine import FileResult
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
@@ -32,12 +34,25 @@ CAPTURE_CHARS = 200
 def make_service(run: tether.Run) -> AstgrepService:
     config = run.config("astgrep", AstgrepConfig)
     registry = GrammarRegistry()
-    # Called one plugin at a time (built-ins first) so a duplicate id names both plugins.
-    for impl in run.pm.hook.tether_grammars.get_hookimpls():
-        contributed = cast("list[Grammar] | None", impl.function())
-        for grammar in contributed or ():
-            registry.add(grammar, origin=impl.plugin_name)
+    # The core's collector: a malformed grammar or a second one with a taken id is dropped and
+    # its plugin reported (naming the holder); every other grammar keeps working.
+    found = collect(
+        run.pm,
+        "tether_grammars",
+        Grammar,
+        key=lambda grammar: grammar.id,
+        label="grammar",
+        check=_grammar_problem,
+    )
+    for contribution in found.values():
+        registry.add(contribution.item, origin=contribution.plugin)
     return AstgrepService(run.workdir, registry, config)
+
+
+def _grammar_problem(grammar: Grammar) -> str | None:
+    if not grammar.scaffolds:
+        return f"grammar {grammar.id!r} has an empty scaffold ladder"
+    return None
 
 
 def _service(call: tether.CallContext) -> AstgrepService:
@@ -55,7 +70,11 @@ class AstGrepArgs:
     )
     language: str | None = tether.arg(
         None,
-        description="Grammar id (python, dart, rust, c, go, javascript, typescript, tsx…); inferred from a file path",
+        description=(
+            "Grammar id (python, dart, rust, c, go, javascript, typescript, tsx; with their extras "
+            "bash, cpp, csharp, css, elixir, haskell, html, java, json, kotlin, lua, php, ruby, "
+            "scala, swift, yaml); inferred from a file path"
+        ),
     )
     max_results: int = tether.arg(50, description="How many matches to show", minimum=1)
     strictness: Strictness = tether.arg("smart", description=STRICTNESS_DOC)
@@ -86,10 +105,6 @@ class ResolveArgs:
     action: Literal["accept", "discard"] = tether.arg(
         description="accept: write every file (all or nothing); discard: drop the staged edit"
     )
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}es" if noun.endswith("ch") else f"{n} {noun}s"
 
 
 def _header(outcome: SearchOutcome) -> str:
@@ -321,7 +336,9 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
         return tether.ToolResult.text(f"{args.edit_id} discarded; no file was changed")
     changes = [FileChange(path, old, new) for path, old, new in staged.changes]
     try:
-        await anyio.to_thread.run_sync(apply_changes, changes)
+        await anyio.to_thread.run_sync(
+            functools.partial(apply_changes, changes, root=service.workdir)
+        )
     except StaleFiles as exc:
         service.resolved[args.edit_id] = "rejected"
         stale = ", ".join(p.relative_to(service.workdir).as_posix() for p in exc.paths)
@@ -332,7 +349,7 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
     except OSError as exc:
         service.resolved[args.edit_id] = "failed"
         raise tether.ToolError(
-            f"{args.edit_id} failed while writing ({exc}); the files already written were restored"
+            f"{args.edit_id} failed while writing ({exc}); no file was changed"
         ) from None
     service.resolved[args.edit_id] = "accepted"
     return tether.ToolResult.text(

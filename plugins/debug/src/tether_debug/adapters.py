@@ -142,7 +142,10 @@ class DebugAdapter:
                 continue
             ok, why = await probe([exe, *self.probe_args])
             if ok:
-                return Resolution((exe, *candidate[1:]), f"{' '.join(candidate)} ({exe})")
+                shown = " ".join(candidate)
+                if self.listen_pattern:
+                    shown = shown.replace("{port}", "0") + ", the OS picks the port"
+                return Resolution((exe, *candidate[1:]), f"{shown} ({exe})")
             reasons.append(why)
         return Resolution(None, "; ".join(reasons) or "no command configured")
 
@@ -266,11 +269,7 @@ class Lldb(DebugAdapter):
     attach_pid = True
 
     def matches_program(self, program: Path) -> bool:
-        try:
-            with program.open("rb") as fh:
-                return fh.read(4) in _NATIVE_MAGIC
-        except OSError:
-            return False
+        return _is_native(program)
 
     def launch_arguments(
         self,
@@ -327,9 +326,9 @@ class Delve(DebugAdapter):
         return {
             **super().launch_arguments(program, args, cwd, resolution, breakpoint_files),
             # the package the file belongs to, not the file alone (a file builds without its
-            # siblings)
+            # siblings); a built Go executable (adapter "delve") runs as it is
             "program": str(program.parent if program.suffix == ".go" else program),
-            "mode": "debug",
+            "mode": "exec" if _is_native(program) else "debug",
             # delve >= 1.21: the program's output as DAP output events (1.20 ignores it)
             "outputMode": "remote",
         }
@@ -370,6 +369,15 @@ async def availability(
     root = find_root(start, adapter.root_markers, workdir)
     resolution = await adapter.resolve(root or workdir, probe)
     return Availability(adapter, root, resolution, adapter.root_markers)
+
+
+def _is_native(path: Path) -> bool:
+    """An ELF or Mach-O executable, by its first bytes."""
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) in _NATIVE_MAGIC
+    except OSError:
+        return False
 
 
 def _unique(paths: Sequence[Path | None]) -> list[Path]:

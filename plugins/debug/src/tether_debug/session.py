@@ -19,7 +19,7 @@ import attrs
 
 from tether import ArgumentError, ToolError
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
-from tether.text import TailBuffer
+from tether.text import TailBuffer, clock
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
 from tether_debug.config import DebugConfig
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 _LOCALHOST = "127.0.0.1"
 _SHUTDOWN_S = 3.0
+_PAUSE_RETRY_S = 2.0
 
 
 class Phase(enum.Enum):
@@ -330,20 +331,20 @@ class DebugSession:
         """Read the adapter's stdout (bounded by ``start_timeout_s``) until it says where it
         listens; then keep draining it (into ``output`` when the program writes there)."""
         regex = re.compile(pattern)
-        seen = b""
+        pending = b""  # read, not yet split into lines
+        printed: list[bytes] = []  # lines before the listen line, for an error message
         port: int | None = None
         with anyio.move_on_after(self.config.start_timeout_s):
             try:
                 while port is None:
-                    seen += await process.stdout.receive()
-                    *lines, rest = seen.split(b"\n")
-                    for index, line in enumerate(lines):
+                    pending += await process.stdout.receive()
+                    while port is None and b"\n" in pending:
+                        line, pending = pending.split(b"\n", 1)
                         found = regex.search(line.decode("utf-8", "replace"))
                         if found:
                             port = int(found.group("port"))
-                            rest = b"\n".join([*lines[index + 1 :], rest])
-                            break
-                    seen = rest if port is not None else seen
+                        else:
+                            printed.append(line)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         if port is None:
@@ -356,14 +357,14 @@ class DebugSession:
                 else f"did not say where it listens within {self.config.start_timeout_s:g} s"
             )
             await process.terminate()
-            printed = seen.decode("utf-8", "replace").strip()[-500:]
+            said = b"\n".join([*printed, pending]).decode("utf-8", "replace").strip()[-500:]
             raise ToolError(
                 f"the {self.adapter.id} adapter {why}"
-                + (f"\nadapter stdout: {printed}" if printed else "")
+                + (f"\nadapter stdout: {said}" if said else "")
                 + self._stderr_note()
             )
-        if seen and self.adapter.program_output_on_stdio:
-            self.output.write(seen.decode("utf-8", "replace"))
+        if pending and self.adapter.program_output_on_stdio:
+            self.output.write(pending.decode("utf-8", "replace"))
         self.run.task_group.start_soon(self._drain_stdout, process)
         return port
 
@@ -548,11 +549,21 @@ class DebugSession:
         if self.phase is Phase.STOPPED:
             return True
         tid = thread_id if thread_id is not None else await self.default_thread()
-        try:
-            await self.client.request("pause", {"threadId": tid})
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"pause failed: {_reason(exc)}") from None
-        return await self.wait_settled(self.config.stop_timeout_s)
+        deadline = anyio.current_time() + self.config.stop_timeout_s
+        for attempt in range(2):
+            try:
+                await self.client.request("pause", {"threadId": tid})
+            except (DapError, DapTimeout, AdapterGone) as exc:
+                raise ToolError(f"pause failed: {_reason(exc)}") from None
+            # lldb-vscode resumes asynchronously after configurationDone: a pause that lands
+            # before the resume took effect stops nothing, yet is answered with success; so
+            # one more pause once the first has produced no stop for a while
+            wait = max(0.0, deadline - anyio.current_time())
+            if attempt == 0:
+                wait = min(wait, _PAUSE_RETRY_S)
+            if await self.wait_settled(wait):
+                return True
+        return False
 
     async def default_thread(self) -> int:
         if self.stop is not None and self.stop.thread_id is not None:
@@ -715,7 +726,7 @@ class DebugSession:
                 await self._finish.wait()
             if ttl.cancelled_caught and self._end_cause is None:
                 self._end_cause = (
-                    f"the session's TTL of {self.config.ttl_s:g} s expired at {_clock(time.time())}; "
+                    f"the session's TTL of {self.config.ttl_s:g} s expired at {clock(time.time())}; "
                     + (
                         "debuggee and adapter killed"
                         if self.mode == "launch"
@@ -870,7 +881,3 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((_LOCALHOST, 0))
         return int(sock.getsockname()[1])
-
-
-def _clock(stamp: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(stamp))

@@ -16,7 +16,7 @@ from tether.availability import CommandProbe
 from tether.contributions import collect
 from tether.paths import relative
 from tether.process import is_alive
-from tether.text import cap, truncate
+from tether.text import cap, clock, duration, truncate
 from tether_debug.adapters import DebugAdapter, availability
 from tether_debug.config import DebugConfig
 from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
@@ -146,7 +146,7 @@ class DebugSupervisor:
         if session is not None and session.live:
             raise ToolError(
                 f"a debug session is already running in this conversation: {self._what(session)}, "
-                f"started at {_clock(session.started_at)} ({_ago(session.started_at)} ago), "
+                f"started at {clock(session.started_at)} ({duration(time.time() - session.started_at)} ago), "
                 f"{session.describe_phase()}. It is not replaced: call terminate first to start another."
             )
 
@@ -488,8 +488,8 @@ class DebugSupervisor:
         elif session.live:
             remaining = max(0.0, session.deadline - anyio.current_time())
             lines.append(
-                f"Session: {self._what(session)}, started at {_clock(session.started_at)} "
-                f"({_ago(session.started_at)} ago); TTL ends in {_duration(remaining)}."
+                f"Session: {self._what(session)}, started at {clock(session.started_at)} "
+                f"({duration(time.time() - session.started_at)} ago); TTL ends in {duration(remaining)}."
             )
             lines.append(
                 await self._where(
@@ -499,9 +499,9 @@ class DebugSupervisor:
             if session.output.unread:
                 lines.append(f"{session.output.unread} bytes of unread output (call output).")
         else:
-            ended = _clock(session.ended_at) if session.ended_at else "?"
+            ended = clock(session.ended_at) if session.ended_at else "?"
             lines.append(
-                f"No live session. The last one ({self._what(session)}, {_clock(session.started_at)}–{ended}) "
+                f"No live session. The last one ({self._what(session)}, {clock(session.started_at)}–{ended}) "
                 f"ended: {session.end_reason}."
             )
             if session.output.unread:
@@ -628,18 +628,3 @@ def _render_states(states: Sequence[BreakpointState]) -> str:
                 nearest = f"; nearest verified line: {best}"
             out.append(f"  line {state.requested}: NOT verified{why}{nearest}")
     return "\n".join(out)
-
-
-def _clock(stamp: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(stamp))
-
-
-def _ago(stamp: float) -> str:
-    return _duration(time.time() - stamp)
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds} s"
-    return f"{seconds // 60} min {seconds % 60} s"

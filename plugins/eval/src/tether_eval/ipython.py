@@ -143,6 +143,9 @@ class IPythonKernel(ProcessKernel):
         except OSError as exc:
             shutil.rmtree(socket_dir, ignore_errors=True)
             raise KernelStartError(f"cannot start {python}: {exc}") from exc
+        except BaseException:  # the run closing under us, a cancellation: leave no socket dir
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
         client = AsyncKernelClient()
         client.load_connection_file(str(connection_file))
         client.start_channels(hb=False)

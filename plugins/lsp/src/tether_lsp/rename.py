@@ -64,6 +64,7 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
             f"{session.rel}:{line}; nothing was written"
         )
     changes: list[FileChange] = []
+    synced: dict[Path, Path] = {}  # written path -> the path the server knows it by
     counts: dict[Path, int] = {}
     for uri, edits in grouped.items():
         path = uri_to_path(uri)
@@ -72,7 +73,9 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
                 f"the rename touches {uri}, which is not a file; nothing was written"
             )
         try:
-            confine(supervisor.workdir, str(path), field="file")
+            # the real file (symlinks resolved): the write re-checks that nothing on the way
+            # became a symlink since
+            real = confine(supervisor.workdir, str(path), field="file")
         except tether.ArgumentError:
             raise tether.ToolError(
                 f"the rename would edit {path}, outside the workdir; nothing was written"
@@ -95,7 +98,8 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
             )
         after = apply_text_edits(text, edits, client.encoding)
         if after != text:
-            changes.append(FileChange(path, before, after.encode("utf-8")))
+            changes.append(FileChange(real, before, after.encode("utf-8")))
+            synced[real] = path
             counts[path] = sum(1 for e in edits if e.get("newText") is not None)
     if not changes:
         raise tether.ToolError(
@@ -103,7 +107,7 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
             f"({client.spec.id} returned edits that leave every file as it is)"
         )
     try:
-        apply_changes(changes)
+        apply_changes(changes, root=supervisor.workdir)
     except StaleFiles as exc:
         names = ", ".join(supervisor.relative(Path(p)) for p in exc.paths)
         raise tether.ToolError(
@@ -113,8 +117,9 @@ async def rename(session: Session, line: int, symbol: str, new_name: str) -> str
         # apply_changes has put back every file it had already replaced
         raise tether.ToolError(f"nothing was written: {exc}") from None
     for change in changes:
-        if change.path.as_uri() in client.documents:
-            doc, _ = await client.sync_document(change.path)
+        known = synced[change.path]
+        if known.as_uri() in client.documents:
+            doc, _ = await client.sync_document(known)
             await client.save(doc)
     total = sum(counts.values())
     rows = [

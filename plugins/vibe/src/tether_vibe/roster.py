@@ -133,6 +133,7 @@ class Roster:
         if self.config.isolation == "worktree":
             root = self.config.worktree_root
             tree = await worktree.create(
+                self.run,
                 self.run.workdir,
                 None if root is None else (self.run.workdir / root).resolve(),
                 self._worktree_name(worker_id),
@@ -212,7 +213,9 @@ class Roster:
         if worker.tree is None or worker.tree_kept or not worker.settled:
             return
         try:
-            worker.tree_kept = await worktree.remove_unless_committed(self.run.workdir, worker.tree)
+            worker.tree_kept = await worktree.remove_unless_committed(
+                self.run, self.run.workdir, worker.tree
+            )
         except tether.ToolError as exc:
             worker.tree_kept = True
             worker.reason = f"{worker.reason or ''}; worktree not removed: {exc}".lstrip("; ")

@@ -1,0 +1,127 @@
+"""SIGTERM, SIGHUP and SIGINT for ``tether call`` and ``tether session``: the first one stops
+the command gracefully (every call in flight is cancelled and answered with an error naming the
+signal, the run closes and kills its children, the process exits with 128 + the signal's
+number); a second one exits at once (the run's watchdog then kills the children).
+
+SIGKILL runs no code here: :mod:`tether.watchdog` covers it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+import anyio
+import anyio.abc
+
+T = TypeVar("T")
+SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+class Stop:
+    """The stop request of one command: which signal came, and the scopes it cancels."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.signum: int | None = None
+        self._scopes: set[anyio.CancelScope] = set()
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum is not None else ""
+
+    def reason(self, what: str) -> str:
+        """The error text of a call the stop cancelled."""
+        return (
+            f"{what} was stopped: tether {self.command} received {self.name} and is closing its run"
+        )
+
+    def exit_code(self, code: int) -> int:
+        return 128 + self.signum if self.signum is not None else code
+
+    @contextmanager
+    def scope(self) -> Iterator[anyio.CancelScope]:
+        """A cancel scope the stop cancels (at once, if the stop was already requested)."""
+        with anyio.CancelScope() as scope:
+            self._scopes.add(scope)
+            if self.requested:
+                scope.cancel()
+            try:
+                yield scope
+            finally:
+                self._scopes.discard(scope)
+
+    def until_stopped(self, source: AsyncIterable[T]) -> AsyncIterator[T]:
+        """``source``, ending as soon as the stop is requested (a pending read is cancelled)."""
+        return _UntilStopped(self, source)
+
+    def trigger(self, signum: int) -> None:
+        if self.requested:
+            sys.stderr.flush()
+            os._exit(128 + signum)  # the second signal: no more grace
+        self.signum = signum
+        print(
+            f"tether {self.command}: {self.name} received, closing the run "
+            "(send it again to exit at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+        for scope in list(self._scopes):
+            scope.cancel()
+
+    async def watch(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Receive the signals until cancelled (must run in the main thread)."""
+        with anyio.open_signal_receiver(*SIGNALS) as received:
+            task_status.started()
+            async for signum in received:
+                self.trigger(signum)
+
+
+class _UntilStopped(AsyncIterator[T]):
+    def __init__(self, stop: Stop, source: AsyncIterable[T]) -> None:
+        self.stop = stop
+        self.source = source.__aiter__()
+
+    async def __anext__(self) -> T:
+        if not self.stop.requested:
+            with self.stop.scope():
+                return await self.source.__anext__()
+        raise StopAsyncIteration
+
+
+async def lines(fd: int) -> AsyncIterator[bytes]:
+    """The lines of ``fd`` (without their newline), read without a blocked thread so that a
+    stop cancels the wait at once. A regular file (``< requests.jsonl``), which cannot be
+    polled, is read in a worker thread; it never blocks for long."""
+    parts: list[bytes] = []
+    pollable = True
+    while True:
+        chunk: bytes
+        if pollable:
+            try:
+                await anyio.wait_readable(fd)
+                chunk = os.read(fd, 1 << 16)
+            except (PermissionError, ValueError, NotImplementedError):
+                pollable = False
+                continue
+        else:
+            chunk = await anyio.to_thread.run_sync(os.read, fd, 1 << 16, abandon_on_cancel=True)
+        if not chunk:
+            break
+        while b"\n" in chunk:
+            head, chunk = chunk.split(b"\n", 1)
+            parts.append(head)
+            yield b"".join(parts)
+            parts = []
+        if chunk:
+            parts.append(chunk)
+    if parts:
+        yield b"".join(parts)

@@ -1,0 +1,396 @@
+"""The grammars beyond the built-in eight: one optional extra (and PyPI grammar wheel) each.
+
+`pip install 'tether-astgrep[kotlin]'` brings `tree-sitter-kotlin`; `[all]` brings every one.
+A grammar whose wheel is not installed is still known by its id and extensions, so that asking
+for it is an error naming the extra to install, not "unknown language".
+
+The prefilter that skips files before parsing needs a regex for one comment; it is off
+(`comment_regex=None`) where comments nest (Haskell, Kotlin, Scala, Swift) or where a
+comment's end depends on its start (Lua's `--[==[ … ]==]`), which a regex cannot follow.
+"""
+
+from __future__ import annotations
+
+from tether_astgrep.grammars import Grammar, Scaffold, lazy_language
+
+_C_COMMENT = r"//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
+_HASH_COMMENT = r"#[^\n]*+"
+
+
+def _words(text: str) -> frozenset[str]:
+    """Reserved words: a reading that takes one for a name is refused (`Grammar.keywords`)."""
+    return frozenset(text.split())
+
+
+_SEMI = ("", ";")
+
+
+def _braced(
+    function: str,
+    expression: tuple[str, str],
+    member: str,
+    *,
+    semicolon: bool,
+    member_end: str = "}",
+) -> tuple[Scaffold, ...]:
+    """The ladder of a language with braces: a function body, an initialiser, a class body
+    and the top level (`function` and `member` are the openings; each closes with `}`)."""
+    terms = _SEMI if semicolon else ("",)
+    return (
+        Scaffold(
+            "statement", function + " {\n", "\n}" * (function.count("{") + 1), terminators=terms
+        ),
+        Scaffold("expression", expression[0], expression[1]),
+        Scaffold("class member", member + " {\n", "\n" + member_end, terminators=terms),
+        Scaffold("declaration", "", "", terminators=terms),
+    )
+
+
+def _members_first(ladder: tuple[Scaffold, ...]) -> tuple[Scaffold, ...]:
+    """The class member rung first: where a function body reads `init {…}`, `deinit {…}` or
+    `companion object {…}` as a call or an expression, a class body reads what they are."""
+    return tuple(sorted(ladder, key=lambda s: s.rung != "class member"))
+
+
+def optional_grammars() -> list[Grammar]:
+    """Every optional grammar, installed or not (`Grammar.missing()` says which)."""
+    return [
+        Grammar(
+            id="bash",
+            extensions=(".sh", ".bash", ".zsh", ".ksh", ".bats"),
+            language=lazy_language("tree_sitter_bash"),
+            extra="bash",
+            auxiliary=True,
+            scaffolds=(
+                Scaffold("statement", "", ""),
+                Scaffold("case item", "case _t in\n", "\nesac", terminators=("", ";;")),
+            ),
+            string_kinds=frozenset({"string", "raw_string", "ansi_c_string", "heredoc_body"}),
+            code_in_string_kinds=frozenset(
+                {"expansion", "simple_expansion", "command_substitution", "arithmetic_expansion"}
+            ),
+            comment_regex=_HASH_COMMENT,
+            statement_terminator="\n",  # `{ $$$B }` reads as `{ B\n }`: bash needs an end there
+        ),
+        Grammar(
+            id="cpp",
+            extensions=(
+                ".cpp",
+                ".cc",
+                ".cxx",
+                ".c++",
+                ".hpp",
+                ".hh",
+                ".hxx",
+                ".h++",
+                ".cu",
+                ".ino",
+            ),
+            language=lazy_language("tree_sitter_cpp"),
+            extra="cpp",
+            item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
+            keywords=_words(
+                "alignas alignof asm auto bool break case catch char class const constexpr "
+                "const_cast continue decltype default delete do double dynamic_cast else enum "
+                "explicit export extern false float for friend goto if inline int long mutable "
+                "namespace new noexcept nullptr operator private protected public register "
+                "reinterpret_cast return short signed sizeof static static_assert static_cast "
+                "struct switch template this throw true try typedef typeid typename union "
+                "unsigned using virtual void volatile while"
+            ),
+            scaffolds=_braced(
+                "void _t()",
+                ("void _t() { (\n", "\n); }"),
+                "struct _T",
+                semicolon=True,
+                member_end="};",
+            ),
+            string_kinds=frozenset(
+                {"string_literal", "char_literal", "raw_string_literal", "system_lib_string"}
+            ),
+            comment_regex=_C_COMMENT,
+            typed_placeholders=(
+                "{};",
+            ),  # a statement: `{ $$$B }` (an enum's `{ $$$V }` needs none)
+        ),
+        Grammar(
+            id="csharp",
+            extensions=(".cs",),
+            language=lazy_language("tree_sitter_c_sharp"),
+            extra="csharp",
+            item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
+            keywords=_words(
+                "abstract as base bool break byte case catch char checked class const continue "
+                "decimal default delegate do double else enum event explicit extern false "
+                "finally fixed float for foreach goto if implicit in int interface internal is "
+                "lock long namespace new null object operator out override params private "
+                "protected public readonly ref return sbyte sealed short sizeof stackalloc "
+                "static string struct switch this throw true try typeof uint ulong unchecked "
+                "unsafe ushort using virtual void volatile while"
+            ),
+            # A member is a declaration in C#; the statement rung reads `void F() {…}` as a
+            # local function, so a method-like fragment is read in a class body first.
+            scaffolds=(
+                Scaffold("statement", "class _T { void _t() {\n", "\n}\n}", terminators=_SEMI),
+                Scaffold("expression", "class _T { object _t = (\n", "\n); }"),
+                Scaffold("declaration", "class _T {\n", "\n}", terminators=_SEMI),
+                Scaffold("top level", "", "", terminators=_SEMI),
+            ),
+            declaration_first={"local_function_statement": "methods, not local functions"},
+            string_kinds=frozenset(
+                {
+                    "string_literal",
+                    "verbatim_string_literal",
+                    "raw_string_literal",
+                    "character_literal",
+                    "interpolated_string_expression",
+                }
+            ),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=_C_COMMENT + r"|#[^\n]*+",  # `#region`, `#pragma`… lines are extras too
+            # a parameter; a statement (a bare name is none); a member; a switch arm
+            typed_placeholders=("_T {}", "{}();", "_T {};", "{} => _"),
+        ),
+        Grammar(
+            id="css",
+            extensions=(".css",),
+            language=lazy_language("tree_sitter_css"),
+            extra="css",
+            auxiliary=True,
+            scaffolds=(
+                Scaffold("rule", "", ""),
+                Scaffold("declaration", "_t {\n", "\n}", terminators=("", ";")),
+                Scaffold("value", "_t { _t: ", "; }"),
+            ),
+            string_kinds=frozenset({"string_value"}),
+            optional_trailing=frozenset({";"}),  # `color: red` is the same with its `;` or not
+            comment_regex=_C_COMMENT,
+            statement_terminator=": _",  # `{ $$$D }` reads as `{ D: _ }`, a declaration
+        ),
+        Grammar(
+            id="elixir",
+            extensions=(".ex", ".exs"),
+            language=lazy_language("tree_sitter_elixir"),
+            extra="elixir",
+            # Everything is an expression, at the top level too: one rung reads them all.
+            scaffolds=(Scaffold("expression", "", ""),),
+            string_kinds=frozenset({"string", "charlist", "sigil"}),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=_HASH_COMMENT,
+        ),
+        Grammar(
+            id="haskell",
+            extensions=(".hs",),
+            language=lazy_language("tree_sitter_haskell"),
+            extra="haskell",
+            keywords=_words(
+                "case class data default deriving do else foreign if import in infix infixl "
+                "infixr instance let module newtype of then type where"
+            ),
+            # Declarations first: in a `do` block `import M` would read as an application.
+            scaffolds=(
+                Scaffold("declaration", "", ""),
+                Scaffold("statement", "_t = do\n", "\n", indent="  "),
+                Scaffold("expression", "_t =\n", "\n", indent="  "),
+            ),
+            string_kinds=frozenset({"string", "char"}),
+            comment_regex=None,  # `{- {- -} -}` nests
+            # a `case` alternative; a name that must be upper-case (a module, type, constructor)
+            typed_placeholders=("{} -> _", "T{}"),
+        ),
+        Grammar(
+            id="html",
+            extensions=(".html", ".htm", ".xhtml"),
+            language=lazy_language("tree_sitter_html"),
+            extra="html",
+            auxiliary=True,
+            # Attributes first: the element rung reads any fragment at all as text.
+            scaffolds=(
+                Scaffold("attribute", "<t ", "></t>"),
+                Scaffold("element", "", ""),
+            ),
+            string_kinds=frozenset({"raw_text"}),
+            comment_regex=r"<!--(?:[^-]|-(?!->))*+-->",
+        ),
+        Grammar(
+            id="java",
+            extensions=(".java",),
+            language=lazy_language("tree_sitter_java"),
+            extra="java",
+            item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
+            keywords=_words(
+                "abstract assert boolean break byte case catch char class const continue "
+                "default do double else enum extends final finally float for goto if "
+                "implements import instanceof int interface long native new package private "
+                "protected public return short static strictfp super switch synchronized this "
+                "throw throws transient try void volatile while"
+            ),
+            scaffolds=_braced(
+                "class _T { void _t()",
+                ("class _T { Object _t = (\n", "\n); }"),
+                "class _T",
+                semicolon=True,
+            ),
+            string_kinds=frozenset({"string_literal", "character_literal"}),
+            code_in_string_kinds=frozenset({"string_interpolation"}),
+            comment_regex=_C_COMMENT,
+            # a parameter (`void $M($$$P)`); a statement (a bare name is none: `{ $$$B }`);
+            # a member (`class $C { $$$B }`)
+            typed_placeholders=("_T {}", "{}();", "_T {};"),
+        ),
+        Grammar(
+            id="json",
+            extensions=(".json",),
+            language=lazy_language("tree_sitter_json"),
+            extra="json",
+            auxiliary=True,
+            scaffolds=(
+                Scaffold("value", "", ""),
+                Scaffold("pair", "{\n", "\n}"),
+            ),
+            comment_regex=_C_COMMENT,
+            metavar_template='"{}"',  # JSON has no names: a metavariable stands as a string
+        ),
+        Grammar(
+            id="kotlin",
+            extensions=(".kt", ".kts", ".ktm"),
+            language=lazy_language("tree_sitter_kotlin"),
+            extra="kotlin",
+            keywords=_words(
+                "as break class continue do else false for fun if in interface is null object "
+                "package return super this throw true try typealias typeof val var when while"
+            ),
+            # Members first, in an `object`: a `class` body would read `println(x)` as an enum entry.
+            scaffolds=_members_first(
+                _braced("fun _t()", ("val _t = (\n", "\n)"), "object _T", semicolon=False)
+            ),
+            string_kinds=frozenset(
+                {"string_literal", "multiline_string_literal", "character_literal"}
+            ),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=None,  # `/* /* */ */` nests
+            # a parameter; a `when` entry; a class member
+            typed_placeholders=("{}: _T", "{} -> _", "val {}: _T"),
+        ),
+        Grammar(
+            id="lua",
+            extensions=(".lua",),
+            language=lazy_language("tree_sitter_lua"),
+            extra="lua",
+            keywords=_words(
+                "and break do else elseif end false for function goto if in local nil not or "
+                "repeat return then true until while"
+            ),
+            scaffolds=(
+                Scaffold("statement", "", ""),
+                Scaffold("expression", "local _t = (\n", "\n)"),
+            ),
+            string_kinds=frozenset({"string"}),
+            comment_regex=None,  # `--[==[ … ]==]` ends with as many `=` as it began
+            typed_placeholders=("{}()",),  # a bare name is no statement: `$$$B` reads as `B()`
+        ),
+        Grammar(
+            id="php",
+            extensions=(".php",),
+            language=lazy_language("tree_sitter_php", "language_php"),
+            extra="php",
+            item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
+            keywords=_words(
+                "abstract and as break callable case catch class clone const continue declare "
+                "default do else elseif enddeclare endfor endforeach endif endswitch endwhile "
+                "extends final finally fn for foreach function global goto if implements "
+                "instanceof insteadof interface match namespace new or private protected "
+                "public readonly return static switch throw trait try use var while yield"
+            ),
+            scaffolds=(
+                Scaffold("statement", "<?php\nfunction _t() {\n", "\n}", terminators=_SEMI),
+                Scaffold("expression", "<?php\n$_t = (\n", "\n);"),
+                Scaffold("class member", "<?php\nclass _T {\n", "\n}", terminators=_SEMI),
+                Scaffold("declaration", "<?php\n", "", terminators=_SEMI),
+            ),
+            string_kinds=frozenset({"string", "encapsed_string", "heredoc", "nowdoc"}),
+            code_in_string_kinds=frozenset(
+                {"variable_name", "member_access_expression", "subscript_expression"}
+            ),
+            # comments, and `?> html <?php` (also an extra of the tree)
+            comment_regex=(
+                r"(?://|#)[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
+                r"|\?>(?:[^<]|<(?!\?))*+(?:<\?(?:php|=)?)?"
+            ),
+            # a variable (`$A = $B;`); a statement; a member (`class $C { $$$B }`)
+            typed_placeholders=("${}", "{};", "public ${};"),
+        ),
+        Grammar(
+            id="ruby",
+            extensions=(".rb", ".rbw", ".rake", ".gemspec"),
+            language=lazy_language("tree_sitter_ruby"),
+            extra="ruby",
+            keywords=_words(
+                "alias and begin break case class def defined? do else elsif end ensure false "
+                "for if in module next nil not or redo rescue retry return super then true "
+                "undef unless until when while yield"
+            ),
+            typed_placeholders=("C{}",),  # a class or module name is a constant: `class $C`
+            scaffolds=(
+                Scaffold("statement", "", ""),
+                Scaffold("expression", "_t = (\n", "\n)"),
+            ),
+            string_kinds=frozenset(
+                {"string", "heredoc_body", "regex", "delimited_symbol", "subshell", "character"}
+            ),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=r"#[^\n]*+|=begin\b(?:[^\n]|\n(?!=end\b))*+\n=end\b[^\n]*+",
+        ),
+        Grammar(
+            id="scala",
+            extensions=(".scala", ".sc", ".sbt"),
+            language=lazy_language("tree_sitter_scala"),
+            extra="scala",
+            keywords=_words(
+                "abstract case catch class def do else extends false final finally for forSome "
+                "if implicit import lazy match new null object override package private "
+                "protected return sealed super this throw trait try true type val var while "
+                "with yield"
+            ),
+            scaffolds=_braced(
+                "object _T { def _t() =", ("val _t = (\n", "\n)"), "class _T", semicolon=False
+            ),
+            string_kinds=frozenset({"string", "interpolated_string", "character_literal"}),
+            code_in_string_kinds=frozenset({"interpolation"}),
+            comment_regex=None,  # `/* /* */ */` nests
+            typed_placeholders=("{}: _T", "case {} => _"),  # a parameter; a case
+        ),
+        Grammar(
+            id="swift",
+            extensions=(".swift",),
+            language=lazy_language("tree_sitter_swift"),
+            extra="swift",
+            keywords=_words(
+                "associatedtype break case catch class continue default defer do else enum "
+                "extension fallthrough false fileprivate for func guard if import in inout "
+                "internal is let nil open operator private protocol public repeat rethrows "
+                "return static struct subscript super switch throw throws true try typealias "
+                "var where while"
+            ),
+            scaffolds=_members_first(
+                _braced("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False)
+            ),
+            string_kinds=frozenset(
+                {"line_string_literal", "multi_line_string_literal", "raw_string_literal"}
+            ),
+            code_in_string_kinds=frozenset({"interpolated_expression"}),
+            comment_regex=None,  # `/* /* */ */` nests
+            query_candidates=False,  # compiling one query for `guard let …` took 90 s
+            # a parameter; a case; a member
+            typed_placeholders=("{}: _T", "case {}: break", "var {}: _T"),
+        ),
+        Grammar(
+            id="yaml",
+            extensions=(".yaml", ".yml"),
+            language=lazy_language("tree_sitter_yaml"),
+            extra="yaml",
+            auxiliary=True,
+            scaffolds=(Scaffold("document", "", ""),),
+            comment_regex=_HASH_COMMENT,
+        ),
+    ]
