@@ -207,7 +207,8 @@ def test_session_answers_requests_and_survives_bad_lines(tmp_path):
     text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n"
     out = tether_cli("session", "--workdir", str(tmp_path), input=text)
     assert out.returncode == 0, out.stderr
-    replies = [json.loads(line) for line in out.stdout.splitlines()]
+    ready, *replies = [json.loads(line) for line in out.stdout.splitlines()]
+    assert ready["ready"] is True
     by_id = {r["id"]: r for r in replies if r["id"] is not None}
     assert by_id[1]["content"][0]["text"] == "# readme\n" and by_id[1]["is_error"] is False
     assert by_id[2]["is_error"] and "message: expected string" in by_id[2]["content"][0]["text"]
@@ -255,6 +256,7 @@ def test_session_eof_leaves_no_process(tmp_path):
     }
     proc.stdin.write(json.dumps(request) + "\n")
     proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["ready"] is True
     reply = json.loads(proc.stdout.readline())
     assert not reply["is_error"], reply
     kids = poll(lambda: descendants(proc.pid) if len(descendants(proc.pid)) >= 2 else None)
@@ -327,7 +329,9 @@ async def drive_session(lines_in, interactive, tmp_path, out=None):
         stdin=lines_in,
         stdout=out,
     )
-    return [json.loads(line) for line in out.getvalue().splitlines()]
+    ready, *lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert ready["ready"] is True
+    return lines
 
 
 @pytest.mark.anyio
@@ -404,6 +408,169 @@ async def test_session_eof_closes_open_cards_at_once(tmp_path):
         reply["is_error"]
         and "input closed before card_1 was answered" in reply["content"][0]["text"]
     )
+
+
+class _Greeter:
+    """A plugin contributing one subcommand, with the shared run flags."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    @tether.hookimpl
+    def tether_cli_commands(self, subparsers):
+        from tether.cli import add_run_options, cli_run
+
+        self.asked += 1
+        p = subparsers.add_parser("greet", help="say hello from a run")
+        add_run_options(p, approve=True)
+        p.add_argument("--name", required=True)
+
+        async def main(ns) -> int:
+            async with cli_run(ns, {}) as run:  # --workdir, --config, --approve… applied
+                print(json.dumps({"hello": ns.name, "workdir": str(run.workdir)}))
+            return 7
+
+        p.set_defaults(tether_command=main)
+
+
+def test_hook_tether_cli_commands(tmp_path, monkeypatch, capsys):
+    import tether.cli as cli
+
+    greeter = _Greeter()
+    monkeypatch.setattr(
+        cli, "make_plugin_manager", lambda: tether.make_plugin_manager(plugins=[greeter])
+    )
+    code = cli.main(["greet", "--name", "ada", "--workdir", str(tmp_path), "--approve", "write"])
+    assert code == 7
+    assert json.loads(capsys.readouterr().out) == {"hello": "ada", "workdir": str(tmp_path)}
+    assert greeter.asked == 1
+    # the list of commands shows it; an unknown command names the choices, plugins' included
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "greet" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["nope"])
+    assert "'greet'" in capsys.readouterr().err
+    # lazily: a core command never asks the plugins for commands
+    asked = greeter.asked
+    assert cli.main(["tools", "--workdir", str(tmp_path)]) == 0
+    assert cli.main(["plugins", "--json"]) == 0
+    assert greeter.asked == asked
+
+
+# --- session protocol 1: the ready line, the tools request, cards' request ids, null choices ---
+
+
+def test_session_announces_itself_then_lists_its_tools(tmp_path):
+    lines = [
+        {"id": 1, "request": "tools"},
+        {"id": 2, "request": "tools", "format": "anthropic"},
+        {"id": 3, "request": "tool"},
+        {"id": 4, "request": "tools", "format": "yaml"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    out = tether_cli("session", "--workdir", str(tmp_path), "--surface", "plan", input=text)
+    assert out.returncode == 0, out.stderr
+    replies = [json.loads(line) for line in out.stdout.splitlines()]
+    ready = replies[0]
+    assert ready["ready"] is True and ready["protocol"] == 1
+    from tether.versions import core_version
+
+    assert ready["tether"] == core_version() and ready["conversation"]
+    assert ready["surface"] == "plan" and ready["workdir"] == str(tmp_path.resolve())
+    plugins = {p["name"]: p for p in ready["plugins"]}
+    assert plugins["files"]["status"] == "loaded" and plugins["files"]["version"]
+    by_id = {r["id"]: r for r in replies[1:]}
+    listed = by_id[1]["tools"]
+    assert {t["name"] for t in listed} >= {"read", "echo"}
+    assert {t["tier"] for t in listed} == {"read"}  # the session's surface
+    assert all(set(t) == {"name", "description", "input_schema"} for t in by_id[2]["tools"])
+    assert by_id[3]["is_error"] and "request: expected" in by_id[3]["content"][0]["text"]
+    assert by_id[4]["is_error"] and "format:" in by_id[4]["content"][0]["text"]
+
+
+def test_tools_accepts_the_session_flags(tmp_path):
+    out = tether_cli("tools", "--workdir", str(tmp_path), "--interactive", "--approve", "write")
+    assert out.returncode == 0, out.stderr
+    assert "read" in {t["name"] for t in json.loads(out.stdout)}
+
+
+class NestedCall:
+    """A tool that calls another tool from inside itself, as an eval cell's bridge does."""
+
+    @tether.hookimpl
+    def tether_tools(self, run):
+        import attrs
+
+        @attrs.frozen
+        class Args:
+            question: str = tether.arg(description="q")
+
+        async def nested(call, args):
+            inner = await call.run.call("ask_card", {"question": args.question})
+            return inner.text_content
+
+        return [tether.ToolSpec("nested", "read", Args, nested, "calls ask_card inside")]
+
+
+@pytest.mark.anyio
+async def test_session_card_from_an_inner_call_names_the_clients_request(tmp_path):
+    send, receive = anyio.create_memory_object_stream[str](10)
+    out = io.StringIO()
+
+    async def feeder():
+        async with receive:
+            async for line in receive:
+                yield line
+
+    async def seen(text):
+        with anyio.fail_after(10):
+            while text not in out.getvalue():
+                await anyio.sleep(0.01)
+
+    async def client():
+        await send.send(json.dumps({"id": "outer", "tool": "nested", "args": {"question": "q?"}}))
+        await seen('"card": "card_1"')
+        # "choices": null is the same as leaving choices out: here a skip
+        await send.send(json.dumps({"card": "card_1", "skip": True, "choices": None}))
+        await seen('"id": "outer"')
+        await send.send(json.dumps({"id": "direct", "tool": "ask_card", "args": {"question": "d"}}))
+        await seen('"card": "card_2"')
+        await send.send(json.dumps({"card": "card_2", "choices": None, "text": None}))
+        await seen("an answer needs")
+        await send.send(json.dumps({"card": "card_2", "choices": ["yes"], "text": None}))
+        await seen('"id": "direct"')
+        await send.aclose()
+
+    from tether.cli import _CliResources
+
+    class Both(_CliResources):
+        @tether.hookimpl
+        def tether_tools(self, run):
+            return CardTool().tether_tools(run) + NestedCall().tether_tools(run)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client)
+        await run_session(
+            workdir=tmp_path,
+            config={},
+            conversation_id="c",
+            surface="default",
+            vibe=False,
+            interactive=True,
+            make_resources=Both,
+            stdin=feeder(),
+            stdout=out,
+        )
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    cards = {c["card"]: c for c in lines if "kind" in c}
+    assert cards["card_1"]["request_id"] == "outer"  # the client's request it belongs to
+    assert cards["card_1"]["call_id"] not in ("outer", "req_outer")  # and the inner call's
+    assert cards["card_2"]["request_id"] == "direct"
+    assert cards["card_2"]["call_id"] == "req_direct"
+    by_id = {r["id"]: r for r in lines if r.get("id") in ("outer", "direct")}
+    assert json.loads(by_id["outer"]["content"][0]["text"])["skip"] is True
+    assert json.loads(by_id["direct"]["content"][0]["text"])["choices"] == ["yes"]
 
 
 def test_call_with_a_plugin_missing_a_dependency_answers_a_result(tmp_path):

@@ -186,7 +186,13 @@ def test_every_core_hook_is_documented_and_tested():
     from pathlib import Path
 
     names = [n for n in dir(hookspecs) if n.startswith("tether_")]
-    assert names == ["tether_addhooks", "tether_process_result", "tether_resources", "tether_tools"]
+    assert names == [
+        "tether_addhooks",
+        "tether_cli_commands",
+        "tether_process_result",
+        "tether_resources",
+        "tether_tools",
+    ]
     here = Path(__file__).resolve()
     # docs/ at the repository's root; in the core's sdist, docs/ beside tests/
     docs_file = next(

@@ -46,7 +46,8 @@ def test_hostile_lines_get_error_lines_and_the_session_goes_on(tmp_path):
     )
     out = session(tmp_path, payload)
     assert out.returncode == 0, out.stderr.decode()
-    got = replies(out.stdout)
+    ready, *got = replies(out.stdout)
+    assert ready["ready"] is True  # the session's first line
     by_id = {r["id"]: r for r in got if r["id"] is not None}
     nulls = [r["content"][0]["text"] for r in got if r["id"] is None]
     assert by_id[1]["content"][0]["text"] == "before"

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    import argparse
+
     from tether.run import Run
     from tether.tools import CallContext, ToolResult, ToolSpec
 
@@ -58,4 +60,21 @@ def tether_process_result(call: CallContext, result: ToolResult) -> Any:
 
     :param call: the call being answered (tool name, arguments, run, surface).
     :param result: the handler's result.
+    """
+
+
+@hookspec
+def tether_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add subcommands to the ``tether`` command line (after llm's ``register_commands``).
+
+    Called only when the command line names a command the core does not own (or asks for the
+    list of commands), so ``tether call``/``session``/``tools``/``plugins`` never pay for it.
+    Add ``parser = subparsers.add_parser(NAME, help=…)`` and its flags
+    (``tether.cli.add_run_options(parser)`` gives the shared ``--workdir``, ``--config``,
+    ``--conversation``, ``--vibe``, ``--surface``, ``--approve``), then
+    ``parser.set_defaults(tether_command=main)`` with ``async def main(ns) -> int``: the CLI
+    awaits it under anyio, kills the orphans it leaves, and exits with its value. Keep the hooks
+    module light: import heavy dependencies inside ``main``.
+
+    :param subparsers: the ``tether`` parser's subcommand registry.
     """

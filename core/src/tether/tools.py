@@ -96,6 +96,84 @@ class ToolResult:
             "meta": dict(self.meta),
         }
 
+    # --- the result in the formats the model SDKs take (beside run.schemas(format=...)) -----
+    # ``meta`` is for the harness and never goes to the model.
+
+    def to_anthropic(self, tool_use_id: str) -> dict[str, Any]:
+        """An Anthropic Messages ``tool_result`` block (put it in the next user message's
+        ``content``): text and image blocks (base64 source), ``is_error``. An image of a type
+        the API does not take becomes a text note."""
+        blocks: list[dict[str, Any]] = []
+        for c in self.content:
+            if isinstance(c, Text):
+                blocks.append({"type": "text", "text": c.text})
+            elif c.mime_type in ANTHROPIC_IMAGE_TYPES:
+                source = {"type": "base64", "media_type": c.mime_type, "data": _b64(c.data)}
+                blocks.append({"type": "image", "source": source})
+            else:
+                blocks.append({"type": "text", "text": _image_note(c, "Anthropic")})
+        return {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": blocks,
+            "is_error": self.is_error,
+        }
+
+    def to_openai(self, tool_call_id: str) -> list[dict[str, Any]]:
+        """OpenAI Chat Completions messages to append: the ``tool`` message (text parts only:
+        the API has no images and no error flag there, so an error's text starts with
+        ``Error:``), then, when the result has images, a ``user`` message carrying them."""
+        texts = [{"type": "text", "text": t} for t in self._texts(prefix_error=True)]
+        messages: list[dict[str, Any]] = [
+            {"role": "tool", "tool_call_id": tool_call_id, "content": texts}
+        ]
+        images = [c for c in self.content if isinstance(c, Image)]
+        if images:
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": f"The images tool call {tool_call_id} returned:"}
+            ]
+            parts += [
+                {"type": "image_url", "image_url": {"url": _data_url(image)}} for image in images
+            ]
+            messages.append({"role": "user", "content": parts})
+        return messages
+
+    def to_openai_responses(self, call_id: str) -> dict[str, Any]:
+        """An OpenAI Responses ``function_call_output`` input item: ``input_text`` and
+        ``input_image`` (data URL) parts; an error's text starts with ``Error:``."""
+        output: list[dict[str, Any]] = []
+        texts = iter(self._texts(prefix_error=True))
+        for c in self.content:
+            if isinstance(c, Text):
+                output.append({"type": "input_text", "text": next(texts)})
+            else:
+                output.append({"type": "input_image", "image_url": _data_url(c)})
+        if self.is_error and not any(isinstance(c, Text) for c in self.content):
+            output.insert(0, {"type": "input_text", "text": "Error: the tool call failed"})
+        return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+    def _texts(self, *, prefix_error: bool) -> list[str]:
+        texts = [c.text for c in self.content if isinstance(c, Text)]
+        if prefix_error and self.is_error:
+            texts = [f"Error: {texts[0]}", *texts[1:]] if texts else ["Error: the tool call failed"]
+        return texts
+
+
+#: The image types the Anthropic Messages API accepts in a ``tool_result``.
+ANTHROPIC_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _data_url(image: Image) -> str:
+    return f"data:{image.mime_type};base64,{_b64(image.data)}"
+
+
+def _image_note(image: Image, api: str) -> str:
+    return f"[an image of type {image.mime_type} ({len(image.data)} bytes) that the {api} API does not take]"
+
 
 @attrs.frozen
 class ResultNote:

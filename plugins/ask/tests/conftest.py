@@ -44,6 +44,8 @@ class SessionClient:
         self._held: list[dict[str, Any]] = []
         self.raw: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
+        #: the session's first line: protocol version, plugins (docs/session-protocol.md)
+        self.ready = self.expect(lambda m: m.get("ready") is True)
 
     def _read(self) -> None:
         assert self.proc.stdout is not None

@@ -38,6 +38,7 @@ def test_answered_card_follows_the_protocol(session: Any) -> None:
     assert card == {
         "card": card["card"],
         "kind": "question",
+        "request_id": 7,
         "call_id": "req_7",
         "question": "Which database?",
         "context": "Migrations differ per database.",

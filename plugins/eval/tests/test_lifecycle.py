@@ -215,12 +215,32 @@ async def test_a_cell_that_ignores_the_interrupt_is_killed(eval_run, run_cell) -
         assert "are gone" in fresh.text_content
 
 
-async def test_a_cancelled_call_leaves_no_half_run_cell_behind(eval_run, run_cell) -> None:
+async def test_a_cancelled_call_interrupts_its_cell_and_keeps_the_state(eval_run, run_cell) -> None:
     async with eval_run() as run:
         await run_cell(run, "x = 1")
         pid = kernel_of(run, "python").pid
         with anyio.move_on_after(1.0):
-            await run_cell(run, "import time\ntime.sleep(60)")
+            await run_cell(run, "import time\nx = 2\ntime.sleep(60)\nx = 3")
+        assert is_alive(pid) and kernel_of(run, "python").pid == pid
+        with anyio.fail_after(10):  # the kernel is idle again, not still sleeping
+            after = await run_cell(run, "x")
+        assert after.text_content.startswith("2"), after.text_content
+
+
+async def test_a_cancelled_cell_that_ignores_the_interrupt_is_discarded(eval_run, run_cell) -> None:
+    async with eval_run() as run:
+        await run_cell(run, "x = 1")
+        pid = kernel_of(run, "python").pid
+        stubborn = (
+            "import time\n"
+            "while True:\n"
+            "    try:\n"
+            "        time.sleep(60)\n"
+            "    except KeyboardInterrupt:\n"
+            "        pass\n"
+        )
+        with anyio.move_on_after(1.0):
+            await run_cell(run, stubborn)
         assert not is_alive(pid)
         fresh = await run_cell(run, "'x' in globals()")
         assert fresh.text_content.startswith("False")

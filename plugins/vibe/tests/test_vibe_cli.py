@@ -71,6 +71,7 @@ def test_session_eof_kills_workers(tmp_path: Path) -> None:
         request = {"id": 1, "tool": "vibe_spawn", "args": {"brief": brief, "label": "stuck"}}
         proc.stdin.write(json.dumps(request) + "\n")
         proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["ready"] is True  # the session's first line
         reply = json.loads(proc.stdout.readline())
         assert reply["id"] == 1 and not reply["is_error"], reply
         assert reply["meta"]["status"] == "running"

@@ -48,7 +48,10 @@ class _CliResources:
         return self.resources
 
 
-def _common(p: argparse.ArgumentParser, *, surface: bool = True) -> None:
+def add_run_options(
+    p: argparse.ArgumentParser, *, surface: bool = True, approve: bool = False
+) -> None:
+    """The flags every run-opening command shares (a plugin's command uses them too)."""
     p.add_argument("--workdir", default=".", help="the checkout the run works on (default: .)")
     p.add_argument(
         "--config",
@@ -68,6 +71,16 @@ def _common(p: argparse.ArgumentParser, *, surface: bool = True) -> None:
         p.add_argument(
             "--surface", default="default", help="default, plan, readonly or a configured one"
         )
+    if approve:
+        p.add_argument(
+            "--approve",
+            choices=[t.value for t in Tier],
+            default=None,
+            help="auto-approve every tier up to this one",
+        )
+
+
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "session", "recover")
 
 
 class _VersionAction(argparse.Action):
@@ -84,7 +97,7 @@ class _VersionAction(argparse.Action):
         parser.exit(0)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tether", description="Tools bound to the live resources of one run."
     )
@@ -97,8 +110,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--workdir", default=".", help="the checkout (default: .)")
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
-    _common(p)
+    add_run_options(p)
     p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
+    # the session's own flags, accepted so `tether tools` takes a session's command line as is
+    # (neither changes which tools are registered)
+    p.add_argument("--interactive", action="store_true", help="accepted, as for session")
+    p.add_argument(
+        "--approve", choices=[t.value for t in Tier], default=None, help="accepted, as for session"
+    )
     for name, text in (
         ("call", "one tool call in a fresh run"),
         ("session", "a long run over stdio (JSON lines)"),
@@ -107,21 +126,23 @@ def _parser() -> argparse.ArgumentParser:
         if name == "call":
             p.add_argument("tool")
             p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
-        _common(p)
-        p.add_argument(
-            "--approve",
-            choices=[t.value for t in Tier],
-            default=None,
-            help="auto-approve every tier up to this one",
-        )
+        add_run_options(p, approve=True)
         if name == "session":
             p.add_argument(
                 "--interactive", action="store_true", help="a person answers cards on this stream"
             )
+    if plugin_commands:
+        make_plugin_manager().hook.tether_cli_commands(subparsers=sub)
     return parser
 
 
-def _config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def _names_a_builtin(argv: list[str]) -> bool:
+    """Whether the command line names a core command (then plugins' commands are not loaded)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first in BUILTIN_COMMANDS and "-h" not in argv[: argv.index(first)]
+
+
+def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     """(workdir, harness layer, workdir layer): ``--config FILE`` and ``--approve`` are the
     harness's, wherever FILE lives; the workdir's own file is the workdir layer."""
     workdir = Path(ns.workdir).resolve()
@@ -182,9 +203,10 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
 
 
 @asynccontextmanager
-async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
-    """The run of one CLI command, with the command's question transport wired."""
-    workdir, config, workdir_config = _config(ns)
+async def cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
+    """The run of one CLI command, opened from its run options (``add_run_options``) with
+    ``resources`` wired (a plugin's command uses it too)."""
+    workdir, config, workdir_config = run_config(ns)
     async with open_run(
         workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
@@ -200,7 +222,7 @@ async def _cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIt
 
 async def cmd_tools(ns: argparse.Namespace, stop: Stop) -> int:
     # the resources a session would wire, so the list is what a session registers
-    async with _cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
+    async with cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
         _print(run.schemas(surface=ns.surface, format=ns.format))
     return 0
 
@@ -214,7 +236,7 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
     if not isinstance(args, dict):
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
-    async with _cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
+    async with cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
         with stop.scope() as scope:
             try:
                 reply = (await run.call(ns.tool, args, surface=ns.surface)).to_json()
@@ -227,7 +249,7 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
 
 
 async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
-    workdir, config, workdir_config = _config(ns)
+    workdir, config, workdir_config = run_config(ns)
     return await run_session(
         workdir=workdir,
         config=config,
@@ -259,14 +281,22 @@ async def _with_signals(command: Any, ns: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns = _parser().parse_args(argv)
+    args = sys.argv[1:] if argv is None else argv
+    ns = _parser(plugin_commands=not _names_a_builtin(args)).parse_args(args)
     become_subreaper()
     try:
         if ns.command == "plugins":
             return cmd_plugins(ns)
         if ns.command == "recover":
             return cmd_recover(ns)
-        command = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}[ns.command]
+        builtin = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}
+        if ns.command not in builtin:
+            # a plugin's command (tether_cli_commands) handles its own signals
+            try:
+                return int(anyio.run(ns.tether_command, ns))
+            finally:
+                kill_orphans()
+        command = builtin[ns.command]
         try:
             return anyio.run(_with_signals, command, ns)
         finally:

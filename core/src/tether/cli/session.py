@@ -8,6 +8,7 @@ See docs/session-protocol.md.
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import json
 import sys
@@ -22,6 +23,17 @@ import attrs
 from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
 from tether.run import open_run
+from tether.versions import core_version
+
+#: The session protocol's version, announced in the ready line (1: ready line, tools request,
+#: cards carry the client's request_id).
+PROTOCOL_VERSION = 1
+
+#: The id of the client's request whose call is running (cards raised by it, or by a call made
+#: from inside it — an eval cell's bridge — carry it as ``request_id``).
+_client_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "tether_session_request", default=None
+)
 
 
 @attrs.define
@@ -78,6 +90,9 @@ class CardStream:
         pending = _PendingCard(validate)
         self._pending[card_id] = pending
         body = {k: v for k, v in card.items() if k not in ("id", "card")}
+        request_id = _client_request.get()
+        if request_id is not None:
+            body["request_id"] = request_id
         self._write({"card": card_id, **body})
         try:
             with anyio.fail_after(timeout_s):
@@ -101,6 +116,8 @@ class CardStream:
 
     def deliver(self, answer: dict[str, Any]) -> str | None:
         """Route an answer line to its card; an error text when it cannot be taken."""
+        # "choices": null / "text": null are the same as leaving them out
+        answer = {k: v for k, v in answer.items() if not (k in ("choices", "text") and v is None)}
         card_id = answer.get("card")
         pending = self._pending.get(card_id) if isinstance(card_id, str) else None
         if pending is None:
@@ -247,8 +264,23 @@ async def run_session(
         trust_workdir=trust_workdir,
     ) as run:
         run.surface_tier(surface)
+        write(
+            {
+                "ready": True,
+                "protocol": PROTOCOL_VERSION,
+                "tether": core_version(),
+                "plugins": [
+                    {"name": i.name, "version": i.version, "status": i.status}
+                    for i in run.pm.report
+                ],
+                "surface": surface,
+                "workdir": str(run.workdir),
+                "conversation": conversation_id,
+            }
+        )
 
         async def serve(request_id: Any, tool: str, args: dict[str, Any]) -> None:
+            _client_request.set(request_id)
             try:
                 with stop.scope() as scope:
                     result = await run.call(
@@ -287,6 +319,9 @@ async def run_session(
                         write(_error_line(problem, card=message.get("card")))
                     continue
                 request_id = message.get("id")
+                if "request" in message and "tool" not in message:
+                    write(_answer_request(message, in_flight, run, surface))
+                    continue
                 problem = _request_problem(message, in_flight)
                 if problem:
                     valid_id = (
@@ -300,6 +335,30 @@ async def run_session(
                 tg.start_soon(serve, request_id, message["tool"], message.get("args", {}))
             cards.close_input()
     return stop.exit_code(0)
+
+
+def _answer_request(
+    message: dict[str, Any], in_flight: set[Any], run: Any, surface: str
+) -> dict[str, Any]:
+    """A request to the session itself: ``{"id", "request": "tools", "format"?}``."""
+    request_id = message.get("id")
+    valid_id = isinstance(request_id, str | int) and not isinstance(request_id, bool)
+    reply_id = request_id if valid_id and request_id not in in_flight else None
+    extra = set(message) - {"id", "request", "format"}
+    fmt = message.get("format", "json")
+    if not valid_id:
+        problem = "id: expected a string or an integer"
+    elif request_id in in_flight:
+        problem = f"id: request {request_id!r} is still in flight"
+    elif extra:
+        problem = f"{sorted(extra)[0]}: unknown key in a request (expected id, request, format)"
+    elif message["request"] != "tools":
+        problem = f'request: expected "tools", got {message["request"]!r}'
+    elif fmt not in ("json", "openai", "anthropic"):
+        problem = f"format: expected json, openai or anthropic, got {fmt!r}"
+    else:
+        return {"id": request_id, "tools": run.schemas(surface=surface, format=fmt)}
+    return _error_line(problem, reply_id)
 
 
 def _request_problem(message: dict[str, Any], in_flight: set[Any]) -> str | None:

@@ -94,6 +94,7 @@ class IPythonKernel(ProcessKernel):
         self._client = client
         self._socket_dir = socket_dir
         self._closed = False
+        self._cell: str | None = None  # the msg_id of the cell running now
 
     @property
     def socket_dir(self) -> Path:
@@ -219,6 +220,42 @@ class IPythonKernel(ProcessKernel):
         msg_id = client.execute(
             code, silent=silent, store_history=not silent, allow_stdin=True, stop_on_error=False
         )
+        self._cell = msg_id  # left set when the caller is cancelled: stop_cell() needs it
+        await self._follow(msg_id, output, bridge, idle_budget_s=idle_budget_s, silent=silent)
+        self._cell = None
+
+    async def stop_cell(self) -> bool:
+        """The caller was cancelled mid-cell: interrupt the cell and wait (bounded) until the
+        kernel is idle again. True when it is, so the interpreter and its variables are kept."""
+        msg_id, self._cell = self._cell, None
+        if msg_id is None or not self.alive:
+            return False
+        await self._interrupt()
+        with anyio.move_on_after(_INTERRUPT_GRACE_S):
+            while self.alive:
+                try:
+                    msg = await self._client.iopub_channel.get_msg(timeout=0.5)
+                except Empty:
+                    continue
+                if (
+                    msg["parent_header"].get("msg_id") == msg_id
+                    and msg["msg_type"] == "status"
+                    and msg["content"].get("execution_state") == "idle"
+                ):
+                    await self._drain_reply(msg_id)
+                    return True
+        return False
+
+    async def _follow(
+        self,
+        msg_id: str,
+        output: CellOutput,
+        bridge: Bridge,
+        *,
+        idle_budget_s: float,
+        silent: bool,
+    ) -> None:
+        client = self._client
         iopub = client.iopub_channel
         stdin = client.stdin_channel
         import zmq

@@ -111,12 +111,16 @@ async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
         )
         await interpreters.died(language, exc)
         meta["kernel_died"] = True
-    except BaseException:
-        # Cancelled (or a bridge bug) mid-cell: the kernel is in an unknown state.
+    except BaseException as exc:
+        # Cancelled mid-cell: a kernel that can stop the cell keeps its state; otherwise (or
+        # after a bridge bug) the kernel is in an unknown state and is discarded.
         with anyio.CancelScope(shield=True):
-            await interpreters.discard(
-                language, "the previous call was cancelled while its cell was running"
-            )
+            stop_cell = getattr(kernel, "stop_cell", None)
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+            if not (cancelled and stop_cell is not None and await stop_cell()):
+                await interpreters.discard(
+                    language, "the previous call was cancelled while its cell was running"
+                )
         raise
     meta["duration_s"] = round(time.monotonic() - started, 3)
     if output.interrupted:

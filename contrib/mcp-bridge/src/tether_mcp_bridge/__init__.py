@@ -1,0 +1,1 @@
+"""tether over the Model Context Protocol: ``tether mcp`` serves one run to one MCP client."""

@@ -1,0 +1,37 @@
+"""The ``tether mcp`` subcommand. Light on purpose: ``mcp`` is imported only when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import tether
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tether.cli import add_run_options
+
+    add_run_options(p, approve=True)
+    # no --workdir: the single root the client offers (2025-11-25 clients only)
+    p.set_defaults(workdir=None)
+
+
+async def _main(ns: argparse.Namespace) -> int:
+    from tether_mcp_bridge.server import serve
+
+    return await serve(ns)
+
+
+@tether.hookimpl
+def tether_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+    p = subparsers.add_parser("mcp", help="serve the tools of one run to an MCP client over stdio")
+    add_arguments(p)
+    p.set_defaults(tether_command=_main)
+
+
+def console_main() -> None:
+    """``tether-mcp-bridge [FLAGS]`` is ``tether mcp [FLAGS]``."""
+    from tether.cli import main
+
+    sys.exit(main(["mcp", *sys.argv[1:]]))

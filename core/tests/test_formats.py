@@ -1,0 +1,193 @@
+"""ToolResult in the model SDKs' request formats, validated against the real ``anthropic`` and
+``openai`` packages' request types (offline: built and checked, nothing is sent)."""
+
+from __future__ import annotations
+
+import base64
+import collections.abc
+import types
+import typing
+from typing import Any
+
+import pytest
+import typing_extensions
+
+import tether
+from tether import Image, Text, ToolResult
+
+anthropic_types = pytest.importorskip("anthropic.types")
+openai_chat = pytest.importorskip("openai.types.chat")
+openai_responses = pytest.importorskip("openai.types.responses")
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
+
+def conforms(value: Any, tp: Any, path: str = "$") -> list[str]:
+    """Strictly check ``value`` against an SDK request type (TypedDicts all the way down):
+    required keys present, no unknown key, literals, unions, lists. The problems, or []."""
+    origin = typing.get_origin(tp)
+    if tp is Any or tp is object:
+        return []
+    wrappers = (typing.Annotated, typing.Required, typing.NotRequired)
+    if origin in wrappers or origin in (typing_extensions.Required, typing_extensions.NotRequired):
+        return conforms(value, typing.get_args(tp)[0], path)
+    if origin in (typing.Union, types.UnionType):
+        options = [conforms(value, arg, path) for arg in typing.get_args(tp)]
+        if any(not problems for problems in options):
+            return []
+        return [f"{path}: matches no alternative ({min(options, key=len)[0]})"]
+    if origin is typing.Literal:
+        return (
+            []
+            if value in typing.get_args(tp)
+            else [f"{path}: {value!r} not in {typing.get_args(tp)}"]
+        )
+    if tp is type(None):
+        return [] if value is None else [f"{path}: expected null"]
+    if origin in (list, collections.abc.Iterable, collections.abc.Sequence):
+        if not isinstance(value, list):
+            return [f"{path}: expected a list"]
+        (item,) = typing.get_args(tp)
+        return [p for i, v in enumerate(value) for p in conforms(v, item, f"{path}[{i}]")]
+    if typing_extensions.is_typeddict(tp):
+        if not isinstance(value, dict):
+            return [f"{path}: expected an object"]
+        hints = typing.get_type_hints(tp, include_extras=True)
+        problems = [f"{path}.{k}: unknown key" for k in value if k not in hints]
+        problems += [f"{path}.{k}: required" for k in _required(tp, hints) if k not in value]
+        for key, v in value.items():
+            if key in hints:
+                problems += conforms(v, hints[key], f"{path}.{key}")
+        return problems
+    if tp in (str, bool, int, float):
+        ok = isinstance(value, tp) and not (tp is int and isinstance(value, bool))
+        return [] if ok else [f"{path}: expected {tp.__name__}, got {value!r}"]
+    if origin in (dict, collections.abc.Mapping):
+        return [] if isinstance(value, dict) else [f"{path}: expected an object"]
+    return [f"{path}: the checker does not know the type {tp!r}"]
+
+
+def _required(tp: Any, hints: dict[str, Any]) -> list[str]:
+    # computed from the hints: with postponed annotations __required_keys__ misses Required[]
+    required = []
+    for key, hint in hints.items():
+        origin = typing.get_origin(hint)
+        if origin in (typing.Required, typing_extensions.Required):
+            required.append(key)
+        elif tp.__total__ and origin not in (typing.NotRequired, typing_extensions.NotRequired):
+            required.append(key)
+    return required
+
+
+RESULTS = {
+    "text": ToolResult.text("3 matches", paths=["a.py"]),
+    "image": ToolResult(content=[Text("a chart"), Image(PNG, "image/png")]),
+    "error": ToolResult.error('line: expected int, got "3a"'),
+}
+
+
+def test_the_checker_can_fail():
+    # tether's own image block is not Anthropic's: the check must say so
+    tether_shaped = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": [RESULTS["image"].to_json()["content"][1]],
+    }
+    assert conforms(tether_shaped, anthropic_types.ToolResultBlockParam)
+    assert conforms({"role": "tool", "content": "x"}, openai_chat.ChatCompletionToolMessageParam)
+
+
+@pytest.mark.parametrize("kind", RESULTS)
+def test_anthropic_tool_result_block(kind):
+    block = RESULTS[kind].to_anthropic("toolu_1")
+    assert conforms(block, anthropic_types.ToolResultBlockParam) == []
+    message = {"role": "user", "content": [block]}
+    assert conforms(message, anthropic_types.MessageParam) == []
+    assert block["is_error"] is (kind == "error")
+    if kind == "image":
+        image = block["content"][1]
+        assert image["source"] == {
+            "type": "base64",
+            "media_type": "image/png",
+            "data": base64.b64encode(PNG).decode(),
+        }
+    assert "paths" not in str(block)  # meta is for the harness, never the model
+
+
+def test_anthropic_image_of_another_type_becomes_a_note():
+    block = ToolResult(content=[Image(b"<svg/>", "image/svg+xml")]).to_anthropic("t")
+    assert conforms(block, anthropic_types.ToolResultBlockParam) == []
+    assert "image/svg+xml" in block["content"][0]["text"]
+
+
+@pytest.mark.parametrize("kind", RESULTS)
+def test_openai_chat_messages(kind):
+    messages = RESULTS[kind].to_openai("call_1")
+    assert conforms(messages[0], openai_chat.ChatCompletionToolMessageParam) == []
+    for message in messages:
+        assert conforms(message, openai_chat.ChatCompletionMessageParam) == []
+    if kind == "image":
+        assert len(messages) == 2 and messages[1]["role"] == "user"
+        assert messages[1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    else:
+        assert len(messages) == 1
+    text = messages[0]["content"][0]["text"]
+    assert text.startswith("Error: ") is (kind == "error")
+
+
+@pytest.mark.parametrize("kind", RESULTS)
+def test_openai_responses_function_call_output(kind):
+    item = RESULTS[kind].to_openai_responses("call_1")
+    from openai.types.responses import response_input_param
+
+    assert conforms(item, response_input_param.FunctionCallOutput) == []
+    assert conforms(item, openai_responses.ResponseInputItemParam) == []
+    kinds = [part["type"] for part in item["output"]]
+    assert kinds == (["input_text", "input_image"] if kind == "image" else ["input_text"])
+    assert item["output"][0]["text"].startswith("Error: ") is (kind == "error")
+
+
+def test_an_error_without_text_still_says_it_failed():
+    bare = ToolResult(content=[], is_error=True)
+    assert bare.to_openai_responses("c")["output"][0]["text"].startswith("Error:")
+    assert bare.to_openai("c")[0]["content"][0]["text"].startswith("Error:")
+    assert tether.ToolResult is ToolResult
+
+
+def _doc_loops() -> list[str]:
+    import re
+    from pathlib import Path
+
+    here = Path(__file__).resolve()
+    # docs/ at the repository's root; in the core's sdist, docs/ beside tests/
+    page = next(
+        p
+        for p in (
+            here.parents[1] / "docs" / "model-sdks.md",
+            here.parents[2] / "docs" / "model-sdks.md",
+        )
+        if p.is_file()
+    ).read_text()
+    return re.findall(r"```python\n(.*?)```", page, flags=re.S)
+
+
+@pytest.mark.parametrize("index", range(3), ids=["anthropic", "openai-chat", "openai-responses"])
+def test_the_agent_loops_in_the_docs_run_offline(index, tmp_path):
+    import subprocess
+    import sys
+
+    loops = _doc_loops()
+    assert len(loops) == 3
+    (tmp_path / "notes.txt").write_text("hello\n")
+    out = subprocess.run(
+        [sys.executable, "-c", loops[index]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "TETHER_LOAD_PLUGINS": "files"},
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "The notes say hello."
