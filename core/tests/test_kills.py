@@ -73,6 +73,7 @@ def start_session(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert json.loads(proc.stdout.readline())["ready"] is True  # the session's first line
     send(proc, {"id": 1, "tool": "echo_exec", "args": {"argv": DAEMONS, "background": True}})
     reply = json.loads(proc.stdout.readline())
     assert not reply["is_error"], reply
