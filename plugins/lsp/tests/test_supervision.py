@@ -247,11 +247,65 @@ def test_status_explains_missing_and_broken_binaries(fake: tuple[Caller, Path]) 
 
 def test_a_trusted_workdirs_local_bin_wins_over_path(tmp_path: Path) -> None:
     make_project(tmp_path)
+    local = tmp_path / ".venv" / "bin" / "local-ls"
+    # a real (scripted) language server this time: "usable" means it answered initialize
+    local.write_text(
+        f'#!/bin/sh\n[ "$1" = --version ] && exit 0\nexec {sys.executable} {FAKE} ok\n'
+    )
     with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path)], trust_workdir=True) as run:
         status = Caller(run).ok(action="status")
     assert (
-        f"local-ls [local] can answer — usable ({tmp_path}/.venv/bin/local-ls); roots: ." in status
+        f"local-ls [local] can answer — usable (answered initialize; {tmp_path}/.venv/bin/local-ls);"
+        " roots: ." in status
     )
+
+
+class WrongSubcommand:
+    """The issue's `ruff serve`: the binary runs (`--version` exits 0) but is no server."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.script = workdir / "bin" / "wrong-ls"
+
+    @tether.hookimpl
+    def tether_lsp_servers(self) -> list[ServerSpec]:
+        self.script.write_text(
+            '#!/bin/sh\n[ "$1" = --version ] && { echo wrong-ls 1.0; exit 0; }\n'
+            "echo \"error: unrecognized subcommand 'serve'\" >&2\nexit 2\n"
+        )
+        self.script.chmod(0o755)
+        return [
+            ServerSpec(
+                id="wrong-ls",
+                language="wrong",
+                extensions={".wrong": "wrong"},
+                command=(str(self.script), "serve"),
+                probe=(str(self.script), "--version"),
+                root_markers=("wrong.toml",),
+            )
+        ]
+
+
+def test_status_calls_usable_only_a_server_that_answered_initialize(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    (tmp_path / "wrong.toml").write_text("")
+    plugins = [ThirdParty(tmp_path), WrongSubcommand(tmp_path)]
+    with open_lsp_run(tmp_path, LIMITS, plugins=plugins) as run:
+        caller = Caller(run)
+        status = caller.ok(action="status")
+        line = next(ln for ln in status.splitlines() if ln.startswith("  wrong-ls"))
+        assert line.startswith(
+            "  wrong-ls [wrong] cannot answer here — not usable: wrong-ls failed"
+        )
+        assert "its stderr ends with:\nerror: unrecognized subcommand 'serve'" in status
+        fake = next(ln for ln in status.splitlines() if ln.startswith("  fake ["))
+        assert "can answer — usable (answered initialize;" in fake
+        # the probed process is the one the first query uses: no second start
+        [running] = [c for c in run.run.resources["lsp_supervisor"].clients if c.spec.id == "fake"]
+        assert "main.fake:1:5" in caller.ok(
+            action="definition", file="main.fake", line=2, symbol="alpha#2"
+        )
+        [still] = [c for c in run.run.resources["lsp_supervisor"].clients if c.spec.id == "fake"]
+        assert still is running and still.pid == running.pid
 
 
 def test_a_query_on_an_unusable_server_says_why(fake: tuple[Caller, Path]) -> None:

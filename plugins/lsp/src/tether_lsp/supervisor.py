@@ -21,6 +21,8 @@ from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import pin_workspace_loads
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
+#: how long `lsp status` waits in all for the servers it starts to answer `initialize`
+STATUS_BUDGET_S = 10.0
 _CRASH_WINDOW_S = 60.0
 
 
@@ -394,11 +396,66 @@ class LspSupervisor:
             frontier = following
         return found
 
+    async def _initialized(
+        self, spec: ServerSpec, root: Path, binary: str, deadline: float
+    ) -> tuple[bool, str]:
+        """Whether ``spec`` answered ``initialize`` for ``root`` before ``deadline``; the started
+        server stays for the queries (one process, probed once per run)."""
+        done = anyio.Event()
+        outcome: list[tuple[bool, str]] = []
+
+        async def start() -> None:
+            try:
+                await self.client(spec, root)
+                outcome.append((True, f"usable (answered initialize; {binary})"))
+            except tether.ToolError as exc:
+                outcome.append((False, f"not usable: {exc}"))
+            finally:
+                done.set()
+
+        self.run.task_group.start_soon(start)
+        with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+            await done.wait()
+        if outcome:
+            return outcome[0]
+        return False, (
+            f"starting: it has not answered initialize within {STATUS_BUDGET_S:g} s (a query "
+            "waits for it)"
+        )
+
     async def status(self) -> str:
-        lines = []
+        lines: list[str] = []
+        lines.append("Known servers:")
+        specs = sorted(self.specs.values(), key=lambda spec: (spec.language, spec.priority))
+        results: dict[str, str] = {}
+
+        deadline = anyio.current_time() + STATUS_BUDGET_S
+
+        async def assess(spec: ServerSpec) -> None:
+            roots = self.roots_in_workdir(spec)
+            probe = await self.probe(spec, roots[0] if roots else None)
+            ok = probe.ok
+            binary = f"usable ({probe.detail})" if ok else f"not usable: {probe.detail}"
+            if ok and roots:
+                # "usable" means it answered `initialize`: start it, in the run's task group so a
+                # start slower than the budget goes on, and the first query gets this process
+                ok, binary = await self._initialized(spec, roots[0], probe.detail, deadline)
+            if roots:
+                shown = ", ".join(self.relative(root) or "." for root in roots)
+                marker = f"roots: {shown}"
+            else:
+                marker = f"no root marker ({', '.join(spec.root_markers)}) in the workdir"
+            verdict = "can answer" if ok and roots else "cannot answer here"
+            results[spec.id] = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
+
+        async with anyio.create_task_group() as group:
+            for spec in specs:
+                group.start_soon(assess, spec)
+        # after the assessment, so the servers it started show as running
+        running_lines: list[str] = []
         running = [client for client in self._clients.values()]
         if running:
-            lines.append("Running:")
+            running_lines.append("Running:")
             for client in running:
                 where = self.relative(client.root) or "."
                 if not client.alive:
@@ -415,32 +472,14 @@ class LspSupervisor:
                     state = "ready"
                 else:
                     state = f"still indexing: {client.busy_with()}"
-                lines.append(
+                running_lines.append(
                     f"  {client.spec.id} for {where} (pid {client.pid}, up "
                     f"{time.monotonic() - client.started_at:.0f} s, {len(client.documents)} "
                     f"open files, {client.encoding} positions): {state}"
                 )
         else:
-            lines.append("Running: none (servers start on first use)")
-        lines.append("Known servers:")
-        specs = sorted(self.specs.values(), key=lambda spec: (spec.language, spec.priority))
-        results: dict[str, str] = {}
-
-        async def assess(spec: ServerSpec) -> None:
-            roots = self.roots_in_workdir(spec)
-            probe = await self.probe(spec, roots[0] if roots else None)
-            binary = f"usable ({probe.detail})" if probe.ok else f"not usable: {probe.detail}"
-            if roots:
-                shown = ", ".join(self.relative(root) or "." for root in roots)
-                marker = f"roots: {shown}"
-            else:
-                marker = f"no root marker ({', '.join(spec.root_markers)}) in the workdir"
-            verdict = "can answer" if probe.ok and roots else "cannot answer here"
-            results[spec.id] = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
-
-        async with anyio.create_task_group() as group:
-            for spec in specs:
-                group.start_soon(assess, spec)
+            running_lines.append("Running: none (servers start on first use)")
+        lines[:0] = running_lines
         lines += [results[spec.id] for spec in specs]
         for language in sorted({spec.language for spec in specs}):
             order = ", ".join(spec.id for spec in self.candidates(language))
