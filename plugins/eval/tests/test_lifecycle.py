@@ -280,3 +280,21 @@ async def test_closing_while_prestarting_leaves_nothing(eval_run, monkeypatch) -
         while any(is_alive(p) for p in children):
             await anyio.sleep(0.05)
     assert not any(p.exists() for p in made)
+
+
+async def test_a_cancelled_node_cell_is_interrupted_and_keeps_the_state(eval_run, run_cell) -> None:
+    async with eval_run() as run:
+        await run_cell(run, "let x = 1", "javascript")
+        pid = kernel_of(run, "javascript").pid
+        with anyio.move_on_after(1.0):  # a synchronous loop: only SIGINT can break it
+            await run_cell(run, "x = 2; while (true) {}", "javascript")
+        assert is_alive(pid) and kernel_of(run, "javascript").pid == pid
+        with anyio.fail_after(10):
+            after = await run_cell(run, "x", "javascript")
+        assert after.text_content.startswith("2"), after.text_content
+        with anyio.move_on_after(1.0):  # a pending await
+            await run_cell(run, "x = 3; await new Promise(() => {})", "javascript")
+        with anyio.fail_after(10):
+            after = await run_cell(run, "x", "javascript")
+        assert after.text_content.startswith("3"), after.text_content
+        assert kernel_of(run, "javascript").pid == pid

@@ -92,6 +92,7 @@ class NodeKernel(ProcessKernel):
         self._lines = lines
         self._kernel_pid = kernel_pid
         self._next_id = 0
+        self._cell: int | None = None
         self._closed = False
 
     @classmethod
@@ -146,6 +147,7 @@ class NodeKernel(ProcessKernel):
     ) -> None:
         self._next_id += 1
         cell_id = self._next_id
+        self._cell = cell_id  # left set when the caller is cancelled: stop_cell() needs it
         late_header = False
         try:
             await self._send({"type": "execute", "id": cell_id, "code": code})
@@ -228,7 +230,34 @@ class NodeKernel(ProcessKernel):
                     output.write(str(message["error"]) + "\n")
                 if message.get("interrupted") and output.interrupted is None:
                     output.interrupted = "interrupted"
+                self._cell = None
                 return
+
+    async def stop_cell(self) -> bool:
+        """The caller was cancelled mid-cell: interrupt the cell (SIGINT breaks a synchronous
+        loop and rejects a pending await) and wait, bounded, for its end. True when it ended, so
+        the interpreter and its variables are kept; a tool call the cell makes meanwhile is
+        answered with an error."""
+        cell_id, self._cell = self._cell, None
+        if cell_id is None or not self.alive:
+            return False
+        self._interrupt()
+        with anyio.move_on_after(_INTERRUPT_GRACE_S):
+            while self.alive:
+                try:
+                    message = json.loads(await self._lines.next())
+                except ValueError:
+                    continue  # raw output of a child: nothing to wait for
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return False
+                if message.get("type") == "tool":
+                    refused = {"is_error": True, "content": [{"type": "text", "text": "cancelled"}]}
+                    await self._send(
+                        {"type": "tool_reply", "req": message.get("req"), "result": refused}
+                    )
+                elif message.get("type") == "done" and message.get("id") == cell_id:
+                    return True
+        return False
 
     def _interrupt(self) -> None:
         # The pid node reported is only trusted when it is ours: inside an enclosure with its
