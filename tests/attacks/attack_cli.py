@@ -40,6 +40,8 @@ class Session:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
+        ready = self.line()  # the session's first line announces it is up
+        assert ready.get("ready") is True, ready
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -64,4 +66,6 @@ def utf8_json_lines(out: bytes) -> list[dict[str, Any]]:
     assert lines[-1] == b"", "the output does not end with a newline"
     parsed = [json.loads(line.decode("utf-8")) for line in lines[:-1]]
     assert all(isinstance(obj, dict) for obj in parsed)
-    return parsed
+    # the first line is the session's ready line; the rest are replies and cards
+    assert parsed and parsed[0].get("ready") is True, parsed[:1]
+    return parsed[1:]

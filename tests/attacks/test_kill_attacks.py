@@ -141,6 +141,7 @@ def test_a_killed_session_leaves_no_process(tmp_path, sig, tally, marked):
     )
     assert proc.stdin is not None and proc.stdout is not None
     try:
+        assert json.loads(proc.stdout.readline())["ready"] is True  # the session is up
         send(proc, 0, "debug", BREAK)
         assert not json.loads(proc.stdout.readline())["is_error"]
         # everything else at once; the calls are still in flight when the signal comes

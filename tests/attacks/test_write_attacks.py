@@ -45,12 +45,15 @@ def tree(root: Path) -> dict[str, bytes | str]:
 
 
 def session(work: Path, *flags: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "tether.cli", "session", f"--workdir={work}", *flags],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None
+    assert json.loads(proc.stdout.readline())["ready"] is True  # the session's first line
+    return proc
 
 
 def ask(proc: subprocess.Popen[str], n: int, tool: str, args: dict) -> dict:
