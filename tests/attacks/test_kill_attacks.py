@@ -106,7 +106,9 @@ def gone_within(pid: int, marked: Marked, seconds: float = 2.0) -> list[int]:
 def finish(proc: subprocess.Popen[str], sig: int, alive: list[int], tally, marked: Marked) -> None:
     os.kill(proc.pid, sig)
     try:
-        proc.wait(timeout=15)
+        # a graceful close (SIGTERM/HUP/INT) is bounded by the run's close timeouts, 10 s per
+        # resource: on a loaded machine a harness's close took more than 15 s once in CI
+        proc.wait(timeout=45)
     finally:
         orphans = gone_within(proc.pid, marked)
         for p in orphans:
