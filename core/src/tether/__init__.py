@@ -48,7 +48,6 @@ from tether.tools import (
     Text,
     ToolResult,
     ToolSpec,
-    resolve,
 )
 
 __all__ = [
@@ -83,6 +82,5 @@ __all__ = [
     "object_schema",
     "open_run",
     "open_run_sync",
-    "resolve",
     "structure_args",
 ]

@@ -335,13 +335,3 @@ def as_result(value: ToolResult | str | Sequence[Content]) -> ToolResult:
     if isinstance(value, str):
         return ToolResult.text(value)
     return ToolResult(content=_content_tuple(value))
-
-
-async def resolve(value: Any) -> ToolResult:
-    """Await a result (or a chain of awaitables of one) from ``tether_process_result``."""
-    while not isinstance(value, ToolResult):
-        if hasattr(value, "__await__"):
-            value = await value
-        else:
-            value = as_result(value)
-    return value

@@ -18,23 +18,11 @@ REPORTED_SEVERITIES = (1, 2)  # errors and warnings; hints and infos are noise a
 CAP = 30
 
 
-def written_paths(call: Any, result: Any) -> list[str]:
-    """The files the call wrote, as the core reports them on every result."""
-    return [str(path) for path in result.written]
-
-
-async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) -> Any:
-    result = await tether.resolve(inner)
-    if result.is_error:
-        return result
+async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolResult) -> str | None:
+    """What to add to a successful call's result: the new diagnostics of every file it wrote
+    (``result.written``, absolute paths inside the workdir), or None."""
     notes: list[str] = []
-    paths: dict[Path, None] = {}
-    for raw_path in written_paths(call, result):
-        try:
-            paths[supervisor.run.confine(raw_path, field="path")] = None
-        except tether.ArgumentError:
-            continue
-    for path in paths:
+    for path in result.written:
         if not path.is_file() or supervisor.quiet_without_server(path):
             continue  # no server handles this kind of file: nothing to check, nothing to say
         try:
@@ -45,9 +33,7 @@ async def add_new_diagnostics(supervisor: LspSupervisor, call: Any, inner: Any) 
             note = f"(diagnostics unavailable: {exc})"
         if note:
             notes.append(note)
-    if not notes:
-        return result
-    return result.with_text_appended("\n" + "\n\n".join(notes))
+    return "\n" + "\n\n".join(notes) if notes else None
 
 
 def _reported(diagnostic: dict[str, Any]) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 import tether
 from tether_lsp import hookspecs
-from tether_lsp.after_write import add_new_diagnostics
+from tether_lsp.after_write import new_diagnostics_note
 from tether_lsp.servers import BUILTIN_SERVERS, ServerSpec
 from tether_lsp.supervisor import LspSupervisor
 from tether_lsp.tools import tool_specs
@@ -38,12 +38,4 @@ def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -
     supervisor = call.run.resources.get("lsp_supervisor")
     if not isinstance(supervisor, LspSupervisor) or result.is_error or not result.written:
         return None
-    return _diagnostics_note(supervisor, call, result)
-
-
-async def _diagnostics_note(
-    supervisor: LspSupervisor, call: tether.CallContext, result: tether.ToolResult
-) -> str | None:
-    added = await add_new_diagnostics(supervisor, call, result)
-    extra = [block.text for block in added.content[len(result.content) :] if hasattr(block, "text")]
-    return "\n".join(extra) or None
+    return new_diagnostics_note(supervisor, result)
