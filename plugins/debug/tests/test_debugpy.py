@@ -287,7 +287,6 @@ async def test_attach_over_tcp_to_a_program_started_with_debugpy_listen(
     )
     try:
         async with debug_run(py_workdir) as run:
-            await dbg.ok(run, op="breakpoints", file="forever.py", lines=[6])
             # a probe connection would use up the listener's one client: retry attach instead
             with anyio.fail_after(20):
                 while (result := await run.call("debug", {"op": "attach", "port": port})).is_error:
@@ -296,8 +295,10 @@ async def test_attach_over_tcp_to_a_program_started_with_debugpy_listen(
             attached = result.text_content
             assert attached.startswith(f"Attached to 127.0.0.1:{port} with debugpy.")
             assert "\nThreads (1):\n  thread_id 1: MainThread\n" in attached
+            # no breakpoint yet, so nothing can stop it before the result is written
             assert "call pause to stop it where it is" in attached
-            # the program runs on from attach and stops at the breakpoint by itself
+            # a breakpoint set on the running program stops it there by itself
+            await dbg.ok(run, op="breakpoints", file="forever.py", lines=[6])
             with anyio.fail_after(15):
                 while "Stopped (breakpoint) at forever.py:6" not in await dbg.ok(run, op="status"):
                     await anyio.sleep(0.1)
