@@ -9,7 +9,7 @@ import logging
 import math
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -325,11 +325,16 @@ class Run:
         *,
         surface: str = "default",
         call_id: str | None = None,
+        on_progress: Callable[[str], None] | None = None,
     ) -> ToolResult:
         """Call a tool through the whole pipeline: surface lookup → strict validation → approval
         → serialisation → handler under a timeout → ``tether_process_result`` wrappers.
-        Workdir settings ignored since the last result are listed in ``meta.config_ignored``."""
-        result = await self._call(name, args, surface=surface, call_id=call_id)
+        Workdir settings ignored since the last result are listed in ``meta.config_ignored``.
+        ``on_progress`` receives the messages the tool reports while it runs
+        (:meth:`CallContext.report_progress`)."""
+        result = await self._call(
+            name, args, surface=surface, call_id=call_id, on_progress=on_progress
+        )
         if self._unsent_notes:
             result = result.with_meta(config_ignored=list(self._unsent_notes))
             self._unsent_notes.clear()
@@ -342,6 +347,7 @@ class Run:
         *,
         surface: str,
         call_id: str | None,
+        on_progress: Callable[[str], None] | None = None,
     ) -> ToolResult:
         call_id = call_id or f"call_{next(self._call_ids)}"
         if self.closed:
@@ -364,7 +370,13 @@ class Run:
             text = "\n".join(problems)
             return ToolResult.error(f"invalid arguments for {name}:\n{text}", call_id=call_id)
         ctx = CallContext(
-            run=self, spec=spec, args=parsed, raw_args=dict(raw), surface=surface, call_id=call_id
+            run=self,
+            spec=spec,
+            args=parsed,
+            raw_args=dict(raw),
+            surface=surface,
+            call_id=call_id,
+            on_progress=on_progress,
         )
         refusal = await self._gate(ctx)
         if refusal is not None:

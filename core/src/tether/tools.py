@@ -318,6 +318,20 @@ class CallContext:
     raw_args: Mapping[str, Any]
     surface: str
     call_id: str
+    #: the transport's listener for progress while the call runs (an MCP server turns each
+    #: message into a progress notification); None: the caller shows none
+    on_progress: Callable[[str], None] | None = None
+
+    def report_progress(self, message: str) -> None:
+        """Tell the caller what a long call is waiting for ("basedpyright: 412 files to
+        analyze"); a no-op when the transport shows no progress. Never raises: a listener's
+        failure must not fail the call."""
+        if self.on_progress is None:
+            return
+        try:
+            self.on_progress(message)
+        except Exception:  # the listener is the transport's; the call goes on
+            pass
 
     @property
     def tool(self) -> str:

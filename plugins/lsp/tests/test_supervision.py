@@ -391,11 +391,11 @@ def test_an_empty_answer_while_indexing_says_so(tmp_path: Path) -> None:
         caller = Caller(run)
         text = caller.ok(action="definition", file="main.fake", line=2, symbol="alpha#1")
         assert text == (
-            "fake is still indexing (indexing (0/40 files)); no definition for `alpha` at "
+            "fake is still indexing (indexing: 0/40 files); no definition for `alpha` at "
             "main.fake:2 yet — ask again in a moment"
         )
         assert "fake for . (pid" in caller.ok(action="status")
-        assert "still indexing: indexing (0/40 files)" in caller.ok(action="status")
+        assert "still indexing: indexing: 0/40 files" in caller.ok(action="status")
 
 
 @attrs.frozen

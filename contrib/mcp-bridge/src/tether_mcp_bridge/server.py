@@ -85,6 +85,15 @@ class _Call:
         self.result: tether.ToolResult | None = None
         self.error: BaseException | None = None
         self.scope: anyio.CancelScope | None = None
+        #: the last progress the tool reported (a language server's indexing state)
+        self.progress: str | None = None
+
+    def report(self, message: str) -> None:
+        self.progress = message
+
+    def progress_text(self, waited: float) -> str:
+        text = f"still running after {waited:.0f} s"
+        return f"{text}: {self.progress}" if self.progress else text
 
     def wake(self) -> None:
         self.changed.set()
@@ -310,10 +319,14 @@ class Bridge:
         _current.set(call)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._tick, ctx)
+                tg.start_soon(self._tick, ctx, call)
                 try:
                     result = await run.call(
-                        name, args, surface=self.ns.surface, call_id=call.call_id
+                        name,
+                        args,
+                        surface=self.ns.surface,
+                        call_id=call.call_id,
+                        on_progress=call.report,
                     )
                 except Exception as exc:  # a bug in a tool: an MCP error, the server goes on
                     log.exception("tether mcp: %s raised", name)
@@ -330,13 +343,13 @@ class Bridge:
             raise
         return to_call_tool_result(result)
 
-    async def _tick(self, ctx: Any) -> None:
+    async def _tick(self, ctx: Any, call: _Call) -> None:
         waited, step = 0.0, PROGRESS_AFTER_S
         while True:
             await anyio.sleep(step)
             waited += step
             step = PROGRESS_EVERY_S
-            await ctx.session.report_progress(waited, None, f"still running after {waited:.0f} s")
+            await ctx.session.report_progress(waited, None, call.progress_text(waited))
 
     async def _say_cancelled(self, ctx: Any, call: _Call) -> None:
         log.info("tether mcp: request %s cancelled by the client", call.request_id)
@@ -364,7 +377,11 @@ class Bridge:
         with call.scope as scope:
             try:
                 call.result = await run.call(
-                    name, args, surface=self.ns.surface, call_id=call.call_id
+                    name,
+                    args,
+                    surface=self.ns.surface,
+                    call_id=call.call_id,
+                    on_progress=call.report,
                 )
             except Exception as exc:  # a bug in a tool: an MCP error, the server goes on
                 log.exception("tether mcp: %s raised", name)
@@ -395,9 +412,7 @@ class Bridge:
                     continue
                 waited += step
                 step = PROGRESS_EVERY_S
-                await ctx.session.report_progress(
-                    waited, None, f"still running after {waited:.0f} s"
-                )
+                await ctx.session.report_progress(waited, None, call.progress_text(waited))
         except anyio.get_cancelled_exc_class():
             # notifications/cancelled (or the client went away): stop the call, shielded, so
             # an eval cell is interrupted with its interpreter kept, an LSP request cancelled

@@ -107,11 +107,39 @@ class OpenDocument:
     sent_seq: int = 0
 
 
+@attrs.define
+class Progress:
+    """One work-done progress of the server, as it last reported it (its own words)."""
+
+    title: str
+    message: str | None = None
+    percentage: int | None = None
+
+    def describe(self) -> str:
+        """``indexing: 12/121 (9%)`` (clangd), ``440 files to analyze`` (the pyright family,
+        whose title is empty), ``Initializing JS/TS language features…`` (tsserver)."""
+        text = self.title
+        if self.message:
+            text = f"{text}: {self.message}" if text else self.message
+        if self.percentage is not None:
+            text += f" ({self.percentage}%)"
+        return text or "working"
+
+
+#: the pyright family's log line once it knows the project's files (its total, which its
+#: "N files to analyze" progress does not repeat)
+_FOUND_FILES = re.compile(r"Found (\d+) source files?")
+
+
 @attrs.frozen
 class Published:
     seq: int
     version: int | None
     items: list[dict[str, Any]]
+
+
+def _percent(value: float | None) -> int | None:
+    return None if value is None else max(0, min(100, round(value)))
 
 
 def tree_activity(pid: int) -> tuple[bool, int]:
@@ -196,6 +224,7 @@ class LspClient:
         settings: Mapping[str, Any],
         request_timeout_s: float,
         first_request_timeout_s: float | None = None,
+        on_progress: Callable[[LspClient], None] | None = None,
     ) -> None:
         self.run = run
         self.spec = spec
@@ -211,7 +240,16 @@ class LspClient:
         self.encoding = "utf-16"
         self.documents: dict[str, OpenDocument] = {}
         self.published: dict[str, Published] = {}
-        self.progress: dict[str, str] = {}
+        #: active work-done progress by token (begun, not yet ended)
+        self.progress: dict[str, Progress] = {}
+        #: "602 source files found", when the server said how many files its project has
+        self.files_found: str | None = None
+        #: told of every change of ``progress`` (the supervisor forwards it to the calls)
+        self.on_progress = on_progress
+        #: progress begins and reports so far, and the last state they described: a call
+        #: that saw the count move waited on a busy server
+        self.progress_events = 0
+        self.last_busy = ""
         self.registered: set[str] = set()
         self.configured = False
         self.files_known = spec.ready_log is None
@@ -523,28 +561,47 @@ class LspClient:
                 self._seq, params.get("version"), list(params.get("diagnostics") or [])
             )
         elif method == "window/logMessage":
-            if self.files_known or not re.search(
-                self.spec.ready_log or "", str(params.get("message"))
-            ):
+            text = str(params.get("message"))
+            if self.files_known or not re.search(self.spec.ready_log or "", text):
                 return
             self.files_known = True
+            found = _FOUND_FILES.search(text)
+            if found:
+                count = int(found[1])
+                self.files_found = f"{count:,} source file{'s' if count != 1 else ''} found"
         elif method == "$/progress":
-            token = str(params.get("token"))
-            value = params.get("value") or {}
-            kind = value.get("kind")
-            if kind == "begin":
-                title = str(value.get("title") or "working")
-                message = value.get("message")
-                self.progress[token] = f"{title} ({message})" if message else title
-            elif kind == "report" and token in self.progress and value.get("message"):
-                title = self.progress[token].split(" (", 1)[0]
-                self.progress[token] = f"{title} ({value['message']})"
-            elif kind == "end":
-                self.progress.pop(token, None)
-                self.settled += 1
+            self._on_progress(str(params.get("token")), params.get("value") or {})
         else:
             return
         self._notify_change()
+
+    def _on_progress(self, token: str, value: Mapping[str, Any]) -> None:
+        kind = value.get("kind")
+        percentage = value.get("percentage")
+        percentage = percentage if isinstance(percentage, int | float) else None
+        message = value.get("message")
+        message = str(message) if message else None
+        if kind == "begin":
+            title = str(value.get("title") or "")
+            self.progress[token] = Progress(title, message, _percent(percentage))
+        elif kind == "report" and token in self.progress:
+            current = self.progress[token]
+            # a report that leaves out the message or percentage keeps the previous one (LSP)
+            if message is not None:
+                current.message = message
+            if percentage is not None:
+                current.percentage = _percent(percentage)
+        elif kind == "end":
+            if self.progress.pop(token, None) is None:
+                return
+            self.settled += 1
+        else:
+            return
+        if self.progress:
+            self.progress_events += 1
+            self.last_busy = self.busy_with()
+        if self.on_progress is not None:
+            self.on_progress(self)
 
     def _notify_change(self) -> None:
         self._changed.set()
@@ -569,8 +626,11 @@ class LspClient:
         return self.files_known and not self.progress
 
     def busy_with(self) -> str:
+        """What the server is busy with, in its own words (its progress titles, messages and
+        percentages); "" when it reports nothing."""
         if self.progress:
-            return ", ".join(sorted(self.progress.values()))
+            text = ", ".join(sorted(progress.describe() for progress in self.progress.values()))
+            return f"{text} (of {self.files_found})" if self.files_found else text
         if self.spec.waits_for_configuration and not self.configured:
             return "loading its configuration"
         if not self.files_known:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
+
+import attrs
 
 import tether
 from tether.text import cap, truncate
@@ -44,13 +47,25 @@ class Session:
     """One query: the server for a file, the synced document, the resolved position."""
 
     def __init__(
-        self, supervisor: LspSupervisor, client: LspClient, doc: OpenDocument, fresh: bool
+        self,
+        supervisor: LspSupervisor,
+        client: LspClient,
+        doc: OpenDocument,
+        fresh: bool,
+        before: Busy | None = None,
     ) -> None:
         self.supervisor = supervisor
         self.client = client
         self.doc = doc
         #: this call told the server about new content (it may still be digesting it)
         self.fresh = fresh
+        #: the server's state when the call reached it
+        self.before = before or Busy.of(client)
+
+    def with_indexing(self, text: str) -> str:
+        """``text`` followed by the server's indexing state, when it is still busy or the
+        call waited on it."""
+        return with_indexing(text, self.client, self.before)
 
     @property
     def rel(self) -> str:
@@ -76,6 +91,46 @@ class Session:
         if self.client.is_ready():
             return None
         return f"{self.client.spec.id} is still indexing ({self.client.busy_with()})"
+
+
+#: a wait shorter than this for a server that was busy goes unmentioned
+WAIT_WORTH_SAYING_S = 0.5
+
+
+@attrs.frozen
+class Busy:
+    """A server's state when a call reached it: what it was busy with, its progress count."""
+
+    what: str
+    events: int
+    started: float
+
+    @classmethod
+    def of(cls, client: LspClient) -> Busy:
+        what = "" if client.is_ready() else client.busy_with()
+        return cls(what, client.progress_events, time.monotonic())
+
+
+def indexing_line(client: LspClient, before: Busy) -> str:
+    """``(still indexing — clangd: indexing: 12/121 (9%))`` while the server reports work in
+    progress — in its own words and numbers, never counts it did not send — or how long the
+    call waited on a server that was busy meanwhile."""
+    if not client.alive:
+        return ""
+    if not client.is_ready():
+        return f"(still indexing — {client.spec.id}: {client.busy_with()})"
+    waited = time.monotonic() - before.started
+    what = before.what or (client.last_busy if client.progress_events != before.events else "")
+    if what and waited >= WAIT_WORTH_SAYING_S:
+        return f"(waited {waited:.1f} s while {client.spec.id} was busy: {what})"
+    return ""
+
+
+def with_indexing(text: str, client: LspClient, before: Busy) -> str:
+    line = indexing_line(client, before)
+    if not line or (line.startswith("(still indexing") and "still indexing" in text):
+        return text  # the answer already says so (an empty answer while indexing)
+    return f"{text}\n{line}"
 
 
 #: actions whose answer spans the project: they wait for indexing to end (bounded)
@@ -113,6 +168,7 @@ async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Se
 async def session_on(
     supervisor: LspSupervisor, client: LspClient, path: Path, action: str
 ) -> Session:
+    before = Busy.of(client)
     refreshed = await client.refresh_documents()
     doc, opened_now = await client.sync_document(path)
     config = supervisor.config
@@ -121,7 +177,7 @@ async def session_on(
     # a hover or a definition in one file need not wait for a whole-project index
     index = action in PROJECT_WIDE or client.spec.navigation_waits_for_index
     await client.wait_ready(config.ready_timeout_s, index=index)
-    return Session(supervisor, client, doc, refreshed or opened_now)
+    return Session(supervisor, client, doc, refreshed or opened_now, before)
 
 
 def _capped(lines: list[str], limit: int, noun: str) -> tuple[list[str], str]:
@@ -335,6 +391,7 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
     client = await supervisor.client(choice.spec, choice.root)
     if not client.supports("workspace/symbol", "workspaceSymbolProvider"):
         return None
+    before = Busy.of(client)
     await client.refresh_documents()
     if client.spec.workspace_needs_open_file and not client.documents:
         first = _first_source_file(client, choice.root)
@@ -343,7 +400,8 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
             await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
     await client.wait_ready(supervisor.config.ready_timeout_s)
     result = await client.request("workspace/symbol", {"query": query})
-    return _workspace_section(supervisor, client, query, result)
+    section = _workspace_section(supervisor, client, query, result)
+    return with_indexing(section, client, before)
 
 
 def _first_source_file(client: LspClient, root: Path) -> Path | None:
@@ -459,6 +517,9 @@ async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
             notes.append(f"{client.spec.id}: {exc}")
             continue
         doc = doc or session.doc
+        line = indexing_line(client, session.before)
+        if line:
+            notes.append(line[1:-1])
         if items is None:
             # still at it: a pull stays pending, a push will be kept when it comes
             notes.append(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,9 @@ class LspSupervisor:
         self.ledger = DiagnosticLedger()
         #: lines the next result carries (a hung server restarted on the way)
         self.notes: list[str] = []
+        #: told "<server>: <what it is busy with>" at each change of a server's progress (the
+        #: calls in flight forward it to their transport, see :meth:`forwarding_progress`)
+        self.progress_listeners: list[Callable[[str], None]] = []
         _ = self.specs  # collected when wired, so a dropped contribution is reported at once
 
     # -- specs -----------------------------------------------------------------------------
@@ -320,6 +324,7 @@ class LspSupervisor:
                 deep_merge(pinned_settings, self.settings_for(spec)),
                 self.config.request_timeout_s,
                 self.config.start_timeout_s,
+                on_progress=self._progress_changed,
             )
             self._clients[key] = client
             try:
@@ -332,6 +337,24 @@ class LspSupervisor:
                 del self._clients[key]
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             return client
+
+    def _progress_changed(self, client: LspClient) -> None:
+        text = f"{client.spec.id}: {client.busy_with() or 'done'}"
+        for listener in list(self.progress_listeners):
+            listener(text)
+
+    @contextmanager
+    def forwarding_progress(self, listener: Callable[[str], None]) -> Iterator[None]:
+        """While the block runs, ``listener`` hears each server's progress: at once for the
+        servers busy now, then at every change."""
+        for client in self._clients.values():
+            if client.alive and client.progress:
+                listener(f"{client.spec.id}: {client.busy_with()}")
+        self.progress_listeners.append(listener)
+        try:
+            yield
+        finally:
+            self.progress_listeners.remove(listener)
 
     @property
     def clients(self) -> list[LspClient]:

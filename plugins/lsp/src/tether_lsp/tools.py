@@ -117,7 +117,11 @@ def _given(value: T | None) -> T:
 
 
 async def handle_lsp(call: tether.CallContext, args: LspArgs) -> str:
-    return _with_notes(_supervisor(call), await _answer_lsp(call, args))
+    supervisor = _supervisor(call)
+    # a long wait for an indexing server is visible where the transport shows progress
+    with supervisor.forwarding_progress(call.report_progress):
+        text = await _answer_lsp(call, args)
+    return _with_notes(supervisor, text)
 
 
 def _with_notes(supervisor: LspSupervisor, text: str) -> str:
@@ -148,26 +152,30 @@ async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
         if args.query is not None:
             return await queries.workspace_symbols(supervisor, args.query, path)
         assert path is not None
-        return await queries.document_symbols(await queries.open_session(supervisor, path, action))
+        session = await queries.open_session(supervisor, path, action)
+        return session.with_indexing(await queries.document_symbols(session))
     file, line, symbol = _given(args.file), _given(args.line), _given(args.symbol)
     session = await queries.open_session(supervisor, call.run.confine(file, field="file"), action)
     if action == "hover":
-        return await queries.hover(session, line, symbol)
-    if action == "code_actions":
-        return await queries.code_actions(session, line, symbol)
-    if action in ("incoming_calls", "outgoing_calls"):
-        return await queries.call_hierarchy(session, action, line, symbol)
-    return await queries.navigate(session, action, line, symbol)
+        text = await queries.hover(session, line, symbol)
+    elif action == "code_actions":
+        text = await queries.code_actions(session, line, symbol)
+    elif action in ("incoming_calls", "outgoing_calls"):
+        text = await queries.call_hierarchy(session, action, line, symbol)
+    else:
+        text = await queries.navigate(session, action, line, symbol)
+    return session.with_indexing(text)
 
 
 async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     supervisor = _supervisor(call)
     path = call.run.confine(args.file, field="file")
-    session = await queries.open_session(supervisor, path, "rename")
-    text = await rename.rename(
-        session, args.line, args.symbol, args.new_name, leave_outside=args.leave_outside
-    )
-    return _with_notes(supervisor, text)
+    with supervisor.forwarding_progress(call.report_progress):
+        session = await queries.open_session(supervisor, path, "rename")
+        text = await rename.rename(
+            session, args.line, args.symbol, args.new_name, leave_outside=args.leave_outside
+        )
+    return _with_notes(supervisor, session.with_indexing(text))
 
 
 def tool_specs() -> list[tether.ToolSpec]:
