@@ -1,9 +1,12 @@
 """tether's `lsp` side by side with a bare JSON-RPC client talking to the same server.
 
 Run once, by hand (not in CI): ``uv run python plugins/lsp/benchmarks/bench_lsp.py [SERVER ...]``.
-Prints per server: cold start to first definition, warm hover/definition medians through
-`lsp` and through a bare client (the overhead tether adds), and diagnostics-on-write latency
-(write -> new diagnostics in the result) against a bare didChange -> publishDiagnostics.
+Warm queries are interleaved (tether, bare, bare, tether, …) on two equivalent servers in
+one event loop, so both sides share the machine's load; per server and query it prints a
+markdown row: bare median, tether median, median and p90 of the per-pair difference, the
+ratio of the medians and the load average before and after. Also diagnostics-on-write latency
+(write -> new diagnostics in the result) against a bare didChange -> publishDiagnostics, and
+the cold start to the first answer of each.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from tether.framing import FramedReader, FramedWriter
 from tether_lsp import BUILTIN_SERVERS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
-WARM_ROUNDS = 40
+WARM_ROUNDS = 200
+WARMUP_ROUNDS = 20
 WRITE_ROUNDS = 5
 BIN = Path(sys.executable).parent
 
@@ -222,54 +226,23 @@ def ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:8.2f} ms"
 
 
-async def through_tether(server: str) -> dict[str, Any]:
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run_bench(server: str) -> dict[str, Any]:
+    """Cold start of each, then warm queries interleaved — tether, bare, bare, tether, … on two
+    equivalent servers (the same project copied twice) in one event loop, so both sides see the
+    same machine load; then diagnostics on write, tether's and the bare client's."""
     bench = SERVERS[server]
-    workdir = project(bench.project)
+    ours_dir, bare_dir = project(bench.project), project(bench.project)
     config = {
         "core": {"approval": {"write": "auto"}},
         "lsp": {"servers": {bench.language: [server]}},
     }
-    out: dict[str, Any] = {}
-    first, (line, symbol) = next(iter(bench.asks.items()))
-    started = time.perf_counter()
-    async with tether.open_run(workdir, config=config) as run:
-        args = {"action": first, "file": bench.file, "line": line, "symbol": symbol}
-        # the first correct answer (a cold server may say "ask again")
-        for _ in range(50):
-            result = await run.call("lsp", args)
-            if not result.is_error and "ask again" not in result.text_content:
-                break
-            await anyio.sleep(0.2)
-        out["cold"] = time.perf_counter() - started
-        assert not result.is_error, result.text_content
-        for action, (line, symbol) in bench.asks.items():
-            args = {"action": action, "file": bench.file, "line": line, "symbol": symbol}
-            times = []
-            for _ in range(WARM_ROUNDS):
-                t = time.perf_counter()
-                result = await run.call("lsp", args)
-                times.append(time.perf_counter() - t)
-                assert not result.is_error, result.text_content
-            out[action] = times
-        if not bench.write:
-            return out
-        path, good, bad = BROKEN[bench.project]
-        writes = []
-        for _ in range(WRITE_ROUNDS):
-            await run.call("write", {"path": path, "content": good})
-            t = time.perf_counter()
-            result = await run.call("write", {"path": path, "content": bad})
-            writes.append(time.perf_counter() - t)
-            assert "New diagnostics" in result.text_content, result.text_content
-        out["write"] = writes
-    return out
-
-
-async def bare(server: str) -> dict[str, Any]:
-    bench = SERVERS[server]
-    workdir = project(bench.project)
-    out: dict[str, Any] = {}
-    target = workdir / bench.file
+    out: dict[str, Any] = {"load": [os.getloadavg()[0]]}
+    target = bare_dir / bench.file
     text = target.read_text()
     uri = target.as_uri()
 
@@ -279,104 +252,168 @@ async def bare(server: str) -> dict[str, Any]:
         return {"textDocument": {"uri": uri}, "position": position}
 
     methods = {"hover": "textDocument/hover", "definition": "textDocument/definition"}
-    started = time.perf_counter()
     # the same settings and initialization options tether's spec sends (pylsp: no black
     # formatting of hovers), so the difference is tether's own overhead
     spec = next(spec for spec in BUILTIN_SERVERS if spec.id == server)
-    async with BareClient(bench.argv, workdir, dict(spec.settings)) as client:
-        await client.initialize(spec.initialization_options)
-        await client.notify(
-            "textDocument/didOpen",
-            {
-                "textDocument": {
-                    "uri": uri,
-                    "languageId": bench.language_id,
-                    "version": 1,
-                    "text": text,
-                }
-            },
-        )
-        first, place = next(iter(bench.asks.items()))
-        for _ in range(50):  # the first correct answer, as through tether
-            if await client.request(methods[first], params_at(*place)):
+    first, (line, symbol) = next(iter(bench.asks.items()))
+    started = time.perf_counter()
+    async with tether.open_run(ours_dir, config=config) as run:
+        args = {"action": first, "file": bench.file, "line": line, "symbol": symbol}
+        # the first correct answer (a cold server may say "ask again")
+        for _ in range(50):
+            result = await run.call("lsp", args)
+            if not result.is_error and "ask again" not in result.text_content:
                 break
             await anyio.sleep(0.2)
-        out["cold"] = time.perf_counter() - started
-        for action, place in bench.asks.items():
-            params = params_at(*place)
-            times = []
-            for _ in range(WARM_ROUNDS):
-                t = time.perf_counter()
-                assert await client.request(methods[action], params)
-                times.append(time.perf_counter() - t)
-            out[action] = times
-        if not bench.write:
-            return out
-        name, language = bench.project, bench.language_id
-        path, good, bad = BROKEN[name]
-        wuri = (workdir / path).as_uri()
-        await client.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": wuri, "languageId": language, "version": 1, "text": good}},
-        )
-        version, writes = 1, []
-        for _ in range(WRITE_ROUNDS):
-            version += 1
+        out["cold tether"] = time.perf_counter() - started
+        assert not result.is_error, result.text_content
+        started = time.perf_counter()
+        async with BareClient(bench.argv, bare_dir, dict(spec.settings)) as client:
+            await client.initialize(spec.initialization_options)
             await client.notify(
-                "textDocument/didChange",
+                "textDocument/didOpen",
                 {
-                    "textDocument": {"uri": wuri, "version": version},
-                    "contentChanges": [{"text": good}],
+                    "textDocument": {
+                        "uri": uri,
+                        "languageId": bench.language_id,
+                        "version": 1,
+                        "text": text,
+                    }
                 },
             )
-            with anyio.fail_after(10):
-                while client.published.get(wuri, None) != []:
-                    await client.publish_event.wait()
-            version += 1
-            t = time.perf_counter()
-            (workdir / path).write_text(bad)
-            await client.notify(
-                "textDocument/didChange",
-                {
-                    "textDocument": {"uri": wuri, "version": version},
-                    "contentChanges": [{"text": bad}],
-                },
-            )
-            await client.notify("textDocument/didSave", {"textDocument": {"uri": wuri}})
-            with anyio.fail_after(10):
-                while not client.published.get(wuri):
-                    await client.publish_event.wait()
-            writes.append(time.perf_counter() - t)
-        out["write"] = writes
+            for _ in range(50):  # the first correct answer, as through tether
+                if await client.request(methods[first], params_at(line, symbol)):
+                    break
+                await anyio.sleep(0.2)
+            out["cold bare"] = time.perf_counter() - started
+            for action, (line, symbol) in bench.asks.items():
+                args = {"action": action, "file": bench.file, "line": line, "symbol": symbol}
+                params = params_at(line, symbol)
+
+                async def ours(args: dict[str, Any] = args) -> float:
+                    t = time.perf_counter()
+                    result = await run.call("lsp", args)
+                    took = time.perf_counter() - t
+                    assert not result.is_error, result.text_content
+                    return took
+
+                async def theirs(method: str = methods[action], params: Any = params) -> float:
+                    t = time.perf_counter()
+                    assert await client.request(method, params)
+                    return time.perf_counter() - t
+
+                for _ in range(WARMUP_ROUNDS):
+                    await ours()
+                    await theirs()
+                tethered, bare_times = [], []
+                for round_ in range(WARM_ROUNDS):
+                    # A/B then B/A: neither side always goes first
+                    if round_ % 2:
+                        bare_times.append(await theirs())
+                        tethered.append(await ours())
+                    else:
+                        tethered.append(await ours())
+                        bare_times.append(await theirs())
+                out[action] = (tethered, bare_times)
+            out["load"].append(os.getloadavg()[0])
+            if bench.write:
+                out["write"] = (
+                    await tether_writes(run, bench),
+                    await bare_writes(client, bare_dir, bench),
+                )
     return out
+
+
+async def tether_writes(run: Any, bench: Bench) -> list[float]:
+    path, good, bad = BROKEN[bench.project]
+    writes = []
+    for _ in range(WRITE_ROUNDS):
+        await run.call("write", {"path": path, "content": good})
+        t = time.perf_counter()
+        result = await run.call("write", {"path": path, "content": bad})
+        writes.append(time.perf_counter() - t)
+        assert "New diagnostics" in result.text_content, result.text_content
+    return writes
+
+
+async def bare_writes(client: BareClient, workdir: Path, bench: Bench) -> list[float]:
+    path, good, bad = BROKEN[bench.project]
+    wuri = (workdir / path).as_uri()
+    await client.notify(
+        "textDocument/didOpen",
+        {
+            "textDocument": {
+                "uri": wuri,
+                "languageId": bench.language_id,
+                "version": 1,
+                "text": good,
+            }
+        },
+    )
+    version, writes = 1, []
+    for _ in range(WRITE_ROUNDS):
+        version += 1
+        await client.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": wuri, "version": version}, "contentChanges": [{"text": good}]},
+        )
+        with anyio.fail_after(10):
+            while client.published.get(wuri, None) != []:
+                await client.publish_event.wait()
+        version += 1
+        t = time.perf_counter()
+        (workdir / path).write_text(bad)
+        await client.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": wuri, "version": version}, "contentChanges": [{"text": bad}]},
+        )
+        await client.notify("textDocument/didSave", {"textDocument": {"uri": wuri}})
+        with anyio.fail_after(10):
+            while not client.published.get(wuri):
+                await client.publish_event.wait()
+        writes.append(time.perf_counter() - t)
+    return writes
+
+
+def row(server: str, what: str, ours: list[float], theirs: list[float]) -> str:
+    bare_median, ours_median = statistics.median(theirs), statistics.median(ours)
+    differences = [a - b for a, b in zip(ours, theirs, strict=True)]
+    return (
+        f"| {server} | {what} | {bare_median * 1000:.2f} | {ours_median * 1000:.2f} | "
+        f"{statistics.median(differences) * 1000:+.2f} | {quantile(differences, 0.9) * 1000:+.2f} "
+        f"| {ours_median / bare_median:.2f} |"
+    )
 
 
 async def main() -> None:
     only = set(sys.argv[1:])
-    print(f"{'server':28} {'what':22} {'tether':>11} {'bare':>11} {'added':>10}")
+    print(
+        f"warm: {WARM_ROUNDS} interleaved pairs after {WARMUP_ROUNDS} warm-up pairs; "
+        f"{os.cpu_count()} CPUs; times in ms"
+    )
+    print(
+        "| server | query | bare median | tether median | difference median | difference p90 "
+        "| ratio | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    cold_rows = []
     for server, bench in SERVERS.items():
         if only and server not in only:
             continue
         if not Path(bench.argv[0]).exists():
-            print(f"{server:28} not installed")
+            print(f"| {server} | not installed |")
             continue
-        ours, theirs = await through_tether(server), await bare(server)
-        print(
-            f"{server:28} {'cold first answer':22} {ours['cold'] * 1000:8.0f} ms "
-            f"{theirs['cold'] * 1000:8.0f} ms"
-        )
+        out = await run_bench(server)
+        load = "–".join(f"{value:.1f}" for value in out["load"])
         for what in bench.asks:
-            added = (statistics.median(ours[what]) - statistics.median(theirs[what])) * 1000
-            print(
-                f"{server:28} {'warm ' + what + ' median':22} {ms(ours[what])} "
-                f"{ms(theirs[what])} {added:+7.2f} ms"
-            )
-        if bench.write:
-            added = (statistics.median(ours["write"]) - statistics.median(theirs["write"])) * 1000
-            print(
-                f"{server:28} {'diagnostics on write':22} {ms(ours['write'])} "
-                f"{ms(theirs['write'])} {added:+7.2f} ms"
-            )
+            print(row(server, f"warm {what}", *out[what]) + f" {load} |")
+        if "write" in out:
+            print(row(server, "diagnostics on write", *out["write"]) + f" {load} |")
+        cold_rows.append(
+            f"{server}: cold first answer {out['cold tether'] * 1000:.0f} ms through tether, "
+            f"{out['cold bare'] * 1000:.0f} ms bare"
+        )
+    print("\n".join(cold_rows))
 
 
 if __name__ == "__main__":

@@ -712,6 +712,14 @@ class LspClient:
         async with self._sync_lock:
             return await self._refresh()
 
+    async def sync_for_query(self, path: Path) -> tuple[OpenDocument, bool, bool]:
+        """:meth:`refresh_documents` then :meth:`sync_document` of ``path``, under one hold of
+        the lock: (the document, anything refreshed, the document opened or changed now)."""
+        async with self._sync_lock:
+            refreshed = await self._refresh()
+            doc, sent = await self._sync(path)
+            return doc, refreshed, sent
+
     async def _refresh(self) -> bool:
         sent = False
         if "workspace/didChangeWatchedFiles" in self.registered:

@@ -169,8 +169,7 @@ async def session_on(
     supervisor: LspSupervisor, client: LspClient, path: Path, action: str
 ) -> Session:
     before = Busy.of(client)
-    refreshed = await client.refresh_documents()
-    doc, opened_now = await client.sync_document(path)
+    doc, refreshed, opened_now = await client.sync_for_query(path)
     config = supervisor.config
     if opened_now and client.spec.open_waits_for_diagnostics:
         await client.diagnostics_for(doc, config.ready_timeout_s)
@@ -517,8 +516,10 @@ async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
             notes.append(f"{client.spec.id}: {exc}")
             continue
         doc = doc or session.doc
+        # a file's diagnostics do not wait for the project's index: no "still indexing" here,
+        # only a long wait on a busy server is said
         line = indexing_line(client, session.before)
-        if line:
+        if line.startswith("(waited"):
             notes.append(line[1:-1])
         if items is None:
             # still at it: a pull stays pending, a push will be kept when it comes

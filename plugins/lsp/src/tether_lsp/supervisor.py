@@ -162,11 +162,15 @@ class LspSupervisor:
         return f"{why}; install: {spec.install}" if spec.install else why
 
     def _locate(self, spec: ServerSpec, path: Path) -> tuple[Path | None, str | None]:
-        """(root, why not) — a root marker must exist and the binary must resolve."""
+        """(root, why not) — a root marker must exist and the binary must resolve (a server
+        running for that root has resolved it: no PATH search on every query)."""
         root = self.find_root(spec, path)
         if root is None:
             markers = ", ".join(spec.root_markers)
             return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
+        running = self._clients.get((spec.id, root))
+        if running is not None and running.alive:
+            return root, None
         if self.resolve_binary(spec.command[0], root) is None:
             return None, f"not usable — {self.not_found(spec)}"
         return root, None
@@ -259,6 +263,9 @@ class LspSupervisor:
         return clients, failures
 
     def relative(self, path: Path) -> str:
+        # the paths the run confined are resolved already: no second resolve per answer
+        if path.is_absolute() and self.workdir in path.parents and ".." not in path.parts:
+            return str(path.relative_to(self.workdir))
         return relative(self.workdir, path)
 
     def quiet_without_server(self, path: Path) -> bool:
@@ -276,6 +283,9 @@ class LspSupervisor:
 
     async def client(self, spec: ServerSpec, root: Path) -> LspClient:
         key = (spec.id, root)
+        current = self._clients.get(key)
+        if current is not None and current.unresponsive_since is None and current.check_running():
+            return current  # the common case needs no lock (an uncontended one still yields)
         lock = self._locks.setdefault(key, anyio.Lock())
         async with lock:
             current = self._clients.get(key)
