@@ -641,3 +641,30 @@ async def test_run_command_is_owned_bounded_and_honest(tmp_path):
         await wait_for(lambda: not is_alive(int(pids.read_text())), timeout=2)
         with pytest.raises(OSError):
             await run.run_command(["/no/such/program"], timeout_s=1)
+
+
+async def test_a_tool_reports_progress_to_the_callers_listener(tmp_path):
+    @attrs.frozen
+    class Args:
+        steps: int = tether.arg(2, description="how many")
+
+    async def handler(call, args):
+        for step in range(args.steps):
+            call.report_progress(f"step {step + 1} of {args.steps}")
+        return "done"
+
+    spec = tether.ToolSpec("steps", "read", Args, handler, "reports its steps")
+    async with tether.open_run(
+        tmp_path, entry_points=False, plugins=[Provides(tools=[spec])]
+    ) as run:
+        heard: list[str] = []
+        result = await run.call("steps", {"steps": 3}, on_progress=heard.append)
+        assert result.text_content == "done"
+        assert heard == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+        # no listener: reporting is a no-op; a listener that fails never fails the call
+        assert (await run.call("steps", {})).text_content == "done"
+
+        def broken(message: str) -> None:
+            raise OSError("the transport is gone")
+
+        assert (await run.call("steps", {}, on_progress=broken)).text_content == "done"
