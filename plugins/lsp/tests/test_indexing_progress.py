@@ -34,7 +34,7 @@ def generate_c_project(root: Path, files: int) -> None:
 
 #: translation units in the generated project: clangd's background index of this many files
 #: (each including the C library's headers) lasts seconds on any machine
-C_FILES = 300
+C_FILES = 500
 
 
 def test_clangd_index_progress_shows_in_the_answer_status_and_transport(tmp_path: Path) -> None:
