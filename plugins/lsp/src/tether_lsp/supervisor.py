@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -14,11 +14,14 @@ import tether
 from tether.availability import CommandProbe, ProbeResult, find_root, not_found, resolve_command
 from tether.contributions import collect
 from tether.paths import relative
-from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import pin_workspace_loads
+
+if TYPE_CHECKING:
+    # the client (JSON-RPC, framing) is imported when the first server starts
+    from tether_lsp.client import LspClient
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 #: how long `lsp status` waits in all for the servers it starts to answer `initialize`
@@ -312,6 +315,8 @@ class LspSupervisor:
             argv = [binary, *spec.command[1:]]
             # an untrusted workdir: what the server would load from it is pinned outside it
             pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
+            from tether_lsp.client import LspClient
+
             client = LspClient(
                 self.run,
                 pinned,

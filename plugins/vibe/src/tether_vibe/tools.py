@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
 import tether
 import tether.text
 from tether.text import clock, duration
-from tether_vibe.roster import Roster, Worker
+
+if TYPE_CHECKING:
+    from tether_vibe.roster import Roster, Worker
 
 RESOURCE = "vibe_roster"
 LIST_LIMIT = 50
