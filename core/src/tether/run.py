@@ -8,7 +8,6 @@ import itertools
 import logging
 import math
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -92,7 +91,7 @@ class Run:
         self._call_ids = itertools.count(1)
         self._spawn_ids = itertools.count(1)
         # every process of this run carries TETHER_OWNER=<owner>/<n>: detached daemons included
-        self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
+        self.owner = f"{os.getpid()}.{os.urandom(6).hex()}"
         self.closed = False
         # spawning stays possible while resources close (a worktree's `git worktree remove`):
         # the processes are terminated only after that
