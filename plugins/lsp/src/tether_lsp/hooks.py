@@ -7,7 +7,7 @@ from typing import Any
 import tether
 from tether_lsp import hookspecs
 from tether_lsp.servers import BUILTIN_SERVERS, ServerSpec
-from tether_lsp.tools import tool_specs
+from tether_lsp.tools import SUPERVISOR, tool_specs
 
 # Registering the hooks imports only the specs and the argument classes; the supervisor when a
 # run wires it, the diagnostics machinery when a call has written files.
@@ -24,10 +24,10 @@ def tether_lsp_servers() -> list[ServerSpec]:
 
 
 @tether.hookimpl
-def tether_resources(run: Any) -> dict[str, object]:
+def tether_resources(run: Any) -> dict[Any, object]:
     from tether_lsp.supervisor import LspSupervisor
 
-    return {"lsp_supervisor": LspSupervisor(run)}
+    return {SUPERVISOR: LspSupervisor(run)}
 
 
 @tether.hookimpl
@@ -38,12 +38,9 @@ def tether_tools(run: Any) -> list[tether.ToolSpec]:
 @tether.hookimpl
 def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -> Any:
     """Diagnostics on write: any call whose result says it wrote files (``result.written``)."""
-    if result.is_error or not result.written:
+    supervisor = call.run.resource(SUPERVISOR, None)
+    if supervisor is None or result.is_error or not result.written:
         return None
     from tether_lsp.after_write import new_diagnostics_note
-    from tether_lsp.supervisor import LspSupervisor
 
-    supervisor = call.run.resources.get("lsp_supervisor")
-    if not isinstance(supervisor, LspSupervisor):
-        return None
     return new_diagnostics_note(supervisor, result)

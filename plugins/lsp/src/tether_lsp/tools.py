@@ -7,12 +7,19 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 import attrs
 
 import tether
+from tether.resources import ResourceKey
 
 if TYPE_CHECKING:
     from tether_lsp.supervisor import LspSupervisor
 
 # The handlers import the query modules (the client, the renderers, the cross-check) when first
 # called: registering the tools costs only the argument classes.
+
+#: the run resource this plugin wires: the language servers of the run (the class is imported
+#: by the hook that builds it, not by every start)
+SUPERVISOR: ResourceKey[LspSupervisor] = ResourceKey(
+    "lsp_supervisor", "tether_lsp.supervisor:LspSupervisor"
+)
 
 Action = Literal[
     "diagnostics",
@@ -84,7 +91,7 @@ RENAME_DESCRIPTION = (
 
 
 def _supervisor(call: tether.CallContext) -> LspSupervisor:
-    return call.run.resources["lsp_supervisor"]
+    return call.run.resource(SUPERVISOR)
 
 
 _POSITION = tether.Action(required=("file", "line", "symbol"))
@@ -186,7 +193,7 @@ def tool_specs() -> list[tether.ToolSpec]:
             args=LspArgs,
             handler=handle_lsp,
             description=LSP_DESCRIPTION,
-            requires=("lsp_supervisor",),
+            requires=(SUPERVISOR,),
             parallel_safe=True,
             actions=LSP_ACTIONS,
         ),
@@ -196,7 +203,7 @@ def tool_specs() -> list[tether.ToolSpec]:
             args=RenameArgs,
             handler=handle_rename,
             description=RENAME_DESCRIPTION,
-            requires=("lsp_supervisor",),
+            requires=(SUPERVISOR,),
             parallel_safe=True,
         ),
     ]

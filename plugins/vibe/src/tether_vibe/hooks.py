@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pluggy
 
 import tether
@@ -17,8 +19,8 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 
 @tether.hookimpl
-def tether_resources(run: tether.Run) -> dict[str, object] | None:
-    if not run.vibe:
+def tether_resources(run: tether.Run) -> dict[Any, object] | None:
+    if not run.options.get("vibe"):
         return None
     # the roster and its runners: only a run in vibe mode imports them
     from tether_vibe.roster import Roster, resolve_runners

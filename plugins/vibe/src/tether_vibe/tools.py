@@ -10,12 +10,14 @@ import attrs
 
 import tether
 import tether.text
+from tether.resources import ResourceKey
 from tether.text import clock, duration
 
 if TYPE_CHECKING:
     from tether_vibe.roster import Roster, Worker
 
-RESOURCE = "vibe_roster"
+#: the run resource this plugin wires (the roster is imported by a run in vibe mode only)
+RESOURCE: ResourceKey[Roster] = ResourceKey("vibe_roster", "tether_vibe.roster:Roster")
 LIST_LIMIT = 50
 LIST_RESULT_CHARS = 200
 TAIL_LINES = 5
@@ -24,7 +26,7 @@ LINE_CHARS = 300
 
 
 def _roster(call: tether.CallContext) -> Roster:
-    roster: Roster = call.run.resources[RESOURCE]
+    roster = call.run.resource(RESOURCE)
     return roster
 
 
