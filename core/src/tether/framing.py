@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from anyio.streams.buffered import BufferedByteReceiveStream
+
+if TYPE_CHECKING:
+    from anyio.streams.buffered import BufferedByteReceiveStream
 
 # A Content-Length header block longer than this is not one.
 _MAX_HEADER = 8192
@@ -53,11 +55,12 @@ class FrameTooLarge(FramingError):
 
 
 def _buffered(stream: anyio.abc.AnyByteReceiveStream) -> BufferedByteReceiveStream:
-    return (
-        stream
-        if isinstance(stream, BufferedByteReceiveStream)
-        else BufferedByteReceiveStream(stream)
-    )
+    # imported on first use: its dataclasses cost milliseconds at the import of every family
+    from anyio.streams.buffered import BufferedByteReceiveStream
+
+    if isinstance(stream, BufferedByteReceiveStream):
+        return stream
+    return BufferedByteReceiveStream(stream)
 
 
 class LineReader:

@@ -191,7 +191,7 @@ class LspClient:
 
     def __init__(
         self,
-        run: Any,
+        run: tether.Run,
         spec: ServerSpec,
         root: Path,
         argv: list[str],

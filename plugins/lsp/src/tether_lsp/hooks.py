@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pluggy
+
 import tether
 from tether_lsp import hookspecs
 from tether_lsp.after_write import new_diagnostics_note
@@ -13,7 +15,7 @@ from tether_lsp.tools import tool_specs
 
 
 @tether.hookimpl
-def tether_addhooks(pluginmanager: Any) -> None:
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
@@ -23,12 +25,12 @@ def tether_lsp_servers() -> list[ServerSpec]:
 
 
 @tether.hookimpl
-def tether_resources(run: Any) -> dict[str, object]:
+def tether_resources(run: tether.Run) -> dict[str, object]:
     return {"lsp_supervisor": LspSupervisor(run)}
 
 
 @tether.hookimpl
-def tether_tools(run: Any) -> list[tether.ToolSpec]:
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
     return tool_specs()
 
 
