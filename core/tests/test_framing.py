@@ -208,3 +208,11 @@ async def test_a_cancelled_frame_read_loses_nothing() -> None:
     send.send_nowait(data[25:] + frame(2))
     assert await reader.read() == {"whole": True}
     assert await reader.read() == 2
+
+
+async def test_the_rest_of_the_stream_is_read_unsplit_after_some_lines() -> None:
+    reader = LineReader(
+        Chunks(b"listening at: 5678\nprogram output, no newline", 1 << 20), max_line_bytes=100
+    )
+    assert await reader.receive_line() == b"listening at: 5678"
+    assert b"".join([chunk async for chunk in reader.stream]) == b"program output, no newline"

@@ -112,6 +112,12 @@ class LineReader:
             raise LineTooLong(self.max_line_bytes, line[:80])
         return line
 
+    @property
+    def stream(self) -> BufferedByteReceiveStream:
+        """The buffered stream under the reader: reading it directly (to stop splitting lines
+        and take the rest as it comes) gets the bytes already buffered first."""
+        return self._stream
+
     def __aiter__(self) -> LineReader:
         return self
 
