@@ -189,6 +189,30 @@ def test_a_slow_first_answer_reaches_the_next_identical_call(tmp_path: Path) -> 
         )
 
 
+def test_a_message_over_the_limit_is_skipped_and_the_server_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether_lsp import client
+
+    monkeypatch.setattr(client, "MAX_MESSAGE_BYTES", 1_000_000)
+    make_project(tmp_path)
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path, "huge")]) as run:
+        caller = Caller(run)
+        text = caller.err(action="hover", file="main.fake", line=1, symbol="alpha")
+        assert re.match(
+            r"fake did not answer textDocument/hover within \d+ s, and meanwhile a message of "
+            r"2\d{6} bytes",
+            text,
+        ), text
+        assert "over the limit of 1000000 bytes, was skipped — it may have been the answer" in text
+        # the same server (not restarted) reads on and answers
+        pid = supervisor(caller).clients[0].pid
+        assert "main.fake:1:5" in caller.ok(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
+        assert supervisor(caller).clients[0].pid == pid
+
+
 def test_a_server_dying_mid_request_then_restarting(fake: tuple[Caller, Path]) -> None:
     caller, _ = fake
     old_pid = supervisor(caller).clients[0].pid

@@ -10,9 +10,17 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
+from tether.framing import (
+    FramedReader,
+    FramedWriter,
+    FrameTooLarge,
+    FramingError,
+    PendingRequests,
+)
 
 EventHandler = Callable[[dict[str, Any]], None]
+# A message the adapter sends over this is skipped unread; the connection stays usable.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
 
 class DapError(Exception):
@@ -31,9 +39,12 @@ class AdapterGone(Exception):
 class DapTimeout(Exception):
     """The adapter did not answer a request in time."""
 
-    def __init__(self, command: str, timeout_s: float) -> None:
+    def __init__(self, command: str, timeout_s: float, skipped: str = "") -> None:
         self.command = command
-        super().__init__(f"the adapter did not answer {command!r} within {timeout_s:g} s")
+        meanwhile = f", and meanwhile {skipped} — it may have been the answer" if skipped else ""
+        super().__init__(
+            f"the adapter did not answer {command!r} within {timeout_s:g} s{meanwhile}"
+        )
 
 
 class DapClient:
@@ -49,7 +60,10 @@ class DapClient:
     ) -> None:
         self._receive = receive
         self._send = send
-        self._reader = FramedReader(receive)
+        self._reader = FramedReader(receive, max_frame_bytes=MAX_MESSAGE_BYTES)
+        # messages over MAX_MESSAGE_BYTES the adapter sent, skipped unread (and the last one)
+        self.messages_skipped = 0
+        self.last_skipped = ""
         self._writer = FramedWriter(send)
         self._pending = PendingRequests()
         self._commands: dict[int, str] = {}
@@ -64,7 +78,12 @@ class DapClient:
         reason = "the adapter closed the connection"
         try:
             while True:
-                message = await self._reader.read()
+                try:
+                    message = await self._reader.read()
+                except FrameTooLarge as exc:  # skipped; the adapter stays usable
+                    self.messages_skipped += 1
+                    self.last_skipped = str(exc)
+                    continue
                 await self._dispatch(message)
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
@@ -121,10 +140,12 @@ class DapClient:
         """The body of the response to ``seq``; :class:`DapError` if it failed."""
         command = self._commands.pop(seq, "request")
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        skipped_before = self.messages_skipped
         try:
             message = await self._pending.wait(seq, timeout)
         except TimeoutError:
-            raise DapTimeout(command, timeout) from None
+            skipped = self.last_skipped if self.messages_skipped != skipped_before else ""
+            raise DapTimeout(command, timeout, skipped) from None
         if not message.get("success", False):
             body = message.get("body") or {}
             error = body.get("error") if isinstance(body, dict) else None

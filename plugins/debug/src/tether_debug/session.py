@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import attrs
 
 from tether import ArgumentError, ToolError
+from tether.framing import LineReader, LineTooLong
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
 from tether.text import TailBuffer, clock
 from tether_debug.adapters import Availability, DebugAdapter
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 _LOCALHOST = "127.0.0.1"
 _SHUTDOWN_S = 3.0
 _PAUSE_RETRY_S = 2.0
+# The adapter's stdout lines read while looking for where it listens (a longer one is skipped).
+_MAX_LISTEN_LINE_BYTES = 1024 * 1024
 
 
 class Phase(enum.Enum):
@@ -331,20 +335,22 @@ class DebugSession:
         """Read the adapter's stdout (bounded by ``start_timeout_s``) until it says where it
         listens; then keep draining it (into ``output`` when the program writes there)."""
         regex = re.compile(pattern)
-        pending = b""  # read, not yet split into lines
+        lines = LineReader(process.stdout, max_line_bytes=_MAX_LISTEN_LINE_BYTES)
         printed: list[bytes] = []  # lines before the listen line, for an error message
         port: int | None = None
         with anyio.move_on_after(self.config.start_timeout_s):
             try:
                 while port is None:
-                    pending += await process.stdout.receive()
-                    while port is None and b"\n" in pending:
-                        line, pending = pending.split(b"\n", 1)
-                        found = regex.search(line.decode("utf-8", "replace"))
-                        if found:
-                            port = int(found.group("port"))
-                        else:
-                            printed.append(line)
+                    try:
+                        line = await lines.receive_line()
+                    except LineTooLong as exc:
+                        printed.append(f"[{exc}]".encode())
+                        continue
+                    found = regex.search(line.decode("utf-8", "replace"))
+                    if found:
+                        port = int(found.group("port"))
+                    else:
+                        printed.append(line)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         if port is None:
@@ -357,20 +363,20 @@ class DebugSession:
                 else f"did not say where it listens within {self.config.start_timeout_s:g} s"
             )
             await process.terminate()
+            pending = lines.stream.buffer  # a line it had begun
             said = b"\n".join([*printed, pending]).decode("utf-8", "replace").strip()[-500:]
             raise ToolError(
                 f"the {self.adapter.id} adapter {why}"
                 + (f"\nadapter stdout: {said}" if said else "")
                 + self._stderr_note()
             )
-        if pending and self.adapter.program_output_on_stdio:
-            self.output.write(pending.decode("utf-8", "replace"))
-        self.run.task_group.start_soon(self._drain_stdout, process)
+        # the rest as it comes, what was read past the listen line first
+        self.run.task_group.start_soon(self._drain_stdout, lines.stream)
         return port
 
-    async def _drain_stdout(self, process: ManagedProcess) -> None:
+    async def _drain_stdout(self, stdout: anyio.abc.ByteReceiveStream) -> None:
         try:
-            async for chunk in process.stdout:
+            async for chunk in stdout:
                 if self.adapter.program_output_on_stdio:
                     self.output.write(chunk.decode("utf-8", "replace"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):

@@ -14,7 +14,7 @@ import anyio
 import attrs
 
 import tether
-from tether.framing import FramedReader, FramedWriter, PendingRequests
+from tether.framing import FramedReader, FramedWriter, FrameTooLarge, PendingRequests
 from tether.process import is_alive
 from tether_lsp.servers import ServerSpec
 
@@ -80,6 +80,8 @@ class StillComputing(RequestTimedOut):
 _NEVER_KEPT = frozenset({"initialize", "shutdown", "$/tether/ping"})
 #: kept requests per server, and how long one is kept before it is cancelled
 KEPT_LIMIT = 8
+# A message the server sends over this is skipped unread; the server stays usable.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 KEPT_FOR_S = 300.0
 
 
@@ -189,7 +191,7 @@ class LspClient:
 
     def __init__(
         self,
-        run: Any,
+        run: tether.Run,
         spec: ServerSpec,
         root: Path,
         argv: list[str],
@@ -231,6 +233,9 @@ class LspClient:
         self._kept: dict[str, KeptRequest] = {}
         #: requests in a row that timed out with nothing heard from the server meanwhile
         self.timeouts_in_row = 0
+        # messages over MAX_MESSAGE_BYTES the server sent, skipped unread (and the last one)
+        self.messages_skipped = 0
+        self.last_skipped = ""
         #: wall-clock time since which the server looks hung, and why (None: it answers)
         self.unresponsive_since: float | None = None
         self.unresponsive_why = ""
@@ -263,7 +268,8 @@ class LspClient:
             self.argv, cwd=self.root, env=env, stdin=True, stdout=True
         )
         self._writer = FramedWriter(self._process.stdin)
-        self.run.task_group.start_soon(self._read_loop, FramedReader(self._process.stdout))
+        reader = FramedReader(self._process.stdout, max_frame_bytes=MAX_MESSAGE_BYTES)
+        self.run.task_group.start_soon(self._read_loop, reader)
         root_uri = path_to_uri(self.root)
         params: dict[str, Any] = {
             "processId": os.getpid(),
@@ -358,11 +364,20 @@ class LspClient:
             except tether.ToolError:
                 self._pending.discard(request_id)
                 raise
+        skipped_before = self.messages_skipped
         try:
             message = await self._pending.wait(request_id, timeout)
         except TimeoutError:
             if method != "$/tether/ping":
                 self._note_timeout()
+            if self.messages_skipped != skipped_before:  # the answer may have been skipped
+                self._kept.pop(key, None)
+                await self._cancel(request_id)
+                raise RequestTimedOut(
+                    f"{self.spec.id} did not answer {method} within {timeout:g} s, and "
+                    f"meanwhile {self.last_skipped} — it may have been the answer (request "
+                    "cancelled)"
+                ) from None
             if self.alive and method not in _NEVER_KEPT:
                 # keep listening: no await between the wait giving up and this
                 self._pending.register(request_id)
@@ -456,7 +471,12 @@ class LspClient:
     async def _read_loop(self, reader: FramedReader) -> None:
         try:
             while True:
-                message = await reader.read()
+                try:
+                    message = await reader.read()
+                except FrameTooLarge as exc:  # skipped; the server stays usable
+                    self.messages_skipped += 1
+                    self.last_skipped = str(exc)
+                    continue
                 await self._dispatch(message)
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             if self._process is not None:

@@ -54,7 +54,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 class LspSupervisor:
     """One server process per (server, root), started lazily, restarted after a crash."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: tether.Run) -> None:
         self.run = run
         self.config: LspConfig = run.config("lsp", LspConfig)
         if self.config.write_tools is not None:
