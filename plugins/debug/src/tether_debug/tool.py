@@ -132,6 +132,11 @@ class DebugArgs:
 
 async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
     supervisor: DebugSupervisor = call.run.resources["debug_supervisor"]
+    # a call that met the adapter's last timeout in a row says the session ended, and why
+    return await supervisor.guarded(_dispatch(supervisor, args))
+
+
+async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
     op = args.op
     if op == "adapters":
         return await supervisor.op_adapters()
