@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 
 import tether
 import tether_debug.hooks
+from tether.hang import activity
 from tether.process import is_alive
 
 pytestmark = pytest.mark.anyio
@@ -35,8 +37,13 @@ ENDED = (
 
 @contextmanager
 def stopped(pid: int) -> Iterator[None]:
-    """SIGSTOP ``pid``; let it go again on the way out if it is still there."""
+    """SIGSTOP ``pid`` (and wait until it is stopped: the signal is delivered asynchronously);
+    let it go again on the way out if it is still there."""
     os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 5
+    while not activity({pid})[0] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert activity({pid})[0], f"pid {pid} did not stop"
     try:
         yield
     finally:
