@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
@@ -19,7 +21,7 @@ import pytest
 import tether
 import tether_debug.hooks
 from tether.hang import activity
-from tether.process import is_alive
+from tether.process import descendants, is_alive, kill_tree
 
 pytestmark = pytest.mark.anyio
 
@@ -185,3 +187,40 @@ async def test_a_stopped_debuggee_ends_the_session_at_the_second_timeout(
                 r"it used 0\.\d\d s of CPU in the \d+ s since the first of them", second
             )
             assert await gone(pids), f"left alive: {dbg.alive(pids)}"
+
+
+async def test_an_attached_adapter_that_stops_answering_is_let_go_not_killed(
+    dbg, debug_run, py_workdir: Path
+) -> None:
+    """Attached over TCP to a program's own debug server (``debugpy --listen``), no process of
+    the session is tether's: two timeouts in a row with nothing heard are the verdict, the
+    connection is closed and the program, someone else's, keeps running."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    listen = ["-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", "forever.py"]
+    target = await anyio.open_process(
+        [sys.executable, *listen], cwd=py_workdir, start_new_session=True
+    )
+    try:
+        async with debug_run(py_workdir, debug={"request_timeout_s": TIMEOUT_S}) as run:
+            with anyio.fail_after(20):
+                while (await run.call("debug", {"op": "attach", "port": port})).is_error:
+                    await anyio.sleep(0.2)
+            session = run.resources["debug_supervisor"].session
+            program = {target.pid, *descendants(target.pid)}
+            with stopped(target.pid):
+                await dbg.error(run, op="threads")
+                assert not session.hang.unresponsive  # one timeout: it may be computing
+                second = await dbg.error(run, op="threads")
+                assert (
+                    "the debugpy adapter did not answer 2 requests in a row; the session was "
+                    "ended (connection closed; the attached program keeps running). attach again "
+                    "to start over (unresponsive since "
+                ) in second, second
+                assert "nothing was heard from it since the first of them" in second
+                assert not session.live
+                assert dbg.alive(program) == program
+    finally:
+        kill_tree(target.pid)
+        await target.aclose()
