@@ -21,6 +21,8 @@ from tether.framing import (
 EventHandler = Callable[[dict[str, Any]], None]
 # A message the adapter sends over this is skipped unread; the connection stays usable.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+#: told the command of each request that timed out
+TimeoutHandler = Callable[[str], None]
 
 
 class DapError(Exception):
@@ -57,6 +59,8 @@ class DapClient:
         *,
         on_event: EventHandler,
         request_timeout_s: float,
+        on_timeout: TimeoutHandler | None = None,
+        on_message: Callable[[], None] | None = None,
     ) -> None:
         self._receive = receive
         self._send = send
@@ -69,6 +73,8 @@ class DapClient:
         self._commands: dict[int, str] = {}
         self._seq = itertools.count(1)
         self._on_event = on_event
+        self._on_timeout = on_timeout
+        self._on_message = on_message
         self.request_timeout_s = request_timeout_s
         self.closed_reason: str | None = None
         self.closed = anyio.Event()
@@ -97,6 +103,8 @@ class DapClient:
     async def _dispatch(self, message: Any) -> None:
         if not isinstance(message, dict):
             return
+        if self._on_message is not None:
+            self._on_message()  # the adapter is alive and writing
         kind = message.get("type")
         if kind == "response":
             self._pending.resolve(message.get("request_seq"), message)
@@ -144,6 +152,8 @@ class DapClient:
         try:
             message = await self._pending.wait(seq, timeout)
         except TimeoutError:
+            if self._on_timeout is not None:
+                self._on_timeout(command)
             skipped = self.last_skipped if self.messages_skipped != skipped_before else ""
             raise DapTimeout(command, timeout, skipped) from None
         if not message.get("success", False):

@@ -15,7 +15,8 @@ import attrs
 
 import tether
 from tether.framing import FramedReader, FramedWriter, FrameTooLarge, PendingRequests
-from tether.process import is_alive
+from tether.hang import HangWatch, activity
+from tether.process import descendants, is_alive
 from tether_lsp.servers import ServerSpec
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {
@@ -116,24 +117,6 @@ class Published:
     items: list[dict[str, Any]]
 
 
-def tree_activity(pid: int) -> tuple[bool, int]:
-    """(every process of the server's tree is stopped, CPU ticks used by the tree so far):
-    a busy server burns CPU, a hung one (SIGSTOP, a deadlock) does not."""
-    from tether.process import descendants
-
-    stopped, ticks, seen = True, 0, 0
-    for member in {pid, *descendants(pid)}:
-        try:
-            with open(f"/proc/{member}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        seen += 1
-        stopped = stopped and fields[0] in ("T", "t")
-        ticks += int(fields[11]) + int(fields[12])
-    return stopped and seen > 0, ticks
-
-
 def path_to_uri(path: Path) -> str:
     return path.as_uri()
 
@@ -231,15 +214,12 @@ class LspClient:
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._sync_lock = anyio.Lock()
         self._kept: dict[str, KeptRequest] = {}
-        #: requests in a row that timed out with nothing heard from the server meanwhile
-        self.timeouts_in_row = 0
+        #: requests in a row that timed out with nothing heard from the server meanwhile, and
+        #: since when it looks hung (the core's rule, shared with the debug adapters)
+        self.hang = HangWatch()
         # messages over MAX_MESSAGE_BYTES the server sent, skipped unread (and the last one)
         self.messages_skipped = 0
         self.last_skipped = ""
-        #: wall-clock time since which the server looks hung, and why (None: it answers)
-        self.unresponsive_since: float | None = None
-        self.unresponsive_why = ""
-        self._ticks_at_first_timeout = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -427,20 +407,7 @@ class LspClient:
         tree stopped, or two timeouts in a row without any message or CPU time spent."""
         if self._process is None:
             return
-        stopped, ticks = tree_activity(self._process.pid)
-        self.timeouts_in_row += 1
-        if self.timeouts_in_row == 1:
-            self._ticks_at_first_timeout = ticks
-        if self.unresponsive_since is not None:
-            return
-        if stopped:
-            why = "its processes are stopped"
-        elif self.timeouts_in_row >= 2 and ticks == self._ticks_at_first_timeout:
-            why = "it used no CPU time since the first of them"
-        else:
-            return  # working: a busy server is left alone
-        self.unresponsive_since = time.time()
-        self.unresponsive_why = why
+        self.hang.timed_out(*activity({self._process.pid, *descendants(self._process.pid)}))
 
     async def _cancel(self, request_id: int) -> None:
         self._pending.discard(request_id)
@@ -491,8 +458,7 @@ class LspClient:
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
         # any message means the server is alive and reading
-        self.timeouts_in_row = 0
-        self.unresponsive_since = None
+        self.hang.heard()
         method = message.get("method")
         if method is None:
             if "id" in message:
