@@ -14,8 +14,7 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection, Pipe
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import tree_sitter as ts
@@ -26,6 +25,9 @@ from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
 from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 # A parsed tree costs about this many bytes per byte of source (measured on CPython's stdlib).
 TREE_BYTES_PER_SOURCE_BYTE = 28
@@ -319,6 +321,8 @@ class WorkerPool:
         # A bare fork, not multiprocessing's Process: its bootstrap closes stdin and flushes
         # stdout, which deadlocks when another thread of the run (a stdio session reader)
         # holds those locks at fork time. The child touches only its pipe and tree-sitter.
+        from multiprocessing.connection import Pipe  # with pickle: only a run that forks pays
+
         per_worker = self.cache_bytes // self.size
         for _ in range(self.size):
             parent, child = Pipe(duplex=True)
