@@ -127,3 +127,12 @@ async def test_cache_mb_is_bounded(astgrep_run) -> None:
     with pytest.raises(Exception, match="cache_mb"):
         async with astgrep_run({"a.py": "f(1)\n"}, config={"astgrep": {"cache_mb": -1}}):
             pass
+
+
+async def test_the_matches_shown_are_the_first_by_path_in_nested_directories(astgrep_run) -> None:
+    # a walk lists a/z.py before a/b/c.py; by path a/b/c.py comes first
+    files = {"a/z.py": "f(1)\n", "a/b/c.py": "f(2)\n", "a/b/d.py": "f(3)\n"}
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 1})
+        assert result.meta["total"] == 3
+        assert [m["path"] for m in result.meta["matches"]] == ["a/b/c.py"]

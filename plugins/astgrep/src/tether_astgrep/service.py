@@ -194,7 +194,9 @@ class AstgrepService:
         if target.is_file():
             files = [target.relative_to(self.workdir).as_posix()]
         else:
-            files = [f for f in files if self.registry.for_path(f) is grammar]
+            # in path order: each process describes its first max_results matches in the
+            # order it is given its files, and the run keeps the first of those by path
+            files = sorted(f for f in files if self.registry.for_path(f) is grammar)
         try:
             readings = compile_readings(
                 pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
