@@ -114,7 +114,7 @@ async def test_a_duplicate_tool_name_is_dropped_and_its_plugin_reported(tmp_path
     async with tether.open_run(tmp_path, entry_points=False, plugins=[first, second]) as run:
         assert set(run.tools) == {"same"}
         # pluggy's call order: the later-registered plugin is asked first and kept
-        assert run._tool_origin["same"] == "Provides-1"
+        assert run.registry.origin["same"] == "Provides-1"
         assert failures(run) == {
             "Provides-0": "tether_tools: tool 'same' dropped: already contributed by 'Provides-1'"
         }
@@ -529,8 +529,9 @@ async def test_a_cancelled_spawn_leaves_no_process(tmp_path):
         with anyio.CancelScope() as scope:
             scope.cancel()  # cancelled before the start even begins
             await run.spawn(["sleep", "300"], stdin=False)
-        assert len(run._processes) == 1  # it started, and the caller never saw it: killed
-        assert run._processes[0].terminated and not is_alive(run._processes[0].pid)
+        processes = run.process_owner.processes
+        assert len(processes) == 1  # it started, and the caller never saw it: killed
+        assert processes[0].terminated and not is_alive(processes[0].pid)
 
 
 async def test_wait_returns_after_stderr_is_drained(tmp_path):

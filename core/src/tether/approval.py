@@ -1,4 +1,5 @@
-"""The approval gate: per-tier policy (auto / ask / deny) and the approver interface."""
+"""What the approval gate asks and hears: the request, the decision, the approver interface, and
+arguments rendered whole for a card. The gate itself is `tether.gate`."""
 
 from __future__ import annotations
 

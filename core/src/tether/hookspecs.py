@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -9,6 +10,7 @@ import pluggy
 if TYPE_CHECKING:
     import argparse
 
+    from tether.resources import ResourceKey
     from tether.run import Run
     from tether.tools import CallContext, ToolResult, ToolSpec
 
@@ -25,14 +27,18 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 
 @hookspec
-def tether_resources(run: Run) -> dict[str, Any] | None:
+def tether_resources(run: Run) -> Mapping[ResourceKey[Any] | str, Any] | None:
     """Resource availability: wire the live resources this plugin can back for ``run``.
 
-    Return a mapping of resource name to object (a supervisor, a parser registry, a kernel
-    factory, a question port…), or None. An object with ``async def aclose()`` is closed with the
-    run. Two plugins wiring the same name is an error.
+    Return a mapping of key (a :class:`tether.resources.ResourceKey`, or its name) to object (a
+    supervisor, a parser registry, a kernel factory…), or None. A value may be a
+    :class:`tether.resources.Default`: made only when nobody wires the key directly, after every
+    direct resource and the defaults it names in ``after`` — so dependencies are explicit, not
+    a matter of hook order. An object with ``async def aclose()`` is closed with the run, last
+    wired first. Two plugins wiring the same key: the second is dropped and reported.
 
-    :param run: the run being opened; ``run.resources`` holds what earlier plugins wired.
+    :param run: the run being opened. A resource made from another plugin's is a ``Default``
+        naming it in ``after``; reading ``run.resources`` here depends on hook order.
     """
 
 

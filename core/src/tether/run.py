@@ -8,30 +8,32 @@ import itertools
 import logging
 import math
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 import attrs
 
 from tether import journal as _journal
 from tether import process as _process
 from tether import watchdog as _watchdog
-from tether.approval import ApprovalRequest, Decision, render_args
-from tether.args import object_schema, structure_args, structure_config
+from tether.args import structure_args, structure_config
 from tether.config import CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
-from tether.errors import ArgumentErrors, ConfigError, NoPerson, PluginError, ToolError
+from tether.errors import ArgumentErrors, ConfigError, PluginError, ToolError
 from tether.fsutil import recording_writes, writes_confined_to
+from tether.gate import ApprovalGate
+from tether.owner import ProcessOwner
 from tether.paths import confine as _confine
+from tether.person import APPROVER
 from tether.plugins import TetherPluginManager, make_plugin_manager
+from tether.registry import SchemaFormat, ToolRegistry, schema_problem
+from tether.resources import ResourceKey, Resources
 from tether.text import duration
-from tether.tiers import BUILTIN_SURFACES, Tier
+from tether.tiers import Tier
 from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
 
 if TYPE_CHECKING:
@@ -39,7 +41,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tether")
 T = TypeVar("T")
-SchemaFormat = Literal["json", "openai", "anthropic"]
+D = TypeVar("D")
+_MISSING: Any = object()
 
 # Tools held (not parallel-safe, currently running) by the task chain making a call: a bridge
 # call back into the same tool would wait on its own lock forever.
@@ -49,7 +52,12 @@ _held_tools: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
 
 
 class Run:
-    """One run. Create it with :func:`open_run`; never directly."""
+    """One run. Create it with :func:`open_run`; never directly.
+
+    A facade over its parts, each found by name: :attr:`resources` (what plugins wired),
+    :attr:`registry` (tools and surfaces), :attr:`gate` (approval), :attr:`process_owner` (every
+    child process and its end). The run itself owns the configuration and the call pipeline.
+    """
 
     def __init__(
         self,
@@ -58,7 +66,7 @@ class Run:
         conversation_id: str | None,
         pm: TetherPluginManager,
         config: Mapping[str, Any],
-        vibe: bool,
+        options: Mapping[str, Any],
         task_group: anyio.abc.TaskGroup,
         workdir_config: Mapping[str, Any] | None = None,
         trust_workdir: bool = False,
@@ -66,7 +74,9 @@ class Run:
         self.workdir = workdir
         self.conversation_id = conversation_id
         self.pm = pm
-        self.vibe = vibe
+        #: run options a family reads (``vibe=True`` is ``options["vibe"]``); the core gives
+        #: them no meaning
+        self.options: Mapping[str, Any] = dict(options)
         self.task_group = task_group
         #: the harness layer (anything) and the workdir layer (what each field allows)
         self.raw_config: dict[str, Any] = dict(config)
@@ -77,31 +87,21 @@ class Run:
         self.config_notes: list[str] = []
         self._unsent_notes: list[str] = []
         self.core: CoreConfig = self._load_config("core", CoreConfig)
-        self.resources: dict[str, Any] = {}
         self.problems: list[str] = []
-        self._resource_origin: dict[str, str] = {}
-        self._tools: dict[str, ToolSpec] = {}
-        self._tool_origin: dict[str, str] = {}
-        self._skipped: dict[str, str] = {}
         self._configs: dict[str, Any] = {}
         self._locks: dict[str, anyio.Lock] = {}
-        self._allowed_for_run: set[str] = set()
-        self._approvals_waiting: dict[str, set[anyio.CancelScope]] = {}
-        self._processes: list[_process.ManagedProcess] = []
-        self._adopted: set[int] = set()
         self._call_ids = itertools.count(1)
-        self._spawn_ids = itertools.count(1)
-        # every process of this run carries TETHER_OWNER=<owner>/<n>: detached daemons included
-        self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
         self.closed = False
-        # spawning stays possible while resources close (a worktree's `git worktree remove`):
-        # the processes are terminated only after that
-        self._processes_closed = False
-        self.surfaces: dict[str, Tier] = dict(BUILTIN_SURFACES)
-        for name, tier in self.core.surfaces.items():
-            self.surfaces[name] = Tier(tier)
+        #: what plugins wired (a read-only mapping by name; typed access: :meth:`resource`)
+        self.resources = Resources()
+        #: the tools, by name, and the surfaces that see them
+        self.registry = ToolRegistry(self.core.surfaces)
+        #: the approval gate, asking the run's approver
+        self.gate = ApprovalGate(self.core.approval, lambda: self.resource(APPROVER, None))
+        #: every child process of the run; they end when it closes
+        self.process_owner = ProcessOwner(task_group, workdir)
 
-    # --- configuration, paths, processes ----------------------------------------------------
+    # --- configuration, paths, resources --------------------------------------------------
 
     def config(self, table: str, cls: type[T]) -> T:
         """The ``[table]`` configuration loaded strictly into ``cls`` (cached per run)."""
@@ -128,26 +128,28 @@ class Run:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
         return _confine(self.workdir, path, field)
 
-    async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
-        """Start a child that belongs to this run (see :func:`tether.process.spawn`).
+    @overload
+    def resource(self, key: ResourceKey[T]) -> T: ...
+    @overload
+    def resource(self, key: ResourceKey[T], default: D) -> T | D: ...
 
-        The start is shielded from cancellation; if the caller was cancelled meanwhile, the
-        process it will never see is terminated at once and the cancellation goes on.
-        """
-        if self._processes_closed:
-            raise ToolError("the run is closed; no new process can start")
-        marker = f"{self.owner}/{next(self._spawn_ids)}"
-        with anyio.CancelScope(shield=True):
-            proc = await _process.spawn(argv, task_group=self.task_group, marker=marker, **kwargs)
-            self._processes = [p for p in self._processes if not p.terminated]
-            self._processes.append(proc)
-        try:
-            await anyio.lowlevel.checkpoint()
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await proc.terminate(grace_s=0.2)
-            raise
-        return proc
+    def resource(self, key: ResourceKey[Any], default: Any = _MISSING) -> Any:
+        """The resource wired for ``key`` (see :mod:`tether.resources`); ``default`` when given
+        and nothing is wired, else a ToolError naming the key."""
+        if default is _MISSING:
+            return self.resources.require(key)
+        return self.resources.require(key, default)
+
+    # --- processes (the process owner's) --------------------------------------------------
+
+    @property
+    def owner(self) -> str:
+        """The marker every process of this run carries (``TETHER_OWNER``)."""
+        return self.process_owner.owner
+
+    async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
+        """Start a child that belongs to this run (:meth:`tether.owner.ProcessOwner.spawn`)."""
+        return await self.process_owner.spawn(argv, **kwargs)
 
     async def run_command(
         self,
@@ -159,162 +161,70 @@ class Run:
         env: Mapping[str, str] | None = None,
     ) -> _process.CommandResult:
         """Run a short command (git, a version probe) as a child of this run, bounded in time
-        and in output: on timeout its whole tree is killed and ``timed_out`` is set; stdout
-        beyond ``max_output_bytes`` is dropped and counted; stderr keeps its tail. A program
-        that cannot start raises ``OSError``."""
-        proc = await self.spawn(
-            list(argv), cwd=cwd if cwd is not None else self.workdir, stdin=False, env=env
-        )
-        out = bytearray()
-        dropped = 0
-        code: int | None = None
-        with anyio.move_on_after(timeout_s):
-            async for chunk in proc.stdout:
-                room = max_output_bytes - len(out)
-                out += chunk[:room]
-                dropped += max(0, len(chunk) - room)
-            code = await proc.wait()
-        if code is None:
-            with anyio.CancelScope(shield=True):
-                await proc.terminate(grace_s=0.2)
-        return _process.CommandResult(
-            tuple(argv), code, bytes(out), proc.stderr_tail.text(), dropped
+        and in output (:meth:`tether.owner.ProcessOwner.run_command`)."""
+        return await self.process_owner.run_command(
+            argv, timeout_s=timeout_s, cwd=cwd, max_output_bytes=max_output_bytes, env=env
         )
 
     def child_env(self) -> dict[str, str]:
         """Environment entries for a process a library starts on the run's behalf (then pass its
         pid to :meth:`adopt_pid`): the owner marker lets the run find its detached descendants."""
-        return {_process.OWNER_ENV: f"{self.owner}/adopted"}
+        return self.process_owner.child_env()
 
     def adopt_pid(self, pid: int) -> None:
         """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run closes."""
-        self._adopted.add(pid)
+        self.process_owner.adopt_pid(pid)
 
-    # --- registry ---------------------------------------------------------------------------
+    # --- tools (the registry's) -----------------------------------------------------------
 
     def _wire(self) -> None:
         """Resources, then tools, from every plugin, through the core's one collector: a plugin
         whose hook raises or returns something malformed is reported ``failed`` in
         ``pm.report`` and everything else keeps working."""
-        for plugin, wired in call_each(self.pm, "tether_resources", run=self):
-            if not isinstance(wired, Mapping):
-                report_failure(
-                    self.pm,
-                    plugin,
-                    "tether_resources",
-                    f"must return a dict, got {type(wired).__name__}; nothing wired from it",
-                )
-                continue
-            for name, resource in wired.items():
-                if name in self.resources:
-                    report_failure(
-                        self.pm,
-                        plugin,
-                        "tether_resources",
-                        f"resource {name!r} dropped: already wired by {self._resource_origin[name]!r}",
-                    )
-                    continue
-                self.resources[name] = resource
-                self._resource_origin[name] = plugin
+        self.resources.wire(self.pm, self)
         tools = collect(
             self.pm,
             "tether_tools",
             ToolSpec,
             key=lambda spec: spec.name,
             label="tool",
-            check=_schema_problem,
+            check=schema_problem,
             run=self,
         )
         for contribution in tools.values():
-            self._add_tool(contribution.item, contribution.plugin)
-
-    def _add_tool(self, spec: ToolSpec, origin: str) -> bool:
-        if not isinstance(spec, ToolSpec):
-            raise PluginError(
-                f"plugin {origin!r} declared {spec!r}, which is not a tether.ToolSpec"
-            )
-        if spec.name in self._tools or spec.name in self._skipped:
-            raise PluginError(
-                f"tool name {spec.name!r} is declared by both {self._tool_origin[spec.name]!r} and {origin!r}"
-            )
-        problem = _schema_problem(spec)
-        if problem is not None:
-            raise PluginError(f"tool {spec.name!r} from {origin!r}: {problem}")
-        missing = [r for r in spec.requires if r not in self.resources]
-        self._tool_origin[spec.name] = origin
-        if missing:
-            self._skipped[spec.name] = (
-                f"needs resource(s) {', '.join(missing)} (not wired for this run)"
-            )
-            return False
-        self._tools[spec.name] = spec
-        return True
+            self.registry.add(contribution.item, contribution.plugin, self.resources.__contains__)
 
     def register_host_tool(self, spec: ToolSpec) -> None:
         """Add one of the harness's own tools (write, edit, read…): same gates and wrappers."""
-        if not self._add_tool(spec, "host"):
-            raise PluginError(f"host tool {spec.name!r} {self._skipped[spec.name]}")
+        if not self.registry.add(spec, "host", self.resources.__contains__):
+            raise PluginError(f"host tool {spec.name!r} {self.registry.skipped[spec.name]}")
 
     @property
     def tools(self) -> Mapping[str, ToolSpec]:
         """Every registered tool, whatever the surface."""
-        return dict(self._tools)
+        return self.registry.tools
 
     @property
     def skipped_tools(self) -> Mapping[str, str]:
         """Tools declared but not registered, with the reason (a resource that is not wired)."""
-        return dict(self._skipped)
+        return self.registry.skipped
+
+    @property
+    def surfaces(self) -> Mapping[str, Tier]:
+        return self.registry.surfaces
 
     def surface_tier(self, surface: str) -> Tier:
-        try:
-            return self.surfaces[surface]
-        except KeyError:
-            known = ", ".join(sorted(self.surfaces))
-            raise ToolError(f"surface: unknown surface {surface!r} (known: {known})") from None
+        return self.registry.surface_tier(surface)
 
     def tools_for(self, surface: str = "default") -> list[ToolSpec]:
         """The tools a caller on ``surface`` sees, by name."""
-        limit = self.surface_tier(surface)
-        return [spec for _, spec in sorted(self._tools.items()) if spec.tier <= limit]
+        return self.registry.tools_for(surface)
 
     def schemas(
         self, surface: str = "default", format: SchemaFormat = "json"
     ) -> list[dict[str, Any]]:
         """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI or Anthropic format."""
-        out = []
-        for spec in self.tools_for(surface):
-            schema = object_schema(spec.args)
-            if format == "openai":
-                out.append(
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": spec.name,
-                            "description": spec.full_description,
-                            "parameters": schema,
-                        },
-                    }
-                )
-            elif format == "anthropic":
-                out.append(
-                    {
-                        "name": spec.name,
-                        "description": spec.full_description,
-                        "input_schema": schema,
-                    }
-                )
-            elif format == "json":
-                out.append(
-                    {
-                        "name": spec.name,
-                        "tier": spec.tier.value,
-                        "description": spec.full_description,
-                        "input_schema": schema,
-                    }
-                )
-            else:
-                raise ValueError(f"format: expected json, openai or anthropic, got {format!r}")
-        return out
+        return self.registry.schemas(surface, format)
 
     # --- the call pipeline ------------------------------------------------------------------
 
@@ -350,10 +260,11 @@ class Run:
             limit = self.surface_tier(surface)
         except ToolError as exc:
             return ToolResult.error(str(exc), call_id=call_id)
-        spec = self._tools.get(name)
+        spec = self.registry.get(name)
         if spec is None or spec.tier > limit:
+            failed = [f"{i.name} ({i.reason})" for i in self.pm.report if i.status == "failed"]
             return ToolResult.error(
-                self._not_on_surface(name, surface, limit, spec), call_id=call_id
+                self.registry.not_on_surface(name, surface, failed), call_id=call_id
             )
         raw = {} if args is None else args
         try:
@@ -366,7 +277,7 @@ class Run:
         ctx = CallContext(
             run=self, spec=spec, args=parsed, raw_args=dict(raw), surface=surface, call_id=call_id
         )
-        refusal = await self._gate(ctx)
+        refusal = await self.gate.check(ctx)
         if refusal is not None:
             return ToolResult.error(refusal, call_id=call_id)
         result = await self._run_serialised(ctx)
@@ -413,65 +324,6 @@ class Run:
         for note in notes:
             result = result.with_text_appended(note)
         return result.with_meta(**meta) if meta else result
-
-    def _not_on_surface(self, name: str, surface: str, limit: Tier, spec: ToolSpec | None) -> str:
-        if spec is not None:
-            return (
-                f"tool {name!r} ({spec.tier.value} tier) is not available on surface {surface!r}, "
-                f"which allows {limit.value}-tier tools at most"
-            )
-        visible = ", ".join(s.name for s in self.tools_for(surface)) or "none"
-        hint = f" ({name!r} {self._skipped[name]})" if name in self._skipped else ""
-        failed = [f"{i.name} ({i.reason})" for i in self.pm.report if i.status == "failed"]
-        if failed:  # the tool may be one of theirs: say which plugin and what it lacks
-            hint += f"; plugins that failed to load: {'; '.join(failed)}"
-        return f"unknown tool {name!r}; tools on surface {surface!r}: {visible}{hint}"
-
-    async def _gate(self, ctx: CallContext) -> str | None:
-        tier = ctx.spec.tier
-        policy = getattr(self.core.approval, tier.value)
-        if policy == "auto" or ctx.tool in self._allowed_for_run:
-            return None
-        if policy == "deny":
-            return f'{ctx.tool!r} refused: {tier.value}-tier calls are denied by policy ([core.approval] {tier.value} = "deny")'
-        approver = self.resources.get("approver")
-        if approver is None:
-            return (
-                f'{ctx.tool!r} refused: it needs approval ({tier.value} tier, policy "ask") and this run has no '
-                f'approver attached (fail closed). Auto-approve the tier ([core.approval] {tier.value} = "auto"; '
-                f"`tether call/session --approve {tier.value}` on the command line) or attach an approver."
-            )
-        request = ApprovalRequest(
-            tool=ctx.tool,
-            tier=tier,
-            args_summary=render_args(ctx.raw_args),
-            call_id=ctx.call_id,
-            surface=ctx.surface,
-            args=dict(ctx.raw_args),
-        )
-        # approvals of the same tool waiting at once: "allow for the run" on one answers them all
-        waiting = self._approvals_waiting.setdefault(ctx.tool, set())
-        decision: Decision | None = None
-        with anyio.CancelScope() as scope:
-            waiting.add(scope)
-            try:
-                decision = await approver.approve(request)
-            except NoPerson as exc:
-                return f"{ctx.tool!r} refused: it needs approval and no person is attached to give it ({exc}) (fail closed)"
-            except TimeoutError:
-                return f"{ctx.tool!r} refused: the approval question timed out (fail closed)"
-            finally:
-                waiting.discard(scope)
-        if decision is None:  # withdrawn: another card allowed this tool for the rest of the run
-            return None
-        if decision is Decision.ALLOW_FOR_RUN:
-            self._allowed_for_run.add(ctx.tool)
-            for other in list(waiting):
-                other.cancel()
-            return None
-        if decision is Decision.ALLOW:
-            return None
-        return f"{ctx.tool!r} refused: the person denied this call"
 
     async def _run_serialised(self, ctx: CallContext) -> ToolResult:
         spec = ctx.spec
@@ -537,7 +389,7 @@ class Run:
         except ToolError as exc:
             return ToolResult.error(str(exc))
         except ImportError as exc:  # a dependency the plugin imports when called is missing
-            origin = self._tool_origin.get(spec.name, "?")
+            origin = self.registry.origin.get(spec.name, "?")
             module = exc.name or str(exc)
             return ToolResult.error(
                 f"{spec.name} cannot run: plugin {origin!r} needs module {module!r}, which is "
@@ -551,31 +403,10 @@ class Run:
 
     async def _close(self) -> None:
         self.closed = True
-        for name in reversed(list(self.resources)):
-            resource = self.resources[name]
-            closer = getattr(resource, "aclose", None)
-            if closer is None or not inspect.iscoroutinefunction(closer):
-                continue
-            with anyio.move_on_after(self.core.close_timeout_s) as scope:
-                try:
-                    await closer()
-                except Exception as exc:
-                    self.problems.append(
-                        f"closing resource {name!r} failed: {type(exc).__name__}: {exc}"
-                    )
-            if scope.cancelled_caught:
-                self.problems.append(
-                    f"closing resource {name!r} took over {self.core.close_timeout_s:g} s"
-                )
-        self._processes_closed = True
-        async with anyio.create_task_group() as tg:
-            for proc in self._processes:
-                tg.start_soon(proc.terminate, 0.5)
-        for pid in self._adopted:
-            _process.kill_tree(pid)
-        # daemons that left every tree still carry the run's marker
-        for pid in _process.owned_by(f"{self.owner}/", prefix=True):
-            _process.kill_tree(pid)
+        await self.resources.aclose(self.core.close_timeout_s, self.problems)
+        # spawning stays possible while resources close (a worktree's `git worktree remove`):
+        # the processes are terminated only after that
+        await self.process_owner.close()
         for problem in self.problems:
             log.warning("tether: %s", problem)
 
@@ -591,6 +422,7 @@ async def open_run(
     entry_points: bool = True,
     workdir_config: Mapping[str, Any] | None = None,
     trust_workdir: bool = False,
+    options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Run]:
     """Open a run on ``workdir``: wire resources, register tools; on exit close every resource
     and kill every child process tree the run started (shielded, time-bounded).
@@ -601,6 +433,8 @@ async def open_run(
     (``tether.config.load_workdir_config``): it may set only timeouts and caps and make approval
     and surfaces stricter — every other key is ignored and noted. ``trust_workdir`` lets
     read-tier servers run from the workdir's ``.venv/bin``, ``venv/bin`` and ``node_modules/.bin``.
+    ``options`` are run options a family reads (:attr:`Run.options`); ``vibe=True`` is
+    ``options={"vibe": True}`` (tether-vibe's background workers).
     """
     root = Path(workdir).resolve()
     if not root.is_dir():
@@ -616,7 +450,7 @@ async def open_run(
                 conversation_id=conversation_id,
                 pm=pm,
                 config=config or {},
-                vibe=vibe,
+                options={**(options or {}), **({"vibe": True} if vibe else {})},
                 task_group=tg,
                 workdir_config=workdir_config,
                 trust_workdir=trust_workdir,
@@ -633,8 +467,7 @@ async def open_run(
                 ):
                     await run._close()
                 # the close may have been cut short: make sure no child survives
-                for proc in run._processes:
-                    proc.kill()
+                run.process_owner.kill_all()
                 _watchdog.stop(watchdog)
                 tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
@@ -646,18 +479,6 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
     while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
         group = group.exceptions[0]  # type: ignore[assignment]
     return group
-
-
-def _schema_problem(spec: ToolSpec) -> str | None:
-    """Why ``spec``'s argument class cannot be described as a JSON Schema, or its per-action
-    table names fields the class lacks; or None."""
-    try:
-        object_schema(spec.args)
-    except Exception as exc:
-        return f"argument class {getattr(spec.args, '__name__', spec.args)!r}: {exc}"
-    if spec.actions is not None and (unknown := spec.actions.unknown_fields(spec.args)):
-        return f"actions name fields the argument class lacks: {', '.join(unknown)}"
-    return None
 
 
 class SyncRun:

@@ -12,6 +12,7 @@ import attrs
 from tether.tiers import Tier
 
 if TYPE_CHECKING:
+    from tether.resources import ResourceKey
     from tether.run import Run
 
 
@@ -51,8 +52,9 @@ def _paths(values: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(values)
 
 
-def _names(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(values)
+def _names(values: Iterable[str | ResourceKey[Any]]) -> tuple[str, ...]:
+    """Resource names, from names or :class:`~tether.resources.ResourceKey` objects."""
+    return tuple(value if isinstance(value, str) else value.name for value in values)
 
 
 def _tier(value: Tier | str) -> Tier:
@@ -281,7 +283,7 @@ class ToolSpec:
 
     ``args`` is a frozen attrs class (see :func:`tether.arg`); ``handler(call, args)`` is async and
     returns a :class:`ToolResult`, a ``str`` or a list of content blocks. ``requires`` names the
-    resources that must be wired for the tool to be registered. ``timeout_s=None`` uses the run's
+    resources (names or :class:`~tether.resources.ResourceKey` objects) that must be wired for the tool to be registered. ``timeout_s=None`` uses the run's
     ``[core] call_timeout_s``; ``0`` means the handler bounds its own time.
     """
 

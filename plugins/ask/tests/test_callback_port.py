@@ -464,7 +464,7 @@ async def test_a_harness_port_of_its_own(ask_run: Any) -> None:
 
 async def test_a_question_port_that_is_not_a_port_is_refused(ask_run: Any) -> None:
     with pytest.raises(
-        tether.ConfigError, match=r"question_port: expected a tether_ask\.QuestionPort"
+        tether.ConfigError, match=r"question_port: expected a tether\.person\.QuestionPort"
     ):
         async with ask_run(question_port=object()):
             pass

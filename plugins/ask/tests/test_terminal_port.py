@@ -11,7 +11,7 @@ import pytest
 
 import tether
 from tether.approval import render_args
-from tether_ask.approval import approval_card
+from tether.person import approval_card
 from tether_ask.terminal import WRAP_COLUMNS, render_card
 
 DB_QUESTION = {

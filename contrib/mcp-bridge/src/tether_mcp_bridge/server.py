@@ -38,6 +38,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 import tether
 from tether.cli import cli_run, run_config
+from tether.person import CARD_STREAM
 from tether_mcp_bridge.cards import answer_from_elicitation, card_message, card_schema
 
 log = logging.getLogger("tether_mcp_bridge")
@@ -234,7 +235,7 @@ class Bridge:
         it) when the client disconnects or the process is signalled."""
         try:
             # the run as every CLI command opens it, with the elicitation card stream wired
-            async with cli_run(self.ns, {"card_stream": self.cards}) as run:
+            async with cli_run(self.ns, {CARD_STREAM: self.cards}) as run:
                 self.run = run
                 self._opened.set()
                 await self._close.wait()

@@ -29,6 +29,7 @@ from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.journal import recover
+from tether.person import CARD_STREAM, TERMINAL
 from tether.plugins import make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
 from tether.run import Run, open_run
@@ -40,11 +41,11 @@ from tether.versions import core_version
 class _CliResources:
     """The CLI's own plugin: the question transport of the current command."""
 
-    def __init__(self, resources: dict[str, Any]) -> None:
+    def __init__(self, resources: dict[Any, Any]) -> None:
         self.resources = resources
 
     @hookimpl
-    def tether_resources(self, run: Any) -> dict[str, Any]:
+    def tether_resources(self, run: Any) -> dict[Any, Any]:
         return self.resources
 
 
@@ -203,7 +204,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
 
 
 @asynccontextmanager
-async def cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIterator[Run]:
+async def cli_run(ns: argparse.Namespace, resources: dict[Any, Any]) -> AsyncIterator[Run]:
     """The run of one CLI command, opened from its run options (``add_run_options``) with
     ``resources`` wired (a plugin's command uses it too)."""
     workdir, config, workdir_config = run_config(ns)
@@ -222,7 +223,7 @@ async def cli_run(ns: argparse.Namespace, resources: dict[str, Any]) -> AsyncIte
 
 async def cmd_tools(ns: argparse.Namespace, stop: Stop) -> int:
     # the resources a session would wire, so the list is what a session registers
-    async with cli_run(ns, {"card_stream": CardStream(lambda _: None, interactive=False)}) as run:
+    async with cli_run(ns, {CARD_STREAM: CardStream(lambda _: None, interactive=False)}) as run:
         _print(run.schemas(surface=ns.surface, format=ns.format))
     return 0
 
@@ -236,7 +237,7 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
     if not isinstance(args, dict):
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
-    async with cli_run(ns, {"terminal": Terminal.from_stdio()}) as run:
+    async with cli_run(ns, {TERMINAL: Terminal.from_stdio()}) as run:
         with stop.scope() as scope:
             try:
                 reply = (await run.call(ns.tool, args, surface=ns.surface)).to_json()

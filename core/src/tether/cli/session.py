@@ -22,6 +22,7 @@ import attrs
 
 from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
+from tether.person import Answer
 from tether.run import open_run
 from tether.versions import core_version
 
@@ -134,25 +135,11 @@ class CardStream:
 
 
 def _answer_shape_problem(answer: dict[str, Any]) -> str | None:
-    extra = set(answer) - {"card", "choices", "text", "skip"}
-    if extra:
-        return (
-            f"{sorted(extra)[0]}: unknown key in an answer (expected card, choices, text or skip)"
-        )
-    if "skip" in answer:
-        if answer["skip"] is not True:
-            return "skip: expected true"
-        if "choices" in answer or "text" in answer:
-            return "skip: a skip carries no choices or text"
-        return None
-    choices = answer.get("choices", [])
-    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
-        return "choices: expected a list of option labels (strings)"
-    text = answer.get("text")
-    if text is not None and not isinstance(text, str):
-        return "text: expected a string"
-    if not choices and not text:
-        return "choices: an answer needs choices, text, or skip: true"
+    """Why ``answer`` is not an answer line (the core's one reading, ``Answer.from_json``)."""
+    try:
+        Answer.from_json(answer)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 

@@ -9,10 +9,9 @@ from tether_ask.tool import ask_user_spec
 from tether_ask.wiring import wire_ask_resources
 
 
-# trylast: the harness's own plugin and the CLI's transport (card_stream, terminal) are wired
-# first, so this plugin sees them and never doubles a question_port or an approver.
-@tether.hookimpl(trylast=True)
-def tether_resources(run: tether.Run) -> dict[str, Any] | None:
+@tether.hookimpl
+def tether_resources(run: tether.Run) -> dict[Any, Any] | None:
+    # defaults, made after the transports' resources whatever the hook order
     return wire_ask_resources(run)
 
 

@@ -3,7 +3,7 @@
 A port shows a card and returns the person's `Answer`. Ports shipped here: `CallbackPort`
 (an async function the harness supplies) and `SessionPort` (the `tether session` card stream);
 `TerminalPort` lives in `tether_ask.terminal`. A harness adds its own by providing any object
-satisfying `QuestionPort` as the run resource `question_port`.
+satisfying `tether.person.QuestionPort` as the run resource `tether.person.QUESTION_PORT`.
 """
 
 from __future__ import annotations
@@ -11,33 +11,13 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import attrs
 
-from tether_ask.cards import Answer, Card, check_answer
+from tether.person import Answer, Card, CardStream, QuestionPort, check_answer
 
 AnswerCallback = Callable[[Card], Awaitable[Answer]]
-
-
-@runtime_checkable
-class QuestionPort(Protocol):
-    """What `ask_user` and the approval gate need from a port.
-
-    A port may also define `why_no_person` (str): the reason shown when `person_attached` is
-    false. `ask` shows `card` and returns once the person answered or skipped. It raises
-    `tether.NoPerson` when nobody can answer, and may raise `TimeoutError`; the caller also bounds
-    the whole wait by `card.timeout_s`. A port that can re-ask on an invalid answer should do so
-    (see `tether_ask.cards.check_answer`); an invalid answer that still comes back fails the call.
-    """
-
-    name: str
-    timeout_s: float | None
-
-    @property
-    def person_attached(self) -> bool: ...
-
-    async def ask(self, card: Card) -> Answer: ...
 
 
 class CallbackPort:
@@ -78,21 +58,6 @@ class CallbackPort:
         return answer if answer.card is not None else attrs.evolve(answer, card=number)
 
 
-class CardStream(Protocol):
-    """The `card_stream` resource `tether session` wires (see DESIGN.md, session protocol)."""
-
-    @property
-    def interactive(self) -> bool: ...
-
-    async def ask(
-        self,
-        card: dict[str, Any],
-        *,
-        timeout_s: float,
-        validate: Callable[[dict[str, Any]], str | None] | None = None,
-    ) -> dict[str, Any]: ...
-
-
 class SessionPort:
     """A port over the `tether session` stdio stream: card lines out, answer lines in.
 
@@ -127,3 +92,6 @@ class SessionPort:
 
         reply = await self._stream.ask(card.to_json(), timeout_s=card.timeout_s, validate=validate)
         return Answer.from_json(reply)
+
+
+__all__ = ["AnswerCallback", "CallbackPort", "CardStream", "QuestionPort", "SessionPort"]

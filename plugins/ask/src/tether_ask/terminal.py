@@ -12,12 +12,12 @@ import itertools
 import os
 import re
 import termios
-from typing import Protocol, TextIO
 
 import anyio
 import attrs
 
 import tether
+from tether.person import TerminalIO
 from tether_ask.cards import Answer, Card, check_answer
 
 _NUMBERS = re.compile(r"\d+(?:[\s,]+\d+)*")
@@ -26,17 +26,7 @@ _RULE = "─" * 60
 WRAP_COLUMNS = 100
 
 
-class Terminal(Protocol):
-    """The `terminal` resource `tether call` wires."""
-
-    @property
-    def interactive(self) -> bool: ...
-
-    @property
-    def stdin(self) -> TextIO: ...
-
-    @property
-    def stdout(self) -> TextIO: ...
+Terminal = TerminalIO  # the `terminal` resource `tether call` wires (tether.person)
 
 
 def render_card(card: Card, number: str) -> str:

@@ -12,10 +12,10 @@ from typing import Literal
 import attrs
 
 import tether
+from tether.person import QUESTION_PORT
 from tether_ask.asking import InvalidAnswer, ask_person, port_timeout
 from tether_ask.cards import Card, Option, check_question
 from tether_ask.config import AskConfig
-from tether_ask.ports import QuestionPort
 
 Outcome = Literal["answered", "skipped", "timed_out", "no_person", "invalid_answer"]
 
@@ -83,7 +83,7 @@ def build_card(args: AskUserArgs, *, timeout_s: float, call_id: str | None) -> C
 
 
 async def handle_ask_user(call: tether.CallContext, args: AskUserArgs) -> tether.ToolResult:
-    port: QuestionPort = call.run.resources["question_port"]
+    port = call.run.resource(QUESTION_PORT)
     timeout_s = port_timeout(call.run.config("ask", AskConfig), port)
     card = build_card(args, timeout_s=timeout_s, call_id=call.call_id)
     try:
@@ -129,7 +129,7 @@ def ask_user_spec() -> tether.ToolSpec:
         args=AskUserArgs,
         handler=handle_ask_user,
         description=DESCRIPTION,
-        requires=("question_port",),
+        requires=(QUESTION_PORT,),
         parallel_safe=True,
         # The wait is bounded by [ask] timeout_s, not by the core's call timeout.
         timeout_s=0,

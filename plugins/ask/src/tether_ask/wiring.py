@@ -1,4 +1,9 @@
-"""Which question port a run gets, and the approver backed by it."""
+"""Which question port a run gets, and the approver backed by it.
+
+Both are defaults (`tether.resources.Default`): a harness that wires its own `question_port` or
+`approver` keeps it. The port is made after the transports' resources (the session's card
+stream, `tether call`'s terminal), whichever plugin wires them.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,12 @@ import importlib
 from typing import Any
 
 import tether
+from tether.person import APPROVER, CARD_STREAM, QUESTION_PORT, TERMINAL, QuestionPort
+from tether.resources import Default
 from tether_ask.approval import PortApprover
 from tether_ask.asking import check_timeouts, port_timeout
 from tether_ask.config import AskConfig
-from tether_ask.ports import CallbackPort, QuestionPort, SessionPort
+from tether_ask.ports import CallbackPort, SessionPort
 from tether_ask.terminal import TerminalPort
 
 
@@ -34,37 +41,40 @@ def configured_port(run: tether.Run, config: AskConfig) -> QuestionPort | None:
     # Their timeouts come from [ask] at each card (see asking.port_timeout).
     if config.callback is not None:
         return CallbackPort(load_callback(config.callback))
-    if "card_stream" in run.resources:
-        return SessionPort(run.resources["card_stream"])
-    if "terminal" in run.resources:
-        return TerminalPort(run.resources["terminal"])
+    stream = run.resource(CARD_STREAM, None)
+    if stream is not None:
+        return SessionPort(stream)
+    terminal = run.resource(TERMINAL, None)
+    if terminal is not None:
+        return TerminalPort(terminal)
     return None
 
 
-def wire_ask_resources(run: tether.Run) -> dict[str, Any] | None:
-    """`question_port` (unless the harness wired its own) and `approver` backed by the port
-    (unless the harness wired its own approver)."""
+def wire_ask_resources(run: tether.Run) -> dict[Any, Any]:
+    """`question_port` and `approver` backed by it, each unless the harness wired its own."""
     config = run.config("ask", AskConfig)
     check_timeouts(config)
-    wired: dict[str, Any] = {}
-    port = run.resources.get("question_port")
-    if port is None:
-        port = configured_port(run, config)
-        if port is None:
+    made: list[QuestionPort] = []
+
+    def port(run: tether.Run) -> QuestionPort | None:
+        found = configured_port(run, config)
+        if found is not None:
+            made.append(found)
+        return found
+
+    def approver(run: tether.Run) -> PortApprover | None:
+        found = run.resource(QUESTION_PORT, None)
+        if found is None:
             return None
-        wired["question_port"] = port
-    elif config.callback is not None:
-        raise tether.ConfigError(
-            "ask.callback: the run already has a question_port from the harness; "
-            "set one or the other"
-        )
-    if not isinstance(port, QuestionPort):
-        # the harness's own object is wrong: its input, like its config, fails the run's opening
-        raise tether.ConfigError(
-            f"question_port: expected a tether_ask.QuestionPort (name, timeout_s, "
-            f"person_attached, async ask), got {type(port).__name__}"
-        )
-    port_timeout(config, port)  # a bad bound fails the run's opening, not a later call
-    if "approver" not in run.resources:
-        wired["approver"] = PortApprover(port, config)
-    return wired
+        if config.callback is not None and not made:
+            raise tether.ConfigError(
+                "ask.callback: the run already has a question_port from the harness; "
+                "set one or the other"
+            )
+        port_timeout(config, found)  # a bad bound fails the run's opening, not a later call
+        return PortApprover(found, config)
+
+    return {
+        QUESTION_PORT: Default(port, after=(CARD_STREAM, TERMINAL)),
+        APPROVER: Default(approver, after=(QUESTION_PORT,)),
+    }

@@ -23,7 +23,7 @@ def tether_grammars() -> list[Grammar]:
 
 
 @tether.hookimpl
-def tether_resources(run: tether.Run) -> dict[str, Any] | None:
+def tether_resources(run: tether.Run) -> dict[Any, Any] | None:
     from tether_astgrep.tools import make_service
 
     return {"parser_registry": make_service(run)}

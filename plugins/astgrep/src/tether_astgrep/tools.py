@@ -12,12 +12,13 @@ import attrs
 import tether
 from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes
+from tether.resources import ResourceKey
 from tether.text import duration, plural, shown_note, truncate
 from tether_astgrep.engine import FileResult
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
 
-RESOURCE = "parser_registry"
+RESOURCE: ResourceKey[AstgrepService] = ResourceKey("parser_registry", AstgrepService)
 Strictness = Literal["cst", "smart", "ast", "signature"]
 STRICTNESS_DOC = (
     "How much of the code the pattern must account for. smart (default): keywords, modifiers "
@@ -56,7 +57,7 @@ def _grammar_problem(grammar: Grammar) -> str | None:
 
 
 def _service(call: tether.CallContext) -> AstgrepService:
-    service: AstgrepService = call.run.resources[RESOURCE]
+    service = call.run.resource(RESOURCE)
     return service
 
 

@@ -11,7 +11,7 @@ from tether_debug import hookspecs
 from tether_debug.adapters import BUILTIN_ADAPTERS, DebugAdapter
 from tether_debug.config import DebugConfig
 from tether_debug.supervisor import DebugSupervisor
-from tether_debug.tool import debug_tool
+from tether_debug.tool import SUPERVISOR, debug_tool
 
 if TYPE_CHECKING:
     from tether import Run
@@ -28,13 +28,13 @@ def tether_debug_adapters() -> list[DebugAdapter]:
 
 
 @tether.hookimpl
-def tether_resources(run: Run) -> dict[str, Any] | None:
+def tether_resources(run: Run) -> dict[Any, Any] | None:
     # one session per conversation: without a conversation id there is nothing to bind it to
     if run.conversation_id is None:
         return None
     supervisor = DebugSupervisor(run)
     supervisor.adapters()  # collected now, so a broken contribution is reported from the start
-    return {"debug_supervisor": supervisor}
+    return {SUPERVISOR: supervisor}
 
 
 @tether.hookimpl

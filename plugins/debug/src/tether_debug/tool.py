@@ -7,10 +7,14 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 
 import tether
+from tether.resources import ResourceKey
 from tether_debug.config import DebugConfig
 
 if TYPE_CHECKING:
     from tether_debug.supervisor import DebugSupervisor
+
+#: the run resource this plugin wires (the supervisor is imported only when a run opens)
+SUPERVISOR: ResourceKey[DebugSupervisor] = ResourceKey("debug_supervisor")
 
 Op = Literal[
     "adapters",
@@ -131,7 +135,7 @@ class DebugArgs:
 
 
 async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
-    supervisor: DebugSupervisor = call.run.resources["debug_supervisor"]
+    supervisor = call.run.resource(SUPERVISOR)
     op = args.op
     if op == "adapters":
         return await supervisor.op_adapters()
@@ -183,7 +187,7 @@ def debug_tool(config: DebugConfig) -> tether.ToolSpec:
         args=DebugArgs,
         handler=handle_debug,
         description=DESCRIPTION,
-        requires=("debug_supervisor",),
+        requires=(SUPERVISOR,),
         parallel_safe=False,  # a session is state across calls
         timeout_s=budget,
         actions=ACTIONS,

@@ -27,7 +27,7 @@ def tether_eval_kernels() -> list[KernelSpec]:
 
 
 @tether.hookimpl
-def tether_resources(run: tether.Run) -> dict[str, Any] | None:
+def tether_resources(run: tether.Run) -> dict[Any, Any] | None:
     config = run.config("eval", EvalConfig)
     specs = collect_kernels(run.pm)
     check_prestart(config, list(specs))
@@ -40,7 +40,7 @@ def tether_resources(run: tether.Run) -> dict[str, Any] | None:
 
 @tether.hookimpl
 def tether_tools(run: tether.Run) -> list[tether.ToolSpec] | None:
-    interpreters = run.resources.get(RESOURCE)
+    interpreters = run.resource(RESOURCE, None)
     if not isinstance(interpreters, Interpreters):
         return None
     return [eval_tool(interpreters.languages, interpreters.config.idle_budget_s)]

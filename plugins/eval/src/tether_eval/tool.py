@@ -11,12 +11,13 @@ import anyio
 import attrs
 
 import tether
+from tether.resources import ResourceKey
 from tether.text import duration
 from tether_eval.interpreters import Interpreters
 from tether_eval.kernels import Bridge, KernelDied
 from tether_eval.output import CellOutput
 
-RESOURCE = "eval_interpreters"
+RESOURCE: ResourceKey[Interpreters] = ResourceKey("eval_interpreters", Interpreters)
 
 DESCRIPTION = """\
 Run a cell of Python (an IPython kernel) or JavaScript (node) in a persistent interpreter: \
@@ -73,7 +74,7 @@ def make_bridge(call: tether.CallContext) -> Bridge:
 
 async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
     check_description(args.description)
-    interpreters: Interpreters = call.run.resources[RESOURCE]
+    interpreters = call.run.resource(RESOURCE)
     config = interpreters.config
     language: str = args.language
     notes: list[str] = []

@@ -8,7 +8,7 @@ import tether
 from tether_lsp import hookspecs
 from tether_lsp.after_write import new_diagnostics_note
 from tether_lsp.servers import BUILTIN_SERVERS, ServerSpec
-from tether_lsp.supervisor import LspSupervisor
+from tether_lsp.supervisor import SUPERVISOR, LspSupervisor
 from tether_lsp.tools import tool_specs
 
 
@@ -23,8 +23,8 @@ def tether_lsp_servers() -> list[ServerSpec]:
 
 
 @tether.hookimpl
-def tether_resources(run: Any) -> dict[str, object]:
-    return {"lsp_supervisor": LspSupervisor(run)}
+def tether_resources(run: Any) -> dict[Any, object]:
+    return {SUPERVISOR: LspSupervisor(run)}
 
 
 @tether.hookimpl
@@ -35,7 +35,7 @@ def tether_tools(run: Any) -> list[tether.ToolSpec]:
 @tether.hookimpl
 def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -> Any:
     """Diagnostics on write: any call whose result says it wrote files (``result.written``)."""
-    supervisor = call.run.resources.get("lsp_supervisor")
-    if not isinstance(supervisor, LspSupervisor) or result.is_error or not result.written:
+    supervisor = call.run.resource(SUPERVISOR, None)
+    if supervisor is None or result.is_error or not result.written:
         return None
     return new_diagnostics_note(supervisor, result)

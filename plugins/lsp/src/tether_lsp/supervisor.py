@@ -14,6 +14,7 @@ import tether
 from tether.availability import CommandProbe, ProbeResult, find_root, not_found, resolve_command
 from tether.contributions import collect
 from tether.paths import relative
+from tether.resources import ResourceKey
 from tether_lsp.client import LspClient
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
@@ -485,3 +486,7 @@ class LspSupervisor:
             order = ", ".join(spec.id for spec in self.candidates(language))
             lines.append(f"Order for {language}: {order}")
         return "\n".join(lines)
+
+
+#: the run resource this plugin wires: the language servers of the run
+SUPERVISOR: ResourceKey[LspSupervisor] = ResourceKey("lsp_supervisor", LspSupervisor)

@@ -8,7 +8,7 @@ import attrs
 
 import tether
 from tether_lsp import checker, queries, rename
-from tether_lsp.supervisor import LspSupervisor
+from tether_lsp.supervisor import SUPERVISOR, LspSupervisor
 
 Action = Literal[
     "diagnostics",
@@ -80,7 +80,7 @@ RENAME_DESCRIPTION = (
 
 
 def _supervisor(call: tether.CallContext) -> LspSupervisor:
-    return call.run.resources["lsp_supervisor"]
+    return call.run.resource(SUPERVISOR)
 
 
 _POSITION = tether.Action(required=("file", "line", "symbol"))
@@ -178,7 +178,7 @@ def tool_specs() -> list[tether.ToolSpec]:
             args=LspArgs,
             handler=handle_lsp,
             description=LSP_DESCRIPTION,
-            requires=("lsp_supervisor",),
+            requires=(SUPERVISOR,),
             parallel_safe=True,
             actions=LSP_ACTIONS,
         ),
@@ -188,7 +188,7 @@ def tool_specs() -> list[tether.ToolSpec]:
             args=RenameArgs,
             handler=handle_rename,
             description=RENAME_DESCRIPTION,
-            requires=("lsp_supervisor",),
+            requires=(SUPERVISOR,),
             parallel_safe=True,
         ),
     ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pluggy
 
 import tether
@@ -19,8 +21,8 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 
 @tether.hookimpl
-def tether_resources(run: tether.Run) -> dict[str, object] | None:
-    if not run.vibe:
+def tether_resources(run: tether.Run) -> dict[Any, object] | None:
+    if not run.options.get("vibe"):
         return None
     config = validate(run.config("vibe", VibeConfig))
     runner_kind: type = Runner  # a runtime-checkable Protocol: isinstance works, mypy objects

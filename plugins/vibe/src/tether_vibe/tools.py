@@ -10,10 +10,11 @@ import attrs
 
 import tether
 import tether.text
+from tether.resources import ResourceKey
 from tether.text import clock, duration
 from tether_vibe.roster import Roster, Worker
 
-RESOURCE = "vibe_roster"
+RESOURCE: ResourceKey[Roster] = ResourceKey("vibe_roster", Roster)
 LIST_LIMIT = 50
 LIST_RESULT_CHARS = 200
 TAIL_LINES = 5
@@ -22,7 +23,7 @@ LINE_CHARS = 300
 
 
 def _roster(call: tether.CallContext) -> Roster:
-    roster: Roster = call.run.resources[RESOURCE]
+    roster = call.run.resource(RESOURCE)
     return roster
 
 

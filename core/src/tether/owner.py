@@ -1,0 +1,129 @@
+"""The process owner of a run: every child it starts, and their end when it closes.
+
+Every process carries ``TETHER_OWNER=<owner>/<n>`` in its environment, so a daemon that left
+every process tree is still found and killed. A library that starts its own processes passes
+:meth:`ProcessOwner.child_env` to them and hands their pids to :meth:`ProcessOwner.adopt_pid`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from tether import process as _process
+from tether.errors import ToolError
+
+
+class ProcessOwner:
+    """Starts and ends the processes of one run (see :func:`tether.process.spawn`)."""
+
+    def __init__(self, task_group: anyio.abc.TaskGroup, cwd: Path) -> None:
+        self._task_group = task_group
+        self._cwd = cwd
+        self._processes: list[_process.ManagedProcess] = []
+        self._adopted: set[int] = set()
+        self._ids = itertools.count(1)
+        #: the marker every process of this run carries
+        self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
+        self.closed = False
+        self._swept = False
+
+    @property
+    def processes(self) -> list[_process.ManagedProcess]:
+        return list(self._processes)
+
+    async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
+        """Start a child that belongs to the run.
+
+        The start is shielded from cancellation; if the caller was cancelled meanwhile, the
+        process it will never see is terminated at once and the cancellation goes on.
+        """
+        if self.closed:
+            raise ToolError("the run is closed; no new process can start")
+        marker = f"{self.owner}/{next(self._ids)}"
+        with anyio.CancelScope(shield=True):
+            proc = await _process.spawn(argv, task_group=self._task_group, marker=marker, **kwargs)
+            self._processes = [p for p in self._processes if not p.terminated]
+            self._processes.append(proc)
+        try:
+            await anyio.lowlevel.checkpoint()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await proc.terminate(grace_s=0.2)
+            raise
+        return proc
+
+    async def run_command(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float,
+        cwd: str | os.PathLike[str] | None = None,
+        max_output_bytes: int = 4 * 1024 * 1024,
+        env: Mapping[str, str] | None = None,
+    ) -> _process.CommandResult:
+        """Run a short command (git, a version probe), bounded in time and in output: on timeout
+        its whole tree is killed and ``timed_out`` is set; stdout beyond ``max_output_bytes`` is
+        dropped and counted; stderr keeps its tail. A program that cannot start raises
+        ``OSError``."""
+        proc = await self.spawn(
+            list(argv), cwd=cwd if cwd is not None else self._cwd, stdin=False, env=env
+        )
+        out = bytearray()
+        dropped = 0
+        code: int | None = None
+        with anyio.move_on_after(timeout_s):
+            async for chunk in proc.stdout:
+                room = max_output_bytes - len(out)
+                out += chunk[:room]
+                dropped += max(0, len(chunk) - room)
+            code = await proc.wait()
+        if code is None:
+            with anyio.CancelScope(shield=True):
+                await proc.terminate(grace_s=0.2)
+        return _process.CommandResult(
+            tuple(argv), code, bytes(out), proc.stderr_tail.text(), dropped
+        )
+
+    def child_env(self) -> dict[str, str]:
+        """Environment entries for a process a library starts on the run's behalf."""
+        return {_process.OWNER_ENV: f"{self.owner}/adopted"}
+
+    def adopt_pid(self, pid: int) -> None:
+        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) at close."""
+        self._adopted.add(pid)
+
+    async def close(self, grace_s: float = 0.5) -> None:
+        """Terminate every process (SIGTERM, then SIGKILL after ``grace_s``), the adopted trees
+        and every process still carrying the run's marker. No process can start after it."""
+        self.closed = True
+        async with anyio.create_task_group() as tg:
+            for proc in self._processes:
+                tg.start_soon(proc.terminate, grace_s)
+        self.kill_all()
+        self._swept = True
+
+    def kill_all(self) -> None:
+        """SIGKILL everything the run owns, at once (what a close cut short left)."""
+        self.closed = True
+        if self._swept:
+            return
+        for proc in self._processes:
+            if not proc.terminated:  # a reaped pid may already belong to someone else
+                proc.kill()
+        for pid in self._adopted:
+            _process.kill_tree(pid)
+        # daemons that left every tree still carry the run's marker
+        for pid in _process.owned_by(f"{self.owner}/", prefix=True):
+            _process.kill_tree(pid)
+
+
+__all__ = ["ProcessOwner"]

@@ -1,0 +1,255 @@
+"""Typed run resources: keys declared by whoever defines an interface, values wired by plugins.
+
+A key names a resource and says what its value must be::
+
+    QUESTION_PORT: ResourceKey[QuestionPort] = ResourceKey("question_port", QuestionPort)
+    port = run.resource(QUESTION_PORT)          # typed; ToolError naming the key when absent
+
+A plugin's ``tether_resources`` hook returns ``{key: value}`` (a :class:`ResourceKey` or its
+name) or ``{key: Default(make, after=(...))}``. The core wires every direct value first, then the
+defaults in dependency order: ``make(run)`` runs only when nobody wired the key directly, after
+the defaults of the keys in ``after``, and returns the value or None (not provided). So a
+question port made from the session's card stream never depends on which hook ran last.
+
+A value of the wrong kind is dropped and its plugin reported ``failed``; when it comes from the
+harness's own plugin objects it fails the run's opening instead (it is the harness's input, like
+its configuration).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar, overload
+
+import anyio
+import attrs
+
+from tether.contributions import call_each, report_failure
+from tether.errors import ConfigError, ToolError
+
+T = TypeVar("T")
+D = TypeVar("D")
+HOOK = "tether_resources"
+
+
+@attrs.frozen
+class ResourceKey(Generic[T]):
+    """The name of a run resource and what its value must be.
+
+    ``kind`` is a class or a ``runtime_checkable`` protocol the value is checked against when it
+    is wired (None: anything). Declare the key beside the interface it stands for.
+    """
+
+    name: str
+    kind: type[Any] | None = attrs.field(default=None, eq=False)
+    doc: str = attrs.field(default="", eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        _DECLARED.setdefault(self.name, self)  # a bare name wired later is checked against it
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#: every key declared in this process, by name (the first declaration of a name wins)
+_DECLARED: dict[str, ResourceKey[Any]] = {}
+
+
+@attrs.frozen
+class Default(Generic[T]):
+    """A resource made only when nobody wires its key directly.
+
+    ``make(run)`` is called after every direct resource and after the defaults of the keys in
+    ``after`` (those that someone provides); it returns the value, or None to provide nothing.
+    """
+
+    make: Callable[[Any], T | None]
+    after: tuple[ResourceKey[Any] | str, ...] = ()
+
+
+def key_name(key: ResourceKey[Any] | str) -> str:
+    return key.name if isinstance(key, ResourceKey) else key
+
+
+_MISSING: Any = object()
+
+
+class Resources(Mapping[str, Any]):
+    """The resources of one run, by name, in wiring order (they close in reverse).
+
+    A read-only mapping of name to value (``run.resources["lsp_supervisor"]``,
+    ``run.resources.get(name)``), plus :meth:`require` for typed access by key.
+    """
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._origin: dict[str, str] = {}
+
+    def __getitem__(self, key: ResourceKey[Any] | str) -> Any:
+        return self._values[key_name(key)]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, ResourceKey | str) and key_name(key) in self._values
+
+    @overload
+    def require(self, key: ResourceKey[T]) -> T: ...
+    @overload
+    def require(self, key: ResourceKey[T], default: D) -> T | D: ...
+
+    def require(self, key: ResourceKey[Any], default: Any = _MISSING) -> Any:
+        """The value wired for ``key``; ``default`` when given and nothing is wired, else a
+        ToolError naming the key and what is wired."""
+        if key.name in self._values:
+            return self._values[key.name]
+        if default is not _MISSING:
+            return default
+        wired = ", ".join(self._values) or "none"
+        raise ToolError(f"resource {key.name!r} is not wired for this run (wired: {wired})")
+
+    def origin(self, key: ResourceKey[Any] | str) -> str | None:
+        """The plugin that wired ``key``, or None."""
+        return self._origin.get(key_name(key))
+
+    # --- wiring -------------------------------------------------------------------------------
+
+    def wire(self, pm: Any, run: Any) -> None:
+        """Every plugin's ``tether_resources``, through the core's collector: direct values in the
+        collector's order, then the defaults in dependency order."""
+        harness = {i.name for i in getattr(pm, "report", ()) if i.version is None}
+        defaults: dict[str, list[tuple[str, ResourceKey[Any] | str, Default[Any]]]] = {}
+        for plugin, wired in call_each(pm, HOOK, run=run):
+            if not isinstance(wired, Mapping):
+                report_failure(
+                    pm,
+                    plugin,
+                    HOOK,
+                    f"must return a dict, got {type(wired).__name__}; nothing wired from it",
+                )
+                continue
+            for key, value in wired.items():
+                if not isinstance(key, ResourceKey | str):
+                    report_failure(
+                        pm, plugin, HOOK, f"key {key!r} dropped: expected a ResourceKey or a str"
+                    )
+                elif isinstance(value, Default):
+                    defaults.setdefault(key_name(key), []).append((plugin, key, value))
+                else:
+                    self._add(pm, plugin, key, value, harness=plugin in harness)
+        for name in _dependency_order(pm, defaults):
+            if name in self._values:
+                continue  # wired directly: the default is not made
+            plugin, key, default = defaults[name][0]
+            try:
+                value = default.make(run)
+            except (ConfigError, ToolError):
+                raise
+            except Exception as exc:
+                report_failure(
+                    pm, plugin, HOOK, f"default for {name!r} raised {type(exc).__name__}: {exc}"
+                )
+                continue
+            if value is not None:
+                self._add(pm, plugin, key, value, harness=plugin in harness)
+
+    def _add(
+        self, pm: Any, plugin: str, key: ResourceKey[Any] | str, value: Any, *, harness: bool
+    ) -> None:
+        name = key_name(key)
+        if name in self._values:
+            report_failure(
+                pm,
+                plugin,
+                HOOK,
+                f"resource {name!r} dropped: already wired by {self._origin[name]!r}",
+            )
+            return
+        declared = key if isinstance(key, ResourceKey) else _DECLARED.get(name)
+        if (
+            declared is not None
+            and declared.kind is not None
+            and not isinstance(value, declared.kind)
+        ):
+            problem = (
+                f"{name}: expected a {declared.kind.__module__}.{declared.kind.__qualname__}, "
+                f"got {type(value).__qualname__}"
+            )
+            if harness:  # the harness's own input: it fails the opening, like its configuration
+                raise ConfigError(problem)
+            report_failure(pm, plugin, HOOK, f"resource {name!r} dropped: {problem}")
+            return
+        self._values[name] = value
+        self._origin[name] = plugin
+
+    # --- closing ------------------------------------------------------------------------------
+
+    async def aclose(self, timeout_s: float, problems: list[str]) -> None:
+        """Close every resource with ``async def aclose()``, last wired first, each bounded by
+        ``timeout_s``; what went wrong is appended to ``problems``."""
+        for name in reversed(list(self._values)):
+            closer = getattr(self._values[name], "aclose", None)
+            if closer is None or not inspect.iscoroutinefunction(closer):
+                continue
+            with anyio.move_on_after(timeout_s) as scope:
+                try:
+                    await closer()
+                except Exception as exc:
+                    problems.append(
+                        f"closing resource {name!r} failed: {type(exc).__name__}: {exc}"
+                    )
+            if scope.cancelled_caught:
+                problems.append(f"closing resource {name!r} took over {timeout_s:g} s")
+
+
+def _dependency_order(
+    pm: Any, defaults: Mapping[str, list[tuple[str, ResourceKey[Any] | str, Default[Any]]]]
+) -> Iterator[str]:
+    """Names of ``defaults`` so that each comes after the defaults it names in ``after``; a
+    cycle is reported against every plugin in it and those defaults are not made."""
+    for name, offers in defaults.items():
+        for plugin, _, _ in offers[1:]:
+            report_failure(
+                pm, plugin, HOOK, f"default for {name!r} dropped: also offered by {offers[0][0]!r}"
+            )
+    done: set[str] = set()
+    visiting: list[str] = []
+    cyclic: set[str] = set()
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in done or name in cyclic:
+            return
+        if name in visiting:
+            cycle = visiting[visiting.index(name) :]
+            for member in cycle:
+                cyclic.add(member)
+                plugin = defaults[member][0][0]
+                report_failure(
+                    pm,
+                    plugin,
+                    HOOK,
+                    f"default for {member!r} not made: its `after` forms a cycle "
+                    f"({' -> '.join([*cycle, name])})",
+                )
+            return
+        visiting.append(name)
+        for needed in defaults[name][0][2].after:
+            if key_name(needed) in defaults:
+                visit(key_name(needed))
+        visiting.pop()
+        if name not in cyclic:
+            done.add(name)
+            order.append(name)
+
+    for name in defaults:
+        visit(name)
+    yield from order
+
+
+__all__ = ["Default", "ResourceKey", "Resources"]
