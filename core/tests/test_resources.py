@@ -125,6 +125,21 @@ async def test_a_value_of_the_wrong_kind_from_the_harness_fails_the_opening(tmp_
             pass
 
 
+async def test_a_kind_given_by_name_is_imported_when_a_value_is_checked(tmp_path) -> None:
+    import sys
+
+    sys.modules.pop("fractions", None)
+    key: ResourceKey[object] = ResourceKey("test_lazy_kind", "fractions:Fraction")
+    assert "fractions" not in sys.modules  # declaring the key imported nothing
+    with pytest.raises(tether.ConfigError, match=r"test_lazy_kind: expected a fractions\.Fraction"):
+        async with run_with(tmp_path, plugin("harness", {key: 0.5})):
+            pass
+    from fractions import Fraction
+
+    async with run_with(tmp_path, plugin("harness", {key: Fraction(1, 2)})) as run:
+        assert run.resource(key) == Fraction(1, 2)
+
+
 async def test_a_value_of_the_wrong_kind_from_an_installed_plugin_is_dropped(tmp_path) -> None:
     bad = plugin("installed-bad", {GREETER: 3})
     pm = tether.make_plugin_manager(entry_points_group=None)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether.versions import core_requirement, satisfies
+from tether.versions import core_requirement, core_version, distribution, entry_points, satisfies
 
 packaging_specifiers = pytest.importorskip("packaging.specifiers")
 packaging_version = pytest.importorskip("packaging.version")
@@ -92,3 +92,41 @@ class Dist:
 )
 def test_core_requirement(requires: list[str], expected: str | None) -> None:
     assert core_requirement(Dist(*requires)) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("group", ["tether", "console_scripts", "pytest11"])
+def test_entry_points_agree_with_importlib_metadata(group: str) -> None:
+    """The light reader finds what the standard one finds, in whatever environment this runs."""
+    import importlib.metadata
+
+    def key(name: str, value: str, dist: object) -> tuple[str, str, str, str]:
+        return (name, value, dist.name, dist.version)  # type: ignore[attr-defined]
+
+    ours = {key(ep.name, ep.value, ep.dist) for ep in entry_points(group)}
+    theirs = {
+        key(ep.name, ep.value, ep.dist) for ep in importlib.metadata.entry_points(group=group)
+    }
+    assert ours == theirs
+    assert core_version() == importlib.metadata.version("tether")
+
+
+def test_a_distribution_first_on_sys_path_shadows_later_ones(tmp_path, monkeypatch) -> None:
+    for where, version in (("a", "1.0"), ("b", "2.0")):
+        dist = tmp_path / where / f"Shadowed_Thing-{version}.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text(f"Name: shadowed.thing\nVersion: {version}\n\nbody\n")
+        (dist / "entry_points.txt").write_text(
+            f"[other]\nx = nowhere\n\n[tether_test]\nthing = json : dumps\nv{where} = os.path:join\n"
+        )
+        monkeypatch.syspath_prepend(str(tmp_path / where))  # b ends up first
+    found = distribution("shadowed-thing")
+    assert found is not None and found.version == "2.0" and found.name == "shadowed.thing"
+    eps = entry_points("tether_test")
+    assert [(ep.name, ep.value) for ep in eps] == [
+        ("thing", "json : dumps"),
+        ("vb", "os.path:join"),
+    ]
+    import json
+    import os.path
+
+    assert eps[0].load() is json.dumps and eps[1].load() is os.path.join

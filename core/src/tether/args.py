@@ -3,6 +3,9 @@
 The converter takes JSON types only: a string field refuses ``12345``, a boolean refuses
 ``"maybe"``, a list refuses a string, an integer refuses ``"3"`` and ``3.5``. Unknown keys are
 refused. Every error names its field: ``line: expected int, got "3a"``.
+
+cattrs is imported when the first value is loaded: ``import tether`` and a plugin's argument
+classes need only attrs, and cattrs is a tenth of the start-up budget.
 """
 
 from __future__ import annotations
@@ -11,20 +14,14 @@ import json
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
-import cattrs
-from cattrs.errors import (
-    AttributeValidationNote,
-    ClassValidationError,
-    ForbiddenExtraKeysError,
-    IterableValidationError,
-    IterableValidationNote,
-)
-from cattrs.gen import make_dict_structure_fn
 
 from tether.errors import ArgumentError, ArgumentErrors
+
+if TYPE_CHECKING:
+    import cattrs
 
 T = TypeVar("T")
 
@@ -124,6 +121,10 @@ def _is_optional(tp: Any) -> tuple[bool, Any]:
 
 
 def _make_converter() -> cattrs.Converter:
+    import cattrs
+    from cattrs.errors import IterableValidationError
+    from cattrs.gen import make_dict_structure_fn
+
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
 
     def structure_str(value: Any, _: Any) -> str:
@@ -236,13 +237,26 @@ def _make_converter() -> cattrs.Converter:
     return conv
 
 
-_converter = _make_converter()
+_converters: list[cattrs.Converter] = []  # the one converter, made on first use
+
+
+def _converter() -> cattrs.Converter:
+    if not _converters:
+        _converters.append(_make_converter())
+    return _converters[0]
 
 
 def _flatten(
     exc: BaseException, path: str, unknown: str = "unknown argument (not in the schema)"
 ) -> list[ArgumentError]:
     """Turn a cattrs validation tree into one ArgumentError per bad field."""
+    from cattrs.errors import (
+        AttributeValidationNote,
+        ClassValidationError,
+        ForbiddenExtraKeysError,
+        IterableValidationError,
+        IterableValidationNote,
+    )
 
     def join(base: str, name: str) -> str:
         return f"{base}.{name}" if base else name
@@ -331,15 +345,24 @@ def _raw_bounds(raw: Mapping[str, Any], cls: type, named: set[str]) -> list[Argu
     return errors
 
 
-_LOAD_ERRORS = (ClassValidationError, IterableValidationError, _Mismatch, ForbiddenExtraKeysError)
-
-
 def _load(raw: Mapping[str, Any], cls: type[T], path: str, unknown: str) -> T:
     """``raw`` into ``cls`` with every type and bound checked; ArgumentErrors names each field
     under ``path`` (``""`` for arguments, the table for configuration)."""
+    converter = _converter()
+    from cattrs.errors import (
+        ClassValidationError,
+        ForbiddenExtraKeysError,
+        IterableValidationError,
+    )
+
     try:
-        obj = _converter.structure(dict(raw), cls)
-    except _LOAD_ERRORS as exc:
+        obj = converter.structure(dict(raw), cls)
+    except (
+        ClassValidationError,
+        IterableValidationError,
+        _Mismatch,
+        ForbiddenExtraKeysError,
+    ) as exc:
         errors = _flatten(exc, path, unknown)
         if attrs.has(cls):
             prefix = f"{path}." if path else ""

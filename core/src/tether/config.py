@@ -15,7 +15,6 @@ them — so it may set only what each field allows (an allowlist the fields decl
 
 from __future__ import annotations
 
-import tomllib
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -191,6 +190,8 @@ def load_workdir_config(workdir: Path) -> dict[str, Any]:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only a run with a configuration file pays for the parser
+
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -209,7 +208,7 @@ def _apply(
             prefix = step.parts[:depth]
             if prefix not in missing and walker.open_dir(prefix) is None:
                 missing.append(prefix)
-    change_id = uuid.uuid4().hex[:16]
+    change_id = os.urandom(8).hex()
     record = {
         "version": 1,
         "id": change_id,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import stat
@@ -41,8 +40,14 @@ from tether.errors import PathError, ToolError
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
+def _sha256(data: bytes) -> str:
+    import hashlib  # OpenSSL's start-up: paid when a run opens, not by `import tether`
+
+    return hashlib.sha256(data).hexdigest()
+
+
 def digest(data: bytes | None) -> str | None:
-    return None if data is None else hashlib.sha256(data).hexdigest()
+    return None if data is None else _sha256(data)
 
 
 def state_dir(workdir: Path) -> Path:
@@ -50,7 +55,7 @@ def state_dir(workdir: Path) -> Path:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(
         os.path.expanduser("~"), ".local", "state"
     )
-    key = hashlib.sha256(os.fsencode(str(workdir))).hexdigest()[:24]
+    key = _sha256(os.fsencode(str(workdir)))[:24]
     return Path(base) / "tether" / key
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ class ProcessOwner:
         self._adopted: set[int] = set()
         self._ids = itertools.count(1)
         #: the marker every process of this run carries
-        self.owner = f"{os.getpid()}.{uuid.uuid4().hex[:12]}"
+        self.owner = f"{os.getpid()}.{os.urandom(6).hex()}"
         self.closed = False
         self._swept = False
 

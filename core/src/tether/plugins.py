@@ -15,14 +15,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from typing import Any, Literal
 
 import attrs
 import pluggy
 
 from tether import hookspecs
-from tether.versions import CORE_DISTRIBUTION, core_requirement, core_version, satisfies
+from tether.versions import (
+    CORE_DISTRIBUTION,
+    core_requirement,
+    core_version,
+    entry_points,
+    satisfies,
+)
 
 ENTRY_POINT_GROUP = "tether"
 
@@ -110,7 +115,7 @@ def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
         if ep.name in seen:
             continue
         seen.add(ep.name)
-        version = ep.dist.version if ep.dist is not None else None
+        version = (ep.dist.version or None) if ep.dist is not None else None
         if only is not None and ep.name not in only:
             continue
         accepts = core_requirement(ep.dist) or None

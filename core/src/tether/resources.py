@@ -38,15 +38,30 @@ class ResourceKey(Generic[T]):
     """The name of a run resource and what its value must be.
 
     ``kind`` is a class or a ``runtime_checkable`` protocol the value is checked against when it
-    is wired (None: anything). Declare the key beside the interface it stands for.
+    is wired (None: anything), or its ``"module:QualName"``, imported only then: a key declared
+    where its class would be too costly to import at start-up (a plugin's tool module, loaded
+    by every start, naming a resource only a run builds). Declare the key beside the interface
+    it stands for.
     """
 
     name: str
-    kind: type[Any] | None = attrs.field(default=None, eq=False)
+    kind: type[Any] | str | None = attrs.field(default=None, eq=False)
     doc: str = attrs.field(default="", eq=False)
 
     def __attrs_post_init__(self) -> None:
         _DECLARED.setdefault(self.name, self)  # a bare name wired later is checked against it
+
+    def kind_class(self) -> type[Any] | None:
+        """``kind``, imported when it was given by name."""
+        if not isinstance(self.kind, str):
+            return self.kind
+        import importlib
+
+        module, _, qualname = self.kind.partition(":")
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        return found
 
     def __str__(self) -> str:
         return self.name
@@ -171,13 +186,10 @@ class Resources(Mapping[str, Any]):
             )
             return
         declared = key if isinstance(key, ResourceKey) else _DECLARED.get(name)
-        if (
-            declared is not None
-            and declared.kind is not None
-            and not isinstance(value, declared.kind)
-        ):
+        kind = declared.kind_class() if declared is not None else None
+        if kind is not None and not isinstance(value, kind):
             problem = (
-                f"{name}: expected a {declared.kind.__module__}.{declared.kind.__qualname__}, "
+                f"{name}: expected a {kind.__module__}.{kind.__qualname__}, "
                 f"got {type(value).__qualname__}"
             )
             if harness:  # the harness's own input: it fails the opening, like its configuration

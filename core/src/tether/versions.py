@@ -6,12 +6,23 @@ This is a small PEP 440 subset of our own rather than a dependency on ``packagin
 check runs on every start for every plugin. What it cannot parse it does not judge
 (:func:`satisfies` returns None and the plugin loads); what it judges agrees with ``packaging``
 (``core/tests/test_versions.py`` compares the two on generated versions and ranges).
+
+The installed distributions and their entry points are read here too (:func:`entry_points`,
+:func:`distribution`), from the ``*.dist-info`` / ``*.egg-info`` directories of ``sys.path``, as
+``importlib.metadata`` finds them (first on ``sys.path`` wins; ``core/tests/test_versions.py``
+compares the two on the real environment). Not through ``importlib.metadata`` itself: importing
+it brings ``email``, ``zipfile``, ``csv``… — a fifth of the start-up budget — and it parses every
+plugin's whole metadata (README included) with the ``email`` parser. A ``sys.path`` entry that is
+a file (a zip) is still read through ``importlib.metadata``.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from importlib.metadata import Distribution, PackageNotFoundError, version
+import sys
+from collections.abc import Iterator
+from typing import Protocol
 
 CORE_DISTRIBUTION = "tether"
 
@@ -142,22 +153,169 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _requires_dist(dist: Distribution) -> list[str]:
-    """The ``Requires-Dist`` headers of a distribution's metadata. Read from the header block
-    only: ``dist.requires`` parses the whole file, long description (the README) included,
-    which costs more than the rest of the check for every plugin on every start."""
+class HasMetadata(Protocol):
+    """What is read of a distribution: its files (``importlib.metadata.Distribution`` fits)."""
+
+    def read_text(self, filename: str) -> str | None: ...
+
+
+class InstalledDistribution(HasMetadata, Protocol):
+    """An installed distribution: :class:`Distribution`, or ``importlib.metadata``'s."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+
+def _headers(dist: HasMetadata, wanted: str) -> list[str]:
+    """The values of the ``wanted`` header in a distribution's metadata. Read from the header
+    block only: ``importlib.metadata`` parses the whole file, long description (the README)
+    included, which costs more than the rest of the check for every plugin on every start."""
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
     found = []
     for line in text.splitlines():
         if not line.strip():
             break  # the headers end at the first blank line
         name, _, value = line.partition(":")
-        if name.strip().lower() == "requires-dist":
+        if name.strip().lower() == wanted:
             found.append(value.strip())
     return found
 
 
-def core_requirement(dist: Distribution | None) -> str | None:
+def _requires_dist(dist: HasMetadata) -> list[str]:
+    return _headers(dist, "requires-dist")
+
+
+class Distribution:
+    """An installed distribution: its ``*.dist-info`` (or ``*.egg-info``) directory."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._read: dict[str, str | None] = {}  # name, version and requirements read one file
+
+    def read_text(self, filename: str) -> str | None:
+        if filename not in self._read:
+            try:
+                with open(os.path.join(self.path, filename), encoding="utf-8") as f:
+                    self._read[filename] = f.read()
+            except (OSError, UnicodeDecodeError):
+                self._read[filename] = None
+        return self._read[filename]
+
+    @property
+    def name(self) -> str:
+        names = _headers(self, "name")
+        return names[0] if names else _stem_name(os.path.basename(self.path))
+
+    @property
+    def version(self) -> str:
+        versions = _headers(self, "version")
+        return versions[0] if versions else ""
+
+    def __repr__(self) -> str:
+        return f"Distribution({self.path!r})"
+
+
+class EntryPoint:
+    """One ``[group]`` line of a distribution's ``entry_points.txt``: ``name = module:attr``."""
+
+    def __init__(
+        self, name: str, value: str, group: str, dist: InstalledDistribution | None
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.group = group
+        self.dist = dist
+
+    def load(self) -> object:
+        """Import the module and return the object the entry point names."""
+        import importlib
+
+        target = self.value.partition("[")[0]  # extras do not change what is loaded
+        module_name, _, attr = (part.strip() for part in target.partition(":"))
+        obj: object = importlib.import_module(module_name)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
+
+
+_SUFFIXES = (".dist-info", ".egg-info")
+
+
+def _stem_name(dirname: str) -> str:
+    """``tether_lsp-0.2.0.dist-info`` -> ``tether-lsp`` (the name part, normalised)."""
+    return _canonical(dirname.rpartition(".")[0].partition("-")[0])
+
+
+def _distributions() -> Iterator[tuple[str, InstalledDistribution]]:
+    """(normalised name, distribution) of every installed distribution, in ``sys.path`` order,
+    each name once (the first one found shadows later ones, as for ``importlib.metadata``)."""
+    seen: set[str] = set()
+    for entry in sys.path:
+        root = entry or "."
+        try:
+            names = os.listdir(root)
+        except NotADirectoryError:  # a zip on sys.path: rare, read the standard way
+            import importlib.metadata
+
+            for found in importlib.metadata.distributions(path=[entry]):
+                key = _canonical(found.metadata["Name"] or "")
+                if key and key not in seen:
+                    seen.add(key)
+                    yield key, found
+            continue
+        except OSError:
+            continue
+        for dirname in sorted(names):
+            if not dirname.lower().endswith(_SUFFIXES):
+                continue
+            path = os.path.join(root, dirname)
+            if not os.path.isdir(path):
+                continue
+            key = _stem_name(dirname)
+            if key in seen:
+                continue
+            seen.add(key)
+            yield key, Distribution(path)
+
+
+def _parse_entry_points(text: str, group: str) -> Iterator[tuple[str, str]]:
+    """``(name, value)`` of the ``[group]`` section of an ``entry_points.txt`` (an INI file)."""
+    current = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1].strip()
+            continue
+        if current == group and "=" in line:
+            name, _, value = line.partition("=")
+            yield name.strip(), value.strip()
+
+
+def entry_points(group: str) -> list[EntryPoint]:
+    """Every installed entry point of ``group``, in ``sys.path`` order of their distributions."""
+    found = []
+    for _key, dist in _distributions():
+        text = dist.read_text("entry_points.txt")
+        if text and f"[{group}]" in text.replace(" ", ""):
+            found += [EntryPoint(n, v, group, dist) for n, v in _parse_entry_points(text, group)]
+    return found
+
+
+def distribution(name: str) -> InstalledDistribution | None:
+    """The installed distribution called ``name`` (any spelling: ``tether_lsp``, ``Tether-LSP``)."""
+    wanted = _canonical(name)
+    return next((dist for key, dist in _distributions() if key == wanted), None)
+
+
+def core_requirement(dist: HasMetadata | None) -> str | None:
     """The specifier (``">=0.2,<0.3"``) a distribution puts on the core, from its metadata;
     "" when it requires the core with no range, None when it does not require it (or its
     requirement has a marker or a URL, which this check does not judge)."""
@@ -179,7 +337,5 @@ def core_requirement(dist: Distribution | None) -> str | None:
 
 def core_version() -> str | None:
     """The version of the running core's distribution (None when run from bare sources)."""
-    try:
-        return version(CORE_DISTRIBUTION)
-    except PackageNotFoundError:
-        return None
+    dist = distribution(CORE_DISTRIBUTION)
+    return dist.version or None if dist is not None else None

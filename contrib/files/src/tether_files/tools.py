@@ -13,7 +13,6 @@ import attrs
 import tether
 from tether.fsutil import FileChange, apply_changes, atomic_write
 from tether.text import truncate
-from tether_files.patch import apply_hunks, parse_patch
 
 MAX_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
@@ -224,6 +223,8 @@ async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
 
 
 async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolResult:
+    from tether_files.patch import apply_hunks, parse_patch  # the parser: paid by a patch
+
     changes: list[FileChange] = []
     summary: list[str] = []
     for file_patch in parse_patch(args.patch):

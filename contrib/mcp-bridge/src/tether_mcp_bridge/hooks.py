@@ -1,12 +1,15 @@
-"""The ``tether mcp`` subcommand. Light on purpose: ``mcp`` is imported only when it runs."""
+"""The ``tether mcp`` subcommand. Light on purpose: ``mcp`` is imported only when it runs, and
+``argparse`` only by the CLI that calls the hook (a harness loading plugins never does)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tether
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,8 +13,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection, Pipe, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import tree_sitter as ts
@@ -25,6 +24,9 @@ from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
 from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 # What one cached file costs, in bytes per byte of its source: the source itself plus its
 # parsed tree. Measured as resident-memory growth while parsing CPython's stdlib and its
@@ -391,6 +393,8 @@ class WorkerPool:
         # A bare fork, not multiprocessing's Process: its bootstrap closes stdin and flushes
         # stdout, which deadlocks when another thread of the run (a stdio session reader)
         # holds those locks at fork time. The child touches only its pipe and tree-sitter.
+        from multiprocessing.connection import Pipe  # with pickle: only a run that forks pays
+
         per_worker = self.cache_bytes // self.size
         for _ in range(self.size):
             parent, child = Pipe(duplex=True)
@@ -426,6 +430,8 @@ class WorkerPool:
         return msg
 
     def run(self, task: Task, root: str, paths: Sequence[str], stall_s: float) -> PoolResult:
+        from multiprocessing.connection import wait
+
         with self._lock:
             if not self._procs:
                 self._start()

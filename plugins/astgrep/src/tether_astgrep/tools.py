@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio.to_thread
 import attrs
@@ -14,9 +13,11 @@ from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.resources import ResourceKey
 from tether.text import duration, plural, shown_note, truncate
-from tether_astgrep.engine import FileResult
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
+
+if TYPE_CHECKING:
+    from tether_astgrep.engine import FileResult
 
 RESOURCE: ResourceKey[AstgrepService] = ResourceKey("parser_registry", AstgrepService)
 Strictness = Literal["cst", "smart", "ast", "signature"]
@@ -255,6 +256,8 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
+    import difflib  # only a preview pays for it
+
     diff: list[str] = []
     for r in changed:
         assert r.original is not None and r.new is not None

@@ -10,7 +10,6 @@ import tether
 from tether_debug import hookspecs
 from tether_debug.adapters import BUILTIN_ADAPTERS, DebugAdapter
 from tether_debug.config import DebugConfig
-from tether_debug.supervisor import DebugSupervisor
 from tether_debug.tool import SUPERVISOR, debug_tool
 
 if TYPE_CHECKING:
@@ -32,6 +31,9 @@ def tether_resources(run: Run) -> dict[Any, Any] | None:
     # one session per conversation: without a conversation id there is nothing to bind it to
     if run.conversation_id is None:
         return None
+    # the session machinery (DAP client, sockets) is imported by the run that wires it
+    from tether_debug.supervisor import DebugSupervisor
+
     supervisor = DebugSupervisor(run)
     supervisor.adapters()  # collected now, so a broken contribution is reported from the start
     return {SUPERVISOR: supervisor}

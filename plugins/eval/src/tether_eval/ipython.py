@@ -16,7 +16,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from queue import Empty
 from typing import TYPE_CHECKING, Any
@@ -56,6 +55,8 @@ def _socket_dir() -> Path:
 
 
 def _boot_source() -> str:
+    from importlib import resources  # ~5 ms: paid by a kernel start, not by every run
+
     source = resources.files("tether_eval").joinpath("ipython_boot.py").read_text("utf-8")
     # Compiled under a pseudo file name: a traceback through tool() shows one short frame.
     return (
@@ -117,6 +118,8 @@ class IPythonKernel(ProcessKernel):
             ip=str(socket_dir / "k"),
             key=secrets.token_hex(16).encode(),
         )
+        from importlib import resources  # ~5 ms: paid by a kernel start, not by every run
+
         launcher = resources.files("tether_eval").joinpath("ipython_launch.py").read_text("utf-8")
         argv = [
             python,

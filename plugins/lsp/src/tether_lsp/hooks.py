@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import pluggy
+
 import tether
 from tether_lsp import hookspecs
-from tether_lsp.after_write import new_diagnostics_note
 from tether_lsp.servers import BUILTIN_SERVERS, ServerSpec
-from tether_lsp.supervisor import SUPERVISOR, LspSupervisor
-from tether_lsp.tools import tool_specs
+from tether_lsp.tools import SUPERVISOR, tool_specs
+
+# Registering the hooks imports only the specs and the argument classes; the supervisor when a
+# run wires it, the diagnostics machinery when a call has written files.
 
 
 @tether.hookimpl
-def tether_addhooks(pluginmanager: Any) -> None:
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
@@ -23,12 +26,14 @@ def tether_lsp_servers() -> list[ServerSpec]:
 
 
 @tether.hookimpl
-def tether_resources(run: Any) -> dict[Any, object]:
+def tether_resources(run: tether.Run) -> dict[Any, object]:
+    from tether_lsp.supervisor import LspSupervisor
+
     return {SUPERVISOR: LspSupervisor(run)}
 
 
 @tether.hookimpl
-def tether_tools(run: Any) -> list[tether.ToolSpec]:
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
     return tool_specs()
 
 
@@ -38,4 +43,6 @@ def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -
     supervisor = call.run.resource(SUPERVISOR, None)
     if supervisor is None or result.is_error or not result.written:
         return None
+    from tether_lsp.after_write import new_diagnostics_note
+
     return new_diagnostics_note(supervisor, result)

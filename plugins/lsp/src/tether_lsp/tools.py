@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import attrs
 
 import tether
-from tether_lsp import checker, queries, rename
-from tether_lsp.supervisor import SUPERVISOR, LspSupervisor
+from tether.resources import ResourceKey
+
+if TYPE_CHECKING:
+    from tether_lsp.supervisor import LspSupervisor
+
+# The handlers import the query modules (the client, the renderers, the cross-check) when first
+# called: registering the tools costs only the argument classes.
+
+#: the run resource this plugin wires: the language servers of the run (the class is imported
+#: by the hook that builds it, not by every start)
+SUPERVISOR: ResourceKey[LspSupervisor] = ResourceKey(
+    "lsp_supervisor", "tether_lsp.supervisor:LspSupervisor"
+)
 
 Action = Literal[
     "diagnostics",
@@ -127,6 +138,8 @@ def _with_notes(supervisor: LspSupervisor, text: str) -> str:
 
 
 async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
+    from tether_lsp import checker, queries
+
     supervisor = _supervisor(call)
     action = args.action
     if action == "status":
@@ -161,6 +174,8 @@ async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
 
 
 async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
+    from tether_lsp import queries, rename
+
     supervisor = _supervisor(call)
     path = call.run.confine(args.file, field="file")
     session = await queries.open_session(supervisor, path, "rename")

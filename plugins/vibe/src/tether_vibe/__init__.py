@@ -15,9 +15,41 @@ with the ``tether_vibe_runners()`` hook::
             return {"fast": CallableRunner(run_subagent), "good": CallableRunner(run_reviewer)}
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from tether_vibe.config import CommandRunnerConfig, VibeConfig
-from tether_vibe.roster import Roster, Worker
-from tether_vibe.runners import CallableRunner, CommandRunner, Job, Outcome, ResultExtractor, Runner
+
+if TYPE_CHECKING:
+    from tether_vibe.roster import Roster, Worker
+    from tether_vibe.runners import (
+        CallableRunner,
+        CommandRunner,
+        Job,
+        Outcome,
+        ResultExtractor,
+        Runner,
+    )
+
+# The roster and the runners are imported on first use: loading the plugin (every start, vibe
+# mode or not) registers its hooks without them.
+_LAZY = {
+    "Roster": "tether_vibe.roster",
+    "Worker": "tether_vibe.roster",
+    **dict.fromkeys(
+        ("CallableRunner", "CommandRunner", "Job", "Outcome", "ResultExtractor", "Runner"),
+        "tether_vibe.runners",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'tether_vibe' has no attribute {name!r}")
+
 
 __all__ = [
     "CallableRunner",

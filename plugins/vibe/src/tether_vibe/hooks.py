@@ -10,8 +10,6 @@ import tether
 from tether.contributions import Contribution, collect
 from tether_vibe import hookspecs
 from tether_vibe.config import TIERS, VibeConfig, validate
-from tether_vibe.roster import Roster, resolve_runners
-from tether_vibe.runners import Runner
 from tether_vibe.tools import RESOURCE, tool_specs
 
 
@@ -24,6 +22,10 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 def tether_resources(run: tether.Run) -> dict[Any, object] | None:
     if not run.options.get("vibe"):
         return None
+    # the roster and its runners: only a run in vibe mode imports them
+    from tether_vibe.roster import Roster, resolve_runners
+    from tether_vibe.runners import Runner
+
     config = validate(run.config("vibe", VibeConfig))
     runner_kind: type = Runner  # a runtime-checkable Protocol: isinstance works, mypy objects
     contributed: dict[str, Contribution[Runner]] = collect(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
@@ -12,9 +12,12 @@ import tether
 import tether.text
 from tether.resources import ResourceKey
 from tether.text import clock, duration
-from tether_vibe.roster import Roster, Worker
 
-RESOURCE: ResourceKey[Roster] = ResourceKey("vibe_roster", Roster)
+if TYPE_CHECKING:
+    from tether_vibe.roster import Roster, Worker
+
+#: the run resource this plugin wires (the roster is imported by a run in vibe mode only)
+RESOURCE: ResourceKey[Roster] = ResourceKey("vibe_roster", "tether_vibe.roster:Roster")
 LIST_LIMIT = 50
 LIST_RESULT_CHARS = 200
 TAIL_LINES = 5
