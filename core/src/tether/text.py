@@ -56,10 +56,15 @@ def cap(items: Sequence[T], limit: int, noun: str = "") -> tuple[list[T], str | 
     Every "N of M shown" of every plugin comes from here, so they read alike.
     """
     shown = list(items[:limit])
-    if len(items) <= limit:
-        return shown, None
+    return shown, shown_note(limit, len(items), noun)
+
+
+def shown_note(limit: int, total: int, noun: str = "") -> str | None:
+    """:func:`cap`'s note for a caller that counted ``total`` items but kept only ``limit``."""
+    if total <= limit:
+        return None
     noun = noun.removesuffix("shown").strip()  # callers written before the noun was separate
-    return shown, f"{limit} of {len(items)} {noun + ' ' if noun else ''}shown"
+    return f"{limit} of {total} {noun + ' ' if noun else ''}shown"
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

@@ -12,7 +12,6 @@ import re
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +28,14 @@ from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-# A parsed tree costs about this many bytes per byte of source (measured on CPython's stdlib).
-TREE_BYTES_PER_SOURCE_BYTE = 28
+# What one cached file costs, in bytes per byte of its source: the source itself plus its
+# parsed tree. Measured as resident-memory growth while parsing CPython's stdlib and its
+# site-packages (13,356 files) and keeping every other tree, as a worker does: 28.4; rounded up.
+CACHED_BYTES_PER_SOURCE_BYTE = 30
+ENTRY_OVERHEAD_BYTES = 1024  # the entry, its key, the bytes and Tree objects
 BINARY_SNIFF_BYTES = 8192
 MAX_TEXT_CHARS = 2000  # of a match or capture sent back from a search
+CHUNK_FILES = 32  # files per message to a worker; two messages in flight per worker
 
 
 @attrs.frozen
@@ -41,6 +44,9 @@ class Task:
     pattern: CompiledPattern  # its strictness included
     rewrite: str | None
     max_file_bytes: int
+    # Matches described (text, captures) and sent back, per process; past it they are only
+    # counted. None: all of them (an edit needs every one).
+    keep: int | None = None
 
 
 @attrs.frozen
@@ -48,6 +54,7 @@ class FileResult:
     path: str
     skipped: str | None = None  # "binary", "too large", "unreadable"
     matches: tuple[tuple[Any, ...], ...] = ()  # (line, col, end_line, end_col, text, captures)
+    count: int = 0  # matches in the file, described or not
     parse_errors: bool = False
     # edit mode
     original: bytes | None = None
@@ -61,82 +68,101 @@ class FileResult:
 
 
 class _Entry:
-    __slots__ = ("cost", "mtime_ns", "size", "source", "tree")
+    __slots__ = ("mtime_ns", "size", "source", "tree")
 
-    def __init__(self, mtime_ns: int, size: int, source: bytes) -> None:
+    def __init__(self, mtime_ns: int, size: int, source: bytes, tree: ts.Tree) -> None:
         self.mtime_ns = mtime_ns
         self.size = size
         self.source = source
-        self.tree: ts.Tree | None = None
-        self.cost = len(source)
+        self.tree = tree
+
+
+def entry_cost(source: bytes) -> int:
+    return len(source) * CACHED_BYTES_PER_SOURCE_BYTE + ENTRY_OVERHEAD_BYTES
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class FileCache:
-    """Sources and parsed trees keyed by (path, mtime, size), bounded by an estimated byte budget."""
+    """Sources with their parsed trees, keyed by (path, mtime, size), under a byte budget.
+
+    Admission, not eviction: a file is stored only while it fits, and what is stored stays
+    until its file changes. Searches scan the same files in the same order, and evicting old
+    entries for new ones (LRU) would throw out exactly what the next scan needs first; kept
+    this way, a corpus larger than the budget is served warm for the part that fits and at
+    cold speed for the rest. Each store is O(1). Besides the estimate, the process's resident
+    memory is checked as the cache grows: it never grows the process by more than the budget.
+    """
 
     def __init__(self, budget_bytes: int) -> None:
-        self.budget = budget_bytes
+        self.budget = max(0, budget_bytes)
         self.used = 0
-        self.admit_trees = True
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.hits = 0
+        self.refused = 0  # files parsed that did not fit
+        self._entries: dict[str, _Entry] = {}
+        self._rss_base = _rss_bytes()
+        self._rss_full = False
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def get(self, path: str, st: os.stat_result) -> _Entry | None:
         entry = self._entries.get(path)
         if entry is None:
             return None
         if entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
-            self._drop(path)
+            del self._entries[path]
+            self.used -= entry_cost(entry.source)
             return None
-        self._entries.move_to_end(path)
+        self.hits += 1
         return entry
 
-    def put(self, path: str, entry: _Entry) -> None:
-        self._drop(path)
-        self._entries[path] = entry
-        self.used += entry.cost
-        if self.used > self.budget:
-            self.trim()
+    def offer(self, path: str, st: os.stat_result, source: bytes, tree: ts.Tree) -> bool:
+        cost = entry_cost(source)
+        if self._rss_full or self.used + cost > self.budget or path in self._entries:
+            self.refused += 1
+            return False
+        self._entries[path] = _Entry(st.st_mtime_ns, st.st_size, source, tree)
+        self.used += cost
+        return True
 
-    def set_tree(self, path: str, entry: _Entry, tree: ts.Tree) -> None:
-        if not self.admit_trees or path not in self._entries:
-            return
-        extra = len(entry.source) * TREE_BYTES_PER_SOURCE_BYTE
-        if self.used + extra > self.budget:
-            # Full: keep the trees we have. Searches scan the same files in the same order,
-            # and evicting old trees for new ones (LRU) would leave none of the next scan's.
-            return
-        entry.tree = tree
-        entry.cost += extra
-        self.used += extra
+    def check_memory(self) -> None:
+        """Stop admitting once the process has grown by the budget, whatever the estimate."""
+        if self._entries and _rss_bytes() - self._rss_base > self.budget:
+            self._rss_full = True
 
-    def _drop(self, path: str) -> None:
-        entry = self._entries.pop(path, None)
-        if entry is not None:
-            self.used -= entry.cost
-
-    def trim(self) -> None:
-        """Drop the oldest sources while over budget (trees are never admitted over it)."""
-        for path in list(self._entries):
-            if self.used <= self.budget:
-                return
-            self._drop(path)
+    def stats(self) -> dict[str, int]:
+        return {
+            "entries": len(self._entries),
+            "used": self.used,
+            "budget": self.budget,
+            "hits": self.hits,
+            "refused": self.refused,
+            "rss_growth": max(0, _rss_bytes() - self._rss_base),
+        }
 
 
 class ProcessState:
     """What one process (the run's own, or a worker) keeps between searches."""
 
-    def __init__(
-        self, registry: GrammarRegistry, cache_bytes: int, trees_from_search: int = 1
-    ) -> None:
+    def __init__(self, registry: GrammarRegistry, cache_bytes: int, cache_from_search: int = 1):
         self.registry = registry
         self.cache = FileCache(cache_bytes)
-        # Keeping trees costs page faults and teardown time; a one-shot search never gains
-        # from them, so a worker starts keeping them from the run's second search on.
-        self.trees_from_search = trees_from_search
+        # Caching a file costs page faults and teardown time; a one-shot search never reuses
+        # what it read, so a worker caches only from the run's second search on.
+        self.cache_from_search = cache_from_search
         self.searches = 0
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str, bool], Matcher] = {}
         self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
+        self._caching = False
+        self._keep: int | None = None  # matches this task may still describe
 
     def parser(self, grammar: Grammar) -> ts.Parser:
         parser = self._parsers.get(grammar.id)
@@ -159,13 +185,24 @@ class ProcessState:
             matcher = self._matchers[key] = Matcher(pattern, grammar, track=track)
         return matcher
 
-    def run(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
+    def begin(self, task: Task) -> None:
+        """A new search: what it may keep and describe."""
         self.searches += 1
-        self.cache.admit_trees = self.searches >= self.trees_from_search
+        self._caching = self.searches >= self.cache_from_search
+        self._keep = task.keep
+
+    def run_chunk(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
         grammar = self.registry.get(task.pattern.grammar_id)
         assert grammar is not None
         matcher = self.matcher(task.pattern, grammar, track=task.mode == "edit")
-        return [self._one(task, grammar, matcher, root, p) for p in paths]
+        out = [self._one(task, grammar, matcher, root, p) for p in paths]
+        if self._caching:
+            self.cache.check_memory()
+        return out
+
+    def run(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
+        self.begin(task)
+        return self.run_chunk(task, root, paths)
 
     def _one(
         self, task: Task, grammar: Grammar, matcher: Matcher, root: str, path: str
@@ -179,7 +216,9 @@ class ProcessState:
             return FileResult(path, skipped="too large")
         # An edit must stage exactly what is on disk now: never trust the cache for it.
         entry = self.cache.get(path, st) if task.mode == "search" else None
-        if entry is None:
+        if entry is not None:
+            source = entry.source
+        else:
             try:
                 with open(full, "rb") as f:
                     source = f.read()
@@ -187,19 +226,18 @@ class ProcessState:
                 return FileResult(path, skipped="unreadable")
             if source.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
                 return FileResult(path, skipped="binary")
-            entry = _Entry(st.st_mtime_ns, st.st_size, source)
-            self.cache.put(path, entry)
-        source = entry.source
         for literal in task.pattern.literals:
             if literal not in source:
                 return FileResult(path)
         for chain in self.chains(task.pattern):
             if chain.search(source) is None:
                 return FileResult(path)
-        tree = entry.tree
-        if tree is None:
+        if entry is not None:
+            tree = entry.tree
+        else:
             tree = self.parser(grammar).parse(source)
-            self.cache.set_tree(path, entry, tree)
+            if self._caching and task.mode == "search":
+                self.cache.offer(path, st, source, tree)
         found = matcher.find(tree, source)
         has_errors = tree.root_node.has_error
         if task.mode == "edit":
@@ -214,6 +252,7 @@ class ProcessState:
                 syntax = check_syntax(grammar, path, source, tree, new, new_tree)
             return FileResult(
                 path,
+                count=len(found),
                 parse_errors=has_errors,
                 original=source,
                 new=new,
@@ -224,9 +263,16 @@ class ProcessState:
                 lossy_lines=applied.lossy_lines,
                 kept_lines=applied.kept_lines,
             )
+        if not found:
+            return FileResult(path, parse_errors=has_errors)
+        described = found
+        if self._keep is not None:
+            described = found[: self._keep]
+            self._keep -= len(described)
         return FileResult(
             path,
-            matches=tuple(_describe(m, source) for m in found),
+            matches=tuple(_describe(m, source) for m in described),
+            count=len(found),
             parse_errors=has_errors,
         )
 
@@ -253,7 +299,8 @@ def _describe(m: Match, source: bytes) -> tuple[Any, ...]:
 
 
 def _worker_main(conn: Connection, registry: GrammarRegistry, cache_bytes: int) -> None:
-    state = ProcessState(registry, cache_bytes, trees_from_search=2)
+    state = ProcessState(registry, cache_bytes, cache_from_search=2)
+    current: tuple[int, Task, str] | None = None
     while True:
         try:
             msg = conn.recv()
@@ -261,11 +308,22 @@ def _worker_main(conn: Connection, registry: GrammarRegistry, cache_bytes: int) 
             return  # the run's process is gone: so are we
         if msg is None:
             return
-        task_id, task, root, paths = msg
-        try:
-            conn.send((task_id, state.run(task, root, paths), None))
-        except Exception as exc:
-            conn.send((task_id, None, f"{type(exc).__name__}: {exc}"))
+        kind = msg[0]
+        if kind == "task":
+            _, task_id, task, root = msg
+            current = (task_id, task, root)
+            state.begin(task)
+        elif kind == "chunk":
+            _, task_id, seq, paths = msg
+            try:
+                assert current is not None and current[0] == task_id, "chunk of an unknown task"
+                conn.send(
+                    ("chunk", task_id, seq, state.run_chunk(current[1], current[2], paths), None)
+                )
+            except Exception as exc:
+                conn.send(("chunk", task_id, seq, None, f"{type(exc).__name__}: {exc}"))
+        elif kind == "stats":
+            conn.send(("stats", msg[1], 0, state.cache.stats(), None))
 
 
 class WorkerError(Exception):
@@ -294,8 +352,21 @@ def _reap_blocking(pid: int) -> None:
         pass
 
 
+@attrs.frozen
+class PoolResult:
+    results: list[FileResult]
+    stalled: bool  # stopped because no worker finished a file for the stall timeout
+
+
 class WorkerPool:
-    """Forked worker processes, each owning the files whose path hashes to it."""
+    """Forked worker processes, each owning the files whose path hashes to it.
+
+    Work goes out in chunks of files, at most two in flight per worker, so the run sees
+    progress as each chunk comes back. A search stops only when no worker has finished a
+    chunk for the stall timeout; it then returns what came back so far. A worker that is
+    merely slow (or stopped) is not killed: its late replies are read and dropped before it
+    is given new work, and its cache is kept.
+    """
 
     def __init__(
         self,
@@ -310,6 +381,7 @@ class WorkerPool:
         self.cache_bytes = cache_bytes
         self._procs: list[int] = []
         self._conns: list[Connection] = []
+        self._outstanding: list[int] = []  # replies each worker still owes, of any task
         self._lock = threading.Lock()
         self._next_id = 0
 
@@ -346,10 +418,20 @@ class WorkerPool:
             if self.on_start is not None:
                 self.on_start(pid)
             self._conns.append(parent)
+            self._outstanding.append(0)
 
-    def run(
-        self, task: Task, root: str, paths: Sequence[str], timeout_s: float
-    ) -> list[FileResult]:
+    def _recv(self, i: int) -> tuple[Any, ...]:
+        try:
+            msg: tuple[Any, ...] = self._conns[i].recv()
+        except (EOFError, OSError) as exc:
+            self._stop_locked()
+            raise WorkerError(f"a search worker died ({type(exc).__name__})") from exc
+        self._outstanding[i] -= 1
+        return msg
+
+    def run(self, task: Task, root: str, paths: Sequence[str], stall_s: float) -> PoolResult:
+        from multiprocessing.connection import wait
+
         with self._lock:
             if not self._procs:
                 self._start()
@@ -358,29 +440,80 @@ class WorkerPool:
             shards: list[list[str]] = [[] for _ in range(self.size)]
             for p in paths:
                 shards[zlib.crc32(p.encode()) % self.size].append(p)
-            deadline = time.monotonic() + timeout_s
+            chunks = [
+                [shard[k : k + CHUNK_FILES] for k in range(0, len(shard), CHUNK_FILES)]
+                for shard in shards
+            ]
+            sent = [0] * self.size
+            given = [False] * self.size  # told about this task
+            in_flight = [0] * self.size
+            results: list[FileResult] = []
+
+            def feed(i: int) -> None:
+                if not given[i]:
+                    if self._outstanding[i]:
+                        return  # still answering an earlier search
+                    self._conns[i].send(("task", task_id, task, root))
+                    given[i] = True
+                while in_flight[i] < 2 and sent[i] < len(chunks[i]):
+                    self._conns[i].send(("chunk", task_id, sent[i], chunks[i][sent[i]]))
+                    sent[i] += 1
+                    in_flight[i] += 1
+                    self._outstanding[i] += 1
+
+            def pending(i: int) -> bool:
+                return in_flight[i] > 0 or sent[i] < len(chunks[i]) or not given[i]
+
             try:
-                for conn, shard in zip(self._conns, shards, strict=True):
-                    conn.send((task_id, task, root, shard))
-                results: list[FileResult] = []
-                for conn in self._conns:
-                    while True:
-                        remaining = deadline - time.monotonic()
-                        if remaining <= 0 or not conn.poll(remaining):
-                            raise WorkerError(f"search workers gave no answer in {timeout_s:.0f} s")
-                        got_id, got, error = conn.recv()
-                        if got_id == task_id:
-                            break
-                    if error is not None:
-                        raise WorkerError(f"search worker failed: {error}")
-                    results.extend(got)
-            except WorkerError:
-                self._stop_locked()
-                raise
-            except (EOFError, OSError) as exc:
+                for i in range(self.size):
+                    feed(i)
+                last_progress = time.monotonic()
+                while True:
+                    waiting = [i for i in range(self.size) if pending(i)]
+                    if not waiting:
+                        return PoolResult(results, stalled=False)
+                    remaining = last_progress + stall_s - time.monotonic()
+                    if remaining <= 0:
+                        return PoolResult(results, stalled=True)
+                    by_conn = {self._conns[i]: i for i in waiting if self._outstanding[i]}
+                    for conn in wait(list(by_conn), remaining):
+                        i = by_conn[conn]  # type: ignore[index]
+                        kind, got_id, _, got, error = self._recv(i)
+                        last_progress = time.monotonic()
+                        if kind == "chunk" and got_id == task_id:
+                            if error is not None:
+                                self._stop_locked()
+                                raise WorkerError(f"search worker failed: {error}")
+                            in_flight[i] -= 1
+                            results.extend(got)
+                        feed(i)
+            except OSError as exc:
                 self._stop_locked()
                 raise WorkerError(f"a search worker died ({type(exc).__name__})") from exc
-            return results
+
+    def stats(self, timeout_s: float = 10.0) -> list[dict[str, int] | None]:
+        """Each worker's cache figures; None for one still busy with an earlier search."""
+        with self._lock:
+            if not self._procs:
+                return []
+            self._next_id += 1
+            req = self._next_id
+            out: list[dict[str, int] | None] = [None] * self.size
+            asked = []
+            for i, conn in enumerate(self._conns):
+                if not self._outstanding[i]:
+                    conn.send(("stats", req))
+                    self._outstanding[i] += 1
+                    asked.append(i)
+            deadline = time.monotonic() + timeout_s
+            for i in asked:
+                while self._outstanding[i] and self._conns[i].poll(
+                    max(0.0, deadline - time.monotonic())
+                ):
+                    kind, got_id, _, got, _ = self._recv(i)
+                    if kind == "stats" and got_id == req:
+                        out[i] = got
+            return out
 
     def _stop_locked(self) -> None:
         for conn in self._conns:
@@ -399,6 +532,7 @@ class WorkerPool:
             conn.close()
         self._procs.clear()
         self._conns.clear()
+        self._outstanding.clear()
 
     def stop(self) -> None:
         if self._lock.acquire(timeout=2.0):

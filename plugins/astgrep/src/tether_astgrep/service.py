@@ -12,7 +12,7 @@ import anyio.to_thread
 import attrs
 
 import tether
-from tether.config import workdir_may_set
+from tether.config import config_field, workdir_may_set
 from tether.paths import confine
 from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
 from tether_astgrep.files import list_files
@@ -33,9 +33,11 @@ class AstgrepConfig:
     workers: int = workdir_may_set(2)
     # fewer candidate files than this: search in-process
     parallel_min_files: int = workdir_may_set(200)
-    # estimated MB of sources + parsed trees kept per run, all processes
-    cache_mb: int = workdir_may_set(820)
-    search_timeout_s: float = workdir_may_set(100.0)
+    # MB of sources + parsed trees kept per run, all processes (0: none). Memory of the
+    # machine, not a cap of the workdir's: only the harness sets it.
+    cache_mb: int = config_field(1024, minimum=0, maximum=1024 * 1024)
+    # a search stops (returning what it found) once no file has finished for this long
+    search_timeout_s: float = workdir_may_set(100.0, above=0)
     preview_chars: int = workdir_may_set(6000)  # unified diff shown by ast_edit
     # staging one more expires the oldest pending edit
     max_pending_edits: int = workdir_may_set(20)
@@ -45,12 +47,19 @@ class AstgrepConfig:
 class SearchOutcome:
     pattern: CompiledPattern
     grammar: Grammar
-    files: list[FileResult]
+    files: list[FileResult]  # by path; only the first max_results matches are described
     searched: int
     skipped: Counter[str]
     unreadable_ignores: list[str] = attrs.field(factory=list)  # .gitignore rules not applied
     # A search that found nothing: (interpretation, matches) of other readings that find some.
     other_readings: list[tuple[str, int]] = attrs.field(factory=list)
+    files_total: int = 0  # files the search covers
+    stalled: bool = False  # stopped early: only `files` were searched
+
+    @property
+    def total(self) -> int:
+        """Matches found, described or only counted."""
+        return sum(r.count for r in self.files)
 
 
 @attrs.frozen
@@ -75,7 +84,7 @@ class AstgrepService:
         cache = config.cache_mb * 1024 * 1024
         # Large searches run in the workers, so they get most of the budget.
         local = cache if config.workers <= 0 else min(cache // 8, 64 * 1024 * 1024)
-        self._local = ProcessState(registry, local)
+        self._local = ProcessState(registry, local, cache_from_search=2)
         self._local_lock = anyio.Lock()
         self._pool = (
             WorkerPool(registry, config.workers, cache - local, on_start=on_worker_start)
@@ -94,6 +103,15 @@ class AstgrepService:
     @property
     def worker_pids(self) -> list[int]:
         return self._pool.pids if self._pool is not None else []
+
+    async def cache_stats(self) -> list[dict[str, int]]:
+        """Each worker's cache (entries, estimated bytes used, budget, hits); the run's own
+        process's if it has no workers. A worker busy with an earlier search is left out."""
+        if self._pool is None:
+            return [self._local.cache.stats()]
+        pool = self._pool
+        found = await anyio.to_thread.run_sync(pool.stats)
+        return [s for s in found if s is not None]
 
     # -- choosing files and grammar --------------------------------------------------------
 
@@ -162,7 +180,10 @@ class AstgrepService:
         mode: str = "search",
         rewrite: str | None = None,
         strictness: str = "smart",
+        max_results: int | None = None,
     ) -> SearchOutcome:
+        """Search (or, in mode "edit", rewrite) every file; of a search's matches only the
+        first `max_results` (by path, then position) are described, the rest are counted."""
         target = self._target(path)
         listing = await anyio.to_thread.run_sync(list_files, self.workdir, target)
         files = listing.names
@@ -173,7 +194,9 @@ class AstgrepService:
         if target.is_file():
             files = [target.relative_to(self.workdir).as_posix()]
         else:
-            files = [f for f in files if self.registry.for_path(f) is grammar]
+            # in path order: each process describes its first max_results matches in the
+            # order it is given its files, and the run keeps the first of those by path
+            files = sorted(f for f in files if self.registry.for_path(f) is grammar)
         try:
             readings = compile_readings(
                 pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
@@ -190,42 +213,53 @@ class AstgrepService:
                 raise tether.ArgumentError(
                     "rewrite", f"uses {names}, which the pattern does not bind"
                 )
-        results = await self._run(Task(mode, compiled, rewrite, self.config.max_file_bytes), files)
+        keep = max_results if mode == "search" else None
+        task = Task(mode, compiled, rewrite, self.config.max_file_bytes, keep=keep)
+        results, stalled = await self._run(task, files)
         results.sort(key=lambda r: r.path)
+        if keep is not None:
+            results = _first_described(results, keep)
         skipped = Counter(r.skipped for r in results if r.skipped)
         others: list[tuple[str, int]] = []
-        if not any(r.matches or r.replaced for r in results):
+        if not stalled and not any(r.count or r.replaced for r in results):
             # Nothing found: would the pattern, read another way, find something?
             for other in readings[1:]:
-                task = Task("search", other, None, self.config.max_file_bytes)
-                count = sum(len(r.matches) for r in await self._run(task, files))
+                task = Task("search", other, None, self.config.max_file_bytes, keep=0)
+                found, other_stalled = await self._run(task, files)
+                count = sum(r.count for r in found)
                 if count:
                     others.append((other.interpretation, count))
+                if other_stalled:
+                    break
         return SearchOutcome(
             compiled,
             grammar,
             results,
-            len(files) - sum(skipped.values()),
+            len(results) - sum(skipped.values()),
             skipped,
             listing.unreadable_ignores,
             others,
+            files_total=len(files),
+            stalled=stalled,
         )
 
-    async def _run(self, task: Task, files: list[str]) -> list[FileResult]:
+    async def _run(self, task: Task, files: list[str]) -> tuple[list[FileResult], bool]:
         root = str(self.workdir)
-        timeout = self.config.search_timeout_s
+        stall = self.config.search_timeout_s
         if self._pool is not None and len(files) >= self.config.parallel_min_files:
             pool = self._pool
             try:
-                return await anyio.to_thread.run_sync(
-                    lambda: pool.run(task, root, files, timeout), abandon_on_cancel=True
+                done = await anyio.to_thread.run_sync(
+                    lambda: pool.run(task, root, files, stall), abandon_on_cancel=True
                 )
             except WorkerError as exc:
                 raise tether.ToolError(str(exc)) from None
+            return done.results, done.stalled
         async with self._local_lock:
-            return await anyio.to_thread.run_sync(self._local.run, task, root, files)
+            return await anyio.to_thread.run_sync(self._local.run, task, root, files), False
 
     def stage(self, outcome: SearchOutcome) -> StagedEdit:
+        assert not outcome.stalled, "a partial rewrite is never staged"
         edit_id = f"edit_{next(self._edit_ids)}"
         changes = tuple(
             (self.workdir / r.path, r.original, r.new)
@@ -241,3 +275,14 @@ class AstgrepService:
                 f"expired: more than {self.config.max_pending_edits} edits were pending"
             )
         return staged
+
+
+def _first_described(results: list[FileResult], keep: int) -> list[FileResult]:
+    """Each process described its own first `keep` matches; keep the first `keep` of all."""
+    out = []
+    for r in results:
+        if len(r.matches) > keep:
+            r = attrs.evolve(r, matches=r.matches[:keep])
+        keep -= len(r.matches)
+        out.append(r)
+    return out

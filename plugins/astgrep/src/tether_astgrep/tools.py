@@ -12,7 +12,7 @@ import tether
 from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.resources import ResourceKey
-from tether.text import cap, plural, truncate
+from tether.text import duration, plural, shown_note, truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
 
@@ -135,15 +135,21 @@ def _unread_ignores(outcome: SearchOutcome) -> str | None:
 async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether.ToolResult:
     service = _service(call)
     outcome = await service.search(
-        args.pattern, args.path, args.language, strictness=args.strictness
+        args.pattern,
+        args.path,
+        args.language,
+        strictness=args.strictness,
+        max_results=args.max_results,
     )
-    rows = [(r, m) for r in outcome.files for m in r.matches]
-    files_with = len({r.path for r, _ in rows})
+    # Only the first max_results matches were built; the rest are counts.
+    shown = [(r, m) for r in outcome.files for m in r.matches]
+    total = outcome.total
+    files_with = sum(1 for r in outcome.files if r.count)
     lines = [
-        f"{plural(len(rows), 'match')} in {plural(files_with, 'file')} "
+        f"{plural(total, 'match')} in {plural(files_with, 'file')} "
         f"({outcome.searched} {outcome.grammar.id} files searched); " + _header(outcome)
     ]
-    shown, note = cap(rows, args.max_results)
+    note = shown_note(len(shown), total)
     structured = []
     for result, (line, col, end_line, end_col, text, caps) in shown:
         lines.append(f"{result.path}:{line}:{col}: {truncate(text.strip(), MATCH_TEXT_CHARS)}")
@@ -162,8 +168,11 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         )
     if note:
         lines.append(note)
+    stopped = _stopped(outcome, service.config.search_timeout_s)
+    if stopped:
+        lines.append(stopped + "; the matches above are from those files")
     lines.extend(_other_readings(outcome))
-    broken = sum(1 for r in outcome.files if r.parse_errors and r.matches)
+    broken = sum(1 for r in outcome.files if r.parse_errors and r.count)
     if broken:
         lines.append(
             f"{broken} files with matches have syntax errors (matched in their well-formed parts)"
@@ -176,8 +185,11 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         lines.append(unread)
     return tether.ToolResult.text(
         "\n".join(lines),
-        total=len(rows),
+        total=total,
         shown=len(shown),
+        files_done=len(outcome.files),
+        files_total=outcome.files_total,
+        stopped=outcome.stalled,
         interpreted_as=outcome.pattern.interpretation,
         matches=structured,
         other_readings=[
@@ -197,6 +209,9 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         rewrite=args.rewrite,
         strictness=args.strictness,
     )
+    stopped = _stopped(outcome, service.config.search_timeout_s)
+    if stopped:
+        raise tether.ToolError(f"{stopped}; nothing staged (a partial rewrite is never staged)")
     changed = [r for r in outcome.files if r.new is not None and r.new != r.original]
     replaced = sum(r.replaced for r in changed)
     lossy = [(r.path, n) for r in outcome.files for n in r.lossy_lines]
@@ -275,6 +290,15 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         not_rewritten=[{"path": p, "line": n} for p, n in lossy],
         kept_verbatim=[{"path": p, "line": n} for p, n in kept],
         unreadable_ignores=outcome.unreadable_ignores,
+    )
+
+
+def _stopped(outcome: SearchOutcome, stall_s: float) -> str | None:
+    if not outcome.stalled:
+        return None
+    return (
+        f"stopped after {len(outcome.files)} of {outcome.files_total} files: no search worker "
+        f"finished a file for {duration(stall_s)}"
     )
 
 

@@ -1,0 +1,138 @@
+"""Scale: matches past max_results are counted, stalled workers give partial results, and the
+warm cache keeps to its budget (issue 14, "Scale")."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from tether_astgrep.service import AstgrepService
+
+pytestmark = pytest.mark.anyio
+
+WORKERS = {"workers": 2, "parallel_min_files": 10}
+
+
+def _service(run) -> AstgrepService:
+    service: AstgrepService = run.resources["parser_registry"]
+    return service
+
+
+async def test_max_results_keeps_only_what_is_shown_and_counts_the_rest(astgrep_run) -> None:
+    # 40 files x 30 calls: 1,200 matches, known exactly
+    files = {f"m{i:02}.py": "".join(f"f({i}, {j})\n" for j in range(30)) for i in range(40)}
+    async with astgrep_run(files, config={"astgrep": WORKERS}) as run:
+        service = _service(run)
+        outcome = await service.search("f($A, $B)", None, "python", max_results=5)
+        assert outcome.total == 1200
+        # only the five shown were built and kept; the rest are counts
+        assert sum(len(r.matches) for r in outcome.files) == 5
+        assert sum(r.count for r in outcome.files) == 1200
+        assert [(r.path, m[0]) for r in outcome.files for m in r.matches] == [
+            ("m00.py", n) for n in range(1, 6)
+        ]
+        assert len([r for r in outcome.files if r.count]) == 40
+        result = await run.call("ast_grep", {"pattern": "f($A, $B)", "max_results": 5})
+        assert not result.is_error, result.text_content
+        first = result.text_content.splitlines()[0]
+        assert first.startswith("1200 matches in 40 files (40 python files searched)")
+        assert "5 of 1200 shown" in result.text_content
+        assert result.meta["total"] == 1200 and result.meta["shown"] == 5
+        assert len(result.meta["matches"]) == 5
+        # in-process (below parallel_min_files) alike
+        scoped = await service.search("f($A, $B)", "m07.py", None, max_results=2)
+        assert scoped.total == 30 and sum(len(r.matches) for r in scoped.files) == 2
+
+
+async def test_a_stalled_worker_gives_partial_results_and_the_run_survives(astgrep_run) -> None:
+    files = {f"m{i:02}.py": f"f({i})\n" for i in range(40)}
+    config = {"astgrep": {**WORKERS, "search_timeout_s": 1.5}}
+    async with astgrep_run(files, config=config) as run:
+        service = _service(run)
+        for _ in range(2):  # the second search fills the workers' caches
+            warm = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
+            assert warm.meta["total"] == 40
+        pids = service.worker_pids
+        before = await service.cache_stats()
+        assert all(s["entries"] > 0 for s in before)
+        os.kill(pids[0], signal.SIGSTOP)
+        try:
+            partial = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
+        finally:
+            os.kill(pids[0], signal.SIGCONT)
+        assert not partial.is_error, partial.text_content
+        done = partial.meta["files_done"]
+        assert 0 < done < 40 and partial.meta["files_total"] == 40
+        assert partial.meta["total"] == done  # one match per file searched
+        assert (
+            f"stopped after {done} of 40 files: no search worker finished a file for 1.5 s"
+            in partial.text_content
+        )
+        # the stalled worker was not killed, and its cache is still there
+        again = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
+        assert not again.is_error and again.meta["total"] == 40
+        assert "stopped" not in again.text_content
+        assert service.worker_pids == pids
+        after = await service.cache_stats()
+        assert [s["entries"] for s in after] == [s["entries"] for s in before]
+        assert all(s["hits"] > b["hits"] for s, b in zip(after, before, strict=True))
+
+
+async def test_an_edit_that_stops_stages_nothing(astgrep_run) -> None:
+    files = {f"m{i:02}.py": f"f({i})\n" for i in range(40)}
+    config = {"astgrep": {**WORKERS, "search_timeout_s": 1.0}}
+    async with astgrep_run(files, config=config) as run:
+        service = _service(run)
+        await run.call("ast_grep", {"pattern": "f($A)"})
+        os.kill(service.worker_pids[1], signal.SIGSTOP)
+        try:
+            edit = await run.call("ast_edit", {"pattern": "f($A)", "rewrite": "g($A)"})
+        finally:
+            os.kill(service.worker_pids[1], signal.SIGCONT)
+        assert edit.is_error
+        assert "stopped after" in edit.text_content and "nothing staged" in edit.text_content
+        assert service.staged == {}
+
+
+async def test_the_cache_keeps_to_its_budget_and_keeps_what_it_has(astgrep_run) -> None:
+    # ~200 KB of source; parsed, far more than the 1 MB budget
+    body = "".join(f"def g{j}(a, b):\n    return f(a, b) + {j}\n\n" for j in range(40))
+    files = {f"m{i:03}.py": body for i in range(200)}
+    config = {"astgrep": {**WORKERS, "cache_mb": 1}}
+    async with astgrep_run(files, config=config) as run:
+        service = _service(run)
+        first = await run.call("ast_grep", {"pattern": "f($A, $B)"})
+        assert first.meta["total"] == 8000
+        # a one-shot search keeps nothing
+        assert [s["entries"] for s in await service.cache_stats()] == [0, 0]
+        for _ in range(3):  # repeated full scans
+            await run.call("ast_grep", {"pattern": "f($A, $B)"})
+        stats = await service.cache_stats()
+        budget = 1024 * 1024
+        assert sum(s["budget"] for s in stats) <= budget
+        for s in stats:
+            assert 0 < s["used"] <= s["budget"], s
+            assert 0 < s["entries"] < 100  # some, not all, of its ~100 files
+        # what is kept stays kept (no eviction churn): the last scans hit every entry
+        again = await service.cache_stats()
+        await run.call("ast_grep", {"pattern": "f($A, $B)"})
+        last = await service.cache_stats()
+        for a, b in zip(again, last, strict=True):
+            assert b["hits"] - a["hits"] == a["entries"] == b["entries"]
+
+
+async def test_cache_mb_is_bounded(astgrep_run) -> None:
+    with pytest.raises(Exception, match="cache_mb"):
+        async with astgrep_run({"a.py": "f(1)\n"}, config={"astgrep": {"cache_mb": -1}}):
+            pass
+
+
+async def test_the_matches_shown_are_the_first_by_path_in_nested_directories(astgrep_run) -> None:
+    # a walk lists a/z.py before a/b/c.py; by path a/b/c.py comes first
+    files = {"a/z.py": "f(1)\n", "a/b/c.py": "f(2)\n", "a/b/d.py": "f(3)\n"}
+    async with astgrep_run(files) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 1})
+        assert result.meta["total"] == 3
+        assert [m["path"] for m in result.meta["matches"]] == ["a/b/c.py"]
