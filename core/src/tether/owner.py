@@ -39,6 +39,11 @@ class ProcessOwner:
     def processes(self) -> list[_process.ManagedProcess]:
         return list(self._processes)
 
+    @property
+    def adopted(self) -> frozenset[int]:
+        """The pids of processes libraries started for the run, still to be killed at close."""
+        return frozenset(self._adopted)
+
     async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
         """Start a child that belongs to the run.
 
@@ -99,6 +104,11 @@ class ProcessOwner:
     def adopt_pid(self, pid: int) -> None:
         """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) at close."""
         self._adopted.add(pid)
+
+    def release_pid(self, pid: int) -> None:
+        """``pid`` (adopted) has exited and been reaped by the library that started it: its
+        number may now belong to someone else, so the close must not kill it."""
+        self._adopted.discard(pid)
 
     async def close(self, grace_s: float = 0.5) -> None:
         """Terminate every process (SIGTERM, then SIGKILL after ``grace_s``), the adopted trees

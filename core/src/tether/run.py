@@ -175,6 +175,10 @@ class Run:
         """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run closes."""
         self.process_owner.adopt_pid(pid)
 
+    def release_pid(self, pid: int) -> None:
+        """An adopted ``pid`` exited and its library reaped it: the close leaves its number alone."""
+        self.process_owner.release_pid(pid)
+
     # --- tools (the registry's) -----------------------------------------------------------
 
     def _wire(self) -> None:

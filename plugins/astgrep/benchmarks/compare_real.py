@@ -26,6 +26,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import anyio
+
+import tether
 from tether_astgrep.engine import ProcessState, Task
 from tether_astgrep.files import list_files
 from tether_astgrep.grammars import GrammarRegistry, builtin_grammars
@@ -208,6 +211,12 @@ def astgrep_matches(
     return found, text
 
 
+async def _list_files(root: Path) -> list[str]:
+    """The files a search of ``root`` covers, listed as a run lists them (git as its child)."""
+    async with tether.open_run(root, entry_points=False) as run:
+        return (await list_files(root, root, run.run_command)).names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -233,7 +242,8 @@ def main() -> None:
             root = extract(args.mirror, repo, Path(tmp))
             grammar = registry.get(gid)
             assert grammar is not None
-            files = [f for f in list_files(root, root).names if registry.for_path(f) is grammar]
+            listed = anyio.run(_list_files, root)
+            files = [f for f in listed if registry.for_path(f) is grammar]
             print(f"\n## {repo} ({gid}, {len(files)} files)")
             for pattern in patterns:
                 t0 = time.perf_counter()

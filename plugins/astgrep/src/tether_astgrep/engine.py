@@ -374,8 +374,12 @@ class WorkerPool:
         workers: int,
         cache_bytes: int,
         on_start: Callable[[int], None] | None = None,
+        on_exit: Callable[[int], None] | None = None,
     ) -> None:
-        self.on_start = on_start  # told each worker's pid as it starts
+        # told each worker's pid as it starts, and once it is reaped (the run's process owner
+        # kills what is still running at close, and leaves alone a pid that may be reused)
+        self.on_start = on_start
+        self.on_exit = on_exit
         self.registry = registry
         self.size = workers
         self.cache_bytes = cache_bytes
@@ -528,11 +532,16 @@ class WorkerPool:
             if not _reaped(pid):
                 kill_tree(pid)
                 _reap_blocking(pid)
+            self._exited(pid)
         for conn in self._conns:
             conn.close()
         self._procs.clear()
         self._conns.clear()
         self._outstanding.clear()
+
+    def _exited(self, pid: int) -> None:
+        if self.on_exit is not None:
+            self.on_exit(pid)
 
     def stop(self) -> None:
         if self._lock.acquire(timeout=2.0):
@@ -545,3 +554,4 @@ class WorkerPool:
         for pid in list(self._procs):
             kill_tree(pid)
             _reap_blocking(pid)
+            self._exited(pid)

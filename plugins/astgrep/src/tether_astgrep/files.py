@@ -1,20 +1,32 @@
-"""Which files a search covers: `git ls-files` in a checkout, else a walk honouring .gitignore."""
+"""Which files a search covers: `git ls-files` in a checkout, else a walk honouring .gitignore.
+
+git runs through the run's own `run.run_command` (a child of the run, bounded in time and
+output), never a subprocess of its own.
+"""
 
 from __future__ import annotations
 
 import os
 import stat
-import subprocess
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 import attrs
 
 if TYPE_CHECKING:
     import pathspec
 
+    from tether.process import CommandResult
+
+#: `run.run_command`'s shape
+RunCommand = Callable[..., Awaitable["CommandResult"]]
+
 
 GIT_TIMEOUT_S = 30.0
+#: `git ls-files` output kept (a 100,000-file checkout lists ~5 MB); past it, walk instead
+GIT_MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 
 
 @attrs.frozen
@@ -33,42 +45,33 @@ def _regular(path: Path | str) -> bool:
         return False
 
 
-def _git_files(root: Path) -> list[str] | None:
-    """Tracked plus untracked-not-ignored files under `root`, relative to it; None if no git."""
+async def _git(run_command: RunCommand, root: Path, *args: str) -> Any:
     try:
-        proc = subprocess.run(
-            ["git", "ls-files", "-z", "-co", "--exclude-standard", "--", "."],
+        return await run_command(
+            ["git", *args],
+            timeout_s=GIT_TIMEOUT_S,
             cwd=root,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
+            max_output_bytes=GIT_MAX_OUTPUT_BYTES,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:  # no git here
         return None
-    if proc.returncode != 0:
+
+
+async def _git_files(run_command: RunCommand, root: Path) -> list[str] | None:
+    """Tracked plus untracked-not-ignored files under `root`, relative to it; None if no git."""
+    proc = await _git(run_command, root, "ls-files", "-z", "-co", "--exclude-standard", "--", ".")
+    if proc is None or not proc.ok or proc.stdout_dropped:
         return None
     names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
     files = sorted({n for n in names if n and _regular(os.path.join(root, n))})
-    if not files and _ignored_by_git(root):
-        # The directory itself lies in an ignored part of an enclosing checkout (a venv, a
-        # vendored tree, pyenv's versions/): git lists nothing there, so walk it instead,
-        # honouring its own .gitignore files.
-        return None
+    if not files:
+        ignored = await _git(run_command, root, "check-ignore", "-q", "--", ".")
+        if ignored is not None and ignored.ok:
+            # The directory itself lies in an ignored part of an enclosing checkout (a venv, a
+            # vendored tree, pyenv's versions/): git lists nothing there, so walk it instead,
+            # honouring its own .gitignore files.
+            return None
     return files
-
-
-def _ignored_by_git(root: Path) -> bool:
-    try:
-        proc = subprocess.run(
-            ["git", "check-ignore", "-q", "--", "."],
-            cwd=root,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
 
 
 def _walk_files(root: Path) -> FileListing:
@@ -113,12 +116,16 @@ def _walk_files(root: Path) -> FileListing:
     return FileListing(out, unreadable)
 
 
-def list_files(workdir: Path, target: Path) -> FileListing:
-    """Files under `target` (a file or directory inside `workdir`), relative to `workdir`."""
+async def list_files(workdir: Path, target: Path, run_command: RunCommand) -> FileListing:
+    """Files under `target` (a file or directory inside `workdir`), relative to `workdir`;
+    git runs through `run_command` (the run's `run.run_command`)."""
     if target.is_file():
         return FileListing([target.relative_to(workdir).as_posix()])
-    names = _git_files(target)
-    listing = FileListing(names) if names is not None else _walk_files(target)
+    names = await _git_files(run_command, target)
+    if names is not None:
+        listing = FileListing(names)
+    else:
+        listing = await anyio.to_thread.run_sync(_walk_files, target)
     prefix = target.relative_to(workdir).as_posix()
     if prefix in ("", "."):
         return listing

@@ -15,7 +15,7 @@ import tether
 from tether.config import config_field, workdir_may_set
 from tether.paths import confine
 from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
-from tether_astgrep.files import list_files
+from tether_astgrep.files import RunCommand, list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.pattern import CompiledPattern, PatternError, compile_readings
 
@@ -76,9 +76,12 @@ class AstgrepService:
         workdir: Path,
         registry: GrammarRegistry,
         config: AstgrepConfig,
+        run_command: RunCommand,
         on_worker_start: Callable[[int], None] | None = None,
+        on_worker_exit: Callable[[int], None] | None = None,
     ) -> None:
         self.workdir = workdir
+        self._run_command = run_command
         self.registry = registry
         self.config = config
         cache = config.cache_mb * 1024 * 1024
@@ -87,7 +90,13 @@ class AstgrepService:
         self._local = ProcessState(registry, local, cache_from_search=2)
         self._local_lock = anyio.Lock()
         self._pool = (
-            WorkerPool(registry, config.workers, cache - local, on_start=on_worker_start)
+            WorkerPool(
+                registry,
+                config.workers,
+                cache - local,
+                on_start=on_worker_start,
+                on_exit=on_worker_exit,
+            )
             if config.workers > 0
             else None
         )
@@ -185,7 +194,7 @@ class AstgrepService:
         """Search (or, in mode "edit", rewrite) every file; of a search's matches only the
         first `max_results` (by path, then position) are described, the rest are counted."""
         target = self._target(path)
-        listing = await anyio.to_thread.run_sync(list_files, self.workdir, target)
+        listing = await list_files(self.workdir, target, self._run_command)
         files = listing.names
         grammar = self._grammar(language, target, files)
         missing = grammar.missing()

@@ -48,7 +48,16 @@ def make_service(run: tether.Run) -> AstgrepService:
     )
     for contribution in found.values():
         registry.add(contribution.item, origin=contribution.plugin)
-    return AstgrepService(run.workdir, registry, config)
+    # git runs as the run's child; the forked workers are the run's process owner's to kill
+    # if the service could not stop them itself
+    return AstgrepService(
+        run.workdir,
+        registry,
+        config,
+        run.run_command,
+        on_worker_start=run.adopt_pid,
+        on_worker_exit=run.release_pid,
+    )
 
 
 def _grammar_problem(grammar: Grammar) -> str | None:

@@ -1,0 +1,47 @@
+"""The search's processes are the run's: git runs as its child, the forked workers are adopted by
+its process owner (and released once reaped, so a reused pid is never killed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tether.process import is_alive
+
+pytestmark = pytest.mark.anyio
+
+WORKERS = {"workers": 2, "parallel_min_files": 10}
+
+
+async def test_git_runs_as_a_child_of_the_run(astgrep_run, tether_workdir, tmp_path, monkeypatch):
+    real = shutil.which("git")
+    assert real is not None
+    seen = tmp_path / "git-owners"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$TETHER_OWNER" >> {seen}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    subprocess.run([real, "init", "-q", str(tether_workdir)], check=True)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    async with astgrep_run({"a.py": "f(1)\n", "b.py": "f(2)\n"}) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert not result.is_error, result.text_content
+        assert result.meta["total"] == 2
+        owners = seen.read_text().split()
+        assert owners and all(o.startswith(f"{run.owner}/") for o in owners), owners
+
+
+async def test_workers_are_adopted_while_they_run_and_released_once_reaped(astgrep_run):
+    files = {f"m{i:02}.py": f"f({i})\n" for i in range(20)}
+    async with astgrep_run(files, config={"astgrep": WORKERS}) as run:
+        await run.call("ast_grep", {"pattern": "f($A)"})
+        service = run.resources["parser_registry"]
+        pids = service.worker_pids
+        assert len(pids) == 2 and all(is_alive(p) for p in pids)
+        assert set(pids) <= run.process_owner.adopted
+        await service.aclose()
+        assert not set(pids) & run.process_owner.adopted  # reaped: not the close's to kill
+        assert not any(is_alive(p) for p in pids)
