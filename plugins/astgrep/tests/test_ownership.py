@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
+import anyio
 import pytest
 
 from tether.process import is_alive
@@ -24,7 +24,7 @@ async def test_git_runs_as_a_child_of_the_run(astgrep_run, tether_workdir, tmp_p
     wrapper.parent.mkdir()
     wrapper.write_text(f'#!/bin/sh\necho "$TETHER_OWNER" >> {seen}\nexec {real} "$@"\n')
     wrapper.chmod(0o755)
-    subprocess.run([real, "init", "-q", str(tether_workdir)], check=True)
+    await anyio.run_process([real, "init", "-q", str(tether_workdir)])
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
     async with astgrep_run({"a.py": "f(1)\n", "b.py": "f(2)\n"}) as run:
         result = await run.call("ast_grep", {"pattern": "f($A)"})
