@@ -130,3 +130,34 @@ async def test_resolve_accept_and_lsp_rename_get_new_diagnostics_by_default(tmp_
         assert renamed.written == (run.workdir / "mod.py",)
         # the undefined name was reported after resolve: the ledger does not repeat it
         assert "reportUndefinedVariable" not in renamed.text_content
+
+
+def test_every_hook_and_hookspec_types_run_as_tether_run():
+    """Issue 12, item 12: a hook's ``run`` is a ``tether.Run``, in every family's specs and in
+    every installed plugin's implementations (the annotations resolve, under TYPE_CHECKING
+    imports too)."""
+    import inspect
+
+    pm = tether.make_plugin_manager()
+    functions = []
+    for caller in pm.hook.__dict__.values():
+        if not hasattr(caller, "get_hookimpls"):
+            continue
+        spec = caller.spec
+        if spec is not None:
+            functions.append((f"spec {caller.name}", spec.function))
+        functions += [
+            (f"{impl.plugin_name}.{caller.name}", impl.function) for impl in caller.get_hookimpls()
+        ]
+    with_run = [(where, fn) for where, fn in functions if "run" in inspect.signature(fn).parameters]
+    assert len(with_run) >= 10, with_run
+    wrong = {}
+    for where, fn in with_run:
+        module = sys.modules[fn.__module__]
+        # names imported under TYPE_CHECKING only are not in the module: give the two spellings
+        namespace = {**vars(module), "tether": tether, "Run": tether.Run}
+        annotation = fn.__annotations__.get("run")
+        hint = eval(annotation, namespace) if isinstance(annotation, str) else annotation
+        if hint is not tether.Run:
+            wrong[where] = hint
+    assert not wrong, wrong

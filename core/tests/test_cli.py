@@ -222,6 +222,24 @@ def test_session_answers_requests_and_survives_bad_lines(tmp_path):
     assert order == [6, 5]  # concurrent: the fast one overtakes
 
 
+def test_session_skips_a_line_over_its_limit_and_reads_on(tmp_path):
+    from tether.cli.session import MAX_REQUEST_LINE_BYTES
+
+    over = json.dumps({"id": 1, "tool": "echo", "args": {"message": "m" * MAX_REQUEST_LINE_BYTES}})
+    text = over + "\n" + json.dumps({"id": 2, "tool": "echo", "args": {"message": "after"}})
+    out = tether_cli("session", "--workdir", str(tmp_path), input=text)
+    assert out.returncode == 0, out.stderr
+    ready, skipped, after = [json.loads(line) for line in out.stdout.splitlines()]
+    assert ready["ready"] is True
+    assert skipped["id"] is None and skipped["is_error"]
+    assert (
+        f"over the limit of {MAX_REQUEST_LINE_BYTES} bytes (64 MiB)"
+        in (skipped["content"][0]["text"])
+    )
+    assert """it began '{"id": 1""" in skipped["content"][0]["text"]
+    assert after["id"] == 2 and after["content"][0]["text"] == "after"
+
+
 def poll(probe, timeout=10.0):
     """The first truthy value of ``probe()`` within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -182,6 +182,9 @@ def hostile_lines() -> list[tuple[str, bytes]]:
     # very long lines
     add(("5 MB message", request(next(rid), "echo", {"message": "m" * 5_000_000})))
     add(("1 MB of spaces", b" " * 1_000_000 + b"{"))
+    # over the session's line limit (64 MiB): answered with an error line, skipped, read on
+    add(("68 MB request", request(next(rid), "echo", {"message": "m" * 68_000_000})))
+    add(("68 MB without a quote or brace", b"\xff" * 68_000_000))
     add(
         (
             "1 MB garbage",
@@ -245,11 +248,11 @@ def test_hostile_lines_never_end_the_session(tally, tmp_path: Path) -> None:
             request(999_999, "ast_grep", {"pattern": "value = 1", "language": "python"}),
         )
     )
-    payload = b""
+    parts = []
     for index, (_, line) in enumerate(attacks):
-        payload += line + b"\n"
         probe = {"id": f"probe-{index}", "tool": "echo", "args": {"message": f"alive {index}"}}
-        payload += json.dumps(probe).encode() + b"\n"
+        parts += [line, json.dumps(probe).encode()]
+    payload = b"\n".join(parts) + b"\n"
     out = subprocess.run(
         [*TETHER, "session", "--workdir", str(tmp_path)],
         input=payload,
@@ -278,3 +281,5 @@ def test_hostile_lines_never_end_the_session(tally, tmp_path: Path) -> None:
     assert "value = 1" in found["content"][0]["text"]
     # every hostile line without a usable id got exactly the protocol's error line
     assert all(r["is_error"] for r in replies if r.get("id") is None)
+    over_limit = [r for r in replies if "over the limit of" in r["content"][0]["text"]]
+    assert len(over_limit) == 2 and all(r["id"] is None for r in over_limit)

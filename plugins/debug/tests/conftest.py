@@ -16,7 +16,7 @@ import pytest
 
 import tether
 import tether_debug.hooks
-from tether.process import descendants, is_alive
+from tether.process import is_alive
 from tether.testing import require_real
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -150,12 +150,7 @@ class DebugCalls:
     @staticmethod
     def session_pids(run: tether.Run) -> set[int]:
         """The adapter, the debuggee and every descendant of the current session."""
-        session = run.resources["debug_supervisor"].session
-        pids: set[int] = set()
-        if session.process is not None:
-            pids |= {session.process.pid, *descendants(session.process.pid)}
-        if session.debuggee_pid is not None:
-            pids |= {session.debuggee_pid, *descendants(session.debuggee_pid)}
+        pids: set[int] = run.resources["debug_supervisor"].session.session_pids()
         return pids
 
     @staticmethod

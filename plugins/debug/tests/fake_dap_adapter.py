@@ -4,7 +4,8 @@ While answering ``launch`` it sends the client a ``runInTerminal`` reverse reque
 no client knows, then goes on as a one-thread program stopped on entry. ``evaluate`` of
 ``reverse_response`` returns the client's answer to the reverse request as JSON; ``continue``
 ends the program with exit code 0 (a program named ``*lossy`` runs on instead, and ignores its
-first ``pause``). ``--version`` only exits 0 (tether's availability probe).
+first ``pause``). ``evaluate`` of ``huge_output`` first sends an output event of 2 MB, then a
+short one. ``--version`` only exits 0 (tether's availability probe).
 """
 
 from __future__ import annotations
@@ -111,6 +112,10 @@ def main() -> None:
             expression = request.get("arguments", {}).get("expression")
             if expression == "reverse_response":
                 respond(request, {"result": json.dumps(answer), "variablesReference": 0})
+            elif expression == "huge_output":
+                event("output", {"category": "stdout", "output": "h" * 2_000_000})
+                event("output", {"category": "stdout", "output": "after the huge one\n"})
+                respond(request, {"result": "done", "variablesReference": 0})
             else:
                 write(
                     {

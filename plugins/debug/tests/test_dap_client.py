@@ -64,3 +64,21 @@ async def test_a_pause_the_adapter_loses_is_sent_again(
         assert (await dbg.ok(run, op="pause")).startswith(
             "Stopped (pause) at lossy:1 in main (thread_id 1)."
         )
+
+
+async def test_a_message_over_the_limit_is_skipped_and_the_session_goes_on(
+    dbg, debug_run, tether_workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether_debug import client
+
+    monkeypatch.setattr(client, "MAX_MESSAGE_BYTES", 1_000_000)
+    (tether_workdir / "fake.marker").write_text("")
+    (tether_workdir / "prog").write_text("")
+    async with debug_run(tether_workdir, plugins=[_FakePlugin()]) as run:
+        assert "Stopped (entry)" in await dbg.ok(run, op="launch", program="prog", adapter="fake")
+        shown = await dbg.ok(run, op="evaluate", expression="huge_output")
+        assert shown.startswith("done")
+        output = await dbg.ok(run, op="output")
+        assert output.startswith("after the huge one\n") and "hhh" not in output
+        end = await dbg.ok(run, op="continue")
+        assert end.startswith("The session ended: the program exited with code 0.")

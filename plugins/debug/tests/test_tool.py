@@ -308,6 +308,33 @@ async def test_a_tcp_adapter_that_never_says_where_it_listens(
     )
 
 
+class _LongWinded(_SilentTcp):
+    """It prints a 2 MB line before it gives up."""
+
+    id = "longwinded"
+    commands = (("python3", "-c", "print('x' * 2_000_000); print('giving up')"),)
+
+
+class _LongWindedPlugin:
+    @tether.hookimpl
+    def tether_debug_adapters(self) -> list[DebugAdapter]:
+        return [_LongWinded()]
+
+
+async def test_a_line_over_the_limit_while_looking_for_the_port_is_skipped(
+    dbg, debug_run, tether_workdir: Path
+) -> None:
+    (tether_workdir / "Makefile").write_text("all:\n")
+    (tether_workdir / "x.silent").write_text("")
+    async with debug_run(tether_workdir, plugins=[_LongWindedPlugin()]) as run:
+        text = await dbg.error(run, op="launch", program="x.silent")
+    assert text.startswith(
+        "the longwinded adapter exited with code 0 before saying where it listens\n"
+        "adapter stdout: [a line over the limit of 1048576 bytes was skipped (it began b'xxx"
+    ), text[:300]
+    assert text.endswith("')]\ngiving up") and len(text) < 700
+
+
 class _MyAdapter(DebugAdapter):
     id = "mine"
     kind = "programs of mine (.mine)"

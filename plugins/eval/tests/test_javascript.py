@@ -119,3 +119,30 @@ async def test_a_timer_calling_tool_after_its_cell_is_served_later(eval_run, run
             run, "String(await tool('read', {path: 'a.txt'})).includes('alpha')", "javascript"
         )
         assert now.text_content.strip() == "true"
+
+
+async def test_a_line_over_the_limit_is_skipped_and_the_interpreter_kept(
+    eval_run, monkeypatch, run_cell
+) -> None:
+    """A child writing a long raw line into the protocol pipe: one note, the cell goes on."""
+    from tether_eval import node
+
+    monkeypatch.setattr(node, "MAX_LINE_BYTES", 1000)
+    async with eval_run() as run:
+        result = await run_cell(
+            run,
+            "const kept = 7;\n"
+            "require('child_process').execSync(\"printf '%05000d\\\\n' 0\", {stdio: 'inherit'});\n"
+            "console.log('after');\n"
+            "kept * 6",
+            "javascript",
+        )
+        assert not result.is_error, result.text_content
+        assert result.text_content.splitlines() == [
+            "[a line the interpreter wrote was over the limit of 1000 bytes and was skipped;"
+            " it began '0000000000000000000000000000000000000000']",
+            "after",
+            "42",
+        ]
+        again = await run_cell(run, "kept", "javascript")
+        assert again.text_content.strip() == "7"

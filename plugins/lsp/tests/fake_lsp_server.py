@@ -11,7 +11,8 @@ didOpen/didChange, and a quick fix when code actions are asked for it. MODE ``sl
 hover after SLOW_S seconds (a first answer that takes longer than the client's timeout) and
 pushes its diagnostics SLOW_S seconds after each change. Every message it receives is appended
 to LOG (one method name a line; a hover with its id). MODE ``spin`` computes a hover for SPIN_S
-seconds, burning CPU and reading nothing meanwhile (a busy single-threaded server).
+seconds, burning CPU and reading nothing meanwhile (a busy single-threaded server). MODE
+``huge`` answers hover with HUGE_BYTES of contents (over a client's lowered message limit).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ MANY_SYMBOLS = 250
 MANY_ACTIONS = 60
 SLOW_S = 6.0
 SPIN_S = 8.0
+HUGE_BYTES = 2_000_000
 STDIN = open(0, "rb", buffering=0)
 STDOUT = open(1, "wb", buffering=0)
 
@@ -155,6 +157,11 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
             while time.monotonic() < until:
                 sum(range(10_000))
             await writer.write(hover_answer(request_id, message["params"]))
+        elif method == "textDocument/hover" and MODE == "huge":
+            contents = "h" * HUGE_BYTES
+            await writer.write(
+                {"jsonrpc": "2.0", "id": request_id, "result": {"contents": contents}}
+            )
         elif method == "textDocument/hover" and MODE == "slow":
             group.start_soon(later, SLOW_S, writer, hover_answer(request_id, message["params"]))
         elif method == "textDocument/references" and MODE == "many":

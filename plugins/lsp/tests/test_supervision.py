@@ -189,6 +189,30 @@ def test_a_slow_first_answer_reaches_the_next_identical_call(tmp_path: Path) -> 
         )
 
 
+def test_a_message_over_the_limit_is_skipped_and_the_server_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether_lsp import client
+
+    monkeypatch.setattr(client, "MAX_MESSAGE_BYTES", 1_000_000)
+    make_project(tmp_path)
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path, "huge")]) as run:
+        caller = Caller(run)
+        text = caller.err(action="hover", file="main.fake", line=1, symbol="alpha")
+        assert re.match(
+            r"fake did not answer textDocument/hover within \d+ s, and meanwhile a message of "
+            r"2\d{6} bytes",
+            text,
+        ), text
+        assert "over the limit of 1000000 bytes, was skipped — it may have been the answer" in text
+        # the same server (not restarted) reads on and answers
+        pid = supervisor(caller).clients[0].pid
+        assert "main.fake:1:5" in caller.ok(
+            action="definition", file="main.fake", line=1, symbol="alpha"
+        )
+        assert supervisor(caller).clients[0].pid == pid
+
+
 def test_a_server_dying_mid_request_then_restarting(fake: tuple[Caller, Path]) -> None:
     caller, _ = fake
     old_pid = supervisor(caller).clients[0].pid
@@ -562,7 +586,7 @@ def test_a_stopped_server_is_named_unresponsive_then_restarted(tmp_path: Path) -
             assert first.startswith("fake is still computing textDocument/definition")
             status = caller.ok(action="status")
             assert re.search(
-                r"fake for \. \(pid \d+.*\): unresponsive since \d\d:\d\d:\d\d \(1 request in "
+                r"fake for \. \(pid \d+.*\): unresponsive since \d\d:\d\d:\d\d UTC \(1 request in "
                 r"a row timed out; its processes are stopped\)",
                 status,
             ), status
@@ -571,8 +595,9 @@ def test_a_stopped_server_is_named_unresponsive_then_restarted(tmp_path: Path) -
             text = caller.ok(**args)
             assert "main.fake:1:5" in text, text
             assert re.search(
-                r"\(restarted fake for \.: 2 requests in a row timed out since \d\d:\d\d:\d\d "
-                r"and its processes are stopped; it did not answer a probe either\)",
+                r"\(restarted fake for \.: it was unresponsive since \d\d:\d\d:\d\d UTC \(2 "
+                r"requests in a row timed out; its processes are stopped\) and did not answer a "
+                r"probe either\)",
                 text,
             ), text
             assert not is_alive(client.pid)
@@ -595,7 +620,7 @@ def test_a_busy_server_is_never_restarted(tmp_path: Path) -> None:
         timeouts = 0
         while (result := caller.run.call("lsp", args)).is_error:
             assert result.text_content.startswith("fake is still computing"), result.text_content
-            assert client.unresponsive_since is None  # what status reports
+            assert not client.hang.unresponsive  # what status reports
             timeouts += 1
             assert timeouts < 40
         assert timeouts >= 2  # enough to restart a hung server

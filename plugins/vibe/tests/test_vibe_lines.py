@@ -16,7 +16,11 @@ async def lines_of(chunks: list[bytes]) -> list[str]:
         send.send_nowait(chunk)
     send.close()
     out: list[str] = []
-    await runners._read_lines(receive, out.append)  # type: ignore[arg-type]
+    await runners._read_lines(
+        receive,  # type: ignore[arg-type]
+        out.append,
+        lambda exc: out.append(f"skipped over {exc.limit}: {exc.head!r}"),
+    )
     return out
 
 
@@ -28,7 +32,12 @@ async def test_lines_across_chunks() -> None:
         assert await lines_of(chunks) == expected, size
 
 
-async def test_overlong_line_comes_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_overlong_line_is_skipped_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runners, "MAX_LINE_BYTES", 10)
-    got = await lines_of([b"x" * 8, b"x" * 8, b"\nshort\n"])
-    assert got == ["x" * 16, "", "short"]
+    got = await lines_of([b"x" * 8, b"x" * 8, b"xx\nshort\n", b"y" * 11 + b"\nlast"])
+    assert got == [
+        "skipped over 10: " + repr(b"x" * 16),
+        "short",
+        "skipped over 10: " + repr(b"y" * 11),
+        "last",
+    ]

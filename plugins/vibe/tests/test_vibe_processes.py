@@ -18,6 +18,8 @@ from vibe_testlib import (
     wait_until,
 )
 
+from tether_vibe.runners import Job, Outcome, Runner
+
 pytestmark = pytest.mark.anyio
 
 
@@ -163,9 +165,38 @@ async def test_running_is_truthful_while_the_process_lives(vibe_run: Any, tmp_pa
         assert roster.get(worker).status == "done"
 
 
+class CountingRunner:
+    """Wraps a runner and counts the attempts inside its ``run`` at once: an attempt enters
+    ``run`` before its task lets the call that started it go on, so the count is exact the
+    moment that call returns."""
+
+    def __init__(self, inner: Runner) -> None:
+        self.inner = inner
+        self.watch_idle = inner.watch_idle
+        self.inside = 0
+        self.most = 0
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    def check(self, cwd: Path) -> str | None:
+        return self.inner.check(cwd)
+
+    async def run(self, job: Job) -> Outcome:
+        self.inside += 1
+        self.most = max(self.most, self.inside)
+        try:
+            return await self.inner.run(job)
+        finally:
+            self.inside -= 1
+
+
 async def test_concurrent_sends_leave_one_attempt(vibe_run: Any, tmp_path: Path) -> None:
     async with vibe_run() as run:
         roster = run.resources["vibe_roster"]
+        tier = roster.config.default_tier
+        counting = CountingRunner(roster.runner_for(tier))
+        roster.runners[tier] = (counting, "this test")
         log = tmp_path / "pids"
         worker = await spawn(run, f"pidlog: {log}\nhang")
         await wait_until(lambda: log.exists() and len(log.read_text().split()) == 1)
@@ -179,18 +210,21 @@ async def test_concurrent_sends_leave_one_attempt(vibe_run: Any, tmp_path: Path)
                 tg.start_soon(send, message)
         assert not any(r.is_error for r in results), [r.text_content for r in results]
         assert roster.get(worker).attempts == 4 and roster.get(worker).status == "running"
+        # every attempt started has entered the runner by now: exactly one is inside, and
+        # never more than one was
+        assert (counting.inside, counting.most) == (1, 1), "one attempt runs at a time"
 
         def logged() -> list[int]:
             return [int(p) for p in log.read_text().split()]
 
         # an attempt stopped before its python started never logs; the last one always does
         await wait_until(lambda: any(alive(pid) for pid in logged()[1:]))
-        await anyio.sleep(1.0)  # room for a (wrongly) concurrent attempt to show up
         live = [pid for pid in logged() if alive(pid)]
-        assert len(live) == 1, f"one attempt runs at a time, found {live}"
+        assert len(live) == 1, f"one attempt's process lives, found {live}"
         killed = await run.call("vibe_kill", {"worker_id": worker})
         assert killed.meta["status"] == "killed"
         assert not alive(live[0])
+        assert counting.inside == 0
 
 
 async def test_kill_right_after_spawn_leaves_nothing(vibe_run: Any) -> None:

@@ -184,6 +184,28 @@ async def test_stream_json_result_event(vibe_run: Any) -> None:
         assert 'no stream-json "result" event' in waited.text_content
 
 
+async def test_a_line_over_the_limit_is_skipped_with_a_note(
+    vibe_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether_vibe import runners
+
+    monkeypatch.setattr(runners, "MAX_LINE_BYTES", 1000)
+    script = 'printf \'{"type": "result", "result": "%05000d"}\\n\' 0; echo "$0"'
+    config = command_config(
+        runners={"fast": {"command": ["/bin/sh", "-c", script, "{brief}"], "result": "stream-json"}}
+    )
+    async with vibe_run(config=config) as run:
+        worker = await spawn(run, "still read after it")
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert waited.meta["status"] == "failed"
+        assert 'no stream-json "result" event in the output (1 line over 1000 bytes skipped)' in (
+            waited.text_content
+        )
+        tail = run.resources["vibe_roster"].get(worker).output.text()
+        assert '[a line over the limit of 1000 bytes was skipped; it began \'{"type"' in tail
+        assert "still read after it" in tail
+
+
 async def test_output_of_a_worker_that_exits_at_once_is_not_lost(vibe_run: Any) -> None:
     config = command_config(
         runners={

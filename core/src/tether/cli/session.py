@@ -22,6 +22,7 @@ import attrs
 
 from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
+from tether.framing import LineTooLong
 from tether.person import Answer
 from tether.run import open_run
 from tether.versions import core_version
@@ -29,6 +30,10 @@ from tether.versions import core_version
 #: The session protocol's version, announced in the ready line (1: ready line, tools request,
 #: cards carry the client's request_id).
 PROTOCOL_VERSION = 1
+
+#: The longest line the session reads (a request or an answer, without its newline); a longer
+#: one is answered with an error line and skipped, and the session reads on.
+MAX_REQUEST_LINE_BYTES = 64 * 1024 * 1024
 
 #: The id of the client's request whose call is running (cards raised by it, or by a call made
 #: from inside it — an eval cell's bridge — carry it as ``request_id``).
@@ -286,9 +291,26 @@ async def run_session(
         # bytes, decoded line by line: one invalid line is answered, it does not end the session;
         # a stop ends the reading at once (no thread blocked on stdin), the calls in flight
         # answer, then the run closes
-        source = stop.until_stopped(stdin if stdin is not None else lines(sys.stdin.fileno()))
+        source = stop.until_stopped(
+            stdin
+            if stdin is not None
+            else lines(sys.stdin.fileno(), max_line_bytes=MAX_REQUEST_LINE_BYTES)
+        )
         async with anyio.create_task_group() as tg:
-            async for line in source:
+            while True:
+                try:
+                    line = await source.__anext__()
+                except StopAsyncIteration:
+                    break
+                except LineTooLong as exc:  # skipped; the session reads on from the next line
+                    write(
+                        _error_line(
+                            f"line is over the limit of {MAX_REQUEST_LINE_BYTES} bytes "
+                            f"({MAX_REQUEST_LINE_BYTES >> 20} MiB) for one request or answer "
+                            f"and was skipped; it began {exc.head[:40].decode('utf-8', 'replace')!r}"
+                        )
+                    )
+                    continue
                 line = line.strip()
                 if not line:
                     continue

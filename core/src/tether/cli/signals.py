@@ -17,6 +17,9 @@ from typing import TypeVar
 
 import anyio
 import anyio.abc
+import anyio.to_thread
+
+from tether.framing import LineReader
 
 T = TypeVar("T")
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -97,31 +100,37 @@ class _UntilStopped(AsyncIterator[T]):
         raise StopAsyncIteration
 
 
-async def lines(fd: int) -> AsyncIterator[bytes]:
-    """The lines of ``fd`` (without their newline), read without a blocked thread so that a
-    stop cancels the wait at once. A regular file (``< requests.jsonl``), which cannot be
-    polled, is read in a worker thread; it never blocks for long."""
-    parts: list[bytes] = []
-    pollable = True
-    while True:
-        chunk: bytes
-        if pollable:
-            try:
-                await anyio.wait_readable(fd)
-                chunk = os.read(fd, 1 << 16)
-            except (PermissionError, ValueError, NotImplementedError):
-                pollable = False
-                continue
-        else:
-            chunk = await anyio.to_thread.run_sync(os.read, fd, 1 << 16, abandon_on_cancel=True)
-        if not chunk:
-            break
-        while b"\n" in chunk:
-            head, chunk = chunk.split(b"\n", 1)
-            parts.append(head)
-            yield b"".join(parts)
-            parts = []
-        if chunk:
-            parts.append(chunk)
-    if parts:
-        yield b"".join(parts)
+class _FdReceiveStream(anyio.abc.ByteReceiveStream):
+    """The bytes of ``fd``, read without a blocked thread so that a stop cancels the wait at
+    once. A regular file (``< requests.jsonl``), which cannot be polled, is read in a worker
+    thread; it never blocks for long."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pollable = True
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            if self._pollable:
+                try:
+                    await anyio.wait_readable(self._fd)
+                    chunk = os.read(self._fd, max_bytes)
+                except (PermissionError, ValueError, NotImplementedError):
+                    self._pollable = False
+                    continue
+            else:
+                chunk = await anyio.to_thread.run_sync(
+                    os.read, self._fd, max_bytes, abandon_on_cancel=True
+                )
+            if not chunk:
+                raise anyio.EndOfStream
+            return chunk
+
+    async def aclose(self) -> None:
+        pass  # the fd belongs to the process (stdin)
+
+
+def lines(fd: int, *, max_line_bytes: int) -> LineReader:
+    """The lines of ``fd`` (without their newline); a line over ``max_line_bytes`` raises
+    :class:`~tether.framing.LineTooLong` and is skipped (:class:`~tether.framing.LineReader`)."""
+    return LineReader(_FdReceiveStream(fd), max_line_bytes=max_line_bytes)

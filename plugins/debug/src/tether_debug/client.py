@@ -10,9 +10,19 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
+from tether.framing import (
+    FramedReader,
+    FramedWriter,
+    FrameTooLarge,
+    FramingError,
+    PendingRequests,
+)
 
 EventHandler = Callable[[dict[str, Any]], None]
+# A message the adapter sends over this is skipped unread; the connection stays usable.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+#: told the command of each request that timed out
+TimeoutHandler = Callable[[str], None]
 
 
 class DapError(Exception):
@@ -31,9 +41,12 @@ class AdapterGone(Exception):
 class DapTimeout(Exception):
     """The adapter did not answer a request in time."""
 
-    def __init__(self, command: str, timeout_s: float) -> None:
+    def __init__(self, command: str, timeout_s: float, skipped: str = "") -> None:
         self.command = command
-        super().__init__(f"the adapter did not answer {command!r} within {timeout_s:g} s")
+        meanwhile = f", and meanwhile {skipped} — it may have been the answer" if skipped else ""
+        super().__init__(
+            f"the adapter did not answer {command!r} within {timeout_s:g} s{meanwhile}"
+        )
 
 
 class DapClient:
@@ -46,15 +59,22 @@ class DapClient:
         *,
         on_event: EventHandler,
         request_timeout_s: float,
+        on_timeout: TimeoutHandler | None = None,
+        on_message: Callable[[], None] | None = None,
     ) -> None:
         self._receive = receive
         self._send = send
-        self._reader = FramedReader(receive)
+        self._reader = FramedReader(receive, max_frame_bytes=MAX_MESSAGE_BYTES)
+        # messages over MAX_MESSAGE_BYTES the adapter sent, skipped unread (and the last one)
+        self.messages_skipped = 0
+        self.last_skipped = ""
         self._writer = FramedWriter(send)
         self._pending = PendingRequests()
         self._commands: dict[int, str] = {}
         self._seq = itertools.count(1)
         self._on_event = on_event
+        self._on_timeout = on_timeout
+        self._on_message = on_message
         self.request_timeout_s = request_timeout_s
         self.closed_reason: str | None = None
         self.closed = anyio.Event()
@@ -64,7 +84,12 @@ class DapClient:
         reason = "the adapter closed the connection"
         try:
             while True:
-                message = await self._reader.read()
+                try:
+                    message = await self._reader.read()
+                except FrameTooLarge as exc:  # skipped; the adapter stays usable
+                    self.messages_skipped += 1
+                    self.last_skipped = str(exc)
+                    continue
                 await self._dispatch(message)
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
@@ -78,6 +103,8 @@ class DapClient:
     async def _dispatch(self, message: Any) -> None:
         if not isinstance(message, dict):
             return
+        if self._on_message is not None:
+            self._on_message()  # the adapter is alive and writing
         kind = message.get("type")
         if kind == "response":
             self._pending.resolve(message.get("request_seq"), message)
@@ -121,10 +148,14 @@ class DapClient:
         """The body of the response to ``seq``; :class:`DapError` if it failed."""
         command = self._commands.pop(seq, "request")
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
+        skipped_before = self.messages_skipped
         try:
             message = await self._pending.wait(seq, timeout)
         except TimeoutError:
-            raise DapTimeout(command, timeout) from None
+            if self._on_timeout is not None:
+                self._on_timeout(command)
+            skipped = self.last_skipped if self.messages_skipped != skipped_before else ""
+            raise DapTimeout(command, timeout, skipped) from None
         if not message.get("success", False):
             body = message.get("body") or {}
             error = body.get("error") if isinstance(body, dict) else None

@@ -27,6 +27,11 @@ class DebugConfig:
     output_buffer_bytes: int = workdir_may_set(1_000_000, above=0)
     #: Characters of output one ``output`` call returns at most.
     output_chunk_chars: int = workdir_may_set(8000, above=0)
+    #: Requests in a row that time out while the adapter looks hung (its process stopped, or the
+    #: session's processes using under 2 % of one core since the first; ``tether.hang``) before
+    #: the session is ended: adapter and debuggee killed, said in that call's result. A busy
+    #: session is never ended.
+    restart_after_timeouts: int = workdir_may_set(2, minimum=1)
     #: Exception filters per adapter id, replacing the adapter's defaults
     #: (e.g. ``{debugpy = ["uncaught", "userUnhandled"]}``).
     exception_filters: dict[str, list[str]] = attrs.field(factory=dict)

@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 import attrs
 
 from tether import ArgumentError, ToolError
+from tether.framing import LineReader, LineTooLong
+from tether.hang import HangWatch, activity
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
 from tether.text import TailBuffer, clock
 from tether_debug.adapters import Availability, DebugAdapter
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
 _LOCALHOST = "127.0.0.1"
 _SHUTDOWN_S = 3.0
 _PAUSE_RETRY_S = 2.0
+# The adapter's stdout lines read while looking for where it listens (a longer one is skipped).
+_MAX_LISTEN_LINE_BYTES = 1024 * 1024
 
 
 class Phase(enum.Enum):
@@ -164,6 +169,13 @@ class DebugSession:
         self._scratch: Path | None = None
         #: the threads when attached (asked before the program was let go), or None
         self.attach_threads: list[dict[str, Any]] | None = None
+        #: requests in a row that timed out, and since when the adapter looks hung (the core's
+        #: rule, shared with tether-lsp's servers)
+        self.hang = HangWatch()
+        #: why the session was ended for a hung adapter (None: it was not); ``hang_reported``
+        #: once a call's result has said so
+        self.hang_note: str | None = None
+        self.hang_reported = False
 
     # --- state ------------------------------------------------------------------------------
 
@@ -251,6 +263,52 @@ class DebugSession:
                 await self._changed.wait()
         return self.phase in (Phase.STOPPED, Phase.ENDED)
 
+    # --- an adapter that stops answering ----------------------------------------------------
+
+    def _on_timeout(self, command: str) -> None:
+        """A request timed out: judge the adapter (the core's rule) and, once it has not
+        answered ``restart_after_timeouts`` requests in a row while it looks hung, end the
+        session. A session still starting fails its start instead; one already ending is left
+        to end (a ``disconnect`` that goes unanswered)."""
+        if self.phase is not Phase.RUNNING and self.phase is not Phase.STOPPED:
+            return
+        if self._finish.is_set() or self._end_cause is not None:
+            return
+        if self.process is None:
+            # connected straight to the program's own adapter: none of its processes is ours
+            self.hang.timed_out(False, None)
+        else:
+            # the adapter is the one process that reads our requests: stopped means hung; CPU
+            # is counted over the whole session (a long evaluate burns it in the debuggee)
+            stopped, _ = activity({self.process.pid})
+            _, ticks = activity(self.session_pids())
+            self.hang.timed_out(stopped, ticks, stopped_why="its process is stopped")
+        if not self.hang.due(self.config.restart_after_timeouts):
+            return
+        if self.mode == "launch":
+            killed, again = "adapter and debuggee killed", "launch"
+        elif self.process is not None:
+            killed, again = "adapter killed; the attached program is not ours to kill", "attach"
+        else:
+            killed, again = "connection closed; the attached program keeps running", "attach"
+        assert self.hang.since is not None
+        self.hang_note = (
+            f"the {self.adapter.id} adapter did not answer {self.hang.timeouts_in_row} requests "
+            f"in a row; the session was ended ({killed}). {again} again to start over "
+            f"(unresponsive since {clock(self.hang.since)}: {self.hang.why})"
+        )
+        self._end_cause = self.hang_note
+        self._finish.set()
+
+    def session_pids(self) -> set[int]:
+        """The adapter, the debuggee and their descendants, as far as they can be seen now."""
+        pids: set[int] = set()
+        if self.process is not None:
+            pids |= {self.process.pid, *descendants(self.process.pid)}
+        if self.debuggee_pid is not None:
+            pids |= {self.debuggee_pid, *descendants(self.debuggee_pid)}
+        return pids
+
     # --- starting ---------------------------------------------------------------------------
 
     async def open(self, *, attach_port: int | None = None) -> None:
@@ -282,7 +340,12 @@ class DebugSession:
                 self.process = await self._spawn(list(command), cwd, stdin=True, stdout=True)
                 receive, send = self.process.stdout, self.process.stdin
         self._client = DapClient(
-            receive, send, on_event=self._on_event, request_timeout_s=self.config.request_timeout_s
+            receive,
+            send,
+            on_event=self._on_event,
+            request_timeout_s=self.config.request_timeout_s,
+            on_timeout=self._on_timeout,
+            on_message=self.hang.heard,
         )
         await self.run.task_group.start(self._lifecycle)
         try:
@@ -331,20 +394,22 @@ class DebugSession:
         """Read the adapter's stdout (bounded by ``start_timeout_s``) until it says where it
         listens; then keep draining it (into ``output`` when the program writes there)."""
         regex = re.compile(pattern)
-        pending = b""  # read, not yet split into lines
+        lines = LineReader(process.stdout, max_line_bytes=_MAX_LISTEN_LINE_BYTES)
         printed: list[bytes] = []  # lines before the listen line, for an error message
         port: int | None = None
         with anyio.move_on_after(self.config.start_timeout_s):
             try:
                 while port is None:
-                    pending += await process.stdout.receive()
-                    while port is None and b"\n" in pending:
-                        line, pending = pending.split(b"\n", 1)
-                        found = regex.search(line.decode("utf-8", "replace"))
-                        if found:
-                            port = int(found.group("port"))
-                        else:
-                            printed.append(line)
+                    try:
+                        line = await lines.receive_line()
+                    except LineTooLong as exc:
+                        printed.append(f"[{exc}]".encode())
+                        continue
+                    found = regex.search(line.decode("utf-8", "replace"))
+                    if found:
+                        port = int(found.group("port"))
+                    else:
+                        printed.append(line)
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
         if port is None:
@@ -357,20 +422,20 @@ class DebugSession:
                 else f"did not say where it listens within {self.config.start_timeout_s:g} s"
             )
             await process.terminate()
+            pending = lines.stream.buffer  # a line it had begun
             said = b"\n".join([*printed, pending]).decode("utf-8", "replace").strip()[-500:]
             raise ToolError(
                 f"the {self.adapter.id} adapter {why}"
                 + (f"\nadapter stdout: {said}" if said else "")
                 + self._stderr_note()
             )
-        if pending and self.adapter.program_output_on_stdio:
-            self.output.write(pending.decode("utf-8", "replace"))
-        self.run.task_group.start_soon(self._drain_stdout, process)
+        # the rest as it comes, what was read past the listen line first
+        self.run.task_group.start_soon(self._drain_stdout, lines.stream)
         return port
 
-    async def _drain_stdout(self, process: ManagedProcess) -> None:
+    async def _drain_stdout(self, stdout: anyio.abc.ByteReceiveStream) -> None:
         try:
-            async for chunk in process.stdout:
+            async for chunk in stdout:
                 if self.adapter.program_output_on_stdio:
                     self.output.write(chunk.decode("utf-8", "replace"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
@@ -743,7 +808,15 @@ class DebugSession:
 
     async def _shutdown(self, client: DapClient) -> None:
         self._remember_tree()
-        if not client.closed.is_set():
+        hung = self.hang_note is not None
+        if hung:
+            # a hung adapter gets no polite disconnect and no grace: a stopped process cannot
+            # act on SIGTERM, and closing pipes it does not read could wait on it
+            if self.process is not None:
+                self.process.kill()
+            for pid in self._tree:
+                kill_tree(pid)
+        elif not client.closed.is_set():
             # first: an adapter may say how the program ended only now (delve's exit status)
             with anyio.move_on_after(_SHUTDOWN_S / 2):
                 try:
@@ -772,8 +845,9 @@ class DebugSession:
         self.end_reason = self._end_cause
         await client.aclose()  # debugpy's adapter exits when its stdin closes, not on disconnect
         if self.process is not None:
-            with anyio.move_on_after(_SHUTDOWN_S / 2):
-                await self.process.wait()
+            if not hung:
+                with anyio.move_on_after(_SHUTDOWN_S / 2):
+                    await self.process.wait()
             await self.process.terminate(grace_s=0.5)
         # An adapter that exits by itself orphans its children (debugpy's launcher, the
         # debuggee). terminate() finds re-parented ones by process group and owner marker; a
@@ -789,10 +863,7 @@ class DebugSession:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _remember_tree(self) -> None:
-        if self.process is not None:
-            self._tree |= descendants(self.process.pid)
-        if self.debuggee_pid is not None:
-            self._tree |= {self.debuggee_pid, *descendants(self.debuggee_pid)}
+        self._tree |= self.session_pids() - ({self.process.pid} if self.process else set())
 
     async def close(self, reason: str) -> None:
         """End the session (bounded); a no-op once it has ended."""

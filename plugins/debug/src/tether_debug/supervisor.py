@@ -5,7 +5,7 @@ method here that returns the text the model reads."""
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -324,14 +324,32 @@ class DebugSupervisor:
 
     # --- driving ----------------------------------------------------------------------------
 
+    async def guarded(self, op: Awaitable[str]) -> str:
+        """Run one op; when the session was ended during it for an adapter that stopped
+        answering, its result is an error that says so (whatever the op had to say before)."""
+        try:
+            text = await op
+        except ToolError as exc:
+            await self._report_hang(str(exc))
+            raise
+        await self._report_hang(text)
+        return text
+
+    async def _report_hang(self, said: str) -> None:
+        session = self.session
+        if session is None or session.hang_note is None or session.hang_reported:
+            return
+        session.hang_reported = True
+        await session.close(session.hang_note)  # waits (bounded) until both trees are gone
+        raise ToolError(f"{said}\n{session.hang_note}.")
+
     def _live(self) -> DebugSession:
         session = self.session
         if session is None:
             raise ToolError("no debug session in this conversation: launch or attach first")
         if not session.live:
-            raise ToolError(
-                f"the debug session has ended: {session.end_reason}. Launch or attach again."
-            )
+            again = "" if session.hang_note else " Launch or attach again."  # it says so itself
+            raise ToolError(f"the debug session has ended: {session.end_reason}.{again}")
         return session
 
     async def op_resume(self, command: str, thread_id: int | None) -> str:
@@ -491,6 +509,16 @@ class DebugSupervisor:
                 f"Session: {self._what(session)}, started at {clock(session.started_at)} "
                 f"({duration(time.time() - session.started_at)} ago); TTL ends in {duration(remaining)}."
             )
+            if session.hang.unresponsive:
+                who = (
+                    f"pid {session.process.pid}"
+                    if session.process is not None
+                    else f"connected to {session.target}"
+                )
+                lines.append(
+                    f"Adapter: {session.adapter.id} ({who}): {session.hang.describe()}; after "
+                    f"{self.config.restart_after_timeouts} timeouts in a row the session is ended."
+                )
             lines.append(
                 await self._where(
                     session, session.phase in (Phase.STOPPED, Phase.ENDED), brief=True
@@ -533,7 +561,9 @@ class DebugSupervisor:
                 text += f"\nOutput:\n{out.rstrip()}{more}"
             return text
         if session.phase is Phase.STOPPED:
-            stop = await session.describe_stop()
+            # a status of an unresponsive adapter asks it nothing more: what is known is shown
+            hung = brief and session.hang.unresponsive
+            stop = session.stop if hung else await session.describe_stop()
             assert stop is not None
             why = stop.reason + (
                 f": {stop.description}"

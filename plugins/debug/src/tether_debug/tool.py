@@ -138,6 +138,11 @@ class DebugArgs:
 
 async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
     supervisor = call.run.resource(SUPERVISOR)
+    # a call that met the adapter's last timeout in a row says the session ended, and why
+    return await supervisor.guarded(_dispatch(supervisor, args))
+
+
+async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
     op = args.op
     if op == "adapters":
         return await supervisor.op_adapters()

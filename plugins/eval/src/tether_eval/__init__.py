@@ -14,7 +14,7 @@ from ``tether_enclosure(run)``::
 
     class HarnessPlugin:
         @tether.hookimpl
-        def tether_enclosure(self, run):
+        def tether_enclosure(self, run: tether.Run) -> MySandbox:
             return MySandbox()
 """
 

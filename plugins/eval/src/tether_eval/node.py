@@ -13,12 +13,14 @@ from typing import Any
 
 import anyio
 
+from tether.framing import LineReader, LineTooLong
 from tether.process import ManagedProcess, descendants
 from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError, ProcessKernel
 from tether_eval.output import CellOutput
 
-# A protocol line longer than this (a huge tool argument) is refused rather than buffered.
-_MAX_LINE = 64 * 1024 * 1024
+# A protocol line longer than this (a huge tool argument, a child's raw output without a
+# newline) is skipped with a note in the cell's output rather than buffered.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 _INTERRUPT_GRACE_S = 5.0
 
 
@@ -58,33 +60,13 @@ def _runs_kernel_script(pid: int) -> bool:
     return program.startswith(b"node") and any(a.endswith(b"node_kernel.js") for a in argv)
 
 
-class _Lines:
-    """Splits a byte stream into lines, refusing absurdly long ones."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._buffer = bytearray()
-
-    async def next(self) -> bytes:
-        while True:
-            newline = self._buffer.find(b"\n")
-            if newline >= 0:
-                line = bytes(self._buffer[:newline])
-                del self._buffer[: newline + 1]
-                return line
-            if len(self._buffer) > _MAX_LINE:
-                raise ValueError(f"node kernel sent a line over {_MAX_LINE} bytes")
-            chunk = await self._stream.receive(1 << 20)
-            self._buffer += chunk
-
-
 class NodeKernel(ProcessKernel):
     """One node process holding a persistent ``vm`` context."""
 
     language = "javascript"
 
     def __init__(
-        self, process: ManagedProcess, lines: _Lines, kernel_pid: int, node_path: str
+        self, process: ManagedProcess, lines: LineReader, kernel_pid: int, node_path: str
     ) -> None:
         self.node_path = node_path
         self._process = process
@@ -117,12 +99,14 @@ class NodeKernel(ProcessKernel):
                 )
             except OSError as exc:
                 raise KernelStartError(f"cannot start {node}: {exc}") from exc
-        lines = _Lines(process.stdout)
+        lines = LineReader(process.stdout, max_line_bytes=MAX_LINE_BYTES)
         try:
             with anyio.fail_after(ctx.start_timeout_s):
                 while True:
                     try:
-                        raw = await lines.next()
+                        raw = await lines.receive_line()
+                    except LineTooLong:
+                        continue
                     except (anyio.EndOfStream, anyio.ClosedResourceError) as exc:
                         await process.wait()
                         raise KernelStartError(
@@ -161,7 +145,15 @@ class NodeKernel(ProcessKernel):
             message: dict[str, Any] | None = None
             with anyio.move_on_after(max(0.0, wake - time.monotonic())):
                 try:
-                    raw = await self._lines.next()
+                    raw = await self._lines.receive_line()
+                except LineTooLong as exc:
+                    output.write(
+                        f"[a line the interpreter wrote was over the limit of {exc.limit} bytes "
+                        f"and was skipped; it began {exc.head[:40].decode('utf-8', 'replace')!r}]\n"
+                    )
+                    if interrupt_deadline is None:
+                        deadline = time.monotonic() + idle_budget_s
+                    continue
                 except (
                     anyio.EndOfStream,
                     anyio.ClosedResourceError,
@@ -246,9 +238,9 @@ class NodeKernel(ProcessKernel):
         with anyio.move_on_after(_INTERRUPT_GRACE_S):
             while self.alive:
                 try:
-                    message = json.loads(await self._lines.next())
-                except ValueError:
-                    continue  # raw output of a child: nothing to wait for
+                    message = json.loads(await self._lines.receive_line())
+                except (ValueError, LineTooLong):
+                    continue  # raw output of a child, or a skipped line: nothing to wait for
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return False
                 if message.get("type") == "tool":

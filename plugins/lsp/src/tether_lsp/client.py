@@ -14,8 +14,9 @@ import anyio
 import attrs
 
 import tether
-from tether.framing import FramedReader, FramedWriter, PendingRequests
-from tether.process import is_alive
+from tether.framing import FramedReader, FramedWriter, FrameTooLarge, PendingRequests
+from tether.hang import HangWatch, activity
+from tether.process import descendants, is_alive
 from tether_lsp.servers import ServerSpec
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {
@@ -80,6 +81,8 @@ class StillComputing(RequestTimedOut):
 _NEVER_KEPT = frozenset({"initialize", "shutdown", "$/tether/ping"})
 #: kept requests per server, and how long one is kept before it is cancelled
 KEPT_LIMIT = 8
+# A message the server sends over this is skipped unread; the server stays usable.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 KEPT_FOR_S = 300.0
 
 
@@ -112,24 +115,6 @@ class Published:
     seq: int
     version: int | None
     items: list[dict[str, Any]]
-
-
-def tree_activity(pid: int) -> tuple[bool, int]:
-    """(every process of the server's tree is stopped, CPU ticks used by the tree so far):
-    a busy server burns CPU, a hung one (SIGSTOP, a deadlock) does not."""
-    from tether.process import descendants
-
-    stopped, ticks, seen = True, 0, 0
-    for member in {pid, *descendants(pid)}:
-        try:
-            with open(f"/proc/{member}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        seen += 1
-        stopped = stopped and fields[0] in ("T", "t")
-        ticks += int(fields[11]) + int(fields[12])
-    return stopped and seen > 0, ticks
 
 
 def path_to_uri(path: Path) -> str:
@@ -189,7 +174,7 @@ class LspClient:
 
     def __init__(
         self,
-        run: Any,
+        run: tether.Run,
         spec: ServerSpec,
         root: Path,
         argv: list[str],
@@ -229,12 +214,12 @@ class LspClient:
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._sync_lock = anyio.Lock()
         self._kept: dict[str, KeptRequest] = {}
-        #: requests in a row that timed out with nothing heard from the server meanwhile
-        self.timeouts_in_row = 0
-        #: wall-clock time since which the server looks hung, and why (None: it answers)
-        self.unresponsive_since: float | None = None
-        self.unresponsive_why = ""
-        self._ticks_at_first_timeout = 0
+        #: requests in a row that timed out with nothing heard from the server meanwhile, and
+        #: since when it looks hung (the core's rule, shared with the debug adapters)
+        self.hang = HangWatch()
+        # messages over MAX_MESSAGE_BYTES the server sent, skipped unread (and the last one)
+        self.messages_skipped = 0
+        self.last_skipped = ""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -263,7 +248,8 @@ class LspClient:
             self.argv, cwd=self.root, env=env, stdin=True, stdout=True
         )
         self._writer = FramedWriter(self._process.stdin)
-        self.run.task_group.start_soon(self._read_loop, FramedReader(self._process.stdout))
+        reader = FramedReader(self._process.stdout, max_frame_bytes=MAX_MESSAGE_BYTES)
+        self.run.task_group.start_soon(self._read_loop, reader)
         root_uri = path_to_uri(self.root)
         params: dict[str, Any] = {
             "processId": os.getpid(),
@@ -358,11 +344,20 @@ class LspClient:
             except tether.ToolError:
                 self._pending.discard(request_id)
                 raise
+        skipped_before = self.messages_skipped
         try:
             message = await self._pending.wait(request_id, timeout)
         except TimeoutError:
             if method != "$/tether/ping":
                 self._note_timeout()
+            if self.messages_skipped != skipped_before:  # the answer may have been skipped
+                self._kept.pop(key, None)
+                await self._cancel(request_id)
+                raise RequestTimedOut(
+                    f"{self.spec.id} did not answer {method} within {timeout:g} s, and "
+                    f"meanwhile {self.last_skipped} — it may have been the answer (request "
+                    "cancelled)"
+                ) from None
             if self.alive and method not in _NEVER_KEPT:
                 # keep listening: no await between the wait giving up and this
                 self._pending.register(request_id)
@@ -412,20 +407,7 @@ class LspClient:
         tree stopped, or two timeouts in a row without any message or CPU time spent."""
         if self._process is None:
             return
-        stopped, ticks = tree_activity(self._process.pid)
-        self.timeouts_in_row += 1
-        if self.timeouts_in_row == 1:
-            self._ticks_at_first_timeout = ticks
-        if self.unresponsive_since is not None:
-            return
-        if stopped:
-            why = "its processes are stopped"
-        elif self.timeouts_in_row >= 2 and ticks == self._ticks_at_first_timeout:
-            why = "it used no CPU time since the first of them"
-        else:
-            return  # working: a busy server is left alone
-        self.unresponsive_since = time.time()
-        self.unresponsive_why = why
+        self.hang.timed_out(*activity({self._process.pid, *descendants(self._process.pid)}))
 
     async def _cancel(self, request_id: int) -> None:
         self._pending.discard(request_id)
@@ -456,7 +438,12 @@ class LspClient:
     async def _read_loop(self, reader: FramedReader) -> None:
         try:
             while True:
-                message = await reader.read()
+                try:
+                    message = await reader.read()
+                except FrameTooLarge as exc:  # skipped; the server stays usable
+                    self.messages_skipped += 1
+                    self.last_skipped = str(exc)
+                    continue
                 await self._dispatch(message)
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             if self._process is not None:
@@ -471,8 +458,7 @@ class LspClient:
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
         # any message means the server is alive and reading
-        self.timeouts_in_row = 0
-        self.unresponsive_since = None
+        self.hang.heard()
         method = message.get("method")
         if method is None:
             if "id" in message:

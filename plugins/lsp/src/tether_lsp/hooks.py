@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pluggy
+
 import tether
 from tether_lsp import hookspecs
 from tether_lsp.servers import BUILTIN_SERVERS, ServerSpec
@@ -14,7 +16,7 @@ from tether_lsp.tools import SUPERVISOR, tool_specs
 
 
 @tether.hookimpl
-def tether_addhooks(pluginmanager: Any) -> None:
+def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
@@ -24,14 +26,14 @@ def tether_lsp_servers() -> list[ServerSpec]:
 
 
 @tether.hookimpl
-def tether_resources(run: Any) -> dict[Any, object]:
+def tether_resources(run: tether.Run) -> dict[Any, object]:
     from tether_lsp.supervisor import LspSupervisor
 
     return {SUPERVISOR: LspSupervisor(run)}
 
 
 @tether.hookimpl
-def tether_tools(run: Any) -> list[tether.ToolSpec]:
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
     return tool_specs()
 
 

@@ -54,7 +54,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 class LspSupervisor:
     """One server process per (server, root), started lazily, restarted after a crash."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: tether.Run) -> None:
         self.run = run
         self.config: LspConfig = run.config("lsp", LspConfig)
         if self.config.write_tools is not None:
@@ -279,17 +279,14 @@ class LspSupervisor:
         async with lock:
             current = self._clients.get(key)
             if current is not None and current.check_running():
-                hung = current.unresponsive_since is not None
-                if not hung or current.timeouts_in_row < self.config.restart_after_timeouts:
+                if not current.hang.due(self.config.restart_after_timeouts):
                     return current
                 if await current.answers():
                     return current  # it dropped those requests but still reads: not hung
                 # hung, not busy: a restart is the way back (a busy server is never restarted)
-                since = time.strftime("%H:%M:%S", time.localtime(current.unresponsive_since))
                 self.notes.append(
-                    f"(restarted {spec.id} for {self.relative(root) or '.'}: "
-                    f"{current.timeouts_in_row} requests in a row timed out since {since} and "
-                    f"{current.unresponsive_why}; it did not answer a probe either)"
+                    f"(restarted {spec.id} for {self.relative(root) or '.'}: it was "
+                    f"{current.hang.describe()} and did not answer a probe either)"
                 )
                 await current.close()
                 del self._clients[key]
@@ -465,12 +462,9 @@ class LspSupervisor:
                 where = self.relative(client.root) or "."
                 if not client.alive:
                     state = f"exited: {client.exit_reason}"
-                elif client.unresponsive_since is not None:
-                    since = time.strftime("%H:%M:%S", time.localtime(client.unresponsive_since))
+                elif client.hang.unresponsive:
                     state = (
-                        f"unresponsive since {since} ({client.timeouts_in_row} request"
-                        f"{'s' if client.timeouts_in_row != 1 else ''} in a row timed out; "
-                        f"{client.unresponsive_why}); the next query after "
+                        f"{client.hang.describe()}; the next query after "
                         f"{self.config.restart_after_timeouts} timeouts restarts it"
                     )
                 elif client.is_ready():

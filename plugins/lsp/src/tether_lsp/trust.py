@@ -45,7 +45,7 @@ def bundled_tsserver(binary: str) -> Path | None:
 
 
 def pin_workspace_loads(
-    spec: ServerSpec, binary: str, run: Any
+    spec: ServerSpec, binary: str, run: tether.Run
 ) -> tuple[ServerSpec, dict[str, Any]]:
     """``spec`` and the settings to start it with so that it loads nothing from an untrusted
     workdir; unchanged (no settings) when the workdir is trusted."""

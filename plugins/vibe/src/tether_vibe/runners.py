@@ -23,6 +23,8 @@ import attrs
 
 import tether
 import tether.process
+from tether.framing import LineReader, LineTooLong
+from tether.text import plural
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
 if TYPE_CHECKING:
@@ -34,7 +36,8 @@ DRAIN_TIMEOUT_S = 2.0
 STREAM_JSON_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
 # A result file is read up to this size (the roster then cuts to [vibe] result_chars).
 MAX_RESULT_FILE_BYTES = 1024 * 1024
-# Longest single output line kept whole; stream-json result events can be large.
+# Longest output line read; stream-json result events can be large. A longer line is skipped
+# (the live tail shows a note in its place).
 MAX_LINE_BYTES = 4 * 1024 * 1024
 
 
@@ -125,6 +128,8 @@ class ResultExtractor:
     result_event: dict[str, Any] | None = None
     # the result file as it was before the attempt: left unchanged means "not written"
     stale_stamp: tuple[int, int, int] | None = None
+    # lines over MAX_LINE_BYTES, skipped unread (a result event among them is lost)
+    skipped_lines: int = 0
 
     def before_start(self, cwd: Path) -> None:
         if self.result_file is not None:
@@ -159,7 +164,12 @@ class ResultExtractor:
                 )
             return Outcome(ok=True, result=text)
         if self.mode == "stream-json":
-            return Outcome(ok=False, reason='no stream-json "result" event in the output')
+            skipped = (
+                f" ({plural(self.skipped_lines, 'line')} over {MAX_LINE_BYTES} bytes skipped)"
+                if self.skipped_lines
+                else ""
+            )
+            return Outcome(ok=False, reason=f'no stream-json "result" event in the output{skipped}')
         if self.mode == "file" or self.result_file is not None:
             from_file = self._from_file(cwd, required=self.mode == "file")
             if from_file is not None:
@@ -224,27 +234,23 @@ def _decode(raw: bytes | bytearray) -> str:
     return raw.decode("utf-8", errors="replace").rstrip("\r")
 
 
-async def _read_lines(stream: anyio.abc.ByteReceiveStream, on_line: Callable[[str], None]) -> None:
-    """Call ``on_line`` for each line of ``stream`` until EOF (a line over MAX_LINE_BYTES is
-    delivered in pieces)."""
-    pending = bytearray()
+async def _read_lines(
+    stream: anyio.abc.ByteReceiveStream,
+    on_line: Callable[[str], None],
+    on_skipped: Callable[[LineTooLong], None],
+) -> None:
+    """Call ``on_line`` for each line of ``stream`` until EOF; a line over MAX_LINE_BYTES is
+    skipped up to its newline and reported to ``on_skipped`` instead."""
+    reader = LineReader(stream, max_line_bytes=MAX_LINE_BYTES)
     while True:
         try:
-            chunk = await stream.receive()
+            line = await reader.receive_line()
+        except LineTooLong as exc:
+            on_skipped(exc)
+            continue
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            break
-        search_from = len(pending)  # only the new bytes can hold a newline
-        pending += chunk
-        cut = 0
-        while (newline := pending.find(b"\n", max(search_from, cut))) != -1:
-            on_line(_decode(pending[cut:newline]))
-            cut = newline + 1
-        del pending[:cut]
-        if len(pending) > MAX_LINE_BYTES:
-            on_line(_decode(pending))
-            pending.clear()
-    if pending:
-        on_line(_decode(pending))
+            return
+        on_line(_decode(line))
 
 
 @attrs.define
@@ -314,11 +320,18 @@ class CommandRunner:
             else:  # a tool result event, a blank line: not worth showing, still a sign of life
                 job.activity()
 
+        def on_skipped(exc: LineTooLong) -> None:
+            extractor.skipped_lines += 1
+            head = exc.head[:40].decode("utf-8", "replace")
+            job.output(
+                f"[a line over the limit of {exc.limit} bytes was skipped; it began {head!r}]"
+            )
+
         reader_done = anyio.Event()
 
         async def read_stdout() -> None:
             try:
-                await _read_lines(proc.stdout, on_line)
+                await _read_lines(proc.stdout, on_line, on_skipped)
             finally:
                 reader_done.set()
 
