@@ -4,7 +4,8 @@ not by a clock (the budget itself is measured by ``core/benchmarks/startup.py``)
 Each stage runs in a fresh interpreter under ``python -X importtime``; a module that should not
 be there fails the test with the chain of imports that brought it in. The lists are what was
 removed from start-up: entry-point discovery reads dist-info without ``importlib.metadata`` (and
-its ``email`` / ``zipfile`` / ``csv``); cattrs, tomllib and hashlib wait for their first use;
+its ``email`` / ``zipfile`` / ``csv``); cattrs, tomllib and hashlib wait for their first use
+(cattrs: the first table or arguments actually given);
 plugins import their tool implementations when a tool is called, their run resources when a
 run wires them, and the CLI's ``argparse`` never.
 """
@@ -45,6 +46,7 @@ AFTER_LOAD = [
 #: never imported by opening and closing a run with every plugin (vibe mode on)
 AFTER_RUN = [
     *METADATA,
+    "cattrs",  # no configuration given: every table is its defaults, no converter built
     "argparse",
     "tether.cli",
     # tool implementations: imported by the first call that needs them

@@ -53,3 +53,22 @@ def test_bad_values_name_the_key_path(raw, message):
 def test_good_values_load():
     table = structure_config({"servers": {"py": {"command": ["pyls"]}}, "retries": 0}, Table, "lsp")
     assert table.servers["py"] == Server(("pyls",)) and table.retries == 0
+
+
+def test_an_empty_table_is_the_defaults_and_still_checked():
+    """An empty table takes a shortcut past the converter: same value, same errors."""
+    assert structure_config({}, Table, "lsp") == Table()
+
+    @attrs.frozen
+    class Required:
+        command: tuple[str, ...] = config_field()
+
+    with pytest.raises(tether.ConfigError, match=r"t\.command: required"):
+        structure_config({}, Required, "t")
+
+    @attrs.frozen
+    class BadDefault:
+        retries: int = workdir_may_set(9, maximum=5)
+
+    with pytest.raises(tether.ConfigError, match=r"t\.retries: expected at most 5, got 9"):
+        structure_config({}, BadDefault, "t")

@@ -348,6 +348,18 @@ def _raw_bounds(raw: Mapping[str, Any], cls: type, named: set[str]) -> list[Argu
 def _load(raw: Mapping[str, Any], cls: type[T], path: str, unknown: str) -> T:
     """``raw`` into ``cls`` with every type and bound checked; ArgumentErrors names each field
     under ``path`` (``""`` for arguments, the table for configuration)."""
+    if not raw and attrs.has(cls):
+        # Nothing given (most configuration tables of most runs): the defaults, as the converter
+        # would make them, without building it at every start. A required field falls through
+        # to the converter, which names it.
+        try:
+            made = typing.cast(T, cls())
+        except TypeError:
+            pass
+        else:
+            if errors := _check_constraints(made, path):
+                raise ArgumentErrors(errors)
+            return made
     converter = _converter()
     from cattrs.errors import (
         ClassValidationError,
