@@ -31,7 +31,7 @@ from tether.paths import confine as _confine
 from tether.person import APPROVER
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.registry import SchemaFormat, ToolRegistry, schema_problem
-from tether.resources import ResourceKey, Resources
+from tether.resources import _MISSING, ResourceKey, Resources
 from tether.text import duration
 from tether.tiers import Tier
 from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("tether")
 T = TypeVar("T")
 D = TypeVar("D")
-_MISSING: Any = object()
 
 # Tools held (not parallel-safe, currently running) by the task chain making a call: a bridge
 # call back into the same tool would wait on its own lock forever.
@@ -136,8 +135,6 @@ class Run:
     def resource(self, key: ResourceKey[Any], default: Any = _MISSING) -> Any:
         """The resource wired for ``key`` (see :mod:`tether.resources`); ``default`` when given
         and nothing is wired, else a ToolError naming the key."""
-        if default is _MISSING:
-            return self.resources.require(key)
         return self.resources.require(key, default)
 
     # --- processes (the process owner's) --------------------------------------------------

@@ -10,7 +10,7 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio.to_thread
 import attrs
@@ -45,7 +45,7 @@ def _regular(path: Path | str) -> bool:
         return False
 
 
-async def _git(run_command: RunCommand, root: Path, *args: str) -> Any:
+async def _git(run_command: RunCommand, root: Path, *args: str) -> CommandResult | None:
     try:
         return await run_command(
             ["git", *args],
