@@ -8,6 +8,7 @@ import signal
 
 import pytest
 
+from tether.process import is_alive
 from tether_astgrep.service import AstgrepService
 
 pytestmark = pytest.mark.anyio
@@ -46,7 +47,15 @@ async def test_max_results_keeps_only_what_is_shown_and_counts_the_rest(astgrep_
         assert scoped.total == 30 and sum(len(r.matches) for r in scoped.files) == 2
 
 
-async def test_a_stalled_worker_gives_partial_results_and_the_run_survives(astgrep_run) -> None:
+def _cont(pid: int) -> None:
+    """Let a stopped worker go on, if the pool has not already killed and reaped it."""
+    if is_alive(pid):
+        os.kill(pid, signal.SIGCONT)
+
+
+async def test_a_worker_that_stays_stopped_is_replaced_and_the_others_keep_their_cache(
+    astgrep_run,
+) -> None:
     files = {f"m{i:02}.py": f"f({i})\n" for i in range(40)}
     config = {"astgrep": {**WORKERS, "search_timeout_s": 1.5}}
     async with astgrep_run(files, config=config) as run:
@@ -57,27 +66,40 @@ async def test_a_stalled_worker_gives_partial_results_and_the_run_survives(astgr
         pids = service.worker_pids
         before = await service.cache_stats()
         assert all(s["entries"] > 0 for s in before)
-        os.kill(pids[0], signal.SIGSTOP)
+        os.kill(pids[0], signal.SIGSTOP)  # and it stays stopped
         try:
             partial = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
+            assert not partial.is_error, partial.text_content
+            done = partial.meta["files_done"]
+            assert 0 < done < 40 and partial.meta["files_total"] == 40
+            assert partial.meta["total"] == done  # one match per file searched
+            assert (
+                f"stopped after {done} of 40 files: no search worker finished a file for 1.5 s"
+                in partial.text_content
+            )
+            # the stopped worker was killed and reaped (not left to the run's close), and a
+            # new one stands in its place; the other worker is the same process
+            assert not is_alive(pids[0])
+            assert not os.path.exists(f"/proc/{pids[0]}")  # reaped: not even a zombie
+            assert pids[0] not in run.process_owner.adopted
+            now = service.worker_pids
+            assert len(now) == 2 and now[1] == pids[1] and now[0] != pids[0]
+            assert is_alive(now[0]) and set(now) <= run.process_owner.adopted
+            # the next call works, whole, and the other worker's cache served it
+            again = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
+            assert not again.is_error and again.meta["total"] == 40
+            assert "stopped" not in again.text_content
+            after = await service.cache_stats()
+            assert len(after) == 2
+            assert after[1]["entries"] == before[1]["entries"]
+            assert after[1]["hits"] > before[1]["hits"]
+            # the replacement caches at once: the run is past its first search
+            assert after[0]["entries"] > 0
         finally:
-            os.kill(pids[0], signal.SIGCONT)
-        assert not partial.is_error, partial.text_content
-        done = partial.meta["files_done"]
-        assert 0 < done < 40 and partial.meta["files_total"] == 40
-        assert partial.meta["total"] == done  # one match per file searched
-        assert (
-            f"stopped after {done} of 40 files: no search worker finished a file for 1.5 s"
-            in partial.text_content
-        )
-        # the stalled worker was not killed, and its cache is still there
-        again = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
-        assert not again.is_error and again.meta["total"] == 40
-        assert "stopped" not in again.text_content
-        assert service.worker_pids == pids
-        after = await service.cache_stats()
-        assert [s["entries"] for s in after] == [s["entries"] for s in before]
-        assert all(s["hits"] > b["hits"] for s, b in zip(after, before, strict=True))
+            _cont(pids[0])
+        await service.aclose()
+        assert not set(now) & run.process_owner.adopted
+        assert not any(is_alive(p) for p in now)
 
 
 async def test_an_edit_that_stops_stages_nothing(astgrep_run) -> None:
@@ -86,11 +108,12 @@ async def test_an_edit_that_stops_stages_nothing(astgrep_run) -> None:
     async with astgrep_run(files, config=config) as run:
         service = _service(run)
         await run.call("ast_grep", {"pattern": "f($A)"})
-        os.kill(service.worker_pids[1], signal.SIGSTOP)
+        stopped = service.worker_pids[1]
+        os.kill(stopped, signal.SIGSTOP)
         try:
             edit = await run.call("ast_edit", {"pattern": "f($A)", "rewrite": "g($A)"})
         finally:
-            os.kill(service.worker_pids[1], signal.SIGCONT)
+            _cont(stopped)
         assert edit.is_error
         assert "stopped after" in edit.text_content and "nothing staged" in edit.text_content
         assert service.staged == {}

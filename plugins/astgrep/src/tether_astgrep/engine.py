@@ -298,8 +298,10 @@ def _describe(m: Match, source: bytes) -> tuple[Any, ...]:
     )
 
 
-def _worker_main(conn: Connection, registry: GrammarRegistry, cache_bytes: int) -> None:
-    state = ProcessState(registry, cache_bytes, cache_from_search=2)
+def _worker_main(
+    conn: Connection, registry: GrammarRegistry, cache_bytes: int, cache_from_search: int = 2
+) -> None:
+    state = ProcessState(registry, cache_bytes, cache_from_search=cache_from_search)
     current: tuple[int, Task, str] | None = None
     while True:
         try:
@@ -356,6 +358,7 @@ def _reap_blocking(pid: int) -> None:
 class PoolResult:
     results: list[FileResult]
     stalled: bool  # stopped because no worker finished a file for the stall timeout
+    replaced: int = 0  # workers killed then (they made no progress) and started anew
 
 
 class WorkerPool:
@@ -363,9 +366,10 @@ class WorkerPool:
 
     Work goes out in chunks of files, at most two in flight per worker, so the run sees
     progress as each chunk comes back. A search stops only when no worker has finished a
-    chunk for the stall timeout; it then returns what came back so far. A worker that is
-    merely slow (or stopped) is not killed: its late replies are read and dropped before it
-    is given new work, and its cache is kept.
+    chunk for the stall timeout; it then returns what came back so far, and each worker that
+    still owed work (it made no progress for that long: stopped, hung, or swapping) is killed,
+    reaped and replaced by a new one, so the next search is whole. The workers that had
+    finished their share keep their processes and their caches.
     """
 
     def __init__(
@@ -388,41 +392,64 @@ class WorkerPool:
         self._outstanding: list[int] = []  # replies each worker still owes, of any task
         self._lock = threading.Lock()
         self._next_id = 0
+        self.replaced = 0  # workers killed for making no progress, and started anew
 
     @property
     def pids(self) -> list[int]:
         return list(self._procs)
 
     def _start(self) -> None:
+        for _ in range(self.size):
+            self._procs.append(0)
+            self._conns.append(None)  # type: ignore[arg-type]
+            self._outstanding.append(0)
+            self._spawn(len(self._procs) - 1)
+
+    def _spawn(self, i: int) -> None:
+        """Start the worker of slot ``i`` (the files whose path hashes to it)."""
         # A bare fork, not multiprocessing's Process: its bootstrap closes stdin and flushes
         # stdout, which deadlocks when another thread of the run (a stdio session reader)
         # holds those locks at fork time. The child touches only its pipe and tree-sitter.
         from multiprocessing.connection import Pipe  # with pickle: only a run that forks pays
 
         per_worker = self.cache_bytes // self.size
-        for _ in range(self.size):
-            parent, child = Pipe(duplex=True)
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - runs in the worker
-                code = 0
-                try:
-                    keep = child.fileno()
-                    os.closerange(3, keep)
-                    os.closerange(keep + 1, _max_fd())
-                    devnull = os.open(os.devnull, os.O_RDWR)
-                    for fd in (0, 1):
-                        os.dup2(devnull, fd)
-                    _worker_main(child, self.registry, per_worker)
-                except BaseException:
-                    code = 1
-                finally:
-                    os._exit(code)
-            child.close()
-            self._procs.append(pid)
-            if self.on_start is not None:
-                self.on_start(pid)
-            self._conns.append(parent)
-            self._outstanding.append(0)
+        # A worker started after the run's first search (a replacement) caches at once.
+        cache_from = 2 if self._next_id == 0 else 1
+        parent, child = Pipe(duplex=True)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the worker
+            code = 0
+            try:
+                keep = child.fileno()
+                os.closerange(3, keep)
+                os.closerange(keep + 1, _max_fd())
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1):
+                    os.dup2(devnull, fd)
+                _worker_main(child, self.registry, per_worker, cache_from)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        child.close()
+        self._procs[i] = pid
+        if self.on_start is not None:
+            self.on_start(pid)
+        self._conns[i] = parent
+        self._outstanding[i] = 0
+
+    def _replace(self, i: int) -> None:
+        """Kill and reap the worker of slot ``i`` (it made no progress), start a new one.
+
+        Only its own cache is lost: the other workers, their files and caches, stay.
+        """
+        pid = self._procs[i]
+        kill_tree(pid)  # SIGKILL ends a stopped process too
+        _reap_blocking(pid)
+        self._exited(pid)
+        self._conns[i].close()
+        self.replaced += 1
+        self._spawn(i)
 
     def _recv(self, i: int) -> tuple[Any, ...]:
         try:
@@ -478,7 +505,11 @@ class WorkerPool:
                         return PoolResult(results, stalled=False)
                     remaining = last_progress + stall_s - time.monotonic()
                     if remaining <= 0:
-                        return PoolResult(results, stalled=True)
+                        # Every worker still owing work made no progress for stall_s: it
+                        # stays stopped (or hung); the next search gets a new one instead.
+                        for i in waiting:
+                            self._replace(i)
+                        return PoolResult(results, stalled=True, replaced=len(waiting))
                     by_conn = {self._conns[i]: i for i in waiting if self._outstanding[i]}
                     for conn in wait(list(by_conn), remaining):
                         i = by_conn[conn]  # type: ignore[index]
