@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tether_astgrep.engine import ProcessState, has_word
 from tether_astgrep.grammars import GrammarRegistry
 from tether_astgrep.pattern import PatternError, compile_pattern
 from tether_astgrep.testing import captures, find
@@ -639,6 +640,8 @@ def test_prefilter_keeps_every_file_smart_matches(
     source = code.encode()
     assert all(literal in source for literal in compiled.literals)
     assert all(re.search(chain, source) for chain in compiled.chains)
+    words = ProcessState(registry, 0).words(compiled)
+    assert all(has_word(source, word) for word in words)
 
 
 def test_smart_skips_no_keyword_between_adjacent_tokens(registry: GrammarRegistry) -> None:

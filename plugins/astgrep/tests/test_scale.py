@@ -159,3 +159,28 @@ async def test_the_matches_shown_are_the_first_by_path_in_nested_directories(ast
         result = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 1})
         assert result.meta["total"] == 3
         assert [m["path"] for m in result.meta["matches"]] == ["a/b/c.py"]
+
+
+WORD_CASES = {
+    # a match, its word tokens at the edges of the file, beside digits and non-ASCII letters
+    "edge.py": "print(1)",
+    "digits.py": "x = [1if a else 2, print(x)]\n",
+    "unicode.py": "éa = 1\nprint(éa)\nxé = print(2)\n",
+    # the pattern's words only inside longer words: no match, never parsed
+    "pprint.py": "pprint(x)\nsprint_x(y)\nprinter(z)\nfingerprint(w)\n",
+}
+
+
+def test_a_word_inside_a_longer_word_does_not_make_a_file_a_candidate(registry, tmp_path) -> None:
+    from tether_astgrep.engine import ProcessState, Task
+    from tether_astgrep.pattern import compile_pattern
+
+    for name, code in WORD_CASES.items():
+        (tmp_path / name).write_text(code, encoding="utf-8")
+    grammar = registry.get("python")
+    # caching from the first search: every file parsed is stored, so the cache counts parses
+    state = ProcessState(registry, 64 * 1024 * 1024, cache_from_search=1)
+    task = Task("search", compile_pattern("print($X)", grammar, strictness="smart"), None, 10**6)
+    results = {r.path: r.count for r in state.run(task, str(tmp_path), sorted(WORD_CASES))}
+    assert results == {"digits.py": 1, "edge.py": 1, "pprint.py": 0, "unicode.py": 2}
+    assert len(state.cache) == 3  # pprint.py was ruled out before parsing

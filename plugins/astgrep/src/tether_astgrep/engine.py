@@ -77,6 +77,31 @@ class _Entry:
         self.tree = tree
 
 
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_WORD_START = _WORD_BYTES - frozenset(b"0123456789")
+
+
+def has_word(source: bytes, word: bytes) -> bool:
+    """Whether `word` occurs in `source` not inside a longer word: no ASCII letter or `_`
+    before it, no ASCII letter, digit or `_` after it.
+
+    A digit may stand before a token (Python's `1if x else y` is `1` then `if`, CSS's `10px`
+    is `10` then `px`); any non-ASCII byte counts as a boundary, so a word beside a non-ASCII
+    letter (`éprint`) keeps the file: the check can only rule out, never wrongly.
+    """
+    size = len(word)
+    pos = source.find(word)
+    while pos >= 0:
+        end = pos + size
+        if (pos == 0 or source[pos - 1] not in _WORD_START) and (
+            end == len(source) or source[end] not in _WORD_BYTES
+        ):
+            return True
+        pos = source.find(word, pos + 1)
+    return False
+
+
 def entry_cost(source: bytes) -> int:
     return len(source) * CACHED_BYTES_PER_SOURCE_BYTE + ENTRY_OVERHEAD_BYTES
 
@@ -161,6 +186,7 @@ class ProcessState:
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str, bool], Matcher] = {}
         self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
+        self._words: dict[tuple[bytes, ...], list[bytes]] = {}
         self._caching = False
         self._keep: int | None = None  # matches this task may still describe
 
@@ -174,6 +200,16 @@ class ProcessState:
         found = self._chains.get(pattern.chains)
         if found is None:
             found = self._chains[pattern.chains] = [re.compile(c) for c in pattern.chains]
+        return found
+
+    def words(self, pattern: CompiledPattern) -> list[bytes]:
+        """The pattern's literals that are words (`print`, `__init__`): a file holding a match
+        has each one as a whole word, not only inside a longer one (`pprint`)."""
+        found = self._words.get(pattern.literals)
+        if found is None:
+            found = self._words[pattern.literals] = [
+                lit for lit in pattern.literals if _WORD.fullmatch(lit)
+            ]
         return found
 
     def matcher(self, pattern: CompiledPattern, grammar: Grammar, track: bool = False) -> Matcher:
@@ -228,6 +264,9 @@ class ProcessState:
                 return FileResult(path, skipped="binary")
         for literal in task.pattern.literals:
             if literal not in source:
+                return FileResult(path)
+        for word in self.words(task.pattern):
+            if not has_word(source, word):
                 return FileResult(path)
         for chain in self.chains(task.pattern):
             if chain.search(source) is None:
