@@ -184,3 +184,20 @@ def test_a_word_inside_a_longer_word_does_not_make_a_file_a_candidate(registry, 
     results = {r.path: r.count for r in state.run(task, str(tmp_path), sorted(WORD_CASES))}
     assert results == {"digits.py": 1, "edge.py": 1, "pprint.py": 0, "unicode.py": 2}
     assert len(state.cache) == 3  # pprint.py was ruled out before parsing
+
+
+def test_counted_matches_are_the_same_as_built_ones(registry) -> None:
+    from tether_astgrep.matcher import Matcher
+    from tether_astgrep.pattern import compile_pattern
+
+    grammar = registry.get("python")
+    source = b"".join(b"a%d = b\nif x:\n    c = (d := 1)\nf(e=2)\n" % i for i in range(30))
+    tree = grammar.parser().parse(source)
+    for pattern in ("$A = $B", "$X = $Y\nif $C: $$$B"):
+        matcher = Matcher(compile_pattern(pattern, grammar), grammar)
+        every = matcher.find(tree, source)
+        assert every
+        for keep in (0, 1, 7, None):
+            built, count = matcher.find_counted(tree, source, keep)
+            assert count == len(every)
+            assert built == (every if keep is None else every[:keep])

@@ -277,7 +277,12 @@ class ProcessState:
             tree = self.parser(grammar).parse(source)
             if self._caching and task.mode == "search":
                 self.cache.offer(path, st, source, tree)
-        found = matcher.find(tree, source)
+        if task.mode == "edit":
+            found = matcher.find(tree, source)
+            count = len(found)
+        else:
+            # past what this task may still describe, matches are counted, not built
+            found, count = matcher.find_counted(tree, source, self._keep)
         has_errors = tree.root_node.has_error
         if task.mode == "edit":
             if not found:
@@ -302,16 +307,14 @@ class ProcessState:
                 lossy_lines=applied.lossy_lines,
                 kept_lines=applied.kept_lines,
             )
-        if not found:
+        if not count:
             return FileResult(path, parse_errors=has_errors)
-        described = found
         if self._keep is not None:
-            described = found[: self._keep]
-            self._keep -= len(described)
+            self._keep -= len(found)
         return FileResult(
             path,
-            matches=tuple(_describe(m, source) for m in described),
-            count=len(found),
+            matches=tuple(_describe(m, source) for m in found),
+            count=count,
             parse_errors=has_errors,
         )
 

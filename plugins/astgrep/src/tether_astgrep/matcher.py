@@ -20,6 +20,7 @@ from tether_astgrep.grammars import Grammar
 from tether_astgrep.pattern import STRICTNESS, CompiledPattern, MetaVar, PItem, PNode
 
 Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
+_Raw = tuple[int, int, list[ts.Node], Env]  # a match not built yet: start, end, nodes, env
 
 
 @attrs.frozen
@@ -460,14 +461,34 @@ class Matcher:
 
     def find(self, tree: ts.Tree, source: bytes | None = None) -> list[Match]:
         """Every match in `tree`; `source` (the parsed bytes) enables the literal anchors."""
+        return self.find_counted(tree, source)[0]
+
+    def find_counted(
+        self, tree: ts.Tree, source: bytes | None = None, keep: int | None = None
+    ) -> tuple[list[Match], int]:
+        """The first `keep` matches in `tree` (all if None) and how many there are in all:
+        matches past `keep` are counted, never built."""
+        found = self._raw(tree, source)
+        found.sort(key=lambda r: (r[0], -r[1]))
+        unique: list[_Raw] = []
+        last = (-1, -1)
+        for r in found:  # one node wrapping another of the same span is one match
+            if (r[0], r[1]) != last:
+                unique.append(r)
+                last = (r[0], r[1])
+        built = unique if keep is None else unique[:keep]
+        return [self._match(nodes, env) for _, _, nodes, env in built], len(unique)
+
+    def _raw(self, tree: ts.Tree, source: bytes | None) -> list[_Raw]:
         root = tree.root_node
-        out: list[Match] = []
+        out: list[_Raw] = []
         if len(self.items) == 1:
             p = self.items[0]
+            node_match = self._node
             for cand in self._candidates(root, source):
-                env = self._node(p, cand, {})
+                env = node_match(p, cand, {})
                 if env is not None:
-                    out.append(self._match([cand], env))
+                    out.append((cand.start_byte, cand.end_byte, [cand], env))
         else:
             first = self.items[0]
             seen: set[tuple[int, int]] = set()
@@ -489,18 +510,10 @@ class Matcher:
                 end = env.pop("\0end")
                 matched = kids[idx:end]
                 if matched:
-                    out.append(self._match(matched, env))
+                    out.append((matched[0].start_byte, matched[-1].end_byte, matched, env))
         for other in self._also:
-            out.extend(other.find(tree, source))
-        out.sort(key=lambda m: (m.start_byte, -m.end_byte))
-        unique: list[Match] = []
-        for m in out:  # one node wrapping another of the same span is one match
-            if not unique or (unique[-1].start_byte, unique[-1].end_byte) != (
-                m.start_byte,
-                m.end_byte,
-            ):
-                unique.append(m)
-        return unique
+            out.extend(other._raw(tree, source))
+        return out
 
     def _match(self, nodes: list[ts.Node], env: Env) -> Match:
         caps: dict[str, tuple[int, int]] = {}
