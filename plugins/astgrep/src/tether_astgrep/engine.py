@@ -435,6 +435,7 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._next_id = 0
         self.replaced = 0  # workers killed for making no progress, and started anew
+        self._searches = 0
 
     @property
     def pids(self) -> list[int]:
@@ -456,7 +457,7 @@ class WorkerPool:
 
         per_worker = self.cache_bytes // self.size
         # A worker started after the run's first search (a replacement) caches at once.
-        cache_from = 2 if self._next_id == 0 else 1
+        cache_from = 2 if self._searches == 0 else 1
         parent, child = Pipe(duplex=True)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the worker
@@ -510,14 +511,27 @@ class WorkerPool:
                 self._start()
             self._next_id += 1
             task_id = self._next_id
-            shards: list[list[str]] = [[] for _ in range(self.size)]
-            for p in paths:
-                shards[zlib.crc32(p.encode()) % self.size].append(p)
-            chunks = [
+            # Each worker owns the files whose path hashes to it, so a later search finds its
+            # trees where it parsed them. The pool's first search caches nothing (a one-shot
+            # call never reuses what it read): it hands the next chunk to whichever worker is
+            # free, so a worker slowed by other load on the machine does not hold up the end.
+            shared = self._searches == 0
+            self._searches += 1
+            if shared:
+                shards = [list(paths)]
+            else:
+                shards = [[] for _ in range(self.size)]
+                for p in paths:
+                    shards[zlib.crc32(p.encode()) % self.size].append(p)
+            queues = [
                 [shard[k : k + CHUNK_FILES] for k in range(0, len(shard), CHUNK_FILES)]
                 for shard in shards
             ]
-            sent = [0] * self.size
+            taken = [0] * len(queues)  # chunks sent, per queue
+
+            def queue(i: int) -> int:
+                return 0 if shared else i
+
             given = [False] * self.size  # told about this task
             in_flight = [0] * self.size
             results: list[FileResult] = []
@@ -528,14 +542,16 @@ class WorkerPool:
                         return  # still answering an earlier search
                     self._conns[i].send(("task", task_id, task, root))
                     given[i] = True
-                while in_flight[i] < 2 and sent[i] < len(chunks[i]):
-                    self._conns[i].send(("chunk", task_id, sent[i], chunks[i][sent[i]]))
-                    sent[i] += 1
+                q = queue(i)
+                while in_flight[i] < 2 and taken[q] < len(queues[q]):
+                    self._conns[i].send(("chunk", task_id, taken[q], queues[q][taken[q]]))
+                    taken[q] += 1
                     in_flight[i] += 1
                     self._outstanding[i] += 1
 
             def pending(i: int) -> bool:
-                return in_flight[i] > 0 or sent[i] < len(chunks[i]) or not given[i]
+                q = queue(i)
+                return in_flight[i] > 0 or taken[q] < len(queues[q]) or not given[i]
 
             try:
                 for i in range(self.size):
