@@ -13,7 +13,8 @@ warm (the pattern asked for the first time in a `tether session` that has alread
 the corpus with other patterns), ast-grep (`ast-grep run -p P -l python`), both ratios (the
 median of `--repeat` interleaved runs each), the peak memory of each (tether: summed PSS of
 its process and workers, sampled in one more, untimed, call; ast-grep: its maximum RSS, from
-wait4), and both match counts. Calls ask for `max_results` 50, as an agent does; the counts
+wait4; for the warm session, in a second, untimed pass over the same patterns), and both
+match counts. Calls ask for `max_results` 50, as an agent does; the counts
 are tether's `total` (every match, counted past the 50) and ast-grep's JSON lines. The load
 average is printed before and after.
 """
@@ -291,17 +292,22 @@ def bench(corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
         print(f"  {pattern}: done", flush=True)
 
     session = Session(corpus)
+    warm_up = 0.0
+    for pattern in WARMUP:
+        warm_up += session.ask(pattern)[0]
+    for row in rows:
+        wall, reply = session.ask(row["pattern"])
+        row["warm"] = wall
+        row["warm_count"] = int(reply["meta"]["total"])
+        if warm_only:
+            row["tc_count"] = row["warm_count"]
+    # The memory of the warm session, in a second pass over the same patterns, untimed:
+    # reading the smaps of workers holding ~500 MB each takes their memory map's lock, and
+    # slowed the timed searches by up to half when it ran beside them.
     with PeakMemory(session.proc.pid) as mem:
-        warm_up = 0.0
-        for pattern in WARMUP:
-            warm_up += session.ask(pattern)[0]
-        for row in rows:
-            wall, reply = session.ask(row["pattern"])
-            row["warm"] = wall
-            row["warm_count"] = int(reply["meta"]["total"])
-            if warm_only:
-                row["tc_count"] = row["warm_count"]
-        session.close()
+        for pattern in [*WARMUP, *(r["pattern"] for r in rows)]:
+            session.ask(pattern)
+    session.close()
     load_after = os.getloadavg()
     print(f"warm-up ({', '.join(WARMUP)}): {warm_up:.2f} s")
     header = (
