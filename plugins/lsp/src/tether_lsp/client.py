@@ -141,6 +141,7 @@ class LspClient:
             request_timeout_s=request_timeout_s,
             first_request_timeout_s=first_request_timeout_s,
         )
+        # the protocol's calls, made on the session by the queries, rename and the supervisor
         self.request = self.rpc.request
         self.notify = self.rpc.notify
         self.answers = self.rpc.answers
