@@ -63,7 +63,8 @@ def definition(file: str) -> dict[str, Any]:
 
 
 def readers() -> dict[int, TaskInfo]:
-    """The running tasks that read a language server's output, by task id."""
+    """The running tasks that read a language server's output, by task id (anyio names a task
+    after its function: ``tether_lsp.rpc.RpcConnection._read_loop``)."""
     return {task.id: task for task in anyio.get_running_tasks() if task.name.endswith("_read_loop")}
 
 
