@@ -9,7 +9,7 @@ import pytest
 
 from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
 from tether.process import descendants, is_alive, spawn
-from tether.text import TailBuffer, cap, clock, duration, plural, truncate
+from tether.text import TailBuffer, cap, clock, duration, plural, timestamp, truncate
 
 pytestmark = pytest.mark.anyio
 
@@ -149,6 +149,8 @@ def test_one_wording_for_counts_durations_and_clocks():
         "2 h",
     ]
     assert clock(0) == "00:00:00 UTC"
+    # JSON gets ISO 8601, in the same zone, whatever TZ the process runs in
+    assert timestamp(1_796_125_389.7) == "2026-12-01T11:43:09+00:00"
 
 
 async def test_terminate_reaches_the_group_after_its_leader_exited():

@@ -24,7 +24,7 @@ import collections.abc
 import types
 import typing
 import weakref
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import PurePath
 from typing import Any, Generic, TypeVar
 
@@ -222,16 +222,16 @@ def _matches(value: Any, hint: Any) -> bool:
         if not isinstance(value, tuple):
             return False
         if len(args) == 2 and args[1] is Ellipsis:
-            return all(_matches(v, args[0]) for v in value)
+            return _all_match(value, args[0])
         return len(args) == len(value) and all(
             _matches(v, a) for v, a in zip(value, args, strict=True)
         )
     if origin in (list, collections.abc.Sequence):
         if not isinstance(value, list | tuple) or (origin is list and not isinstance(value, list)):
             return False
-        return not args or all(_matches(v, args[0]) for v in value)
+        return not args or _all_match(value, args[0])
     if origin in (set, frozenset, collections.abc.Set):
-        return isinstance(value, set | frozenset) and all(_matches(v, args[0]) for v in value)
+        return isinstance(value, set | frozenset) and _all_match(value, args[0])
     if origin in (dict, Mapping, collections.abc.Mapping):
         if not isinstance(value, Mapping):
             return False
@@ -241,6 +241,14 @@ def _matches(value: Any, hint: Any) -> bool:
     if origin is collections.abc.Callable:
         return callable(value)
     return isinstance(value, origin) if isinstance(origin, type) else True
+
+
+def _all_match(values: Iterable[Any], hint: Any) -> bool:
+    """Every one of ``values`` matches ``hint``; a plain ``str`` element type is checked without
+    the general walk (grammars' keyword sets have hundreds of them)."""
+    if hint is str:
+        return all(isinstance(v, str) for v in values)
+    return all(_matches(v, hint) for v in values)
 
 
 def _describe(hint: Any) -> str:

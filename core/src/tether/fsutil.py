@@ -22,7 +22,6 @@ can still lose them.
 
 from __future__ import annotations
 
-import ctypes
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -111,6 +110,8 @@ def sync_filesystem(fd: int) -> None:
     instead of an ``fsync`` per file (300 of them cost seconds); ``sync`` elsewhere."""
     global _libc
     if _libc is None:
+        import ctypes  # a write needs it, an import of tether does not
+
         try:
             _libc = ctypes.CDLL(None, use_errno=True)
             _libc.syncfs.argtypes = [ctypes.c_int]

@@ -6,10 +6,8 @@ Every process a plugin starts goes through :meth:`tether.Run.spawn` (or is adopt
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +25,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux), so daemonised
     grandchildren stay findable and killable. Used by the CLI; returns False where unsupported."""
+    import ctypes  # only the CLI needs it: not paid by every import of tether
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
@@ -291,6 +291,8 @@ async def spawn(
 
     Raises :class:`FileNotFoundError`/:class:`PermissionError` when the program cannot start.
     """
+    import subprocess  # the event loop imports it to start a process anyway; not at import time
+
     full_env: dict[str, Any] | None = None
     if env is not None or marker is not None:
         full_env = {**os.environ, **(env or {})}

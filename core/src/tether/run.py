@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextvars
 import inspect
 import itertools
-import logging
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -39,7 +38,14 @@ from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_resul
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
 
-log = logging.getLogger("tether")
+
+def _warn(message: str, *args: object) -> None:
+    """A warning on the ``tether`` logger; ``logging`` is imported when there is one to give."""
+    import logging
+
+    logging.getLogger("tether").warning(message, *args)
+
+
 T = TypeVar("T")
 D = TypeVar("D")
 
@@ -118,7 +124,7 @@ class Run:
         raw, notes = layer_config(harness, local, cls, table)
         for note in notes:
             note = f"workdir configuration: {note}"
-            log.warning("tether: %s", note)
+            _warn("tether: %s", note)
             self.config_notes.append(note)
             self._unsent_notes.append(note)
         return structure_config(raw, cls, table)
@@ -421,7 +427,7 @@ class Run:
         # the processes are terminated only after that
         await self.process_owner.close()
         for problem in self.problems:
-            log.warning("tether: %s", problem)
+            _warn("tether: %s", problem)
 
 
 @asynccontextmanager
@@ -454,7 +460,7 @@ async def open_run(
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     if _journal.pending(root):  # a change whose process died: finish or undo it first
         for line in _journal.recover(root):
-            log.warning("tether: recovered %s", line)
+            _warn("tether: recovered %s", line)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     try:
         async with anyio.create_task_group() as tg:

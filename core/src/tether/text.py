@@ -97,6 +97,12 @@ def clock(stamp: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(stamp))
 
 
+def timestamp(stamp: float) -> str:
+    """A wall-clock time (``time.time()``) as ISO 8601 in UTC, to the second, for JSON:
+    ``"2026-12-01T14:03:09+00:00"`` (what ``datetime.isoformat(timespec="seconds")`` gives)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(stamp))
+
+
 def truncate(text: str, limit: int) -> str:
     """``text`` or its first ``limit`` characters plus how many were cut."""
     if len(text) <= limit:

@@ -3,7 +3,6 @@ it dies or is reset, and stopped with the run."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,8 +20,6 @@ from tether_eval.kernels import (
     KernelSpec,
     KernelStartError,
 )
-
-log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -172,7 +169,11 @@ class Interpreters:
                 await self.get(language)
             except tether.ToolError as exc:
                 # The first call starts it again and reports the failure itself.
-                log.info("tether-eval: prestarting %s failed: %s", language, exc)
+                import logging
+
+                logging.getLogger(__name__).info(
+                    "tether-eval: prestarting %s failed: %s", language, exc
+                )
 
     async def aclose(self) -> None:
         self._closed = True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 import attrs
@@ -107,9 +106,7 @@ def _meta(worker: Worker) -> dict[str, object]:
         "exit_code": worker.exit_code,
         "attempts": worker.attempts,
         "started_at": (
-            None
-            if worker.started_at is None
-            else datetime.fromtimestamp(worker.started_at, UTC).isoformat(timespec="seconds")
+            None if worker.started_at is None else tether.text.timestamp(worker.started_at)
         ),
         "worktree": str(worker.tree.path) if worker.tree is not None else None,
     }
