@@ -353,17 +353,8 @@ class LspClient:
             )
             self.documents[uri] = doc
             self._snapshot.pop(str(path), None)
-            await self.notify(
-                "textDocument/didOpen",
-                {
-                    "textDocument": {
-                        "uri": uri,
-                        "languageId": language_id,
-                        "version": 1,
-                        "text": text,
-                    }
-                },
-            )
+            item = {"uri": uri, "languageId": language_id, "version": 1, "text": text}
+            await self.notify("textDocument/didOpen", {"textDocument": item})
             return doc, True
         doc.mtime_ns, doc.size = stat.st_mtime_ns, stat.st_size
         if text == doc.text:
