@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import pytest
 from anyio import TaskInfo
+from lsp_testkit import copy_project, need
 
 import tether
 from tether.process import is_alive
@@ -73,41 +74,57 @@ def finished(task: TaskInfo) -> bool:
     return inspect.getcoroutinestate(task.coro) == inspect.CORO_CLOSED  # type: ignore[arg-type]
 
 
+JEDI_DEFINITION = {"action": "definition", "file": "pkg/use.py", "line": 3, "symbol": "make_square"}
+
+
+@pytest.mark.parametrize(
+    ("closed", "server", "other"),
+    [
+        pytest.param("main.fake", "fake", "main.other", id="fake"),
+        pytest.param("pkg/use.py", "jedi-language-server", "main.fake", id="jedi-language-server"),
+    ],
+)
 async def test_closing_a_client_ends_its_reader_and_leaves_the_run_working(
-    tmp_path: Path,
+    tmp_path: Path, closed: str, server: str, other: str
 ) -> None:
+    ask, config = definition(closed), CONFIG
+    if server != "fake":  # a real server, beside the fake
+        need(server)
+        tmp_path = copy_project("pyproj", tmp_path)
+        ask = JEDI_DEFINITION
+        config = {**CONFIG, "lsp": {**CONFIG["lsp"], "servers": {"python": [server]}}}
     project(tmp_path)
-    async with tether.open_run(tmp_path, config=CONFIG, plugins=[TwoServers()]) as run:
+    async with tether.open_run(tmp_path, config=config, plugins=[TwoServers()]) as run:
         # this task entered the run's task group: its direct children are the run's tasks
         run_host = anyio.get_current_task().id
         supervisor = run.resource(SUPERVISOR)
-        await call_ok(run, "lsp", definition("main.fake"))
-        (fake,) = supervisor.clients
+        await call_ok(run, "lsp", ask)
+        (client,) = supervisor.clients
         (reader,) = readers().values()
         # the reader is held by the connection's own task group, not by the run's
         assert reader.parent_id != run_host
         holder = {task.id: task for task in anyio.get_running_tasks()}[reader.parent_id]
-        await call_ok(run, "lsp", definition("main.other"))
+        await call_ok(run, "lsp", definition(other))
         assert len(readers()) == 2
-        old_pid = fake.pid
+        old_pid = client.pid
         assert old_pid is not None and is_alive(old_pid)
 
         # what the supervisor does on a restart: close the client, start a new one
-        said = await supervisor.reload(tmp_path / "main.fake")
-        assert said.startswith("restarted fake for ."), said
+        said = await supervisor.reload(tmp_path / closed)
+        assert said.startswith(f"restarted {server} for ."), said
         # closed means ended, at once: its reader and the task that held it are done, and the
         # process is reaped
         assert finished(reader) and finished(holder)
         assert not is_alive(old_pid)
-        assert not fake.alive and fake.exit_reason == "closed by tether"
-        assert len(readers()) == 2  # the new fake's and other's
+        assert not client.alive and client.exit_reason == "closed by tether"
+        assert len(readers()) == 2  # the new server's and the other's
 
-        # the run works: both servers answer, the fake from its new process
-        await call_ok(run, "lsp", definition("main.other"))
-        await call_ok(run, "lsp", definition("main.fake"))
-        new = next(client for client in supervisor.clients if client.spec.id == "fake")
+        # the run works: both servers answer, the restarted one from its new process
+        await call_ok(run, "lsp", definition(other))
+        await call_ok(run, "lsp", ask)
+        (new,) = [c for c in supervisor.clients if c.spec.id == server]
         assert new.pid != old_pid and new.alive
-        await call_ok(run, "read", {"path": "main.fake"})
+        await call_ok(run, "read", {"path": closed})
 
 
 @pytest.mark.parametrize(
