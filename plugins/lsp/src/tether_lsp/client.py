@@ -230,6 +230,7 @@ class LspClient:
     # -- the server's requests and notifications -------------------------------------------
 
     def _answer(self, method: str, params: Any) -> Any:
+        """The result for a request of the server; :class:`MethodNotFound` for the others."""
         if method == "workspace/configuration":
             items = (params or {}).get("items", [])
             self.configured = True
