@@ -36,6 +36,8 @@ AFTER_LOAD = [
     # run resources: imported by the hook that wires them into a run
     "tether_lsp.supervisor",
     "tether_lsp.client",
+    "tether_lsp.rpc",
+    "tether_lsp.documents",
     "tether_debug.supervisor",
     "tether_debug.session",
     "tether_vibe.roster",
@@ -51,6 +53,8 @@ AFTER_RUN = [
     "tether.cli",
     # tool implementations: imported by the first call that needs them
     "tether_lsp.client",
+    "tether_lsp.rpc",
+    "tether_lsp.documents",
     "tether_lsp.queries",
     "tether_lsp.after_write",
     "tether_lsp.checker",

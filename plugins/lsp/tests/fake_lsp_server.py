@@ -13,6 +13,8 @@ pushes its diagnostics SLOW_S seconds after each change. Every message it receiv
 to LOG (one method name a line; a hover with its id). MODE ``spin`` computes a hover for SPIN_S
 seconds, burning CPU and reading nothing meanwhile (a busy single-threaded server). MODE
 ``huge`` answers hover with HUGE_BYTES of contents (over a client's lowered message limit).
+MODE ``garbage`` answers hover with bytes that are not a framed message, ``not-object`` with a
+framed JSON array instead of an object.
 """
 
 from __future__ import annotations
@@ -162,6 +164,10 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
             await writer.write(
                 {"jsonrpc": "2.0", "id": request_id, "result": {"contents": contents}}
             )
+        elif method == "textDocument/hover" and MODE == "garbage":
+            STDOUT.write(b"this is not LSP\r\n\r\n")
+        elif method == "textDocument/hover" and MODE == "not-object":
+            await writer.write([1, 2])
         elif method == "textDocument/hover" and MODE == "slow":
             group.start_soon(later, SLOW_S, writer, hover_answer(request_id, message["params"]))
         elif method == "textDocument/references" and MODE == "many":

@@ -192,9 +192,9 @@ def test_a_slow_first_answer_reaches_the_next_identical_call(tmp_path: Path) -> 
 def test_a_message_over_the_limit_is_skipped_and_the_server_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tether_lsp import client
+    from tether_lsp import rpc
 
-    monkeypatch.setattr(client, "MAX_MESSAGE_BYTES", 1_000_000)
+    monkeypatch.setattr(rpc, "MAX_MESSAGE_BYTES", 1_000_000)
     make_project(tmp_path)
     with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path, "huge")]) as run:
         caller = Caller(run)

@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 
 from tether.paths import relative
-from tether_lsp.client import LspClient, uri_to_path
+from tether_lsp.client import LspClient
+from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
 from tether_lsp.supervisor import SKIP_DIRS
 

@@ -12,7 +12,8 @@ import attrs
 import tether
 from tether.text import cap, truncate
 from tether_lsp import crosscheck
-from tether_lsp.client import LspClient, OpenDocument, uri_to_path
+from tether_lsp.client import LspClient
+from tether_lsp.documents import OpenDocument, uri_to_path
 from tether_lsp.ledger import diagnostic_key
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
 from tether_lsp.render import (

@@ -9,7 +9,7 @@ import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes
 from tether.paths import confine
 from tether_lsp import crosscheck
-from tether_lsp.client import uri_to_path
+from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import apply_text_edits
 from tether_lsp.queries import Session
 

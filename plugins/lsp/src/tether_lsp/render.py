@@ -8,7 +8,8 @@ from typing import Any
 import attrs
 
 from tether.text import truncate
-from tether_lsp.client import LspClient, uri_to_path
+from tether_lsp.client import LspClient
+from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
 
 SYMBOL_KINDS = {

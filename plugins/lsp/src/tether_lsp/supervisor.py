@@ -21,7 +21,7 @@ from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import pin_workspace_loads
 
 if TYPE_CHECKING:
-    # the client (JSON-RPC, framing) is imported when the first server starts
+    # the client (the session, its JSON-RPC connection) is imported when the first server starts
     from tether_lsp.client import LspClient
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}

@@ -1,0 +1,89 @@
+"""Files as a language server sees them: their URIs, the documents it was sent (text and
+version), the diagnostics it published for them, and the scan that finds the files changed behind
+its back (by a shell, git) between two queries."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+
+@attrs.define
+class OpenDocument:
+    """A file the server was sent (``didOpen``), as it was last sent."""
+
+    path: Path
+    uri: str
+    language_id: str
+    version: int
+    text: str
+    mtime_ns: int
+    size: int
+    #: the publish sequence number when this text was sent: a publish without a ``version``
+    #: (typescript-language-server's) belongs to this text only when it came after
+    sent_seq: int = 0
+
+
+@attrs.frozen
+class Published:
+    """The diagnostics the server last gave for a file: ``seq`` counts the publishes."""
+
+    seq: int
+    version: int | None
+    items: list[dict[str, Any]]
+
+
+def path_to_uri(path: Path) -> str:
+    return path.as_uri()
+
+
+def uri_to_path(uri: str) -> Path | None:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+_SCAN_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
+SCAN_LIMIT = 50_000
+
+
+def scan_root(root: Path, suffixes: frozenset[str]) -> dict[str, tuple[int, int]]:
+    """path -> (mtime_ns, size) of the source files under ``root`` (bounded)."""
+    found: dict[str, tuple[int, int]] = {}
+    stack = [str(root)]
+    while stack and len(found) < SCAN_LIMIT:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SCAN_SKIP and not entry.name.startswith("."):
+                        stack.append(entry.path)
+                elif os.path.splitext(entry.name)[1] in suffixes:
+                    stat = entry.stat()
+                    found[entry.path] = (stat.st_mtime_ns, stat.st_size)
+            except OSError:
+                continue
+    return found
+
+
+def file_events(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> list[dict[str, Any]]:
+    """The ``workspace/didChangeWatchedFiles`` events from one :func:`scan_root` to the next:
+    created (1), changed (2), deleted (3)."""
+    events = [
+        {"uri": Path(path).as_uri(), "type": 1 if path not in before else 2}
+        for path, stamp in after.items()
+        if before.get(path) != stamp
+    ]
+    events += [{"uri": Path(path).as_uri(), "type": 3} for path in before if path not in after]
+    return events
