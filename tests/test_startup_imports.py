@@ -61,6 +61,10 @@ AFTER_RUN = [
     "tether_lsp.rename",
     "tether_files.patch",
     "difflib",
+    "tether_astgrep.engine",
+    "tether_astgrep.matcher",
+    "tether_astgrep.pattern",
+    "tether_astgrep.rewrite",
     # astgrep's forked workers (and the pickle they bring), eval's kernel sources
     "multiprocessing",
     "multiprocessing.connection",

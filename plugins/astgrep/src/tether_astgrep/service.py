@@ -6,6 +6,7 @@ import itertools
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.to_thread
@@ -14,10 +15,12 @@ import attrs
 import tether
 from tether.config import config_field, workdir_may_set
 from tether.paths import confine
-from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerError, WorkerPool
 from tether_astgrep.files import RunCommand, list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
-from tether_astgrep.pattern import CompiledPattern, PatternError, compile_readings
+
+if TYPE_CHECKING:  # the engine and the pattern compiler are imported by the first search
+    from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerPool
+    from tether_astgrep.pattern import CompiledPattern
 
 # A search that finds nothing tries this many other readings of its pattern, to say so.
 OTHER_READINGS = 3
@@ -84,25 +87,36 @@ class AstgrepService:
         self._run_command = run_command
         self.registry = registry
         self.config = config
-        cache = config.cache_mb * 1024 * 1024
-        # Large searches run in the workers, so they get most of the budget.
-        local = cache if config.workers <= 0 else min(cache // 8, 64 * 1024 * 1024)
-        self._local = ProcessState(registry, local, cache_from_search=2)
+        self._on_worker_start = on_worker_start
+        self._on_worker_exit = on_worker_exit
+        # the search engine, made by the first search: a run that never searches never
+        # imports it (tree-sitter matching, the worker pool, multiprocessing)
+        self._local: ProcessState | None = None
         self._local_lock = anyio.Lock()
-        self._pool = (
-            WorkerPool(
-                registry,
-                config.workers,
-                cache - local,
-                on_start=on_worker_start,
-                on_exit=on_worker_exit,
-            )
-            if config.workers > 0
-            else None
-        )
+        self._pool: WorkerPool | None = None
         self.staged: dict[str, StagedEdit] = {}
         self.resolved: dict[str, str] = {}  # edit id -> accepted / discarded / rejected / failed
         self._edit_ids = itertools.count(1)
+
+    def _engine(self) -> tuple[ProcessState, WorkerPool | None]:
+        """The run's own search state and its worker pool (None: no workers), made once."""
+        if self._local is None:
+            from tether_astgrep.engine import ProcessState, WorkerPool
+
+            config = self.config
+            cache = config.cache_mb * 1024 * 1024
+            # Large searches run in the workers, so they get most of the budget.
+            local = cache if config.workers <= 0 else min(cache // 8, 64 * 1024 * 1024)
+            if config.workers > 0:
+                self._pool = WorkerPool(
+                    self.registry,
+                    config.workers,
+                    cache - local,
+                    on_start=self._on_worker_start,
+                    on_exit=self._on_worker_exit,
+                )
+            self._local = ProcessState(self.registry, local, cache_from_search=2)
+        return self._local, self._pool
 
     async def aclose(self) -> None:
         if self._pool is not None:
@@ -116,9 +130,9 @@ class AstgrepService:
     async def cache_stats(self) -> list[dict[str, int]]:
         """Each worker's cache (entries, estimated bytes used, budget, hits); the run's own
         process's if it has no workers. A worker busy with an earlier search is left out."""
-        if self._pool is None:
-            return [self._local.cache.stats()]
-        pool = self._pool
+        local, pool = self._engine()
+        if pool is None:
+            return [local.cache.stats()]
         found = await anyio.to_thread.run_sync(pool.stats)
         return [s for s in found if s is not None]
 
@@ -206,6 +220,9 @@ class AstgrepService:
             # in path order: each process describes its first max_results matches in the
             # order it is given its files, and the run keeps the first of those by path
             files = sorted(f for f in files if self.registry.for_path(f) is grammar)
+        from tether_astgrep.engine import Task
+        from tether_astgrep.pattern import PatternError, compile_readings
+
         try:
             readings = compile_readings(
                 pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
@@ -253,10 +270,12 @@ class AstgrepService:
         )
 
     async def _run(self, task: Task, files: list[str]) -> tuple[list[FileResult], bool]:
+        from tether_astgrep.engine import WorkerError
+
         root = str(self.workdir)
         stall = self.config.search_timeout_s
-        if self._pool is not None and len(files) >= self.config.parallel_min_files:
-            pool = self._pool
+        local, pool = self._engine()
+        if pool is not None and len(files) >= self.config.parallel_min_files:
             try:
                 done = await anyio.to_thread.run_sync(
                     lambda: pool.run(task, root, files, stall), abandon_on_cancel=True
@@ -265,7 +284,7 @@ class AstgrepService:
                 raise tether.ToolError(str(exc)) from None
             return done.results, done.stalled
         async with self._local_lock:
-            return await anyio.to_thread.run_sync(self._local.run, task, root, files), False
+            return await anyio.to_thread.run_sync(local.run, task, root, files), False
 
     def stage(self, outcome: SearchOutcome) -> StagedEdit:
         assert not outcome.stalled, "a partial rewrite is never staged"
