@@ -3,8 +3,9 @@
     uv sync --package tether-astgrep --group bench
     uv run python plugins/astgrep/benchmarks/bench_stdlib.py [--repeat 3] [--corpus DIR] [--big]
 
-Corpora: a copy of this Python's stdlib (default), `--corpus DIR`, and with `--big` one of at
-least 18,000 `.py` files assembled at run time from real code already on the machine (the
+Corpora: a small project (every sixth file of this Python's stdlib, about 300 files; left out
+with `--no-small` or `--corpus`), then a copy of the whole stdlib or `--corpus DIR`, and with
+`--big` one of at least 18,000 `.py` files assembled at run time from real code already on the machine (the
 pyenv interpreters' libraries and site-packages, /usr/lib/python3*, virtual environments'
 site-packages; hard links where possible), deleted afterwards, never committed.
 
@@ -74,13 +75,17 @@ def compile_bytecode() -> None:
             compileall.compile_dir(path, quiet=1)
 
 
-def copy_stdlib(dest: Path) -> Path:
+def copy_stdlib(dest: Path, every: int = 1) -> Path:
+    """This Python's stdlib, or every `every`-th of its files in path order (a small project:
+    `every=6` gives about 300 files, 5 MB)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    for src in stdlib.rglob("*.py"):
-        rel = src.relative_to(stdlib)
-        if rel.parts[0] in ("site-packages", "dist-packages"):
-            continue
-        target = dest / rel
+    sources = sorted(
+        src
+        for src in stdlib.rglob("*.py")
+        if src.relative_to(stdlib).parts[0] not in ("site-packages", "dist-packages")
+    )
+    for src in sources[every - 1 :: every]:
+        target = dest / src.relative_to(stdlib)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)
     return dest
@@ -345,6 +350,9 @@ def bench(corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, help="default: a copy of this Python's stdlib")
+    parser.add_argument(
+        "--no-small", action="store_true", help="skip the small project (every 6th stdlib file)"
+    )
     parser.add_argument("--big", action="store_true", help="also a corpus of >= 18,000 files")
     parser.add_argument("--big-only", action="store_true", help="only the >= 18,000-file one")
     parser.add_argument("--big-files", type=int, default=18_000)
@@ -361,6 +369,8 @@ def main() -> None:
         compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:
         corpora = []
+        if not opts.big_only and not opts.corpus and not opts.no_small:
+            corpora.append(copy_stdlib(Path(tmp) / "small", every=6))
         if not opts.big_only:
             corpora.append(
                 opts.corpus.resolve() if opts.corpus else copy_stdlib(Path(tmp) / "stdlib")

@@ -201,3 +201,20 @@ def test_counted_matches_are_the_same_as_built_ones(registry) -> None:
             built, count = matcher.find_counted(tree, source, keep)
             assert count == len(every)
             assert built == (every if keep is None else every[:keep])
+
+
+@pytest.mark.parametrize(("files", "takers"), [(0, 2), (1, 2), (279, 2), (1790, 2), (500, 1)])
+def test_chunks_shrink_towards_the_end_so_no_worker_is_left_with_much(files, takers) -> None:
+    from tether_astgrep.engine import CHUNK_FILES, chunked
+
+    paths = [f"f{i:05}.py" for i in range(files)]
+    chunks = chunked(paths, takers)
+    assert [p for c in chunks for p in c] == paths  # every file once, in order
+    sizes = [len(c) for c in chunks]
+    assert sizes == sorted(sizes, reverse=True) and all(0 < s <= CHUNK_FILES for s in sizes)
+    left = files
+    for size in sizes:  # never more than a quarter of what is left per taker (at least 1)
+        assert size <= max(1, left // (4 * takers))
+        left -= size
+    if files >= 4 * takers:  # the last 4 files per taker go out one by one
+        assert sizes[-4 * takers :] == [1] * (4 * takers)

@@ -35,7 +35,7 @@ CACHED_BYTES_PER_SOURCE_BYTE = 30
 ENTRY_OVERHEAD_BYTES = 1024  # the entry, its key, the bytes and Tree objects
 BINARY_SNIFF_BYTES = 8192
 MAX_TEXT_CHARS = 2000  # of a match or capture sent back from a search
-CHUNK_FILES = 32  # files per message to a worker; two messages in flight per worker
+CHUNK_FILES = 32  # most files per message to a worker; two messages in flight per worker
 
 
 @attrs.frozen
@@ -370,6 +370,19 @@ def _worker_main(
             conn.send(("stats", msg[1], 0, state.cache.stats(), None))
 
 
+def chunked(paths: Sequence[str], takers: int) -> list[list[str]]:
+    """`paths` in chunks for `takers` workers: up to `CHUNK_FILES` files each, shrinking
+    towards the end (a quarter of what is left per taker), so that when the last chunk comes
+    back no worker is left with much more than one file still to parse."""
+    out = []
+    k = 0
+    while k < len(paths):
+        size = max(1, min(CHUNK_FILES, (len(paths) - k) // (4 * takers)))
+        out.append(list(paths[k : k + size]))
+        k += size
+    return out
+
+
 class WorkerError(Exception):
     pass
 
@@ -523,10 +536,7 @@ class WorkerPool:
                 shards = [[] for _ in range(self.size)]
                 for p in paths:
                     shards[zlib.crc32(p.encode()) % self.size].append(p)
-            queues = [
-                [shard[k : k + CHUNK_FILES] for k in range(0, len(shard), CHUNK_FILES)]
-                for shard in shards
-            ]
+            queues = [chunked(shard, self.size if shared else 1) for shard in shards]
             taken = [0] * len(queues)  # chunks sent, per queue
 
             def queue(i: int) -> int:

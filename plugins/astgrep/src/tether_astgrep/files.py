@@ -75,8 +75,6 @@ async def _git_files(run_command: RunCommand, root: Path) -> list[str] | None:
 
 
 def _walk_files(root: Path) -> FileListing:
-    import pathspec  # only a checkout without git pays for it
-
     out: list[str] = []
     unreadable: list[str] = []
     # (directory relative to root, spec) for every .gitignore seen on the way down
@@ -95,6 +93,8 @@ def _walk_files(root: Path) -> FileListing:
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
         if ".gitignore" in filenames:
+            import pathspec  # only a directory with a .gitignore and no git pays for it
+
             try:
                 lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
                 specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
