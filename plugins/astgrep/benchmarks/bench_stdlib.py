@@ -5,9 +5,9 @@
 
 Corpora: a small project (every sixth file of this Python's stdlib, about 300 files; left out
 with `--no-small` or `--corpus`), then a copy of the whole stdlib or `--corpus DIR`, and with
-`--big` one of at least 18,000 `.py` files assembled at run time from real code already on the machine (the
-pyenv interpreters' libraries and site-packages, /usr/lib/python3*, virtual environments'
-site-packages; hard links where possible), deleted afterwards, never committed.
+`--big` one of at least 18,000 `.py` files assembled at run time from real code already on the
+machine (the pyenv interpreters' libraries and site-packages, /usr/lib/python3*, virtual
+environments' site-packages; hard links where possible), deleted afterwards, never committed.
 
 Per pattern it prints: tether cold (a fresh `tether call` process, as a user runs it), tether
 warm (the pattern asked for the first time in a `tether session` that has already searched
