@@ -112,7 +112,7 @@ def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--workdir", default=".", help="the checkout (default: .)")
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
     add_run_options(p)
-    p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
+    p.add_argument("--format", choices=["json", "openai", "anthropic", "gemini"], default="json")
     # the session's own flags, accepted so `tether tools` takes a session's command line as is
     # (neither changes which tools are registered)
     p.add_argument("--interactive", action="store_true", help="accepted, as for session")
