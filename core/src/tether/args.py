@@ -443,7 +443,7 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         return {"type": "array", "items": _type_schema(item) if item is not Any else {}}
     if tp is dict or origin is dict:
         args = get_args(tp)
-        schema = {"type": "object"}
+        schema: dict[str, Any] = {"type": "object"}
         if args and args[1] is not Any:
             schema["additionalProperties"] = _type_schema(args[1])
         return schema

@@ -152,7 +152,11 @@ def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, 
     config = read_config_file(ns.config) if ns.config is not None else {}
     if getattr(ns, "approve", None):
         core = dict(config.get("core", {}))
-        core["approval"] = policy_for_auto_up_to(Tier(ns.approve))
+        # the tiers are --approve's; per-tool and per-action entries of --config FILE stay
+        core["approval"] = {
+            **dict(core.get("approval", {})),
+            **policy_for_auto_up_to(Tier(ns.approve)),
+        }
         config["core"] = core
     return workdir, config, load_workdir_config(workdir)
 
