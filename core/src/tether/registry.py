@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from tether.args import object_schema, openapi_schema
 from tether.errors import PluginError, ToolError
@@ -77,8 +77,9 @@ class ToolRegistry:
     def schemas(
         self, surface: str = "default", format: SchemaFormat = "json"
     ) -> list[dict[str, Any]]:
-        if format not in ("json", "openai", "anthropic", "gemini"):
-            raise ValueError(f"format: expected json, openai, anthropic or gemini, got {format!r}")
+        if format not in get_args(SchemaFormat):
+            known = ", ".join(get_args(SchemaFormat))
+            raise ValueError(f"format: expected one of {known}, got {format!r}")
         return [_schema(spec, format) for spec in self.tools_for(surface)]
 
     def not_on_surface(self, name: str, surface: str, failed: list[str]) -> str:
