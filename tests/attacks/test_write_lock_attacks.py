@@ -20,11 +20,9 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,34 +129,53 @@ def test_two_sessions_editing_one_file_lose_no_answered_edit(tmp_path, tally):
 
 # --- kills under CPU contention, with a second process writing and recovering ------------------
 
-# A process that has imported tether and forks one change per line it reads, so that each attempt
-# costs a fork, not an interpreter start: the child prints "ready <pid>" once its run is open and
-# applies the 300-file patch; the parent prints "exit <pid> <status>" when it is gone.
+# A process that has imported tether and forks one change per line it reads ("go DELAY"), so
+# that each attempt costs a fork, not an interpreter start. The child applies the 300-file patch
+# once its run is open; DELAY seconds after that the zygote SIGKILLs it if it is still running
+# (the zygote is its parent: the pid cannot have been reused), then answers
+# "exit <status> <seconds since the run was open>".
 ZYGOTE = r"""
-import os, sys
+import os, signal, sys, time
 import anyio, tether
 import tether_files.hooks as files_hooks
 
 work, patch = sys.argv[1], open(sys.argv[2]).read()
 WRITE = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "deny"}}}
 
-async def change():
-    async with tether.open_run(work, entry_points=False, plugins=[files_hooks], config=WRITE) as run:
-        os.write(1, f"ready {os.getpid()}\n".encode())
-        result = await run.call("apply_patch", {"patch": patch})
-        assert not result.is_error, result.text_content
+def change(ready):
+    async def main():
+        async with tether.open_run(
+            work, entry_points=False, plugins=[files_hooks], config=WRITE
+        ) as run:
+            os.write(ready, b"go")
+            result = await run.call("apply_patch", {"patch": patch})
+            assert not result.is_error, result.text_content
+    anyio.run(main)
 
 for line in sys.stdin:
+    delay = float(line.split()[1])
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            anyio.run(change)
+            os.close(ready_r)
+            change(ready_w)
             code = 0
         finally:
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    os.write(1, f"exit {pid} {status}\n".encode())
+    os.close(ready_w)
+    os.read(ready_r, 2)
+    os.close(ready_r)
+    started = time.monotonic()
+    done, status = os.waitpid(pid, 0 if delay < 0 else os.WNOHANG)
+    while not done and time.monotonic() - started < delay:
+        time.sleep(0.001)
+        done, status = os.waitpid(pid, os.WNOHANG)
+    if not done:
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    print(f"exit {status} {time.monotonic() - started:.3f}", flush=True)
 """
 
 
@@ -282,25 +299,27 @@ def test_random_kills_under_contention_leave_no_partial_change(tmp_path, tally, 
     assert zygote.stdin is not None and zygote.stdout is not None
     side = SideWriter(work, tmp_path / "side.err")
 
-    def attempt() -> tuple[int, float]:
-        """Start one change; its pid and when it said it was ready."""
-        zygote.stdin.write("go\n")  # type: ignore[union-attr]
+    def attempt(delay: float) -> tuple[int, float]:
+        """One change, killed ``delay`` s after its run opened (-1: never); its exit status and
+        how long it ran."""
+        zygote.stdin.write(f"go {delay}\n")  # type: ignore[union-attr]
         zygote.stdin.flush()  # type: ignore[union-attr]
         line = zygote.stdout.readline().split()  # type: ignore[union-attr]
-        assert line[0] == "ready", line
-        return int(line[1]), time.monotonic()
+        assert line[0] == "exit", line
+        return int(line[1]), float(line[2])
 
-    def reaped(pid: int) -> int:
-        line = zygote.stdout.readline().split()  # type: ignore[union-attr]
-        assert line[:2] == ["exit", str(pid)], line
-        return int(line[2])
-
-    figures = {"tried": 0, "partial": 0, "temp_files": 0, "side_lost": 0, "mid_change": 0}
+    figures = {
+        "tried": 0,
+        "finished_first": 0,
+        "partial": 0,
+        "temp_files": 0,
+        "side_lost": 0,
+        "mid_change": 0,
+    }
     try:
         # one change left alone: the state it leads to, and how long it takes beside the others
-        pid, started = attempt()
-        assert reaped(pid) == 0
-        duration = time.monotonic() - started
+        status, duration = attempt(-1)
+        assert status == 0
         new = change_tree(work)
         assert new != old
         rng = random.Random(20261202)
@@ -310,10 +329,8 @@ def test_random_kills_under_contention_leave_no_partial_change(tmp_path, tally, 
                     shutil.rmtree(work / "src")
                     shutil.rmtree(work / "new", ignore_errors=True)
                     seed_files(work)
-            pid, _ = attempt()
-            time.sleep(rng.uniform(0, duration))
-            os.kill(pid, signal.SIGKILL)
-            reaped(pid)
+            status, _ = attempt(rng.uniform(0, duration))
+            figures["finished_first"] += int(status == 0)
             # what the second process (or else this one) recovered, seen while no change can run
             with workdir_lock(work):
                 mid = pending(work)
@@ -323,6 +340,7 @@ def test_random_kills_under_contention_leave_no_partial_change(tmp_path, tally, 
             temps = sum(".tether-" in name for name in after)
             whole = after in (old, new)
             figures["tried"] += 1
+            figures["ended_new"] += int(after == new)
             figures["partial"] += int(not whole)
             figures["temp_files"] += temps
             figures["side_lost"] += lost_side
