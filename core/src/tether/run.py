@@ -459,8 +459,12 @@ async def open_run(
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     if _journal.pending(root):  # a change whose process died: finish or undo it first
-        for line in _journal.recover(root):
-            _warn("tether: recovered %s", line)
+        try:
+            # off the event loop: another process's change may hold the workdir's write lock
+            for line in await anyio.to_thread.run_sync(_journal.recover, root):
+                _warn("tether: recovered %s", line)
+        except _journal.WorkdirBusy as exc:  # the run's first write recovers under the lock
+            _warn("tether: recovery put off: %s", exc)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     try:
         async with anyio.create_task_group() as tg:

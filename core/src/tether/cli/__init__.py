@@ -28,7 +28,7 @@ from tether.cli.signals import Stop
 from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
-from tether.journal import recover
+from tether.journal import WorkdirBusy, recover
 from tether.person import CARD_STREAM, TERMINAL
 from tether.plugins import make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
@@ -172,7 +172,11 @@ def cmd_recover(ns: argparse.Namespace) -> int:
     workdir = Path(ns.workdir).resolve()
     if not workdir.is_dir():
         raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
-    report = recover(workdir)
+    try:
+        report = recover(workdir)
+    except WorkdirBusy as exc:  # a live change: nothing to recover until it is done
+        print(f"tether recover: {exc}", file=sys.stderr)
+        return 1
     for line in report:
         print(line)
     if not report:
