@@ -59,6 +59,8 @@ class Availability:
     root: Path | None
     resolution: Resolution
     markers: tuple[str, ...]
+    #: no marker was found and the adapter needs none: ``root`` is only the working directory
+    unmarked: bool = False
 
     @property
     def usable(self) -> bool:
@@ -74,7 +76,13 @@ class Availability:
         if problems:
             return "unusable: " + "; ".join(problems)
         where = relative(workdir, self.root) if self.root else "?"
-        return f"usable: {self.resolution.detail}; root {'the workdir' if where == '.' else where}"
+        where = "the workdir" if where == "." else where
+        if self.unmarked:
+            return (
+                f"usable: {self.resolution.detail}; no root marker ({', '.join(self.markers)}) "
+                f"needed: it runs from {where}"
+            )
+        return f"usable: {self.resolution.detail}; root {where}"
 
 
 class DebugAdapter:
@@ -126,6 +134,10 @@ class DebugAdapter:
     exception_filters: ClassVar[tuple[str, ...]] = ()
     #: What the adapter debugs, for ``adapters`` output.
     kind: ClassVar[str] = ""
+    #: The adapter debugs a program without any project file (lldb takes any executable with
+    #: debug information): its root markers only choose the working directory, the workdir
+    #: when none is found.
+    markers_optional: ClassVar[bool] = False
 
     def matches_program(self, program: Path) -> bool:
         """True if this adapter is the natural choice for ``program``."""
@@ -263,7 +275,10 @@ class Lldb(DebugAdapter):
     # LLVM 18 renamed lldb-vscode to lldb-dap; Debian 12 ships lldb-vscode-14.
     commands = (("lldb-dap",), ("lldb-vscode",), ("lldb-vscode-14",))
     probe_args = ("--help",)
+    # any ELF/Mach-O with debug information (Makefile, meson, autotools, a bare `cc -g`): the
+    # markers only choose the working directory
     root_markers = ("Cargo.toml", "CMakeLists.txt")
+    markers_optional = True
     attach_mode = "adapter"
     attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
     attach_pid = True
@@ -367,8 +382,11 @@ async def availability(
 ) -> Availability:
     """Check an adapter at call time: root marker ∩ a command that resolves and runs."""
     root = find_root(start, adapter.root_markers, workdir)
+    unmarked = root is None and adapter.markers_optional
+    if unmarked:
+        root = workdir
     resolution = await adapter.resolve(root or workdir, probe)
-    return Availability(adapter, root, resolution, adapter.root_markers)
+    return Availability(adapter, root, resolution, adapter.root_markers, unmarked)
 
 
 def _is_native(path: Path) -> bool:
