@@ -56,7 +56,10 @@ async def capabilities(adapter_id: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as workdir:
         (Path(workdir) / marker).write_text("module probe\n" if marker == "go.mod" else "")
         async with tether.open_run(
-            workdir, conversation_id="capabilities", plugins=[tether_debug.hooks], entry_points=False
+            workdir,
+            conversation_id="capabilities",
+            plugins=[tether_debug.hooks],
+            entry_points=False,
         ) as run:
             supervisor = run.resources["debug_supervisor"]
             adapter = supervisor.adapters()[adapter_id]

@@ -833,6 +833,10 @@ class DebugSession:
         caps, adapter_id = self.capabilities, self.adapter.id
         try:
             if reference is None and features.supports(caps, "set_expression"):
+                assert frame_id is not None
+                # assigning a name that does not exist would make a new variable (Python):
+                # only what already evaluates is set
+                await self._must_exist(name, frame_id)
                 arguments: dict[str, Any] = {"expression": name, "value": value}
                 if frame_id is not None:
                     arguments["frameId"] = frame_id
@@ -848,6 +852,19 @@ class DebugSession:
         except (DapError, DapTimeout, AdapterGone) as exc:
             raise ToolError(f"set_variable failed: {_traceback_tail(_reason(exc))}") from None
         return body, "setVariable"
+
+    async def _must_exist(self, name: str, frame_id: int) -> None:
+        try:
+            await self.client.request(
+                "evaluate", {"expression": name, "frameId": frame_id, "context": "watch"}
+            )
+        except DapError as exc:
+            why = _traceback_tail(exc.message).strip().splitlines()[-1:]
+            raise ArgumentError(
+                "name",
+                f"no variable {name!r} in frame_id {frame_id} ({' '.join(why)}); set_variable "
+                "changes an existing variable",
+            ) from None
 
     async def _scope_holding(self, name: str, frame_id: int) -> int:
         """The reference of the first (cheap) scope of the frame that has a variable ``name``."""

@@ -288,12 +288,19 @@ class DebugSupervisor:
                 )
         else:
             candidates = [a for a in self.adapters().values() if can(a)]
-            usable = []
+            usable, marked = [], []
             for candidate in candidates:
-                if (
-                    await availability(candidate, self.run.workdir, self.run.workdir, self.probe)
-                ).usable:
+                known = await availability(
+                    candidate, self.run.workdir, self.run.workdir, self.probe
+                )
+                if known.usable:
                     usable.append(candidate)
+                    if not known.unmarked:
+                        marked.append(candidate)
+            # an adapter whose root marker is here is the checkout's own (lldb, which needs no
+            # marker, is usable everywhere)
+            if len(marked) == 1:
+                usable = marked
             if len(usable) != 1:
                 names = ", ".join(a.id for a in (usable or candidates))
                 raise ArgumentError(
