@@ -8,7 +8,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
@@ -20,6 +20,9 @@ from tether.availability import (
     resolve_command,
 )
 from tether.paths import relative
+
+if TYPE_CHECKING:
+    from tether import Run
 
 #: Runs ``debugpy.adapter`` with TCP_QUICKACK/TCP_NODELAY on its sockets (see the file): without
 #: it every request that reaches pydevd waits ~44 ms on a delayed ACK (debugpy#2054).
@@ -193,6 +196,50 @@ class DebugAdapter:
         only there (no ``exited`` event); None otherwise."""
         return None
 
+    def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
+        """Whether an ``output`` event's body is a log point's message rather than the program's
+        own output. By default: one that names where it was produced (a source path and a line),
+        as delve tags its log points."""
+        source = body.get("source")
+        return isinstance(source, Mapping) and bool(source.get("path")) and "line" in body
+
+    async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
+        """Directories outside the workdir whose files the program loads (its interpreter's
+        standard library and packages, a toolchain, a module cache): breakpoints may go there.
+        Nothing is ever written there. None by default."""
+        return []
+
+
+@attrs.frozen
+class LibraryRoot:
+    """A directory of code the program loads from outside the workdir."""
+
+    path: Path
+    what: str  # "the standard library of /usr/bin/python3.11"
+
+
+async def _command_lines(run: Run, argv: Sequence[str]) -> list[str]:
+    """A short command's stdout lines; [] if it fails or runs out of time."""
+    try:
+        result = await run.run_command(argv, timeout_s=_ROOTS_TIMEOUT_S)
+    except OSError:
+        return []
+    if result.returncode != 0:
+        return []
+    return result.stdout.decode("utf-8", "replace").splitlines()
+
+
+_ROOTS_TIMEOUT_S = 15.0
+_PYTHON_ROOTS = (
+    "import site, sys, sysconfig\n"
+    "paths = sysconfig.get_paths()\n"
+    "print('the standard library', paths['stdlib'])\n"
+    "print('the standard library', paths['platstdlib'])\n"
+    "print('installed packages', paths['purelib'])\n"
+    "print('installed packages', paths['platlib'])\n"
+    "for p in site.getsitepackages(): print('installed packages', p)\n"
+)
+
 
 class Debugpy(DebugAdapter):
     id = "debugpy"
@@ -251,10 +298,29 @@ class Debugpy(DebugAdapter):
             # integratedTerminal makes debugpy send runInTerminal before `initialized`
             "console": "internalConsole",
             "redirectOutput": True,
-            # justMyCode silently ignores breakpoints in installed packages (debugpy#354)
-            "justMyCode": not any("site-packages" in p.parts for p in breakpoint_files),
+            # justMyCode silently ignores breakpoints in installed packages and the standard
+            # library (debugpy#354): off when a breakpoint is in a library root
+            "justMyCode": not any(
+                "site-packages" in p.parts or not p.is_relative_to(cwd) for p in breakpoint_files
+            ),
             "subProcess": False,
         }
+
+    def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
+        # pydevd tags a log point's message with a source (empty); the program's output has none
+        return "source" in body and body.get("category") == "stdout"
+
+    async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
+        # the debuggee's own interpreter: its standard library and installed packages
+        python = (resolution.launch_defaults.get("python") or [None])[0]
+        if not python:
+            return []
+        roots = []
+        for line in await _command_lines(run, [str(python), "-c", _PYTHON_ROOTS]):
+            what, _, path = line.rpartition(" ")
+            if path:
+                roots.append(LibraryRoot(Path(path), f"{what} of {python}"))
+        return roots
 
     def attach_arguments(
         self, host: str, port: int, resolution: Resolution | None
@@ -359,6 +425,12 @@ class Delve(DebugAdapter):
             "mode": "local",
             "processId": pid,
         }
+
+    async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
+        # the Go toolchain's standard library and the module cache the build reads
+        names = ("the Go standard library (GOROOT)", "the Go module cache (GOMODCACHE)")
+        lines = await _command_lines(run, ["go", "env", "GOROOT", "GOMODCACHE"])
+        return [LibraryRoot(Path(p), what) for what, p in zip(names, lines, strict=False) if p]
 
     def exit_code_from_console(self, text: str) -> int | None:
         # delve 1.20 sends no `exited` event; it says "Process 1234 has exited with status 2"

@@ -243,9 +243,7 @@ class DebugSession:
         elif event == "output":
             # "console"/"telemetry"/"important" are the adapter talking, not the program
             category = body.get("category", "console")
-            if category in ("stdout", "stderr") and "source" in body:
-                # a log point's message: debugpy and delve attach a source to it, never to
-                # what the program writes
+            if category in ("stdout", "stderr") and self.adapter.is_log_point_output(body):
                 self.log_point(str(body.get("output", "")))
             elif category in ("stdout", "stderr"):
                 self.output.write(str(body.get("output", "")))

@@ -14,12 +14,13 @@ import anyio
 from tether import ArgumentError, ToolError
 from tether.availability import CommandProbe
 from tether.contributions import collect
+from tether.errors import PathError
 from tether.paths import relative
 from tether.process import is_alive
 from tether.text import cap, clock, duration, truncate
 from tether_debug import breakpoints as bp
 from tether_debug import features
-from tether_debug.adapters import DebugAdapter, availability
+from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
 from tether_debug.breakpoints import BreakpointSpec, Requested
 from tether_debug.config import DebugConfig
 from tether_debug.session import DebugSession, Phase, source_line
@@ -59,6 +60,7 @@ class DebugSupervisor:
         self.run = run
         self.config = run.config("debug", DebugConfig)
         self.requested = Requested()
+        self._roots: dict[str, list[LibraryRoot]] = {}  # library roots per adapter id
         self.session: DebugSession | None = None
         self.probe = CommandProbe(run)
         self._adapters: dict[str, DebugAdapter] | None = None
@@ -141,11 +143,9 @@ class DebugSupervisor:
         if function is not None:
             return await self._set_function(session, function, spec, remove)
         assert file is not None and lines is not None
-        path = self.run.confine(file, field="file")
-        if not path.is_file():
-            raise ArgumentError("file", f"no such file in the workdir: {file!r}")
+        path, library = await self._source_file(file)
         wanted = self.requested.lines_after(path, lines, spec, remove)
-        name = self._rel(path)
+        name = self._rel(path) + (f" ({library})" if library else "")
         if session is not None:
             states = await session.set_breakpoints(path, wanted)
             self.requested.commit_lines(path, wanted)
@@ -163,6 +163,53 @@ class DebugSupervisor:
             f"Breakpoints in {name}: {noun} {listed}. "
             "No session is running: they are sent at launch/attach."
         )
+
+    async def _source_file(self, file: str) -> tuple[Path, str | None]:
+        """A breakpoint's file: in the workdir, or — a breakpoint writes nothing — under one of
+        the program's library roots (its interpreter's standard library and packages, the Go
+        toolchain and module cache), said as the second item. Anything else is refused, naming
+        the roots that are allowed."""
+        try:
+            path = self.run.confine(file, field="file")
+        except PathError as exc:
+            if not Path(file).is_absolute():
+                raise
+            path = Path(file).resolve()
+            roots = await self._library_roots(path)
+            for root in roots:
+                if path == root.path or root.path.resolve() in path.parents:
+                    if not path.is_file():
+                        raise ArgumentError("file", f"no such file: {file!r}") from None
+                    return path, f"{root.what}: {root.path}"
+            allowed = "; ".join(f"{r.path} ({r.what})" for r in roots)
+            raise ArgumentError(
+                "file",
+                f"{exc.expected}; besides the workdir, breakpoints may go only in the program's "
+                + (
+                    f"library roots: {allowed}"
+                    if allowed
+                    else "library roots, and no adapter for this file reports any"
+                ),
+            ) from None
+        if not path.is_file():
+            raise ArgumentError("file", f"no such file in the workdir: {file!r}")
+        return path, None
+
+    async def _library_roots(self, path: Path) -> list[LibraryRoot]:
+        """The library roots of the adapters that debug ``path``'s kind of file (cached)."""
+        roots: list[LibraryRoot] = []
+        for adapter in self.adapters().values():
+            if not adapter.matches_program(path):
+                continue
+            if adapter.id not in self._roots:
+                found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
+                self._roots[adapter.id] = (
+                    await adapter.library_roots(self.run, found.resolution)
+                    if found.resolution.command is not None
+                    else []
+                )
+            roots += [r for r in self._roots[adapter.id] if r not in roots]
+        return roots
 
     async def _set_function(
         self, session: DebugSession | None, function: str, spec: BreakpointSpec, remove: bool
@@ -617,9 +664,7 @@ class DebugSupervisor:
         """A one-shot breakpoint on ``file:line``, continue, then the file's own breakpoints
         back as they were (the one-shot one removed whatever happened)."""
         session = self._live()
-        path = self.run.confine(file, field="file")
-        if not path.is_file():
-            raise ArgumentError("file", f"no such file in the workdir: {file!r}")
+        path, _ = await self._source_file(file)
         if session.phase is not Phase.STOPPED and session.phase is not Phase.RUNNING:
             raise ToolError(f"run_to needs a started program; it is {session.describe_phase()}")
         own = self.requested.files.get(path, {})
