@@ -19,6 +19,16 @@ pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+async def _ends(dbg, run) -> None:  # type: ignore[no-untyped-def]
+    """continue, and the program runs to its end (status says so once it has, however slow)."""
+    said = await dbg.ok(run, op="continue")
+    with anyio.fail_after(30):
+        while "ended: the program exited with code 0" not in said:
+            assert "Stopped" not in said, said
+            await anyio.sleep(0.2)
+            said = await dbg.ok(run, op="status")
+
+
 @pytest.fixture
 def make_workdir(tether_workdir: Path) -> Path:
     """A Makefile project: a host that dlopens a shared library, built with make (no CMake)."""
@@ -55,7 +65,8 @@ async def test_a_breakpoint_in_a_library_not_loaded_yet_is_pending_then_hit(
         assert "at host.c:5 in main" in text
         assert "plug.c:\n  line 2: pending (set when code from plug.c loads;" in text, text
         hit = await dbg.ok(run, op="continue")
-        assert hit.startswith("Stopped (breakpoint) at plug.c:2 in plug"), hit
+        assert hit.startswith("Stopped (breakpoint"), hit
+        assert " at plug.c:2 in plug (" in hit, hit
         assert "plug.c: 2" in await dbg.ok(run, op="status")
 
 
@@ -63,10 +74,10 @@ async def test_a_stop_after_still_running_is_seen_by_the_next_op(
     dbg, debug_run, py_workdir: Path
 ) -> None:
     shutil.copy(FIXTURES / "sleepy.py", py_workdir / "sleepy.py")
-    async with debug_run(py_workdir, debug={"stop_timeout_s": 0.5}) as run:
+    async with debug_run(py_workdir, debug={"stop_timeout_s": 1.5}) as run:
         await dbg.ok(run, op="breakpoints", file="sleepy.py", lines=[4])
         text = await dbg.ok(run, op="launch", program="sleepy.py")
-        assert "Still running after 0.5 s without stopping" in text
+        assert "Still running after 1.5 s without stopping" in text
         session = run.resources["debug_supervisor"].session
         with anyio.fail_after(20):
             while session.stop is None:
@@ -75,16 +86,14 @@ async def test_a_stop_after_still_running_is_seen_by_the_next_op(
         assert "\nMeanwhile the program stopped:\nStopped (breakpoint) at sleepy.py:4" in threads
         # seen once: the next op does not repeat it, and continue goes on
         assert "Meanwhile" not in await dbg.ok(run, op="threads")
-        assert (await dbg.ok(run, op="continue")).startswith(
-            "The session ended: the program exited with code 0."
-        )
+        await _ends(dbg, run)
 
 
 async def test_continue_does_not_pass_a_stop_the_agent_was_not_told_of(
     dbg, debug_run, py_workdir: Path
 ) -> None:
     shutil.copy(FIXTURES / "sleepy.py", py_workdir / "sleepy.py")
-    async with debug_run(py_workdir, debug={"stop_timeout_s": 0.5}) as run:
+    async with debug_run(py_workdir, debug={"stop_timeout_s": 1.5}) as run:
         await dbg.ok(run, op="breakpoints", file="sleepy.py", lines=[4])
         assert "Still running" in await dbg.ok(run, op="launch", program="sleepy.py")
         session = run.resources["debug_supervisor"].session
@@ -96,7 +105,7 @@ async def test_continue_does_not_pass_a_stop_the_agent_was_not_told_of(
             "The program stopped since the last answer; nothing was resumed (call continue "
             "again to go on):\nStopped (breakpoint) at sleepy.py:4"
         ), held
-        assert (await dbg.ok(run, op="continue")).startswith("The session ended")
+        await _ends(dbg, run)
 
 
 async def test_continue_after_attach_runs_on_to_a_breakpoint(

@@ -196,6 +196,10 @@ class DebugAdapter:
         only there (no ``exited`` event); None otherwise."""
         return None
 
+    def pid_attach_needs(self) -> str:
+        """What attaching by pid needs of the machine, said when it fails ('' if nothing)."""
+        return ""
+
     def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
         """Whether an ``output`` event's body is a log point's message rather than the program's
         own output. By default: one that names where it was produced (a source path and a line),
@@ -230,6 +234,31 @@ async def _command_lines(run: Run, argv: Sequence[str]) -> list[str]:
 
 
 _ROOTS_TIMEOUT_S = 15.0
+_PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
+
+
+def _ptrace_needs(how: str) -> str:
+    """What attaching by pid through ptrace needs here, and what this machine has."""
+    gdb = shutil.which("gdb")
+    try:
+        scope = _PTRACE_SCOPE.read_text().strip()
+    except OSError:
+        scope = None
+    have = [f"gdb: {gdb}" if gdb else "gdb: not on PATH (apt-get install gdb)"]
+    if scope is not None:
+        meaning = {
+            "0": "any process of the same user",
+            "1": "only descendants, unless root or CAP_SYS_PTRACE",
+            "2": "only root or CAP_SYS_PTRACE",
+            "3": "no process at all",
+        }.get(scope, "unknown")
+        have.append(f"{_PTRACE_SCOPE} is {scope} ({meaning})")
+    return (
+        f"{how}: it needs gdb on PATH and permission to ptrace the process (the same user and "
+        f"kernel.yama.ptrace_scope 0, or root / CAP_SYS_PTRACE); here: {'; '.join(have)}"
+    )
+
+
 _PYTHON_ROOTS = (
     "import site, sys, sysconfig\n"
     "paths = sysconfig.get_paths()\n"
@@ -248,6 +277,8 @@ class Debugpy(DebugAdapter):
     program_suffixes = (".py",)
     attach_mode = "connect"
     attach_hint = "python -m debugpy --listen {port} --wait-for-client prog.py"
+    # by pid, debugpy's adapter injects its debug server into the process with gdb
+    attach_pid = True
     exception_filters = ("uncaught",)
 
     async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
@@ -305,6 +336,19 @@ class Debugpy(DebugAdapter):
             ),
             "subProcess": False,
         }
+
+    def pid_attach_arguments(self, pid: int, resolution: Resolution) -> dict[str, Any]:
+        return {
+            **super().pid_attach_arguments(pid, resolution),
+            "type": "python",
+            "request": "attach",
+            "processId": pid,
+            "justMyCode": True,
+            "subProcess": False,
+        }
+
+    def pid_attach_needs(self) -> str:
+        return _ptrace_needs("debugpy injects its debug server into the process with gdb")
 
     def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
         # pydevd tags a log point's message with a source (empty); the program's output has none

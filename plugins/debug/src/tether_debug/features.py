@@ -101,7 +101,7 @@ def support_table(adapters: Mapping[str, Mapping[str, Any]]) -> str:
     head = ["adapter (version)", *(f.heading or f"`{f.field}`" for f in FEATURES)]
     head.append("`exceptions` filters")
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for adapter_id, record in adapters.items():
+    for adapter_id, record in sorted(adapters.items()):
         capabilities = record.get("capabilities") or {}
         cells = [f"{adapter_id} ({record.get('version', '?')})"]
         cells += ["yes" if supports(capabilities, f.field) else "no" for f in FEATURES]

@@ -387,6 +387,8 @@ class DebugSupervisor:
         except ArgumentError:
             raise
         except ToolError as exc:
+            if pid is not None and adapter.pid_attach_needs():
+                raise ToolError(f"{exc}\n{adapter.pid_attach_needs()}") from None
             hint = adapter.attach_hint.format(port=port) if port is not None else ""
             if not hint:
                 raise
