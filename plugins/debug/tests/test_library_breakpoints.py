@@ -37,8 +37,10 @@ async def test_a_breakpoint_in_the_python_standard_library(
         assert "In the program's own code: uses_json.py:3 in <module>" in text
         assert (await dbg.ok(run, op="evaluate", expression="obj")).startswith("[1, 2] (list)")
         # elsewhere outside the workdir stays refused, and the answer names what is allowed
-        refused = await dbg.error(run, op="breakpoints", file="/etc/hosts", lines=[1])
-        assert refused.startswith("file: '/etc/hosts' is outside the workdir"), refused
+        elsewhere = py_workdir.parent / "elsewhere.py"
+        elsewhere.write_text("x = 1\n")
+        refused = await dbg.error(run, op="breakpoints", file=str(elsewhere), lines=[1])
+        assert refused.startswith(f"file: {str(elsewhere)!r} is outside the workdir"), refused
         assert "breakpoints may go only in the program's library roots: " in refused
         assert "(the standard library of " in refused and "(installed packages of " in refused
 
@@ -53,5 +55,5 @@ async def test_a_breakpoint_in_the_go_standard_library(dbg, debug_run, go_workdi
             f"Breakpoints in {library} (the Go standard library (GOROOT): {goroot})"
         ), said
         text = await dbg.ok(run, op="launch", program="main.go")
-        assert f"Stopped (breakpoint) at {library.resolve()}:{line} in strings.Repeat" in text, text
+        assert f"Stopped (breakpoint) at {library}:{line} in strings.Repeat" in text, text
         assert "In the program's own code: main.go:45 in main.main" in text

@@ -4,6 +4,7 @@ method here that returns the text the model reads."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Collection, Sequence
 from pathlib import Path
@@ -174,13 +175,17 @@ class DebugSupervisor:
         except PathError as exc:
             if not Path(file).is_absolute():
                 raise
-            path = Path(file).resolve()
-            roots = await self._library_roots(path)
+            # as the toolchain names it (GOROOT's src may be a symlink elsewhere, and the
+            # adapter knows the file by the name the build used), or where it leads
+            lexical = Path(os.path.normpath(file))
+            resolved = lexical.resolve()
+            roots = await self._library_roots(lexical)
             for root in roots:
-                if path == root.path or root.path.resolve() in path.parents:
-                    if not path.is_file():
+                inside = _within(lexical, root.path) or _within(resolved, root.path.resolve())
+                if inside:
+                    if not resolved.is_file():
                         raise ArgumentError("file", f"no such file: {file!r}") from None
-                    return path, f"{root.what}: {root.path}"
+                    return lexical, f"{root.what}: {root.path}"
             allowed = "; ".join(f"{r.path} ({r.what})" for r in roots)
             raise ArgumentError(
                 "file",
@@ -840,6 +845,10 @@ class DebugSupervisor:
     async def aclose(self) -> None:
         if self.session is not None and self.session.live:
             await self.session.close("the run closed")
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _check_id(

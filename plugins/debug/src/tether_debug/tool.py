@@ -55,7 +55,7 @@ answer); remove: true takes lines out. breakpoints(function) sets a function bre
 not support is refused by name (see the README's table)
 - launch(program, args[]?, adapter?): start the program stopped at your breakpoints
 - attach(port | pid, adapter?): attach to a running program: one listening for a debugger on \
-127.0.0.1:port, or a local process by pid (lldb, delve); reports its threads
+127.0.0.1:port, or a local process by pid (debugpy, lldb, delve); reports its threads
 - continue / pause / step_over / step_in / step_out (thread_id?): run and report where it stopped
 - threads; stack(thread_id?) (30 frames); scopes(frame_id); variables(reference) (50 children, \
 values cut at 400 chars)
@@ -174,7 +174,7 @@ class DebugArgs:
     )
     pid: int | None = tether.arg(
         None,
-        description="attach: the pid of a local process (lldb, delve); instead of port",
+        description="attach: the pid of a local process (debugpy, lldb, delve); instead of port",
         minimum=1,
     )
     adapter: str | None = tether.arg(
