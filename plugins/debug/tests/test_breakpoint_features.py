@@ -343,6 +343,10 @@ async def test_breakpoints_arguments_name_the_field(dbg, debug_run, py_workdir: 
             await dbg.error(run, op="breakpoints", file="loop.py", lines=[5], remove=True)
             == "lines: no breakpoint on line 5 to remove (this file has: none)"
         )
+        assert (
+            await dbg.error(run, op="breakpoints", file="loop.py", lines=[], condition="a > 1")
+            == "lines: condition needs the lines it applies to; got []"
+        )
         assert await dbg.error(run, op="breakpoints", function="f", remove=True) == (
             "function: no function breakpoint 'f' to remove (set: none)"
         )

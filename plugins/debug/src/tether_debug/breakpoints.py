@@ -152,6 +152,9 @@ def check_arguments(
             raise ArgumentError("lines", f"line numbers start at 1, got {bad[0]}")
         if remove and not lines:
             raise ArgumentError("lines", "remove needs the lines to take out ([] clears the file)")
+        if spec.settings() and not lines:
+            name = next(iter(spec.settings()))
+            raise ArgumentError("lines", f"{name} needs the lines it applies to; got []")
         if remove and spec.settings():
             name = next(iter(spec.settings()))
             raise ArgumentError(name, "not used with remove; leave it out")

@@ -601,15 +601,18 @@ class DebugSession:
         """Send one file's breakpoints; keep what the adapter says about each (one whose settings
         the adapter's capabilities lack is not sent, and says so)."""
         states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter.id)
-        body = await self.client.request(
-            "setBreakpoints",
-            {
-                "source": {"path": str(path), "name": path.name},
-                "breakpoints": sent,
-                "lines": [b["line"] for b in sent],
-                "sourceModified": False,
-            },
-        )
+        try:
+            body = await self.client.request(
+                "setBreakpoints",
+                {
+                    "source": {"path": str(path), "name": path.name},
+                    "breakpoints": sent,
+                    "lines": [b["line"] for b in sent],
+                    "sourceModified": False,
+                },
+            )
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"setting the breakpoints of {path} failed: {_reason(exc)}") from None
         bp.take_answer(states, body.get("breakpoints") or [])
         if lines:
             self.breakpoints[path] = states
@@ -624,7 +627,12 @@ class DebugSession:
         states, sent = bp.function_breakpoints(functions, self.capabilities, self.adapter.id)
         body: dict[str, Any] = {}
         if sent or self.function_breakpoints:
-            body = await self.client.request("setFunctionBreakpoints", {"breakpoints": sent})
+            try:
+                body = await self.client.request("setFunctionBreakpoints", {"breakpoints": sent})
+            except (DapError, DapTimeout, AdapterGone) as exc:
+                raise ToolError(
+                    f"setting the function breakpoints failed: {_reason(exc)}"
+                ) from None
         bp.take_answer(states, body.get("breakpoints") or [])
         self.function_breakpoints = states
         return states
