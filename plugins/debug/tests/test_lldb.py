@@ -195,5 +195,5 @@ async def test_attach_by_pid_to_no_such_process_names_the_field(
             "pid: no process with pid 4000000 is running"
         )
         assert await dbg.error(run, op="attach", pid=1, adapter="dart") == (
-            "adapter: the dart adapter cannot attach by pid (no attach)"
+            "adapter: the dart adapter cannot attach by pid (it does not attach at all)"
         )

@@ -332,11 +332,12 @@ class DebugSupervisor:
 
         if adapter_name is not None:
             adapter = self._adapter_named(adapter_name)
+            can_any = adapter.attach_mode != "none" or adapter.attach_pid
             if not can(adapter):
                 raise ArgumentError(
                     "adapter",
                     f"the {adapter.id} adapter cannot attach by {field} "
-                    f"({_attach_kinds(adapter).replace('attach', 'it attaches', 1)})",
+                    f"({_attach_kinds(adapter).replace('attach', 'it attaches', 1) if can_any else 'it does not attach at all'})",
                 )
         else:
             candidates = [a for a in self.adapters().values() if can(a)]
