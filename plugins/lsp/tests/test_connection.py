@@ -20,6 +20,7 @@ from lsp_testkit import copy_project, need
 import tether
 from tether.process import is_alive
 from tether.testing import call_error, call_ok
+from tether.launch import SAFE
 from tether_lsp import ServerSpec
 from tether_lsp.tools import SUPERVISOR
 
@@ -43,6 +44,7 @@ class TwoServers:
         return [
             ServerSpec(
                 id=sid,
+                untrusted=SAFE,
                 language=sid,
                 extensions={f".{sid}": sid},
                 command=(sys.executable, FAKE, mode),

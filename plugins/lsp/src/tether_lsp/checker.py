@@ -10,6 +10,7 @@ import tether
 from tether.text import TailBuffer
 from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import LspSupervisor
+from tether_lsp.trust import refusal, untrusted_args
 
 OUTPUT_CAP_BYTES = 24_000
 
@@ -59,10 +60,16 @@ async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> t
     binary = supervisor.resolve_binary(spec.checker[0], root)
     where = supervisor.relative(root) or "."
     shown = " ".join(spec.checker)
+    why = refusal(spec.checker_untrusted, f"`{shown}` (checker of {spec.id})", supervisor.run)
+    if why is not None:
+        return False, f"in {where}: {why}"
     if binary is None:
         return False, f"`{shown}` in {where}: `{spec.checker[0]}` not found (checker of {spec.id})"
     process = await supervisor.run.spawn(
-        [binary, *spec.checker[1:]], cwd=root, stdin=False, stdout=True
+        [binary, *spec.checker[1:], *untrusted_args(spec.checker_untrusted, supervisor.run)],
+        cwd=root,
+        stdin=False,
+        stdout=True,
     )
     output = TailBuffer(OUTPUT_CAP_BYTES)
     timeout = supervisor.config.checker_timeout_s
