@@ -20,6 +20,7 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     so does every usable companion (diagnostics-only) server."""
     targets: list[tuple[ServerSpec, Path]] = []
     without: list[str] = []
+    refused: list[str] = []  # servers unavailable on an untrusted workdir, with the reason
     for language in sorted({spec.language for spec in supervisor.specs.values()}):
         primary_found = False
         for spec in supervisor.candidates(language):
@@ -30,6 +31,8 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
                 continue
             probe = await supervisor.probe(spec, roots[0])
             if not probe.ok:
+                if supervisor.refusal(spec) is not None:
+                    refused.append(probe.detail)  # unavailable here: say so, not "no server"
                 continue
             if spec.checker:
                 targets += [(spec, root) for root in roots]
@@ -37,6 +40,8 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
                 without.append(spec.id)
             primary_found = primary_found or not spec.companion
     if not targets:
+        if refused:
+            raise tether.ToolError("no project checker:\n  " + "\n  ".join(refused))
         if without:
             raise tether.ToolError(
                 "no project checker: the server(s) for this checkout "
@@ -49,7 +54,7 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     results = [await _run_one(supervisor, spec, root) for spec, root in targets]
     if not any(ran for ran, _ in results):
         raise tether.ToolError("\n\n".join(text for _, text in results))
-    sections = [text for _, text in results]
+    sections = [text for _, text in results] + refused
     if without:
         sections.append(f"(no project checker for {', '.join(without)})")
     return "\n\n".join(sections)

@@ -20,6 +20,10 @@ import tether
 GIT_TIMEOUT_S = 30.0
 
 
+class GitRefused(tether.ToolError):
+    """The sanitised launch would not run git on this (untrusted) workdir; the message says why."""
+
+
 @attrs.frozen
 class Worktree:
     path: Path
@@ -40,7 +44,7 @@ async def _git(run: tether.Run, args: list[str], cwd: Path) -> str:
     except FileNotFoundError:
         raise tether.ToolError('isolation = "worktree" needs git, which is not on PATH') from None
     except OSError as exc:  # the sanitised launch refused git on this (untrusted) workdir
-        raise tether.ToolError(f'isolation = "worktree": {exc}') from None
+        raise GitRefused(f'isolation = "worktree": {exc}') from None
     if done.timed_out:
         raise tether.ToolError(
             f"git {' '.join(args)} took more than {GIT_TIMEOUT_S:.0f} s"
@@ -60,6 +64,8 @@ async def create(run: tether.Run, workdir: Path, root: Path | None, name: str) -
     """A detached worktree at HEAD under ``root`` (default: :func:`default_root`) / ``name``."""
     try:
         prefix = await _git(run, ["rev-parse", "--show-prefix"], workdir)
+    except GitRefused:
+        raise
     except tether.ToolError:
         raise tether.ToolError(
             f'isolation = "worktree" needs a git repository; {workdir} is not inside one'
