@@ -260,6 +260,8 @@ GIT_PAYLOADS = [
 LSP_ENTRIES = ("lsp status", "lsp hover", 'lsp diagnostics "*"')
 GIT_ENTRIES = ("ast_grep", "vibe_spawn worktree")
 
+#: servers nothing closes on an untrusted workdir (their spec says so)
+UNAVAILABLE = frozenset({"pyrefly", "rust-analyzer"})
 SERVER_LANGUAGE = {"rust-analyzer": "rust", "typescript-language-server": "typescript"}
 
 
@@ -320,8 +322,10 @@ def test_no_read_tier_call_runs_the_checkouts_code(
     ) as run:
         result = _call(run, entry, item)
     text = result.text_content
-    print(f"\n--- {item.target}:{item.name}:{entry}\n{text[:600]}")
     answered = bool(text.strip()) and "internal error" not in text and "Traceback" not in text
+    if entry == "lsp status" and item.target in UNAVAILABLE:  # says why, and how to allow it
+        answered = answered and f"{item.target} is unavailable on an untrusted workdir" in text
+        answered = answered and "--trust-workdir" in text
     held = not mark.exists() and answered
     tally.record("launch", held=held, ran=int(mark.exists()))
     assert not mark.exists(), f"the checkout's code ran: {text}"
