@@ -35,7 +35,9 @@ def expected_rows(tmp_path: Path, plugins: tuple[object, ...] = ()) -> list[str]
             rows.append(f"| `{shown}` | checker of `{spec.id}` | {_cells(untrusted)}")
     for profile in PROFILES:
         names = ", ".join(f"`{name}`" for name in sorted(profile.programs))
-        rows.append(f"| {names} | program (core launch profile) | {profile.risk} | {profile.closed_by} |")
+        rows.append(
+            f"| {names} | program (core launch profile) | {profile.risk} | {profile.closed_by} |"
+        )
     return rows
 
 
@@ -76,6 +78,4 @@ def test_a_server_the_page_does_not_know_is_caught(tmp_path: Path) -> None:
 
     text = DOC.read_text("utf-8")
     missing = [row for row in expected_rows(tmp_path, (ThirdParty(),)) if row not in text]
-    assert missing == [
-        "| `zls` | language server | " + _cells(declared(None))
-    ], missing
+    assert missing == ["| `zls` | language server | " + _cells(declared(None))], missing

@@ -37,6 +37,10 @@ def repo(workdir: Path) -> None:
         )
 
 
+def git_config(workdir: Path, key: str, value: str) -> None:
+    subprocess.run(["git", "config", key, value], cwd=workdir, check=True)
+
+
 @pytest.mark.parametrize("trusted", [False, True])
 async def test_git_with_an_fsmonitor_in_the_repository_config(
     tmp_path: Path, trusted: bool
@@ -46,15 +50,15 @@ async def test_git_with_an_fsmonitor_in_the_repository_config(
     repo(workdir)
     mark = tmp_path / "RAN"
     fsmonitor = payload(tmp_path / "fsmonitor", mark)
-    subprocess.run(["git", "config", "core.fsmonitor", str(fsmonitor)], cwd=workdir, check=True)
+    git_config(workdir, "core.fsmonitor", str(fsmonitor))
     async with tether.open_run(workdir, entry_points=False, trust_workdir=trusted) as run:
         if trusted:  # what the checkout configured is what runs: the harness said so
             done = await run.run_command(["git", "ls-files"], timeout_s=30)
             assert done.ok and mark.exists()
             return
-        with pytest.raises(LaunchRefused, match=r"sets `core.fsmonitor`.*--trust-workdir"):
+        with pytest.raises(LaunchRefused, match=r"sets `core\.fsmonitor`.*--trust-workdir"):
             await run.run_command(["git", "ls-files"], timeout_s=30)
-        with pytest.raises(LaunchRefused, match="core.fsmonitor"):
+        with pytest.raises(LaunchRefused, match=r"core\.fsmonitor"):
             await run.spawn(["git", "status"], cwd=workdir, stdin=False)
     assert not mark.exists()
 

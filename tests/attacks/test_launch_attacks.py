@@ -289,7 +289,11 @@ def _call(run: Any, entry: str, item: Payload) -> Any:
         return run.call("lsp", {"action": "diagnostics", "file": "*"}, surface="plan")
     if entry == "ast_grep":
         path = "vendor/lib.git" if "vendor" in item.name else "."
-        return run.call("ast_grep", {"pattern": "square($X)", "path": path, "language": "python"}, surface="plan")
+        return run.call(
+            "ast_grep",
+            {"pattern": "square($X)", "path": path, "language": "python"},
+            surface="plan",
+        )
     assert entry == "vibe_spawn worktree"
     spawned = run.call("vibe_spawn", {"brief": "look", "label": "l"}, surface="plan")
     if spawned.is_error:

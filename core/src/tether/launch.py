@@ -27,6 +27,10 @@ def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
 
 
+def _strings(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class Untrusted:
     """What a program does with a workdir the harness does not trust, as its contributor
@@ -41,7 +45,7 @@ class Untrusted:
 
     risk: str = ""
     closed_by: str = ""
-    args: tuple[str, ...] = attrs.field(converter=tuple, default=())
+    args: tuple[str, ...] = attrs.field(converter=_strings, default=())
     env: Mapping[str, str] = attrs.field(converter=_frozen, factory=dict)
     settings: Mapping[str, Any] = attrs.field(converter=_frozen, factory=dict)
 
@@ -111,7 +115,7 @@ _GIT_HARMLESS = re.compile(
     r"^(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase"
     r"|precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath|worktree|sparsecheckout"
     r"|sparsecheckoutcone|untrackedcache|splitindex|commitgraph|multipackindex|compression"
-    r"|abbrev|excludesfile|attributesfile|checkstat|trustctime|filesrefslockTimeout)"
+    r"|abbrev|excludesfile|attributesfile|checkstat|trustctime|filesreflocktimeout)"
     r"|extensions\.(worktreeconfig|objectformat|refstorage)"
     r"|remote\.[^\n]*\.(url|pushurl|fetch|tagopt|prune|mirror)"
     r"|branch\.[^\n]*\.(remote|merge|rebase|description|pushremote)"

@@ -18,9 +18,9 @@ from anyio import TaskInfo
 from lsp_testkit import copy_project, need
 
 import tether
+from tether.launch import SAFE
 from tether.process import is_alive
 from tether.testing import call_error, call_ok
-from tether.launch import SAFE
 from tether_lsp import ServerSpec
 from tether_lsp.tools import SUPERVISOR
 

@@ -141,9 +141,7 @@ _TSSERVER = Untrusted(
     risk="it loads the workspace's node_modules/typescript/lib/tsserver.js before its own",
     closed_by="tsserver.path set to the tsserver.js installed beside the binary",
 )
-_CARGO_RUNS = (
-    "cargo reads .cargo/config.toml from the workdir (build.rustc, build.rustc-wrapper)"
-)
+_CARGO_RUNS = "cargo reads .cargo/config.toml from the workdir (build.rustc, build.rustc-wrapper)"
 _RUST_ANALYZER = Untrusted(
     risk=(
         "it runs the crate's build scripts and proc macros, and " + _CARGO_RUNS + "; its "
