@@ -10,7 +10,7 @@ import tether
 from tether.text import TailBuffer
 from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import LspSupervisor
-from tether_lsp.trust import refusal, untrusted_args
+from tether_lsp.trust import refusal, untrusted_args, untrusted_env
 
 OUTPUT_CAP_BYTES = 24_000
 
@@ -73,6 +73,7 @@ async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> t
     process = await supervisor.run.spawn(
         [binary, *spec.checker[1:], *untrusted_args(spec.checker_untrusted, supervisor.run)],
         cwd=root,
+        env=untrusted_env(spec.checker_untrusted, supervisor.run) or None,
         stdin=False,
         stdout=True,
     )

@@ -72,6 +72,13 @@ def untrusted_args(declaration: Untrusted | None, run: tether.Run) -> list[str]:
     return [str(arg) for arg in with_python(list(declaration.args), run.workdir)]
 
 
+def untrusted_env(declaration: Untrusted | None, run: tether.Run) -> dict[str, str]:
+    """The environment that closes what ``declaration`` names, on an untrusted workdir."""
+    if run.trust_workdir or declaration is None:
+        return {}
+    return {key: str(with_python(value, run.workdir)) for key, value in declaration.env.items()}
+
+
 def pin_workspace_loads(
     spec: ServerSpec, binary: str, run: tether.Run
 ) -> tuple[ServerSpec, dict[str, Any]]:
