@@ -231,7 +231,7 @@ class Run:
     def schemas(
         self, surface: str = "default", format: SchemaFormat = "json"
     ) -> list[dict[str, Any]]:
-        """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI or Anthropic format."""
+        """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI, Anthropic or Gemini format."""
         return self.registry.schemas(surface, format)
 
     # --- the call pipeline ------------------------------------------------------------------
