@@ -86,7 +86,8 @@ class Run:
         #: the harness layer (anything) and the workdir layer (what each field allows)
         self.raw_config: dict[str, Any] = dict(config)
         self.workdir_config: dict[str, Any] = dict(workdir_config or {})
-        #: workdir-local bin dirs (.venv/bin, venv/bin, node_modules/.bin) may run read-tier
+        #: workdir-local bin dirs (.venv/bin, venv/bin, node_modules/.bin) may run read-tier, and
+        #: children start without the sanitised launch (:mod:`tether.launch`)
         self.trust_workdir = trust_workdir
         #: workdir settings that were ignored (harness-only or looser), as said on stderr
         self.config_notes: list[str] = []
@@ -104,7 +105,7 @@ class Run:
         #: the approval gate, asking the run's approver
         self.gate = ApprovalGate(self.core.approval, lambda: self.resource(APPROVER, None))
         #: every child process of the run; they end when it closes
-        self.process_owner = ProcessOwner(task_group, workdir)
+        self.process_owner = ProcessOwner(task_group, workdir, trust_workdir=trust_workdir)
 
     # --- configuration, paths, resources --------------------------------------------------
 
