@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
-
 sys.path.insert(0, str(Path(__file__).parent))
 # the expectations here are tether-lsp's own servers': a diagnostics plugin installed beside it
 # (contrib/ruff in the workspace environment) would add its findings to every Python answer.
@@ -20,6 +18,8 @@ os.environ["TETHER_DISABLE_PLUGINS"] = ",".join(
 )
 
 from lsp_testkit import copy_project
+
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,12 @@ import pytest
 
 import tether_vibe.hooks
 
-pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
-
 # The suite runs with --import-mode=importlib, which puts no test directory on sys.path; the
 # shared helpers (vibe_testlib.py, next to this file) are imported by name from every test module.
 sys.path.insert(0, str(Path(__file__).parent))
 from vibe_testlib import command_config, describe_process, stray_processes
+
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
 
 VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
 
