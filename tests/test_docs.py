@@ -275,12 +275,14 @@ PROGRAM = re.compile(
 )
 
 
-def programs() -> Iterator[Any]:
+def programs() -> list[Any]:
+    found = []
     for page in PAGES:
         blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
         for index, code in enumerate(blocks):
             if PROGRAM.search(code):
-                yield pytest.param(code, id=f"{page_id(page)}#{index}")
+                found.append(pytest.param(code, id=f"{page_id(page)}#{index}"))
+    return found
 
 
 @pytest.mark.parametrize("code", programs())
