@@ -165,10 +165,22 @@ def call_problems(text: str) -> Iterator[str]:
                 yield f"{tool} has no {field} {value!r}: it has {allowed} ({m[0]!r})"
 
 
+def family_prefixes() -> set[str]:
+    """``lsp``, ``vibe``, ``ast``…: a prefix two or more tools share (``lsp`` and ``lsp_rename``),
+    so a name written ``<prefix>_<word>`` on a page is a tool's."""
+    names = tools()[1]
+    heads = [name.split("_")[0] for name in names]
+    return {head for head in heads if heads.count(head) >= 2}
+
+
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_every_tool_and_action_a_page_names_exists(page: Path) -> None:
     problems = list(call_problems(page.read_text()))
     for code in code_of(page):
+        head = code.split("_")[0]
+        if re.fullmatch(r"[a-z]+(?:_[a-z]+)+", code) and head in family_prefixes():
+            if code not in tools()[1]:
+                problems.append(f"`{code}` is not a tool")
         m = TOOL_ACTION.match(code)
         if m is None or not selectors(m[1]):
             continue
@@ -191,6 +203,7 @@ def test_the_checks_catch_each_kind_of_drift() -> None:
     wrong = list(call_problems('run.call("lsp", {"action": "rename", "file": "a.py"})'))
     assert wrong and "has no action 'rename'" in wrong[0]
     assert list(call_problems("tether call nosuchtool '{}'"))
+    assert {"lsp", "vibe", "ast", "echo"} <= family_prefixes()
 
 
 #: every Python source a reader may open (docstrings cite pages too)
