@@ -230,7 +230,7 @@ class Run:
     def schemas(
         self, surface: str = "default", format: SchemaFormat = "json"
     ) -> list[dict[str, Any]]:
-        """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI or Anthropic format."""
+        """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI, Anthropic or Gemini format."""
         return self.registry.schemas(surface, format)
 
     # --- the call pipeline ------------------------------------------------------------------
@@ -459,8 +459,12 @@ async def open_run(
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     if _journal.pending(root):  # a change whose process died: finish or undo it first
-        for line in _journal.recover(root):
-            _warn("tether: recovered %s", line)
+        try:
+            # off the event loop: another process's change may hold the workdir's write lock
+            for line in await anyio.to_thread.run_sync(_journal.recover, root):
+                _warn("tether: recovered %s", line)
+        except _journal.WorkdirBusy as exc:  # the run's first write recovers under the lock
+            _warn("tether: recovery put off: %s", exc)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     try:
         async with anyio.create_task_group() as tg:
