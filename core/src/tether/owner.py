@@ -85,10 +85,14 @@ class ProcessOwner:
         dropped = 0
         code: int | None = None
         with anyio.move_on_after(timeout_s):
-            async for chunk in proc.stdout:
-                room = max_output_bytes - len(out)
-                out += chunk[:room]
-                dropped += max(0, len(chunk) - room)
+            try:
+                async for chunk in proc.stdout:
+                    room = max_output_bytes - len(out)
+                    out += chunk[:room]
+                    dropped += max(0, len(chunk) - room)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                # the run's close ended the command (and closed its pipes) under us
+                raise ToolError(f"the run closed while `{argv[0]}` ran") from None
             code = await proc.wait()
         if code is None:
             with anyio.CancelScope(shield=True):

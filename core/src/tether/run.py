@@ -407,6 +407,16 @@ class Run:
                         value = await value
         except ToolError as exc:
             return ToolResult.error(str(exc))
+        except ExceptionGroup as group:
+            # a handler's own task group (``lsp status`` assessing every server at once) that
+            # failed only with expected failures: the first says why, as a lone one would
+            expected, rest = group.split(ToolError)
+            if rest is not None or expected is None:
+                raise
+            first: BaseException = expected
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            return ToolResult.error(str(first))
         except ImportError as exc:  # a dependency the plugin imports when called is missing
             origin = self.registry.origin.get(spec.name, "?")
             module = exc.name or str(exc)
