@@ -8,7 +8,9 @@ every process tree is still found and killed. A library that starts its own proc
 from __future__ import annotations
 
 import itertools
+import logging
 import os
+import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ import anyio.lowlevel
 
 from tether import process as _process
 from tether.errors import ToolError
+
+_log = logging.getLogger(__name__)
 
 
 class ProcessOwner:
@@ -32,6 +36,9 @@ class ProcessOwner:
         self._ids = itertools.count(1)
         #: the marker every process of this run carries
         self.owner = f"{os.getpid()}.{os.urandom(6).hex()}"
+        #: the judge of every kill for this run: what it spawned or adopted (pid and start
+        #: time), their descendants, and what carries its marker — nothing else is signalled
+        self.lineage = _process.Lineage(f"{self.owner}/")
         self.closed = False
         self._swept = False
 
@@ -57,6 +64,7 @@ class ProcessOwner:
             proc = await _process.spawn(argv, task_group=self._task_group, marker=marker, **kwargs)
             self._processes = [p for p in self._processes if not p.terminated]
             self._processes.append(proc)
+            self.lineage.add_root(proc.pid, proc.lineage.roots.get(proc.pid))
         try:
             await anyio.lowlevel.checkpoint()
         except BaseException:
@@ -105,14 +113,33 @@ class ProcessOwner:
         """Environment entries for a process a library starts on the run's behalf."""
         return {_process.OWNER_ENV: f"{self.owner}/adopted"}
 
-    def adopt_pid(self, pid: int) -> None:
-        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) at close."""
+    def adopt_pid(self, pid: int) -> bool:
+        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) at close. Only a
+        process of this one's own tree or carrying the run's marker can be adopted (its start
+        time is recorded, so the number reused by another process later is not the run's):
+        False, and nothing adopted, for any other."""
+        if not (self.lineage.owns(pid) or _process.descends_from_this_process(pid)):
+            _log.warning("tether: not adopting pid %d: it is not a process of this run", pid)
+            return False
+        if not self.lineage.add_root(pid):
+            return False
         self._adopted.add(pid)
+        return True
 
     def release_pid(self, pid: int) -> None:
         """``pid`` (adopted) has exited and been reaped by the library that started it: its
         number may now belong to someone else, so the close must not kill it."""
         self._adopted.discard(pid)
+        self.lineage.remove_root(pid)
+
+    def owns(self, pid: int) -> bool:
+        """True if ``pid`` is the run's (see :class:`tether.process.Lineage`)."""
+        return self.lineage.owns(pid)
+
+    def kill_tree(self, pid: int, sig: int = signal.SIGKILL) -> set[int]:
+        """Signal ``pid``'s tree — only what the run owns (a pid someone reported, a debug
+        adapter's ``systemProcessId``, is never taken on trust); return the pids signalled."""
+        return _process.kill_tree(pid, sig, lineage=self.lineage)
 
     async def close(self, grace_s: float = 0.5) -> None:
         """Terminate every process (SIGTERM, then SIGKILL after ``grace_s``), the adopted trees
@@ -133,10 +160,10 @@ class ProcessOwner:
             if not proc.terminated:  # a reaped pid may already belong to someone else
                 proc.kill()
         for pid in self._adopted:
-            _process.kill_tree(pid)
+            self.kill_tree(pid)
         # daemons that left every tree still carry the run's marker
         for pid in _process.owned_by(f"{self.owner}/", prefix=True):
-            _process.kill_tree(pid)
+            self.kill_tree(pid)
 
 
 __all__ = ["ProcessOwner"]

@@ -174,9 +174,10 @@ class Run:
         pid to :meth:`adopt_pid`): the owner marker lets the run find its detached descendants."""
         return self.process_owner.child_env()
 
-    def adopt_pid(self, pid: int) -> None:
-        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run closes."""
-        self.process_owner.adopt_pid(pid)
+    def adopt_pid(self, pid: int) -> bool:
+        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run
+        closes; False (nothing adopted) when it is not a process of this one's tree."""
+        return self.process_owner.adopt_pid(pid)
 
     def release_pid(self, pid: int) -> None:
         """An adopted ``pid`` exited and its library reaped it: the close leaves its number alone."""

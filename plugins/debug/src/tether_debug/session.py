@@ -21,7 +21,7 @@ import attrs
 from tether import ArgumentError, ToolError
 from tether.framing import LineReader, LineTooLong
 from tether.hang import HangWatch, activity
-from tether.process import ManagedProcess, descendants, is_alive, kill_tree
+from tether.process import ManagedProcess, descendants, is_alive
 from tether.text import TailBuffer, clock
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
@@ -815,7 +815,7 @@ class DebugSession:
             if self.process is not None:
                 self.process.kill()
             for pid in self._tree:
-                kill_tree(pid)
+                self.run.process_owner.kill_tree(pid)
         elif not client.closed.is_set():
             # first: an adapter may say how the program ended only now (delve's exit status)
             with anyio.move_on_after(_SHUTDOWN_S / 2):
@@ -855,7 +855,7 @@ class DebugSession:
         # escape, so the pids seen while it ran are checked as well.
         leftovers = {pid for pid in self._tree if is_alive(pid)}
         for pid in leftovers:
-            kill_tree(pid)
+            self.run.process_owner.kill_tree(pid)
         with anyio.move_on_after(1.0):
             while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
                 await anyio.sleep(0.02)
@@ -863,7 +863,10 @@ class DebugSession:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _remember_tree(self) -> None:
-        self._tree |= self.session_pids() - ({self.process.pid} if self.process else set())
+        # only what the run owns: the adapter's ``systemProcessId`` is its word, not proof —
+        # a pid of someone else's is never remembered, so never killed
+        seen = self.run.process_owner.lineage.observe(self.session_pids())
+        self._tree |= seen - ({self.process.pid} if self.process else set())
 
     async def close(self, reason: str) -> None:
         """End the session (bounded); a no-op once it has ended."""
