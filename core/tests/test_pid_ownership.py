@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 
+import anyio
 import pytest
 
 import tether
@@ -56,13 +57,15 @@ async def test_a_run_neither_adopts_nor_kills_a_process_it_does_not_own(
         assert owner.kill_tree(pid, signal.SIGTERM) == set()
         own = await run.spawn(["sleep", "60"])
         assert owner.owns(own.pid) and owner.kill_tree(own.pid, signal.SIGTERM) == {own.pid}
-    time.sleep(0.1)
+    await anyio.sleep(0.1)
     assert is_alive(stranger)
 
 
 async def test_a_library_child_is_adopted_and_killed_at_close(open_test_run) -> None:
     async with open_test_run() as run:
-        child = subprocess.Popen(["sleep", "60"], env={**os.environ, **run.child_env()})
+        child = subprocess.Popen(  # noqa: ASYNC220 - a library starting its own child
+            ["sleep", "60"], env={**os.environ, **run.child_env()}
+        )
         assert run.adopt_pid(child.pid)
     assert child.wait(timeout=5) == -signal.SIGKILL
 
@@ -77,7 +80,7 @@ def test_a_pid_reused_after_exit_is_not_the_owners(stranger: int) -> None:
     lineage.add_root(stranger, started - 1)  # the run's process had this number earlier
     assert not lineage.owns(stranger)
     assert kill_tree(stranger, lineage=lineage) == set()
-    time.sleep(0.1)
+    await anyio.sleep(0.1)
     assert is_alive(stranger)
     lineage.add_root(stranger, started)
     assert lineage.owns(stranger)

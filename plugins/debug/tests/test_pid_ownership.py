@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 import tether
@@ -81,10 +81,10 @@ async def test_a_pid_an_adapter_claims_is_not_killed(
         assert f"pid {pid}" in launched  # the adapter did claim it
         adapter_pid = run.process_owner.processes[-1].pid
         await dbg.ok(run, op="terminate")
-        time.sleep(0.2)
+        await anyio.sleep(0.2)
         assert is_alive(bystander[0]) and is_alive(bystander[1]), "terminate killed a stranger"
         # a second session claiming it again, ended by the run's close this time
         await dbg.ok(run, op="launch", program="prog", adapter="fake")
-    time.sleep(0.2)
+    await anyio.sleep(0.2)
     assert is_alive(bystander[0]) and is_alive(bystander[1]), "the close killed a stranger"
     assert not is_alive(adapter_pid), "the run's own adapter survived"
