@@ -80,7 +80,7 @@ def test_a_pid_reused_after_exit_is_not_the_owners(stranger: int) -> None:
     lineage.add_root(stranger, started - 1)  # the run's process had this number earlier
     assert not lineage.owns(stranger)
     assert kill_tree(stranger, lineage=lineage) == set()
-    await anyio.sleep(0.1)
+    time.sleep(0.1)
     assert is_alive(stranger)
     lineage.add_root(stranger, started)
     assert lineage.owns(stranger)

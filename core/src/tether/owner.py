@@ -141,6 +141,26 @@ class ProcessOwner:
         adapter's ``systemProcessId``, is never taken on trust); return the pids signalled."""
         return _process.kill_tree(pid, sig, lineage=self.lineage)
 
+    def strays(self, since: int, marker: str | None = None) -> set[int]:
+        """The run's processes that left every tree it can follow: orphans re-parented to this
+        process (a subreaper, as the CLI is) that started at or after ``since`` (start-time
+        ticks), that the run did not start directly, and that carry no marker of another of its
+        processes (``marker``: the one whose strays are wanted). Empty where this process is
+        not a subreaper: such daemons went to init and cannot be told from anyone else's."""
+        if not _process.is_subreaper():
+            return set()
+        direct = {p.pid for p in self._processes} | self._adopted
+        found = set()
+        for pid in _process.orphans_here(since) - direct:
+            if not self.lineage.owns(pid):
+                continue
+            if _process._carries(pid, f"{self.owner}/") and not (
+                marker is not None and _process._carries(pid, marker)
+            ):
+                continue  # another process's daemon (it kept its marker): not these strays
+            found.add(pid)
+        return found
+
     async def close(self, grace_s: float = 0.5) -> None:
         """Terminate every process (SIGTERM, then SIGKILL after ``grace_s``), the adopted trees
         and every process still carrying the run's marker. No process can start after it."""

@@ -163,6 +163,37 @@ def _ancestors_of_this_process() -> set[int]:
     return found
 
 
+def is_subreaper() -> bool:
+    """True once :func:`become_subreaper` made this process the reaper of its orphans."""
+    return _subreaper
+
+
+def orphans_here(since: int) -> set[int]:
+    """Live children of this process that started at or after ``since`` (start-time ticks).
+    In a subreaper these include the daemons that left their tree — a double fork, ``setsid``,
+    an emptied environment — re-parented here; elsewhere such daemons went to init, unseen."""
+    me = os.getpid()
+    found: set[int] = set()
+    for pid, parent in _parent_map().items():
+        if parent != me or not is_alive(pid):
+            continue
+        started = start_time(pid)
+        if started is not None and started >= since:
+            found.add(pid)
+    return found
+
+
+def describe(pid: int) -> str:
+    """``pid`` and its command line, for a message (``1234 sleep 120``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return str(pid)
+    shown = " ".join(a.decode("utf-8", "replace") for a in argv if a)
+    return f"{pid} `{shown[:80]}`" if shown else str(pid)
+
+
 def descends_from_this_process(pid: int) -> bool:
     """``pid`` is a child of this process or below one (a library's own worker)."""
     me = os.getpid()

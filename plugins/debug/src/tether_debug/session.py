@@ -21,7 +21,7 @@ import attrs
 from tether import ArgumentError, ToolError
 from tether.framing import LineReader, LineTooLong
 from tether.hang import HangWatch, activity
-from tether.process import ManagedProcess, descendants, is_alive
+from tether.process import ManagedProcess, descendants, describe, is_alive
 from tether.text import TailBuffer, clock
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
@@ -166,6 +166,10 @@ class DebugSession:
         self._end_cause: str | None = None
         self._program_ended = False
         self._tree: set[int] = set()  # the adapter's descendants, for cleanup
+        #: processes that had left the session's trees and were ended with it ("pid `argv`")
+        self.strays_ended: list[str] = []
+        #: the session's processes still alive after its end (a kill that did not take)
+        self.left_alive: list[str] = []
         self._scratch: Path | None = None
         #: the threads when attached (asked before the program was let go), or None
         self.attach_threads: list[dict[str, Any]] | None = None
@@ -853,12 +857,23 @@ class DebugSession:
         # debuggee). terminate() finds re-parented ones by process group and owner marker; a
         # debuggee that changed both (its own session, a scrubbed environment) would still
         # escape, so the pids seen while it ran are checked as well.
+        owner = self.run.process_owner
         leftovers = {pid for pid in self._tree if is_alive(pid)}
+        # A debuggee that double-forked, left its session and emptied its environment is in
+        # none of those: where this process is a subreaper it was re-parented here, and the
+        # run's orphans that started after the adapter are this session's
+        if self.process is not None:
+            since = self.process.lineage.roots.get(self.process.pid)
+            if since is not None:
+                strays = owner.strays(since, self.process.marker) - leftovers
+                self.strays_ended = [describe(pid) for pid in sorted(strays)]
+                leftovers |= strays
         for pid in leftovers:
-            self.run.process_owner.kill_tree(pid)
+            owner.kill_tree(pid)
         with anyio.move_on_after(1.0):
             while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
                 await anyio.sleep(0.02)
+        self.left_alive = [describe(pid) for pid in sorted(leftovers) if is_alive(pid)]
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 

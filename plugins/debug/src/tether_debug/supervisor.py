@@ -491,11 +491,18 @@ class DebugSupervisor:
         leftover = ""
         if session.output.unread:
             leftover = f" {session.output.unread} bytes of output are still unread (call output)."
-        gone = (
-            "the debuggee and adapter are gone"
-            if session.mode == "launch"
-            else "detached; the program keeps running"
-        )
+        if session.left_alive:
+            gone = "still alive after SIGKILL: " + ", ".join(session.left_alive)
+        elif session.mode == "launch":
+            gone = "the debuggee and adapter are gone"
+        else:
+            gone = "detached; the program keeps running"
+        if session.strays_ended:
+            gone += (
+                " (also ended, having left the debuggee's process tree: "
+                + ", ".join(session.strays_ended)
+                + ")"
+            )
         return f"Terminated the {session.adapter.id} session of {session.target}: {gone}.{leftover}"
 
     async def op_status(self) -> str:
