@@ -91,6 +91,8 @@ class Run:
         #: workdir settings that were ignored (harness-only or looser), as said on stderr
         self.config_notes: list[str] = []
         self._unsent_notes: list[str] = []
+        # what was wrong with the workdir's file itself (not valid TOML, not a table)
+        self._note_ignored(getattr(workdir_config, "notes", ()))
         self.core: CoreConfig = self._load_config("core", CoreConfig)
         self.problems: list[str] = []
         self._configs: dict[str, Any] = {}
@@ -117,17 +119,38 @@ class Run:
     def _load_config(self, table: str, cls: type[T]) -> T:
         harness = self.raw_config.get(table, {})
         local = self.workdir_config.get(table)
-        if local is None or not isinstance(harness, Mapping):
-            return structure_config(harness, cls, table)
+        # the harness's own table is loaded strictly: its errors are errors
+        loaded = structure_config(harness, cls, table)
+        if local is None:
+            return loaded
         if not isinstance(local, Mapping):
-            raise ConfigError(f"{table}: expected a table in the workdir's configuration")
+            self._note_ignored([f"{table}: ignored (expected a table, got {type(local).__name__})"])
+            return loaded
         raw, notes = layer_config(harness, local, cls, table)
+        # each key the workdir changed must load on its own: one that does not (a wrong type,
+        # out of bounds) is ignored and said, and the run goes on without it
+        accepted = dict(harness)
+        for key, value in raw.items():
+            if key in harness and harness[key] == value:
+                continue
+            trial = {**accepted, key: value}
+            try:
+                structure_config(trial, cls, table)
+            except ConfigError as exc:
+                notes.append(f"{table}.{key}: ignored ({exc})")
+                continue
+            accepted = trial
+        self._note_ignored(notes)
+        return structure_config(accepted, cls, table)
+
+    def _note_ignored(self, notes: Iterable[str]) -> None:
+        """Workdir settings that were ignored: said on stderr and in the next result's
+        ``meta.config_ignored``."""
         for note in notes:
             note = f"workdir configuration: {note}"
             _warn("tether: %s", note)
             self.config_notes.append(note)
             self._unsent_notes.append(note)
-        return structure_config(raw, cls, table)
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""

@@ -537,4 +537,14 @@ class LspSupervisor:
         for language in sorted({spec.language for spec in specs}):
             order = ", ".join(spec.id for spec in self.candidates(language))
             lines.append(f"Order for {language}: {order}")
+        # the workdir's own configuration that was ignored: the [lsp] table's keys, and a file
+        # that could not be read at all (it concerns every family)
+        ignored = [
+            note
+            for note in self.run.config_notes
+            if ": lsp." in note or "ignored the whole file" in note
+        ]
+        if ignored:
+            lines.append("Workdir configuration ignored (the harness's applies):")
+            lines += [f"  {note.removeprefix('workdir configuration: ')}" for note in ignored]
         return "\n".join(lines)
