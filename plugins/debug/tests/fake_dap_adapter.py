@@ -123,7 +123,10 @@ def main() -> None:
         elif command == "stackTrace":
             source = {"name": "prog", "path": program}
             frame = {"id": 1, "name": "main", "line": 1, "column": 1, "source": source}
-            respond(request, {"stackFrames": [frame], "totalFrames": 1})
+            # the runtime that called it: a file outside every workdir
+            runtime = {"name": "runtime.py", "path": "/usr/lib/fake-runtime/runtime.py"}
+            caller = {"id": 2, "name": "start", "line": 10, "column": 1, "source": runtime}
+            respond(request, {"stackFrames": [frame, caller], "totalFrames": 2})
         elif command == "evaluate":
             expression = request.get("arguments", {}).get("expression")
             if expression == "reverse_response":

@@ -14,9 +14,9 @@ import anyio
 from tether import ArgumentError, ToolError
 from tether.availability import CommandProbe
 from tether.contributions import collect
-from tether.paths import relative
+from tether.paths import OUTSIDE, is_inside, relative
 from tether.process import is_alive
-from tether.text import cap, clock, duration, truncate
+from tether.text import cap, clock, duration, show_path, truncate
 from tether_debug.adapters import DebugAdapter, availability
 from tether_debug.config import DebugConfig
 from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
@@ -378,9 +378,12 @@ class DebugSupervisor:
         lines = []
         for index, frame in enumerate(shown):
             source = frame.get("source") or {}
-            where = self._rel_str(source.get("path")) or source.get("name") or "?"
             line = frame.get("line")
-            lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}:{line}")
+            if source.get("path"):
+                where = self._location(source["path"], line)
+            else:
+                where = f"{show_path(source.get('name') or '?')}:{line}"
+            lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}")
             if index == 0:
                 text = source_line(source.get("path"), line)
                 if text is not None:
@@ -581,7 +584,7 @@ class DebugSupervisor:
             if stop.line is None:
                 where = "an unknown location"
             else:
-                where = f"{self._rel_str(stop.path) or '?'}:{stop.line}"
+                where = self._location(stop.path, stop.line)
                 if stop.line == 0:
                     where += " (before its first line)"
             in_frame = f" in {stop.frame_name}" if stop.frame_name else ""
@@ -593,7 +596,7 @@ class DebugSupervisor:
             if stop.own_frame is not None:
                 frame_id, name, path, line = stop.own_frame
                 lines.append(
-                    f"In the program's own code: {self._rel_str(path)}:{line} in {name} "
+                    f"In the program's own code: {self._location(path, line)} in {name} "
                     f"(frame_id {frame_id})."
                 )
                 own_line = source_line(path, line)
@@ -617,6 +620,12 @@ class DebugSupervisor:
 
     def _rel_str(self, path: str | None) -> str | None:
         return relative(self.run.workdir, path) if path else None
+
+    def _location(self, path: str | None, line: Any) -> str:
+        """``file:line`` as shown: relative to the workdir, or absolute and marked as outside
+        it (the interpreter's, a library's: its lines are not the checkout's)."""
+        where = f"{self._rel_str(path) or '?'}:{line}"
+        return where + OUTSIDE if path and not is_inside(self.run.workdir, path) else where
 
     async def aclose(self) -> None:
         if self.session is not None and self.session.live:

@@ -16,6 +16,7 @@ from tether.availability import CommandProbe, ProbeResult, find_root, not_found,
 from tether.contributions import collect
 from tether.paths import relative
 from tether.resources import forget_entry
+from tether.text import show_path
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
@@ -270,7 +271,7 @@ class LspSupervisor:
     def relative(self, path: Path) -> str:
         # the paths the run confined are resolved already: no second resolve per answer
         if path.is_absolute() and self.workdir in path.parents and ".." not in path.parts:
-            return str(path.relative_to(self.workdir))
+            return show_path(path.relative_to(self.workdir))
         return relative(self.workdir, path)
 
     def quiet_without_server(self, path: Path) -> bool:
