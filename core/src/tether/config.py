@@ -236,8 +236,8 @@ class WorkdirConfig(dict[str, Any]):
     """The workdir layer: a plain table (pass it as ``open_run(workdir_config=…)``), plus
     ``notes``: what was wrong with the file and was ignored (the run reports them)."""
 
-    def __init__(self, table: Mapping[str, Any] = (), notes: Sequence[str] = ()) -> None:
-        super().__init__(table)
+    def __init__(self, table: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> None:
+        super().__init__(table or {})
         self.notes: list[str] = list(notes)
 
 
