@@ -47,8 +47,11 @@ def variants(stranger: int) -> dict[str, int]:
 
 @pytest.mark.parametrize("who", ["stranger", "pid 1", "the caller"])
 async def test_a_run_neither_adopts_nor_kills_a_process_it_does_not_own(
-    open_test_run, stranger: int, who: str
+    open_test_run, stranger: int, who: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a harness's process, not the CLI's: an earlier test that ran the CLI in this process
+    # made it a subreaper, where every orphan re-parented here counts as the run's
+    monkeypatch.setattr(tether.process, "_subreaper", False)
     pid = variants(stranger)[who]
     async with open_test_run() as run:
         owner = run.process_owner
