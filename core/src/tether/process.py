@@ -212,7 +212,9 @@ class Lineage:
 
     A process is owned when it is one of the roots (a process its owner started or adopted,
     named by pid *and* start time, so a pid reused after an exit is not), when its environment
-    carries the owner's ``TETHER_OWNER`` marker, when it descends from a live root, or when it
+    carries the owner's ``TETHER_OWNER`` marker, when it is in a group or session a root leads
+    (a background job left behind by a leader that exited), when it descends from a root, or
+    when it
     was seen owned before (a daemon re-parented away from its root keeps its start time). When
     this process made itself a subreaper (the CLI: one run per process), every descendant of it
     is owned too — daemons that left their tree were re-parented here. Never owned: pid 1, this
@@ -257,10 +259,30 @@ class Lineage:
             return True
         owned = self.marker is not None and _carries(pid, self.marker)
         if not owned:
-            owned = self._descends(pid)
+            owned = self._in_a_root_group(pid, started) or self._descends(pid)
         if owned:
             self._seen.add((pid, started))
         return owned
+
+    def _in_a_root_group(self, pid: int, started: int) -> bool:
+        """``pid`` is in the process group or session a root leads (every root starts in its
+        own), even after the leader exited. The kernel gives no new process a pid still used
+        as a group or session id, so a group named after a root is the root's — unless the
+        root's number was reused once its group had emptied: a member must not be older than
+        the root, and a live leader must be the root itself."""
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            ids = {int(fields[2]), int(fields[3])}
+        except (OSError, IndexError, ValueError):
+            return False
+        for leader in ids - {os.getpid()}:  # this process's own group is not a child's
+            root_started = self._roots.get(leader)
+            if root_started is None or started < root_started:
+                continue
+            if start_time(leader) in (None, root_started):
+                return True
+        return False
 
     def _descends(self, pid: int) -> bool:
         me = os.getpid()
