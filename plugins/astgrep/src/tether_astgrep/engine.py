@@ -432,7 +432,7 @@ class WorkerPool:
         registry: GrammarRegistry,
         workers: int,
         cache_bytes: int,
-        on_start: Callable[[int], None] | None = None,
+        on_start: Callable[[int], object] | None = None,
         on_exit: Callable[[int], None] | None = None,
     ) -> None:
         # told each worker's pid as it starts, and once it is reaped (the run's process owner

@@ -80,7 +80,7 @@ class AstgrepService:
         registry: GrammarRegistry,
         config: AstgrepConfig,
         run_command: RunCommand,
-        on_worker_start: Callable[[int], None] | None = None,
+        on_worker_start: Callable[[int], object] | None = None,
         on_worker_exit: Callable[[int], None] | None = None,
     ) -> None:
         self.workdir = workdir

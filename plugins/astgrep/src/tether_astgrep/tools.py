@@ -10,7 +10,7 @@ import tether
 from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.resources import ResourceKey
-from tether.text import duration, plural, shown_note, truncate
+from tether.text import duration, plural, show_path, shown_note, truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
 
@@ -159,7 +159,9 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
     note = shown_note(len(shown), total)
     structured = []
     for result, (line, col, end_line, end_col, text, caps) in shown:
-        lines.append(f"{result.path}:{line}:{col}: {truncate(text.strip(), MATCH_TEXT_CHARS)}")
+        lines.append(
+            f"{show_path(result.path)}:{line}:{col}: {truncate(text.strip(), MATCH_TEXT_CHARS)}"
+        )
         for name, value in caps.items():
             lines.append(f"    ${name} = {truncate(value, CAPTURE_CHARS)}")
         structured.append(
@@ -246,7 +248,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         lines.append(lossy_line)
     kept = [(r.path, n) for r in changed for n in r.kept_lines]
     if kept:
-        where = ", ".join(f"{p}:{n}" for p, n in kept[:10])
+        where = ", ".join(f"{show_path(p)}:{n}" for p, n in kept[:10])
         more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
         lines.append(
             "code the pattern does not mention is kept verbatim before or after "
@@ -256,7 +258,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
     for r in broken:
         assert r.syntax is not None
         lines.append(
-            f"warning: {r.path} has new syntax errors after the rewrite "
+            f"warning: {show_path(r.path)} has new syntax errors after the rewrite "
             f"({r.syntax.check}: {r.syntax.detail})"
         )
     lines.extend(_syntax_summary(changed))
@@ -272,8 +274,8 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             difflib.unified_diff(
                 r.original.decode("utf-8", "replace").splitlines(keepends=True),
                 r.new.decode("utf-8", "replace").splitlines(keepends=True),
-                fromfile=f"a/{r.path}",
-                tofile=f"b/{r.path}",
+                fromfile=f"a/{show_path(r.path)}",
+                tofile=f"b/{show_path(r.path)}",
             )
         )
     preview = "".join(d if d.endswith("\n") else d + "\n" for d in diff)
@@ -320,7 +322,7 @@ def _other_readings(outcome: SearchOutcome) -> list[str]:
 def _lossy(lossy: list[tuple[str, int]]) -> str | None:
     if not lossy:
         return None
-    where = ", ".join(f"{p}:{n}" for p, n in lossy[:10])
+    where = ", ".join(f"{show_path(p)}:{n}" for p, n in lossy[:10])
     more = f" and {len(lossy) - 10} more" if len(lossy) > 10 else ""
     return (
         f"{plural(len(lossy), 'match')} not rewritten ({where}{more}): the code has parts the "
@@ -339,7 +341,9 @@ def _syntax_summary(changed: list[FileResult]) -> list[str]:
     out = []
     for (check, blind, why), results in groups.items():
         clean = sum(1 for r in results if not r.new_error_lines)
-        names = "" if len(results) > 5 else " (" + ", ".join(r.path for r in results) + ")"
+        names = (
+            "" if len(results) > 5 else " (" + ", ".join(show_path(r.path) for r in results) + ")"
+        )
         if check == "tree-sitter":
             what = f"syntax check: tree-sitter only on {plural(len(results), 'file')}{names}: "
             bad = len(results) - clean
@@ -365,7 +369,7 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
         known = ", ".join(service.staged) or "none"
         raise tether.ArgumentError("edit_id", f"unknown edit {args.edit_id!r} (staged: {known})")
     del service.staged[args.edit_id]
-    names = [p.relative_to(service.workdir).as_posix() for p, _, _ in staged.changes]
+    names = [show_path(p.relative_to(service.workdir).as_posix()) for p, _, _ in staged.changes]
     if args.action == "discard":
         service.resolved[args.edit_id] = "discarded"
         return tether.ToolResult.text(f"{args.edit_id} discarded; no file was changed")
@@ -374,7 +378,7 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
         await apply_changes_async(changes, root=service.workdir)
     except StaleFiles as exc:
         service.resolved[args.edit_id] = "rejected"
-        stale = ", ".join(p.relative_to(service.workdir).as_posix() for p in exc.paths)
+        stale = ", ".join(show_path(p.relative_to(service.workdir).as_posix()) for p in exc.paths)
         raise tether.ToolError(
             f"{args.edit_id} rejected, nothing written: changed since staging: {stale}. "
             "Run ast_edit again on the current files."

@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 
-from tether.text import truncate
+from tether.paths import OUTSIDE
+from tether.text import show_path, truncate
 from tether_lsp.client import LspClient
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
@@ -54,17 +55,22 @@ class SourceLines:
         text = lines[place.line] if place.line < len(lines) else ""
         column = from_lsp_character(text, place.character, self._client.encoding) + 1
         where = f"{display_path(place, workdir)}:{place.line + 1}:{column}"
+        if place.path is not None and not place.path.is_relative_to(workdir):
+            where += OUTSIDE
         source = truncate(text.strip(), 160)
         return f"{where}: {source}" if source else where
 
 
 def display_path(place: Place, workdir: Path) -> str:
+    """The place's file as shown: relative to the workdir, or absolute (then its location is
+    marked as outside it: a library's definition is not the checkout's code); control
+    characters escaped."""
     if place.path is None:
-        return place.uri
+        return show_path(place.uri)
     try:
-        return str(place.path.relative_to(workdir))
+        return show_path(place.path.relative_to(workdir))
     except ValueError:
-        return str(place.path)
+        return show_path(place.path)
 
 
 def places(result: Any) -> list[Place]:
