@@ -173,6 +173,34 @@ def _locate(
     return kids[first : last + 1]
 
 
+# What a grammar may skip between tokens without a node: whitespace, a line continuation.
+_UNSEEN = re.compile(rb"(?:\s|\\\r?\n)*")
+
+
+def lost_text(
+    root: ts.Node, src: bytes, start: int, end: int, opaque: frozenset[int] = frozenset()
+) -> str | None:
+    """The first text in src[start:end] that no leaf of the tree covers (what the grammar
+    dropped without an error node), or None when every token of it is in the tree. Nodes of
+    the `opaque` kinds (strings, whose text between the quotes may be no child) count as
+    leaves."""
+    covered = start
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= covered or node.start_byte >= end:
+            continue
+        if node.child_count and node.kind_id not in opaque:
+            stack.extend(reversed(node.children))
+            continue
+        if node.start_byte > covered and not _UNSEEN.fullmatch(src, covered, node.start_byte):
+            return src[covered : node.start_byte].strip().decode("utf-8", "replace")
+        covered = max(covered, node.end_byte)
+    if covered < end and not _UNSEEN.fullmatch(src, covered, end):
+        return src[covered:end].strip().decode("utf-8", "replace")
+    return None
+
+
 def _strip(nodes: list[ts.Node], terminator: bytes, grammar: Grammar) -> list[ts.Node]:
     """Drop a terminator we added, and wrappers that add nothing (statement → expression)."""
     if terminator and len(nodes) > 1 and not nodes[-1].is_named and nodes[-1].text == terminator:
@@ -284,18 +312,14 @@ Variant = tuple[str, dict[bytes, MetaVar]]
 Token = tuple[bytes, int, int, tuple[int, int] | None]  # text, span in the scaffold, slot
 
 
-def _keyword_as_name(item: PItem, keywords: frozenset[str]) -> str | None:
-    """A keyword of the pattern that this reading takes for a name (`switch` as a method)."""
+def _keywords_as_names(item: PItem, keywords: frozenset[str]) -> list[str]:
+    """The keywords of the pattern that this reading takes for names (`switch` as a method)."""
     if isinstance(item, MetaVar) or not keywords:
-        return None
+        return []
     if item.text is not None:
         word = item.text.decode("utf-8", "replace")
-        return word if item.named and "identifier" in item.kind and word in keywords else None
-    for child in item.children:
-        found = _keyword_as_name(child, keywords)
-        if found is not None:
-            return found
-    return None
+        return [word] if item.named and "identifier" in item.kind and word in keywords else []
+    return [w for child in item.children for w in _keywords_as_names(child, keywords)]
 
 
 def _read(
@@ -304,21 +328,47 @@ def _read(
     variants: Sequence[Variant],
     grammar: Grammar,
     parser: ts.Parser,
-    tried: list[str],
+    tried: dict[str, str],
+    as_names: list[tuple[CompiledPattern, str]] | None = None,
 ) -> tuple[CompiledPattern, str] | None:
     """The fragment read in one rung (and the kind it was read as, before unwrapping).
 
     Each spelling of the metavariables (`variants`) is tried with each terminator; a reading
-    that takes one of the grammar's keywords for a name is refused."""
+    that takes one of the grammar's keywords for a name is put aside in `as_names` (used only
+    when no rung reads the word otherwise). `tried` gets, per rung and terminator, why the
+    first spelling was refused there."""
     for substituted, mapping in variants:
         for terminator in scaffold.terminators:
             read = _read_one(scaffold, text, substituted, mapping, terminator, grammar, parser)
             label = scaffold.rung + (f" (+{terminator!r})" if terminator else "")
-            if label not in tried:
-                tried.append(label)
-            if read is not None:
+            if isinstance(read, str):
+                tried.setdefault(label, read)
+                continue
+            words = [
+                w for i in read[0].items for w in _keywords_as_names(i, grammar.reserved_words)
+            ]
+            if not words:
                 return read
+            tried.setdefault(label, f"reads the keyword {words[0]!r} as a name")
+            if as_names is not None and grammar.soft_keywords.issuperset(words):
+                as_names.append(read)
     return None
+
+
+def _error_at(root: ts.Node, src: bytes, start: int) -> str:
+    """Where the first ERROR or MISSING node of a scaffolded fragment is, for a refusal."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not node.has_error and not node.is_missing:
+            continue
+        if node.is_missing:
+            return f"syntax error: {node.type!r} missing"
+        if node.is_error:
+            bad = src[max(node.start_byte, start) : node.end_byte].strip().split(b"\n")[0]
+            return f"syntax error at {bad[:40].decode('utf-8', 'replace')!r}"
+        stack.extend(reversed(node.children))
+    return "syntax error"
 
 
 def _read_one(
@@ -329,7 +379,8 @@ def _read_one(
     terminator: str,
     grammar: Grammar,
     parser: ts.Parser,
-) -> tuple[CompiledPattern, str] | None:
+) -> tuple[CompiledPattern, str] | str:
+    """The reading, or why there is none in this rung."""
     body = substituted + terminator
     indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
     prefix = (scaffold.prefix + scaffold.indent).encode()
@@ -337,16 +388,19 @@ def _read_one(
     end = len((scaffold.prefix + indented).encode())
     tree = parser.parse(src)
     if tree.root_node.has_error:
-        return None
+        return _error_at(tree.root_node, src, len(prefix))
+    lost = lost_text(tree.root_node, src, len(prefix), end, grammar.string_ids)
+    if lost is not None:
+        # The grammar dropped part of the fragment without an error node (Kotlin's
+        # `val X: T != null` ends at `T`): a reading of what is left would match anything.
+        return f"the grammar drops {lost!r} (no node holds it)"
     located = _locate(tree.root_node, len(prefix), end, grammar, src)
     nodes = _strip(located, terminator.encode(), grammar)
     if not nodes:
-        return None
+        return "no node or run of sibling nodes is exactly the fragment"
     literals: list[Token] = []
     named: set[bytes] = set()
     items = tuple(_convert(n, mapping, grammar, literals, named, src) for n in nodes)
-    if any(_keyword_as_name(i, grammar.keywords) is not None for i in items):
-        return None
     if len(items) == 1:
         what = _kind_words(items[0])
     else:
@@ -404,14 +458,18 @@ def compile_readings(
         if all(variant[0] != v[0] for v in variants):
             variants.append(variant)
     parser = grammar.parser()
-    tried: list[str] = []
+    tried: dict[str, str] = {}
     scaffolds = [s for s in grammar.scaffolds if rungs is None or s.rung in rungs]
     declaration = next((s for s in scaffolds if s.rung == "declaration"), None)
     found: list[CompiledPattern] = []
+    # Readings that take soft keywords for names (Python's `match($X)`): used when no rung
+    # reads them as keywords. One that takes `switch` for a name (`switch ($X) {…}` as a
+    # method) never is.
+    as_names: list[tuple[CompiledPattern, str]] = []
     for scaffold in scaffolds:
         if len(found) >= most:
             break
-        read = _read(scaffold, text, variants, grammar, parser, tried)
+        read = _read(scaffold, text, variants, grammar, parser, tried, as_names)
         if read is None:
             read = _respelled(text, grammar, scaffold, parser)
         if read is None:
@@ -419,7 +477,7 @@ def compile_readings(
         compiled, kind = read
         finds = grammar.declaration_first.get(kind)
         if finds is not None and declaration is not None and declaration is not scaffold:
-            as_declaration = _read(declaration, text, variants, grammar, parser, []) or _respelled(
+            as_declaration = _read(declaration, text, variants, grammar, parser, {}) or _respelled(
                 text, grammar, declaration, parser
             )
             if as_declaration is not None:
@@ -435,15 +493,20 @@ def compile_readings(
         for also_rung in grammar.also_read.get(kind, ()):
             other = next((s for s in grammar.scaffolds if s.rung == also_rung), None)
             if other is not None and other is not scaffold:
-                extra = _read(other, text, variants, grammar, parser, [])
+                extra = _read(other, text, variants, grammar, parser, {})
                 if extra is not None:
                     compiled = _union(compiled, extra[0])
         if all(compiled.items != f.items for f in found):
             found.append(compiled)
+    if not found and as_names:
+        found.append(as_names[0][0])
     if not found:
+        why = "; ".join(
+            f"as {'an' if label[0] in 'aeiou' else 'a'} {label}: {reason}"
+            for label, reason in tried.items()
+        )
         raise PatternError(
-            f"pattern: not parseable as {grammar.id} in any context "
-            f"(tried {', '.join(tried) or 'no rung'}); "
+            f"pattern: not parseable as {grammar.id} ({why or 'no rung'}); "
             "write one complete statement, expression, member or declaration"
         )
     return [_with_strictness(c, strictness) for c in found]
@@ -480,17 +543,21 @@ def _respelled(
         return None
     # `$$$` ones first: parameter lists, arms and bodies are what needs respelling most.
     order = sorted(range(count), key=lambda i: not found[i].group(0).startswith("$$$"))
+    # A spelling that ends a statement (`{}();`, `_T {};`) stands only where a statement does:
+    # in `$X + 1` it would split the expression in two statements, `X();` and `+1;`.
+    alone = [_alone_as_statement(text, m.start(), m.end()) for m in found]
     choices = (
         dict(zip(chosen, spelled, strict=True))
         for k in range(1, min(count, MAX_RESPELLED) + 1)
         for chosen in itertools.combinations(order, k)
         for spelled in itertools.product(spellings, repeat=k)
+        if all(alone[i] or not s.endswith(";") for i, s in zip(chosen, spelled, strict=True))
     )
     for respell in itertools.islice(choices, MAX_RESPELLINGS):
         variant = placeholders_for(
             text, grammar.statement_terminator, None, grammar.metavar_template, respell
         )
-        read = _read(scaffold, text, [variant], grammar, parser, [])
+        read = _read(scaffold, text, [variant], grammar, parser, {})
         # Every respelled placeholder must have been read as one whole node.
         if read is not None and _metavars(read[0].items) == count:
             return read

@@ -1,0 +1,155 @@
+"""Pattern readings are honest in every grammar: a reading keeps every token of the pattern,
+keyword guards come from the grammar, `$$$` adds no token, and every refusal says why."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tether_astgrep.grammars import GrammarRegistry, all_grammars
+from tether_astgrep.pattern import (
+    METAVAR_RE,
+    CompiledPattern,
+    MetaVar,
+    PatternError,
+    PItem,
+    compile_pattern,
+)
+from tether_astgrep.testing import captures, find
+
+GRAMMARS = {g.id: g for g in all_grammars() if g.missing() is None}
+
+# Operator and literal patterns an agent writes in any language.
+OPERATOR_PATTERNS = (
+    "$X != null",
+    "$X != true",
+    "$A != false",
+    "$X == null",
+    "$A == $B",
+    "$A < $B",
+    "$X + 1",
+    "-$X",
+    "!$X",
+    "$A && $B",
+    "f($X)",
+    "$X.foo",
+    "$X = 1",
+    "return $X",
+)
+
+
+def _leaves(item: PItem) -> str:
+    if isinstance(item, MetaVar):
+        return ""
+    if item.text is not None:
+        return item.text.decode()
+    return "".join(_leaves(c) for c in item.children)
+
+
+def _readings(compiled: CompiledPattern) -> list[CompiledPattern]:
+    return [compiled, *(r for a in compiled.also for r in _readings(a))]
+
+
+def _tokens(text: str) -> str:
+    """The pattern's own tokens: no metavariables, whitespace or commas (never significant)."""
+    return re.sub(r"[\s,]", "", METAVAR_RE.sub("", text))
+
+
+@pytest.mark.parametrize("pattern", OPERATOR_PATTERNS)
+@pytest.mark.parametrize("language", sorted(GRAMMARS))
+def test_a_reading_keeps_every_token_of_the_pattern(language: str, pattern: str) -> None:
+    # Kotlin read `$X != null` as `val X: T` and dropped `!= null` without an error node: a
+    # reading of "any node" that matched 129,170 nodes. Refusing is fine; losing tokens is not.
+    try:
+        compiled = compile_pattern(pattern, GRAMMARS[language])
+    except PatternError as exc:
+        assert "in any context" not in str(exc)
+        return
+    for reading in _readings(compiled):
+        # (a placeholder glued into a bigger token, bash's word `-$X`, is that token's text)
+        kept = re.sub(r"__tmvs?_\w*", "", "".join(_leaves(i) for i in reading.items))
+        kept = re.sub(r"[\s,]", "", kept)
+        # `;` is the terminator a statement rung adds (`return $X` reads as `return X;`)
+        assert kept in (_tokens(pattern), _tokens(pattern) + ";"), reading.interpretation
+        assert not isinstance(reading.root, MetaVar) or len(reading.items) > 1
+
+
+def test_kotlin_not_null_finds_the_comparisons_not_every_node(registry: GrammarRegistry) -> None:
+    code = """
+    class A(val b: String?) {
+        fun f(x: Int?): Int {
+            if (x != null) return x
+            if (b == null) return 0
+            return 1
+        }
+    }
+    """
+    assert find(registry, "kotlin", "$X != null", code) == ["x != null"]
+    assert find(registry, "kotlin", "$X == null", code) == ["b == null"]
+    assert find(registry, "kotlin", "if ($X == null) return $Y", code) == [
+        "if (b == null) return 0"
+    ]
+
+
+@pytest.mark.parametrize("cast", ["static_cast", "reinterpret_cast", "const_cast", "dynamic_cast"])
+def test_cpp_casts_are_names_to_the_grammar(registry: GrammarRegistry, cast: str) -> None:
+    code = f"void f(long p) {{ int a = {cast}<int>(p); g({cast}<char *>(&a)); }}\n"
+    assert captures(registry, "cpp", f"{cast}<$T>($X)", code) == [
+        {"T": "int", "X": "p"},
+        {"T": "char *", "X": "&a"},
+    ]
+
+
+# Words that some language reserves and that the hand lists reserved everywhere they were listed.
+WORD_PATTERNS = ("$X == null", "$X = nil", "static_cast<$T>($X)", "typeid($X)", "$X == true")
+
+
+@pytest.mark.parametrize("pattern", WORD_PATTERNS)
+@pytest.mark.parametrize("language", sorted(GRAMMARS))
+def test_a_word_is_a_keyword_only_where_the_grammar_has_it(language: str, pattern: str) -> None:
+    grammar = GRAMMARS[language]
+    try:
+        compile_pattern(pattern, grammar)
+    except PatternError as exc:
+        message = str(exc)
+        # The refusal names the true reason at every rung it tried.
+        assert "in any context" not in message
+        for scaffold in grammar.scaffolds:
+            assert f" {scaffold.rung}" in message, message
+        for word in re.findall(r"reads the keyword '(\w+)' as a name", message):
+            assert word in grammar.reserved_words, message
+
+
+def test_a_hard_keyword_read_as_a_name_is_refused_saying_so(registry: GrammarRegistry) -> None:
+    js = registry.get("javascript")
+    assert js is not None
+    with pytest.raises(PatternError, match="reads the keyword 'switch' as a name"):
+        compile_pattern("switch ($X) { $$$C }", js, rungs=["class member"])
+
+
+@pytest.mark.parametrize("language", sorted(GRAMMARS))
+def test_the_reserved_words_come_from_the_grammar(language: str) -> None:
+    grammar = GRAMMARS[language]
+    kinds = set(grammar.kind_names)
+    for word in grammar.reserved_words:
+        assert kinds & {word, f"{word}_keyword", f"_{word}_keyword", f"{word}_builtin"}, word
+    assert grammar.soft_keywords <= grammar.reserved_words
+
+
+@pytest.mark.parametrize(
+    ("language", "word", "pattern"),
+    [
+        ("python", "match", "match($X)"),
+        ("python", "print", "print($X)"),
+        ("kotlin", "value", "$X.value"),
+        ("typescript", "type", "type($X)"),
+    ],
+)
+def test_a_soft_keyword_is_a_name_when_nothing_reads_it_as_a_keyword(
+    registry: GrammarRegistry, language: str, word: str, pattern: str
+) -> None:
+    grammar = registry.get(language)
+    assert grammar is not None and word in grammar.soft_keywords
+    code = {"python": "{}(a)\n", "kotlin": "val v = a.{}\n", "typescript": "{}(a);\n"}[language]
+    assert find(registry, language, pattern, code.format(word))
