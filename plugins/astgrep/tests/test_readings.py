@@ -40,8 +40,8 @@ OPERATOR_PATTERNS = (
 
 
 def _leaves(item: PItem) -> str:
-    if isinstance(item, MetaVar):
-        return ""
+    if isinstance(item, MetaVar) or item.optional:
+        return ""  # an optional token is never required of a match
     if item.text is not None:
         return item.text.decode()
     return "".join(_leaves(c) for c in item.children)
@@ -153,3 +153,76 @@ def test_a_soft_keyword_is_a_name_when_nothing_reads_it_as_a_keyword(
     assert grammar is not None and word in grammar.soft_keywords
     code = {"python": "{}(a)\n", "kotlin": "val v = a.{}\n", "typescript": "{}(a);\n"}[language]
     assert find(registry, language, pattern, code.format(word))
+
+
+# `$$$` at the start, in the middle and at the end of calls, blocks and declarations.
+MULTI_PATTERNS = (
+    "f($$$A)",
+    "f($$$A, $X)",
+    "f($X, $$$A)",
+    "f($X, $$$A, $Y)",
+    "$$$A",
+    "return $$$A",
+    "template<typename $T> $$$D",
+    "class $C { $$$B }",
+    "if ($C) { $$$B }",
+    "$X = $$$V",
+    "[$$$A]",
+    "$F($$$A).$M($$$B)",
+)
+
+
+@pytest.mark.parametrize("pattern", MULTI_PATTERNS)
+@pytest.mark.parametrize("language", sorted(GRAMMARS))
+def test_a_multi_placeholder_adds_no_token(language: str, pattern: str) -> None:
+    # C++ `template<typename $T> $$$D` was read as `… D;` and found only the templates
+    # ending in `;` (51 of 197).
+    try:
+        compiled = compile_pattern(pattern, GRAMMARS[language])
+    except PatternError:
+        return
+    for reading in _readings(compiled):
+        kept = re.sub(r"__tmvs?_\w*", "", "".join(_leaves(i) for i in reading.items))
+        kept = re.sub(r"[\s,]", "", kept)
+        if pattern.endswith(("$$$A", "$$$D", "$$$V")):
+            assert kept == _tokens(pattern), reading.interpretation
+        else:
+            assert kept in (_tokens(pattern), _tokens(pattern) + ";"), reading.interpretation
+
+
+def test_cpp_template_with_any_declaration(registry: GrammarRegistry) -> None:
+    code = """
+    template<typename T> T id(T x) { return x; }
+    template<typename T> class A { T a; };
+    template<typename T> using V = A<T>;
+    template<typename K> struct B;
+    """
+    found = find(registry, "cpp", "template<typename $T> $$$D", code)
+    assert [f.split(">", 1)[1].strip()[:10] for f in found] == [
+        "T id(T x) ",
+        "class A { ",
+        "using V = ",
+        "struct B;",
+    ]
+
+
+RETURN_CODE = {
+    "c": "int f(int x) { return x + 1; }",
+    "cpp": "int f(int x) { return x + 1; }",
+    "csharp": "class A { int F(int x) { return x + 1; } }",
+    "dart": "int f(int x) { return x + 1; }",
+    "java": "class A { int f(int x) { return x + 1; } }",
+    "javascript": "function f(x) { return x + 1; }",
+    "php": "<?php function f($x) { return $x + 1; }",
+    "rust": "fn f(x: i32) -> i32 { return x + 1; }",
+    "typescript": "function f(x: number) { return x + 1; }",
+}
+
+
+@pytest.mark.parametrize("language", sorted(RETURN_CODE))
+def test_a_run_at_the_end_matches_with_or_without_the_terminator(
+    registry: GrammarRegistry, language: str
+) -> None:
+    code = RETURN_CODE[language]
+    run = [c["A"] for c in captures(registry, language, "return $$$A", code)]
+    assert run == [code.split("return ")[1].split(";")[0]]

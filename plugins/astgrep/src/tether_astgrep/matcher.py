@@ -43,15 +43,21 @@ class Match:
 
 
 class _N:
-    __slots__ = ("children", "ids", "named", "text")
+    __slots__ = ("children", "ids", "named", "optional", "text")
 
     def __init__(
-        self, ids: frozenset[int], text: bytes | None, children: tuple[Any, ...], named: bool
+        self,
+        ids: frozenset[int],
+        text: bytes | None,
+        children: tuple[Any, ...],
+        named: bool,
+        optional: bool = False,
     ):
         self.ids = ids
         self.text = text
         self.children = children
         self.named = named
+        self.optional = optional
 
 
 def _quote(text: str) -> str:
@@ -86,7 +92,7 @@ def query_source(root: PNode, budget: int = 48, *, tokens: bool = True, texts: b
         parts = []
         if depth < 6 and budget > 0:
             for child in node.children:
-                if isinstance(child, MetaVar) and child.multi:
+                if child.multi if isinstance(child, MetaVar) else child.optional:
                     continue
                 if not tokens and isinstance(child, PNode) and not child.named:
                     continue
@@ -174,6 +180,8 @@ class Matcher:
                 if isinstance(node, MetaVar):
                     continue
                 if node.text is not None:
+                    if node.optional:
+                        continue
                     if node.text and (node.named or not node.text.startswith(b"#")):
                         anchors.setdefault(node.text, set()).add(depth)
                 else:
@@ -188,7 +196,8 @@ class Matcher:
         if isinstance(item, MetaVar):
             return item
         ids = self._ids.get((item.kind, item.named), frozenset())
-        return _N(ids, item.text, tuple(self._prep(c) for c in item.children), item.named)
+        children = tuple(self._prep(c) for c in item.children)
+        return _N(ids, item.text, children, item.named, item.optional)
 
     # -- candidates -----------------------------------------------------------------
 
@@ -378,8 +387,17 @@ class Matcher:
                 return env
             p = ps[i]
             if isinstance(p, MetaVar) and p.multi:
-                last = i == len(ps) - 1
-                ks = [len(cs)] if last and whole else range(j, len(cs) + 1)
+                rest = ps[i + 1 :]
+                last = all(isinstance(q, _N) and q.optional for q in rest)
+                ks: Any = [len(cs)] if last and whole else range(j, len(cs) + 1)
+                if (
+                    rest
+                    and last
+                    and whole
+                    and len(cs) > j
+                    and self._node(rest[0], cs[-1], env) is not None
+                ):
+                    ks = [len(cs) - 1]  # the run ends before the token it may end with
                 for k in ks:
                     e2 = self._bind(p, cs[j:k], env)
                     if e2 is None:
@@ -388,6 +406,11 @@ class Matcher:
                     if r is not None:
                         return r
                 return None
+            if isinstance(p, _N) and p.optional:
+                if j < len(cs) and (e2 := self._node(p, cs[j], env)) is not None:
+                    env, j = e2, j + 1
+                i += 1
+                continue
             if j == len(cs):
                 if self.skip_goal_tokens and isinstance(p, _N) and p.text is not None:
                     if not p.named:

@@ -45,6 +45,9 @@ class PNode:
     named: bool
     text: bytes | None
     children: tuple[PNode | MetaVar, ...] = ()
+    # A token the rung added after a `$$$` run (C++ `template<typename $T> $$$D` reads as
+    # `… D;`): matched when the code has it, so the run does not capture it, never required.
+    optional: bool = False
 
 
 PItem = PNode | MetaVar
@@ -233,7 +236,10 @@ def _convert(
     named: set[bytes],
     src: bytes = b"",
     slot: tuple[int, int] | None = None,
+    added: tuple[int, int] = (0, 0),
 ) -> PItem:
+    """`added` is the span of the terminator the rung put after the fragment: a token of it
+    right after a `$$$` is dropped (the run stands for what is there, `;` or not)."""
     text = node.text or b""
     mv = mapping.get(text)
     if mv is not None:
@@ -257,12 +263,29 @@ def _convert(
         # A filler the grammar spells as two siblings (Dart's `var x` then `;`) is one `$$$`.
         if i + 1 < len(kids) and src:
             pair = mapping.get(src[kids[i].start_byte : kids[i + 1].end_byte])
-            if pair is not None and pair.multi:
+            ours = added[0] <= kids[i + 1].start_byte and kids[i + 1].end_byte <= added[1]
+            if pair is not None and pair.multi and not ours:
                 literals.append((b"", 0, 0, None))
                 out.append(pair)
                 i += 2
                 continue
-        out.append(_convert(kids[i], mapping, grammar, literals, named, src, (node.id, i)))
+        kid = kids[i]
+        if (
+            out
+            and isinstance(out[-1], MetaVar)
+            and out[-1].multi
+            and added[0] <= kid.start_byte
+            and kid.end_byte <= added[1]
+            and kid.start_byte < kid.end_byte
+            and kid.child_count == 0
+        ):
+            # C++ `template<typename $T> $$$D` reads as `… D;`: that `;` is ours; required,
+            # it would find only the templates that end in one.
+            literals.append((b"", 0, 0, None))
+            out.append(PNode(kid.type, kid.is_named, kid.text, optional=True))
+            i += 1
+            continue
+        out.append(_convert(kid, mapping, grammar, literals, named, src, (node.id, i), added))
         i += 1
     return PNode(node.type, node.is_named, None, tuple(out))
 
@@ -400,7 +423,8 @@ def _read_one(
         return "no node or run of sibling nodes is exactly the fragment"
     literals: list[Token] = []
     named: set[bytes] = set()
-    items = tuple(_convert(n, mapping, grammar, literals, named, src) for n in nodes)
+    added = (end - len(terminator.encode()), end)
+    items = tuple(_convert(n, mapping, grammar, literals, named, src, added=added) for n in nodes)
     if len(items) == 1:
         what = _kind_words(items[0])
     else:
