@@ -65,6 +65,7 @@ class FileResult:
     syntax: SyntaxCheck | None = None
     lossy_lines: tuple[int, ...] = ()  # matches not rewritten: code between their parts
     kept_lines: tuple[int, ...] = ()  # rewritten, unmentioned code before/after kept as is
+    dropped_comments: tuple[tuple[int, str], ...] = ()  # (line, text) the rewrite removes
 
 
 class _Entry:
@@ -306,6 +307,7 @@ class ProcessState:
                 syntax=syntax,
                 lossy_lines=applied.lossy_lines,
                 kept_lines=applied.kept_lines,
+                dropped_comments=applied.dropped_comments,
             )
         if not count:
             return FileResult(path, parse_errors=has_errors)

@@ -51,6 +51,9 @@ class Grammar:
     scaffolds: tuple[Scaffold, ...]
     string_kinds: frozenset[str] = frozenset()
     code_in_string_kinds: frozenset[str] = frozenset()
+    # Beyond the strings, nodes whose lines a rewrite never re-indents, since their
+    # indentation is data (bash's heredoc with its terminator line, YAML's block scalar).
+    verbatim_kinds: frozenset[str] = frozenset()
     # Undelimited statement containers (Python's indented block): `$$$X` alone in one
     # stands for the statements inside it, not for the block among its siblings.
     block_kinds: frozenset[str] = frozenset()
@@ -216,6 +219,11 @@ class Grammar:
     @cached_property
     def string_ids(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.string_kinds)
+
+    @cached_property
+    def verbatim_ids(self) -> frozenset[int]:
+        kinds = self.string_kinds | self.verbatim_kinds
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in kinds)
 
     @cached_property
     def code_in_string_ids(self) -> frozenset[int]:

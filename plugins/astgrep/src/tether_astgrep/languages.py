@@ -61,6 +61,7 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("case item", "case _t in\n", "\nesac", terminators=("", ";;")),
             ),
             string_kinds=frozenset({"string", "raw_string", "ansi_c_string", "heredoc_body"}),
+            verbatim_kinds=frozenset({"heredoc_redirect"}),  # the body and the `EOF` line
             code_in_string_kinds=frozenset(
                 {"expansion", "simple_expansion", "command_substitution", "arithmetic_expansion"}
             ),

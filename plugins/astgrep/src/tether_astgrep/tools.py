@@ -116,6 +116,13 @@ class ResolveArgs:
     action: Literal["accept", "discard"] = tether.arg(
         description="accept: write every file (all or nothing); discard: drop the staged edit"
     )
+    force: bool = tether.arg(
+        False,
+        description=(
+            "accept an edit whose syntax check found new errors (ast_edit named the files); "
+            "without it such an edit is refused and stays staged"
+        ),
+    )
 
 
 def _header(outcome: SearchOutcome) -> str:
@@ -254,6 +261,14 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             "code the pattern does not mention is kept verbatim before or after "
             f"{plural(len(kept), 'rewritten match')} ({where}{more}): check that it still fits"
         )
+    dropped = [(r.path, n, text) for r in changed for n, text in r.dropped_comments]
+    if dropped:
+        where = ", ".join(f"{p}:{n} {text}" for p, n, text in dropped[:5])
+        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+        lines.append(
+            f"warning: the rewrite drops {plural(len(dropped), 'comment')} that no capture it "
+            f"uses carries ({where}{more}): capture the code around them, or re-add them"
+        )
     broken = [r for r in changed if r.new_error_lines]
     for r in broken:
         assert r.syntax is not None
@@ -298,6 +313,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         },
         not_rewritten=[{"path": p, "line": n} for p, n in lossy],
         kept_verbatim=[{"path": p, "line": n} for p, n in kept],
+        dropped_comments=[{"path": p, "line": n, "text": t} for p, n, t in dropped],
         unreadable_ignores=outcome.unreadable_ignores,
     )
 
@@ -366,6 +382,16 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
             raise tether.ToolError(f"{args.edit_id} was already resolved ({done}); nothing to do")
         known = ", ".join(service.staged) or "none"
         raise tether.ArgumentError("edit_id", f"unknown edit {args.edit_id!r} (staged: {known})")
+    if args.action == "accept" and staged.broken and not args.force:
+        where = "; ".join(
+            f"{path} (line{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns[:10]))})"
+            for path, ns in staged.broken
+        )
+        raise tether.ToolError(
+            f"{args.edit_id} not written: its syntax check found new errors in {where}. "
+            "It stays staged: discard it and fix the pattern or rewrite, or call resolve again "
+            "with force: true to write it anyway"
+        )
     del service.staged[args.edit_id]
     names = [p.relative_to(service.workdir).as_posix() for p, _, _ in staged.changes]
     if args.action == "discard":
@@ -416,7 +442,8 @@ EDIT_DOC = (
 )
 RESOLVE_DOC = (
     "Accept or discard an edit staged by ast_edit. Accept writes every file or none: if any file "
-    "changed since staging, the whole edit is rejected."
+    "changed since staging, the whole edit is rejected. An edit whose syntax check found new "
+    "errors is refused (it stays staged) unless force is true."
 )
 
 
