@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio.to_thread
 import attrs
@@ -188,11 +188,9 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
     if stopped:
         lines.append(stopped + "; the matches above are from those files")
     lines.extend(_other_readings(outcome))
-    broken = sum(1 for r in outcome.files if r.parse_errors and r.count)
-    if broken:
-        lines.append(
-            f"{broken} files with matches have syntax errors (matched in their well-formed parts)"
-        )
+    unsearchable, unsearchable_meta = _unsearchable(outcome)
+    if unsearchable:
+        lines.append(unsearchable)
     skip = _skips(outcome, service.config.max_file_bytes)
     if skip:
         lines.append(skip)
@@ -212,7 +210,31 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
             {"interpreted_as": what, "matches": n} for what, n in outcome.other_readings
         ],
         unreadable_ignores=outcome.unreadable_ignores,
+        unsearchable=unsearchable_meta,
     )
+
+
+# Files named in the "not searchable" warning; the count covers all of them.
+UNSEARCHABLE_SHOWN = 5
+
+
+def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
+    """Files with code the grammar could not parse (ERROR regions), where a match may be lost:
+    a warning line and `meta["unsearchable"]` ({files, lines, paths: the first few})."""
+    hit = [r for r in outcome.files if r.unsearchable_lines]
+    if not hit:
+        return None, {"files": 0, "lines": 0, "paths": []}
+    worst = sorted(hit, key=lambda r: (-r.unsearchable_lines, r.path))[:UNSEARCHABLE_SHOWN]
+    total = sum(r.unsearchable_lines for r in hit)
+    where = ", ".join(f"{r.path} ({plural(r.unsearchable_lines, 'line')})" for r in worst)
+    more = f" and {len(hit) - len(worst)} more" if len(hit) > len(worst) else ""
+    line = (
+        f"warning: {plural(len(hit), 'file')} with code the {outcome.grammar.id} grammar could "
+        f"not parse: {plural(total, 'line')} not searchable, where matches may be missing "
+        f"({where}{more})"
+    )
+    paths = [{"path": r.path, "lines": r.unsearchable_lines} for r in worst]
+    return line, {"files": len(hit), "lines": total, "paths": paths}
 
 
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
@@ -238,6 +260,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             f"{outcome.grammar.id} files ({_header(outcome)})"
             + (f"; {lossy_line}" if lossy_line else "")
             + "".join(f"; {line}" for line in _other_readings(outcome))
+            + (f"; {_unsearchable(outcome)[0]}" if _unsearchable(outcome)[0] else "")
         )
     staged = service.stage(outcome)
     lines = [
@@ -277,6 +300,9 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             f"({r.syntax.check}: {r.syntax.detail})"
         )
     lines.extend(_syntax_summary(changed))
+    unsearchable, unsearchable_meta = _unsearchable(outcome)
+    if unsearchable:
+        lines.append(unsearchable)
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
@@ -314,6 +340,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         not_rewritten=[{"path": p, "line": n} for p, n in lossy],
         kept_verbatim=[{"path": p, "line": n} for p, n in kept],
         dropped_comments=[{"path": p, "line": n, "text": t} for p, n, t in dropped],
+        unsearchable=unsearchable_meta,
         unreadable_ignores=outcome.unreadable_ignores,
     )
 
