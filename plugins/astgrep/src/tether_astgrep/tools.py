@@ -188,6 +188,11 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
     if stopped:
         lines.append(stopped + "; the matches above are from those files")
     lines.extend(_other_readings(outcome))
+    broken = sum(1 for r in outcome.files if r.parse_errors and r.count)
+    if broken:
+        lines.append(
+            f"{broken} files with matches have syntax errors (matched in their well-formed parts)"
+        )
     unsearchable, unsearchable_meta = _unsearchable(outcome)
     if unsearchable:
         lines.append(unsearchable)
