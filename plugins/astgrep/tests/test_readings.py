@@ -226,3 +226,45 @@ def test_a_run_at_the_end_matches_with_or_without_the_terminator(
     code = RETURN_CODE[language]
     run = [c["A"] for c in captures(registry, language, "return $$$A", code)]
     assert run == [code.split("return ")[1].split(";")[0]]
+
+
+# (pattern, code, the whole value): a chain of calls and selectors where one `$V` stands.
+WHOLE_VALUE = {
+    "c": ("$N = $V;", "void t(void) { x = a.b(c).d; }", "a.b(c).d"),
+    "cpp": ("$N = $V;", "void t() { x = a.b(c).d; }", "a.b(c).d"),
+    "csharp": ("$N = $V;", "class A { void T() { x = a.B(c).D; } }", "a.B(c).D"),
+    "dart": ("final $N = $V;", "void t() { final x = int.parse(a).abs(); }", "int.parse(a).abs()"),
+    "elixir": ("$N = $V", "x = A.b(c).d", "A.b(c).d"),
+    "go": ("$N = $V", "package a\nfunc t() { x = a.B(c).D }", "a.B(c).D"),
+    "java": ("$N = $V;", "class A { void t() { x = a.b(c).d; } }", "a.b(c).d"),
+    "javascript": ("$N = $V", "x = a.b(c).d;", "a.b(c).d"),
+    "kotlin": ("val $N = $V", "fun t() { val x = a.b(c).d }", "a.b(c).d"),
+    "lua": ("$N = $V", "x = a.b(c).d", "a.b(c).d"),
+    "php": ("$N = $V;", "<?php\n$x = $a->b($c)->d;", "$a->b($c)->d"),
+    "python": ("$N = $V", "x = a.b(c).d\n", "a.b(c).d"),
+    "ruby": ("$N = $V", "x = a.b(c).d\n", "a.b(c).d"),
+    "rust": ("let $N = $V;", "fn t() { let x = a.b(c).d; }", "a.b(c).d"),
+    "scala": ("val $N = $V", "object A { val x = a.b(c).d }", "a.b(c).d"),
+    "swift": ("let $N = $V", "let x = a.b(c).d", "a.b(c).d"),
+    "tsx": ("$N = $V", "x = a.b(c).d;", "a.b(c).d"),
+    "typescript": ("$N = $V", "x = a.b(c).d;", "a.b(c).d"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(WHOLE_VALUE))
+def test_a_metavariable_captures_a_whole_expression(
+    registry: GrammarRegistry, language: str
+) -> None:
+    # Dart lays `int.parse(a)` out as siblings (`int`, `.parse`, `(a)`): `$V` took only `int`,
+    # and a rewrite using it would have dropped the rest.
+    pattern, code, value = WHOLE_VALUE[language]
+    assert [c["V"] for c in captures(registry, language, pattern, code)] == [value]
+
+
+def test_dart_a_cascade_is_part_of_the_value(registry: GrammarRegistry) -> None:
+    code = "void t() { final r = CommandRunner('a', 'b')..addCommand(X()); a.b.dispose(); }"
+    assert captures(registry, "dart", "final $N = $V;", code) == [
+        {"N": "r", "V": "CommandRunner('a', 'b')..addCommand(X())"}
+    ]
+    # Shorter where the pattern goes on: the selectors it names are not in the capture.
+    assert captures(registry, "dart", "$X.dispose()", code) == [{"X": "a.b"}]

@@ -466,21 +466,23 @@ class Matcher:
         *,
         whole: bool,
     ) -> Env | None:
-        """`$X` over a node and any continuation siblings after it (shortest first)."""
+        """`$X` over a node and the continuation siblings after it: longest first, so that it
+        captures a whole expression (Dart's `int.parse(a)` is `int`, `.parse`, `(a)`), and
+        shorter only where the pattern goes on (`$X.dispose()` binds `a.b` in
+        `a.b.dispose()`)."""
         cont = self.cont_ids
         if not cs[j].is_named or cs[j].kind_id in cont:
             return None
-        k = j + 1
-        while True:
+        longest = j + 1
+        while longest < len(cs) and cs[longest].kind_id in cont:
+            longest += 1
+        for k in range(longest, j, -1):
             e2 = self._bind(p, cs[j] if k == j + 1 else cs[j:k], env)
             if e2 is not None:
                 r = self._seq(ps, i + 1, cs, k, e2, whole=whole)
                 if r is not None:
                     return r
-            if k < len(cs) and cs[k].kind_id in cont:
-                k += 1
-                continue
-            return None
+        return None
 
     def find(self, tree: ts.Tree, source: bytes | None = None) -> list[Match]:
         """Every match in `tree`; `source` (the parsed bytes) enables the literal anchors."""
