@@ -268,3 +268,19 @@ def test_dart_a_cascade_is_part_of_the_value(registry: GrammarRegistry) -> None:
     ]
     # Shorter where the pattern goes on: the selectors it names are not in the capture.
     assert captures(registry, "dart", "$X.dispose()", code) == [{"X": "a.b"}]
+
+
+@pytest.mark.parametrize(
+    ("language", "pattern", "code", "found"),
+    [
+        ("kotlin", "val $X = 1;", "fun t() { val a = 1; val b = 2 }", ["val a = 1"]),
+        ("kotlin", "a(); b()", "fun t() { a(); b() }", ["a(); b()"]),
+        ("swift", "a(); b()", "func t() { a(); b() }", ["a(); b()"]),
+    ],
+)
+def test_a_hidden_separator_is_no_lost_token(
+    registry: GrammarRegistry, language: str, pattern: str, code: str, found: list[str]
+) -> None:
+    # Kotlin and Swift read `;` as a token with no visible node: it is a separator, not code
+    # the reading lost.
+    assert find(registry, language, pattern, code) == found

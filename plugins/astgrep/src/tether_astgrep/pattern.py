@@ -176,8 +176,9 @@ def _locate(
     return kids[first : last + 1]
 
 
-# What a grammar may skip between tokens without a node: whitespace, a line continuation.
-_UNSEEN = re.compile(rb"(?:\s|\\\r?\n)*")
+# What a grammar may consume between tokens without a visible node: whitespace, a line
+# continuation, and a `;` that Kotlin and Swift read as a hidden separator token.
+_UNSEEN = re.compile(rb"(?:\s|\\\r?\n|;)*")
 
 
 def lost_text(
