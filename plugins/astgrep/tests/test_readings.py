@@ -4,6 +4,7 @@ keyword guards come from the grammar, `$$$` adds no token, and every refusal say
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -284,3 +285,63 @@ def test_a_hidden_separator_is_no_lost_token(
     # Kotlin and Swift read `;` as a token with no visible node: it is a separator, not code
     # the reading lost.
     assert find(registry, language, pattern, code) == found
+
+
+KOTLIN_OBJECTS = """
+object A {
+    val x = 1
+    fun f() = 2
+}
+class B {
+    companion object {
+        const val Y = 3
+    }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("language", "pattern", "code", "expected"),
+    [
+        (
+            "kotlin",
+            "object $O { $$$B }",
+            KOTLIN_OBJECTS,
+            [{"O": "A", "B": "val x = 1\nfun f() = 2"}],
+        ),
+        ("kotlin", "companion object { $$$B }", KOTLIN_OBJECTS, [{"B": "const val Y = 3"}]),
+        (
+            "bash",
+            "case $X in $$$C esac",
+            'case "$1" in\n  a) echo a ;;\n  b|c) echo b ;;\nesac\n',
+            [{"X": '"$1"', "C": "a) echo a ;;\nb|c) echo b ;;"}],
+        ),
+        (
+            "swift",
+            "defer { $$$B }",
+            "func f() {\n  defer { close(); x = 1 }\n}\n",
+            [{"B": "close(); x = 1"}],
+        ),
+    ],
+)
+def test_natural_patterns_are_read(
+    registry: GrammarRegistry, language: str, pattern: str, code: str, expected: list[Any]
+) -> None:
+    got = captures(registry, language, pattern, code)
+    assert [{k: re.sub(r"\n +", "\n", v) for k, v in c.items()} for c in got] == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "code", "found"),
+    [
+        ('"name": $V', '"name": 1\n"other": 2\n', ['"name": 1']),
+        ("'name': $V", "'name': 1\n'other': 2\n", ["'name': 1"]),
+        ('- "a"', '- "a"\n- "b"\n', ['- "a"']),
+    ],
+)
+def test_a_quoted_literal_is_compared_whole(
+    registry: GrammarRegistry, pattern: str, code: str, found: list[str]
+) -> None:
+    # tree-sitter-yaml's `"name"` is two quote tokens and no child for the text: the reading
+    # kept only the quotes and matched every quoted key.
+    assert find(registry, "yaml", pattern, code) == found

@@ -67,6 +67,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             comment_regex=_HASH_COMMENT,
             statement_terminator="\n",  # `{ $$$B }` reads as `{ B\n }`: bash needs an end there
+            typed_placeholders=("{})",),  # a case item: `case $X in $$$C esac`
         ),
         Grammar(
             id="cpp",
@@ -232,8 +233,9 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=None,  # `/* /* */ */` nests
-            # a parameter; a `when` entry; a class member
-            typed_placeholders=("{}: _T", "{} -> _", "val {}: _T"),
+            # a parameter; a `when` entry; a class member; one alone in a one-line body
+            # (`object $O { $$$B }`), which Kotlin ends with a line break
+            typed_placeholders=("{}: _T", "{} -> _", "val {}: _T", "val {}: _T\n"),
         ),
         Grammar(
             id="lua",

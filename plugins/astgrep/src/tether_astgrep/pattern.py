@@ -125,7 +125,7 @@ def placeholders_for(
             ident = f"__tmv{'s' if multi else ''}_{name}"
             var = MetaVar(name, multi)
         ident = (respell or {}).get(occurrence, template).format(ident)
-        mapping[ident.encode()] = var
+        mapping[ident.strip().encode()] = var  # a spelling may end with the line it needs
         if multi and terminator:
             mapping[(ident + terminator).encode()] = var
         if (
@@ -181,6 +181,20 @@ def _locate(
 _UNSEEN = re.compile(rb"(?:\s|\\\r?\n|;)*")
 
 
+def quoted_literal(node: ts.Node) -> bool:
+    """A literal between two equal quote tokens (YAML's `"name"`), whose text between them
+    may be no child even where the grammar does not list it as a string kind."""
+    if node.child_count < 2 or node.named_child_count:
+        return False  # (a string whose text is a child, `string_fragment`, is no such literal)
+    first, last = node.children[0], node.children[-1]
+    return (
+        not first.is_named
+        and not last.is_named
+        and first.text == last.text
+        and first.text in (b'"', b"'", b"`", b'"""', b"'''")
+    )
+
+
 def lost_text(
     root: ts.Node, src: bytes, start: int, end: int, opaque: frozenset[int] = frozenset()
 ) -> str | None:
@@ -194,7 +208,7 @@ def lost_text(
         node = stack.pop()
         if node.end_byte <= covered or node.start_byte >= end:
             continue
-        if node.child_count and node.kind_id not in opaque:
+        if node.child_count and node.kind_id not in opaque and not quoted_literal(node):
             stack.extend(reversed(node.children))
             continue
         if node.start_byte > covered and not _UNSEEN.fullmatch(src, covered, node.start_byte):
@@ -248,7 +262,8 @@ def _convert(
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
-    if node.child_count == 0:
+    if node.child_count == 0 or (quoted_literal(node) and b"__tmv" not in text):
+        # (a quoted literal whose text is no child, YAML's `"name"`, is compared whole)
         if not node.is_named and text.startswith(b"#"):
             # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
             literals.append((b"", 0, 0, None))
