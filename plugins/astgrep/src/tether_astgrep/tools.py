@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+import functools
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
@@ -114,6 +115,13 @@ class ResolveArgs:
     action: Literal["accept", "discard"] = tether.arg(
         description="accept: write every file (all or nothing); discard: drop the staged edit"
     )
+    force: bool = tether.arg(
+        False,
+        description=(
+            "accept an edit whose syntax check found new errors (ast_edit named the files); "
+            "without it such an edit is refused and stays staged"
+        ),
+    )
 
 
 def _header(outcome: SearchOutcome) -> str:
@@ -186,6 +194,9 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         lines.append(
             f"{broken} files with matches have syntax errors (matched in their well-formed parts)"
         )
+    unsearchable, unsearchable_meta = _unsearchable(outcome)
+    if unsearchable:
+        lines.append(unsearchable)
     skip = _skips(outcome, service.config.max_file_bytes)
     if skip:
         lines.append(skip)
@@ -205,7 +216,31 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
             {"interpreted_as": what, "matches": n} for what, n in outcome.other_readings
         ],
         unreadable_ignores=outcome.unreadable_ignores,
+        unsearchable=unsearchable_meta,
     )
+
+
+# Files named in the "not searchable" warning; the count covers all of them.
+UNSEARCHABLE_SHOWN = 5
+
+
+def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
+    """Files with code the grammar could not parse (ERROR regions), where a match may be lost:
+    a warning line and `meta["unsearchable"]` ({files, lines, paths: the first few})."""
+    hit = [r for r in outcome.files if r.unsearchable_lines]
+    if not hit:
+        return None, {"files": 0, "lines": 0, "paths": []}
+    worst = sorted(hit, key=lambda r: (-r.unsearchable_lines, r.path))[:UNSEARCHABLE_SHOWN]
+    total = sum(r.unsearchable_lines for r in hit)
+    where = ", ".join(f"{r.path} ({plural(r.unsearchable_lines, 'line')})" for r in worst)
+    more = f" and {len(hit) - len(worst)} more" if len(hit) > len(worst) else ""
+    line = (
+        f"warning: {plural(len(hit), 'file')} with code the {outcome.grammar.id} grammar could "
+        f"not parse: {plural(total, 'line')} not searchable, where matches may be missing "
+        f"({where}{more})"
+    )
+    paths = [{"path": r.path, "lines": r.unsearchable_lines} for r in worst]
+    return line, {"files": len(hit), "lines": total, "paths": paths}
 
 
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
@@ -231,6 +266,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             f"{outcome.grammar.id} files ({_header(outcome)})"
             + (f"; {lossy_line}" if lossy_line else "")
             + "".join(f"; {line}" for line in _other_readings(outcome))
+            + (f"; {_unsearchable(outcome)[0]}" if _unsearchable(outcome)[0] else "")
         )
     staged = service.stage(outcome)
     lines = [
@@ -254,6 +290,14 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             "code the pattern does not mention is kept verbatim before or after "
             f"{plural(len(kept), 'rewritten match')} ({where}{more}): check that it still fits"
         )
+    dropped = [(r.path, n, text) for r in changed for n, text in r.dropped_comments]
+    if dropped:
+        where = ", ".join(f"{p}:{n} {text}" for p, n, text in dropped[:5])
+        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+        lines.append(
+            f"warning: the rewrite drops {plural(len(dropped), 'comment')} that no capture it "
+            f"uses carries ({where}{more}): capture the code around them, or re-add them"
+        )
     broken = [r for r in changed if r.new_error_lines]
     for r in broken:
         assert r.syntax is not None
@@ -262,6 +306,9 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             f"({r.syntax.check}: {r.syntax.detail})"
         )
     lines.extend(_syntax_summary(changed))
+    unsearchable, unsearchable_meta = _unsearchable(outcome)
+    if unsearchable:
+        lines.append(unsearchable)
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
@@ -298,6 +345,8 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         },
         not_rewritten=[{"path": p, "line": n} for p, n in lossy],
         kept_verbatim=[{"path": p, "line": n} for p, n in kept],
+        dropped_comments=[{"path": p, "line": n, "text": t} for p, n, t in dropped],
+        unsearchable=unsearchable_meta,
         unreadable_ignores=outcome.unreadable_ignores,
     )
 
@@ -368,6 +417,16 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
             raise tether.ToolError(f"{args.edit_id} was already resolved ({done}); nothing to do")
         known = ", ".join(service.staged) or "none"
         raise tether.ArgumentError("edit_id", f"unknown edit {args.edit_id!r} (staged: {known})")
+    if args.action == "accept" and staged.broken and not args.force:
+        where = "; ".join(
+            f"{path} (line{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns[:10]))})"
+            for path, ns in staged.broken
+        )
+        raise tether.ToolError(
+            f"{args.edit_id} not written: its syntax check found new errors in {where}. "
+            "It stays staged: discard it and fix the pattern or rewrite, or call resolve again "
+            "with force: true to write it anyway"
+        )
     del service.staged[args.edit_id]
     names = [show_path(p.relative_to(service.workdir).as_posix()) for p, _, _ in staged.changes]
     if args.action == "discard":
@@ -416,7 +475,8 @@ EDIT_DOC = (
 )
 RESOLVE_DOC = (
     "Accept or discard an edit staged by ast_edit. Accept writes every file or none: if any file "
-    "changed since staging, the whole edit is rejected."
+    "changed since staging, the whole edit is rejected. An edit whose syntax check found new "
+    "errors is refused (it stays staged) unless force is true."
 )
 
 
