@@ -81,6 +81,11 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
                 doc, _ = await client.sync_document(path)
                 await client.save(doc)
                 docs.append(doc)
+            if len(docs) > 1 and client.pushes_diagnostics:
+                # a pushing server may have diagnosed the first files before the rest arrived
+                # (clangd: a source before its edited header): each is sent again, after all
+                for doc in docs:
+                    await client.resend(doc)
             for path, doc in zip(files, docs, strict=True):
                 answer = answers[(id(client), path)]
                 answer.items = await client.current_diagnostics(doc, timeout)

@@ -412,6 +412,24 @@ class LspClient:
                 await self.notify("textDocument/didChange", params)
             return doc
 
+    @property
+    def pushes_diagnostics(self) -> bool:
+        """Its diagnostics come when it pushes them (not when asked for)."""
+        return not (self.spec.pull_diagnostics or self.spec.tsserver_diagnostics)
+
+    async def resend(self, doc: OpenDocument) -> None:
+        """Send ``doc``'s text again as a new version: a pushing server diagnoses it anew, with
+        everything sent before it (the rest of a multi-file change)."""
+        async with self._sync_lock:
+            doc.version += 1
+            doc.sent_seq = self._seq
+            await self.rpc.drop_kept(doc.uri)
+            params = {
+                "textDocument": {"uri": doc.uri, "version": doc.version},
+                "contentChanges": [{"text": doc.text}],
+            }
+            await self.notify("textDocument/didChange", params)
+
     async def refresh_documents(self) -> bool:
         """Sync every open document with the disk (a shell or git may have changed it), and
         tell a server that watches files which other files appeared, changed or vanished.
