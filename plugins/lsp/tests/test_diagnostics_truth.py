@@ -113,7 +113,8 @@ def test_a_first_write_reports_its_error_or_says_it_is_not_computed(
 ) -> None:
     need(case.binary)
     workdir = _project(case, tmp_path)
-    with open_lsp_run(workdir) as run:
+    # long enough for a cold server on a loaded machine: the answer is then the server's
+    with open_lsp_run(workdir, {"diagnostics_timeout_s": 60.0}) as run:
         caller = Caller(run)
         old, new = case.breaking
         written = caller.ok("edit", path=case.path, old=old, new=new)

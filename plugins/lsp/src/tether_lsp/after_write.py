@@ -20,6 +20,7 @@ import attrs
 import tether
 from tether.text import cap
 from tether_lsp.client import LspClient
+from tether_lsp.documents import OpenDocument
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.queries import Answers, format_merged, merge_diagnostics
 from tether_lsp.supervisor import LspSupervisor
@@ -70,10 +71,19 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
         for path in files:
             answers[(id(client), path)] = _Answer()
         try:
+            # the text every file had before the call, all of it, then their diagnostics
+            previous = {}
             for path in files:
                 if not ledger.knows(path):
-                    answer = answers[(id(client), path)]
-                    answer.baseline = await _baseline(client, path, result.before, timeout)
+                    previous[path] = await _send_previous(client, path, result.before)
+            deadline = anyio.current_time() + timeout
+            for path, doc in previous.items():
+                if doc is not None:
+                    got = await client.current_diagnostics(doc, _left(deadline))
+                    baseline = None if got is None else [d for d in got if _reported(d)]
+                    answers[(id(client), path)].baseline = baseline
+                elif path in result.before:
+                    answers[(id(client), path)].baseline = []  # created by the call
             # the whole change reaches the server before any of it is diagnosed
             await client.refresh_documents()
             docs = []
@@ -86,9 +96,10 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
                 # (clangd: a source before its edited header): each is sent again, after all
                 for doc in docs:
                     await client.resend(doc)
+            deadline = anyio.current_time() + timeout
             for path, doc in zip(files, docs, strict=True):
                 answer = answers[(id(client), path)]
-                answer.items = await client.current_diagnostics(doc, timeout)
+                answer.items = await client.current_diagnostics(doc, _left(deadline))
                 answer.text = doc.text
         except tether.ToolError as exc:
             for path in files:
@@ -108,25 +119,27 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
     return "\n" + "\n\n".join(out) if out else None
 
 
-async def _baseline(
-    client: LspClient, path: Path, before: Any, timeout_s: float
-) -> list[dict[str, Any]] | None:
-    """The server's diagnostics of ``path``'s text before the call, asked before the server is
-    sent the new one: of the previous content the core recorded, else of the document the
-    server has open (the disk already holds the new text). None when neither is known."""
+def _left(deadline: float) -> float:
+    """What remains of one wait shared by several files (a little, when nothing does)."""
+    return max(0.05, deadline - anyio.current_time())
+
+
+async def _send_previous(client: LspClient, path: Path, before: Any) -> OpenDocument | None:
+    """Give the server ``path``'s text from before the call, so its diagnostics can be the
+    baseline: the previous content the core recorded, else the document the server has open
+    (the disk already holds the new text). None when the call created the file (an empty
+    baseline) or neither is known (no baseline)."""
     uri = path.as_uri()
     if path in before:
         previous = before[path]
         if previous is None:
-            return []  # the call created the file: everything in it is new
+            return None
         text = previous.decode("utf-8", errors="replace")
     elif uri in client.documents:
         text = client.documents[uri].text
     else:
         return None
-    doc = await client.send_text(path, text)
-    items = await client.current_diagnostics(doc, timeout_s)
-    return None if items is None else [d for d in items if _reported(d)]
+    return await client.send_text(path, text)
 
 
 def _reported(diagnostic: dict[str, Any]) -> bool:

@@ -400,14 +400,24 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
         return None
     before = Busy.of(client)
     await client.refresh_documents()
+    opened = ""
     if client.spec.workspace_needs_open_file and not client.documents:
         first = _first_source_file(client, choice.root)
         if first is not None:
             doc, _ = await client.sync_document(first)
-            await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
+            # its diagnostics come once the server has loaded the file's project
+            loaded = await client.current_diagnostics(doc, supervisor.config.ready_timeout_s)
+            if loaded is None:
+                opened = supervisor.relative(first)
     await client.wait_ready(supervisor.config.ready_timeout_s)
     result = await client.request("workspace/symbol", {"query": query})
     section = _workspace_section(supervisor, client, query, result)
+    if opened and not symbol_rows(result):
+        # an empty answer from a project not loaded yet is not "no such symbol"
+        section += (
+            f"\n({client.spec.id} had not loaded the project of {opened} after "
+            f"{supervisor.config.ready_timeout_s:g} s: ask again in a moment)"
+        )
     return with_indexing(section, client, before)
 
 
@@ -440,7 +450,7 @@ def _project_file(spec: ServerSpec, root: Path) -> Path | None:
     if config.is_file():
         try:
             # tsconfig allows comments and trailing commas
-            text = re.sub(r"(?m)^\s*//.*$|/\*.*?\*/", "", config.read_text(), flags=re.S)
+            text = re.sub(r"(?m)^\s*//[^\n]*|/\*[\s\S]*?\*/", "", config.read_text())
             data = json.loads(re.sub(r",(\s*[}\]])", r"\1", text))
         except (OSError, ValueError):
             data = {}

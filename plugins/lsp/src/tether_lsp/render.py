@@ -74,6 +74,7 @@ def environment_of(path: Path) -> str:
     for parent in path.parents:
         if (parent / "pyvenv.cfg").is_file():
             return f"the Python environment {parent}"
+    for parent in path.parents:
         if parent.name == "node_modules":
             return f"the node packages in {parent}"
         if parent.name.startswith("python") and parent.parent.name in ("lib", "lib64"):
