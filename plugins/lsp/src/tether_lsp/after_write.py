@@ -76,7 +76,11 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
             for path in files:
                 if not ledger.knows(path):
                     previous[path] = await _send_previous(client, path, result.before)
-            deadline = anyio.current_time() + timeout
+            # a first look at a file waits as a query's does (a cold server loads its
+            # configuration and project meanwhile), so its start-up does not cost the baseline
+            deadline = anyio.current_time() + supervisor.config.ready_timeout_s
+            if previous:
+                await client.wait_ready(_left(deadline), index=False)
             for path, doc in previous.items():
                 if doc is not None:
                     got = await client.current_diagnostics(doc, _left(deadline))
