@@ -78,7 +78,8 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
                     previous[path] = await _send_previous(client, path, result.before)
             # a first look at a file waits as a query's does (a cold server loads its
             # configuration and project meanwhile), so its start-up does not cost the baseline
-            deadline = anyio.current_time() + supervisor.config.ready_timeout_s
+            config = supervisor.config
+            deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
             if previous:
                 await client.wait_ready(_left(deadline), index=False)
             for path, doc in previous.items():
@@ -95,12 +96,18 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
                 doc, _ = await client.sync_document(path)
                 await client.save(doc)
                 docs.append(doc)
+            deadline = anyio.current_time() + timeout
             if len(docs) > 1 and client.pushes_diagnostics:
                 # a pushing server may have diagnosed the first files before the rest arrived
                 # (clangd: a source before its edited header): each is sent again, after all
                 for doc in docs:
                     await client.resend(doc)
-            deadline = anyio.current_time() + timeout
+                # and a version's first push may still be on the old state (clangd publishes
+                # main.c once with its stale preamble, then again ~0.1 s later): its pushes
+                # are taken once it has been quiet for a moment
+                for doc in docs:
+                    await client.diagnostics_for(doc, _left(deadline))
+                await _quiet(client, deadline)
             for path, doc in zip(files, docs, strict=True):
                 answer = answers[(id(client), path)]
                 answer.items = await client.current_diagnostics(doc, _left(deadline))
@@ -121,6 +128,19 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
         if note:
             out.append(note)
     return "\n" + "\n\n".join(out) if out else None
+
+
+#: how long a pushing server must send nothing before a multi-file change's pushes are taken
+SETTLE_S = 0.5
+
+
+async def _quiet(client: LspClient, deadline: float) -> None:
+    """Until ``client`` has published nothing for :data:`SETTLE_S` (bounded by ``deadline``)."""
+    while anyio.current_time() < deadline:
+        seq = client.publish_seq
+        wait = min(SETTLE_S, deadline - anyio.current_time())
+        if not await client.wait_until(lambda: client.publish_seq != seq, wait):  # noqa: B023
+            return
 
 
 def _left(deadline: float) -> float:
