@@ -357,11 +357,11 @@ class LspSupervisor:
             try:
                 await client.start(self.config.start_timeout_s)
             except OSError as exc:
-                del self._clients[key]
+                self._clients.pop(key, None)  # the run may have closed meanwhile
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             except tether.ToolError as exc:
                 await client.close()
-                del self._clients[key]
+                self._clients.pop(key, None)
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             return client
 
