@@ -387,13 +387,35 @@ class Run:
                 _held_tools.reset(token)
 
     async def _run_handler(self, ctx: CallContext) -> ToolResult:
-        with recording_writes() as written:
+        # a file the tool declares it writes by its own means: what it held before, read now
+        before = self._declared_before(ctx)
+        with recording_writes() as log:
             result = await self._run_handler_unrecorded(ctx)
         declared = self._declared_writes(ctx, result) if not result.is_error else []
-        unique: dict[Path, None] = {**written, **{path: None for path in declared}}
+        unique: dict[Path, None] = {**log.paths, **{path: None for path in declared}}
         if not unique:
             return result
-        return attrs.evolve(result, written=tuple(unique))
+        before.update(log.before)  # the core's own writers saw it at the moment of writing
+        return attrs.evolve(
+            result,
+            written=tuple(unique),
+            before={path: before[path] for path in unique if path in before},
+        )
+
+    def _declared_before(self, ctx: CallContext) -> dict[Path, bytes | None]:
+        """What the file named by a ``ToolSpec.writes`` argument holds before the call (None:
+        it does not exist); nothing for a callable, which names its files only afterwards."""
+        writes = ctx.spec.writes
+        if not isinstance(writes, str):
+            return {}
+        value = ctx.raw_args.get(writes)
+        if not isinstance(value, str):
+            return {}
+        try:
+            path = self.confine(value, field=writes)
+            return {path: path.read_bytes() if path.exists() else None}
+        except (ToolError, OSError):
+            return {}
 
     def _declared_writes(self, ctx: CallContext, result: ToolResult) -> list[Path]:
         writes = ctx.spec.writes

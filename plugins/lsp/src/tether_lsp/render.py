@@ -73,6 +73,36 @@ def display_path(place: Place, workdir: Path) -> str:
         return show_path(place.path)
 
 
+def environment_of(path: Path) -> str:
+    """Where a file outside the workdir lives, for the model: the Python environment (the
+    directory holding ``pyvenv.cfg``, or the interpreter prefix holding ``lib/pythonX.Y``),
+    the package under ``node_modules``, or the directory itself."""
+    for parent in path.parents:
+        if (parent / "pyvenv.cfg").is_file():
+            return f"the Python environment {parent}"
+    for parent in path.parents:
+        if parent.name == "node_modules":
+            return f"the node packages in {parent}"
+        if parent.name.startswith("python") and parent.parent.name in ("lib", "lib64"):
+            return f"the Python installation {parent.parent.parent}"
+    return str(path.parent)
+
+
+def outside_note(found: list[Place], workdir: Path) -> str | None:
+    """``(N of these are outside the workdir: in …)`` when an answer leaves the workdir, so a
+    definition in another copy of a library is not taken for the project's own."""
+    outside = [
+        place.path
+        for place in found
+        if place.path is not None and workdir not in place.path.parents
+    ]
+    if not outside:
+        return None
+    where = sorted({environment_of(path) for path in outside})
+    count = "it is" if len(found) == 1 else f"{len(outside)} of these are"
+    return f"({count} outside the workdir: in {'; '.join(where)})"
+
+
 def places(result: Any) -> list[Place]:
     """Location | Location[] | LocationLink[] | null -> sorted unique places."""
     if result is None:

@@ -74,6 +74,8 @@ class LspSupervisor:
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
         self._closed = False
         self.ledger = DiagnosticLedger()
+        #: servers whose fallback root was said already (see :meth:`root_note`)
+        self._root_said: set[tuple[str, Path]] = set()
         #: lines the next result carries (a hung server restarted on the way)
         self.notes: list[str] = []
         #: told "<server>: <what it is busy with>" at each change of a server's progress (the
@@ -179,10 +181,8 @@ class LspSupervisor:
         running for that root has resolved it: no PATH search on every query)."""
         if (why := self.refusal(spec)) is not None:
             return None, why
-        root = self.find_root(spec, path)
-        if root is None:
-            markers = ", ".join(spec.root_markers)
-            return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
+        # loose files are common: without a marker the workdir is the root (and answers say so)
+        root = self.find_root(spec, path) or self.workdir
         running = self._clients.get((spec.id, root))
         if running is not None and running.alive:
             return root, None
@@ -276,6 +276,20 @@ class LspSupervisor:
         if not clients:
             raise NoServer("\n".join(failures) or f"no usable {language} language server")
         return clients, failures
+
+    def root_note(self, client: LspClient) -> str | None:
+        """Said in the first answer of a server whose root is the workdir only because no root
+        marker was found (and in ``status``); None otherwise."""
+        spec, root = client.spec, client.root
+        if not spec.root_markers or root != self.workdir or (spec.id, root) in self._root_said:
+            return None
+        if any((root / marker).exists() for marker in spec.root_markers):
+            return None
+        self._root_said.add((spec.id, root))
+        return (
+            f"no root marker ({', '.join(spec.root_markers)}) in the workdir: {spec.id} runs "
+            "with the workdir as its root"
+        )
 
     def relative(self, path: Path) -> str:
         # the paths the run confined are resolved already: no second resolve per answer
@@ -512,8 +526,11 @@ class LspSupervisor:
                 shown = ", ".join(self.relative(root) or "." for root in roots)
                 marker = f"roots: {shown}"
             else:
-                marker = f"no root marker ({', '.join(spec.root_markers)}) in the workdir"
-            verdict = "can answer" if ok and roots else "cannot answer here"
+                marker = (
+                    f"no root marker ({', '.join(spec.root_markers)}) in the workdir: the "
+                    "workdir is its root"
+                )
+            verdict = "can answer" if ok else "cannot answer here"
             results[spec.id] = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
             shown = " ".join(spec.checker)
             checker_why = refusal(spec.checker_untrusted, f"its checker `{shown}`", self.run)
