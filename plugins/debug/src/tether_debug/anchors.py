@@ -6,7 +6,7 @@ something else."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -72,6 +72,26 @@ def follow(old_text: str, new_text: str, line: int, symbol: str | None = None) -
     deleted line is found again by its exact text (one place only), or — given ``symbol`` — by
     the symbol on the one line that replaced it; otherwise it is lost."""
     old, new = _lines(old_text), _lines(new_text)
+    opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    return _follow(old, new, opcodes, line, symbol)
+
+
+def follow_all(
+    old_text: str, new_text: str, lines: Sequence[int], symbols: Mapping[int, str]
+) -> list[Move]:
+    """:func:`follow` for each of a file's breakpoint lines (one diff for all of them)."""
+    old, new = _lines(old_text), _lines(new_text)
+    opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    return [_follow(old, new, opcodes, line, symbols.get(line)) for line in lines]
+
+
+def _follow(
+    old: list[str],
+    new: list[str],
+    opcodes: Sequence[tuple[str, int, int, int, int]],
+    line: int,
+    symbol: str | None,
+) -> Move:
     if line > len(old):
         return Move(line, None, "lost (the line was past the end of the file)")
     text = old[line - 1]

@@ -22,7 +22,7 @@ from tether.text import cap, clock, duration, truncate
 from tether_debug import breakpoints as bp
 from tether_debug import features
 from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
-from tether_debug.anchors import Anchor, follow, read_text
+from tether_debug.anchors import Anchor, follow_all, read_text
 from tether_debug.breakpoints import BreakpointSpec, Requested
 from tether_debug.config import DebugConfig
 from tether_debug.session import DebugSession, Phase, source_line
@@ -225,8 +225,8 @@ class DebugSupervisor:
             moved: dict[int, BreakpointSpec] = {}
             symbols: dict[int, str] = {}
             said = []
-            for line, spec in specs.items():
-                move = follow(anchor.text, text, line, anchor.symbols.get(line))
+            moves = follow_all(anchor.text, text, list(specs), anchor.symbols)
+            for (line, spec), move in zip(specs.items(), moves, strict=True):
                 said.append(f"  {move.describe()}")
                 if move.new is None:
                     continue
