@@ -148,18 +148,20 @@ async def test_debugpy_a_deleted_line_is_lost_and_never_stops(
 ) -> None:
     path = py_workdir / "loop.py"
     async with debug_run(py_workdir) as run:
-        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[5, 15])
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[5])
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[15], condition="n == 0")
         path.write_text(path.read_text().replace("    result = a + b\n", ""))
         said = await dbg.ok(run, op="status")
         assert "line 5: lost (the line `result = a + b` is gone)" in said, said
-        assert "line 15: moved from line 15 to 14" in said, said
-        assert "loop.py: 14." in said, said
+        # a moved breakpoint keeps its settings
+        assert "line 15 [if n == 0]: moved from line 15 to 14" in said, said
+        assert "loop.py: 14 [if n == 0]." in said, said
         text = await dbg.ok(run, op="launch", program="loop.py")
         assert "at loop.py:14 in main" in text, text  # the first stop is the moved one
         # an edit while the program runs: the program keeps the text it loaded
         path.write_text("# a header\n" + path.read_text())
         text = await dbg.ok(run, op="threads")
-        assert "line 14: moved from line 14 to 15" in text, text
+        assert "line 14 [if n == 0]: moved from line 14 to 15" in text, text
         assert "keeps its breakpoints where they were; the moves apply from the next launch" in text
 
 

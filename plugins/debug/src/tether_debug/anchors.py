@@ -36,12 +36,14 @@ class Move:
     new: int | None
     why: str
 
-    def describe(self) -> str:
+    def describe(self, settings: str = "") -> str:
+        """One line; ``settings`` is what the breakpoint does besides stopping (" [if x > 1]")."""
+        what = f"line {self.old}{settings}"
         if self.new is None:
-            return f"line {self.old}: {self.why}"
+            return f"{what}: {self.why}"
         if self.new == self.old:
-            return f"line {self.old}: stays ({self.why})"
-        return f"line {self.old}: moved from line {self.old} to {self.new} ({self.why})"
+            return f"{what}: stays ({self.why})"
+        return f"{what}: moved from line {self.old} to {self.new} ({self.why})"
 
 
 def read_text(path: Path) -> str | None:

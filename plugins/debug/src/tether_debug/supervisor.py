@@ -227,7 +227,7 @@ class DebugSupervisor:
             said = []
             moves = follow_all(anchor.text, text, list(specs), anchor.symbols)
             for (line, spec), move in zip(specs.items(), moves, strict=True):
-                said.append(f"  {move.describe()}")
+                said.append(f"  {move.describe(spec.describe())}")
                 if move.new is None:
                     continue
                 if move.new in moved:
