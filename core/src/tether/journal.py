@@ -204,6 +204,9 @@ class Walker:
     anywhere) is refused, so nothing opened here can lie outside the workdir at the time it was
     opened. Use as a context manager; every descriptor is closed at the end."""
 
+    #: what the walk is for, in its refusals ("tether writes only through real directories")
+    verb = "writes"
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.root_fd = os.open(root, _DIR_FLAGS)
@@ -225,7 +228,7 @@ class Walker:
         parent = self.open_dir(key[:-1], field)
         if parent is None:
             return None
-        fd = _open_component(parent, key, field)
+        fd = _open_component(parent, key, field, self.verb)
         if fd is not None:
             self._fds[key] = fd
         return fd
@@ -242,7 +245,7 @@ class Walker:
         fresh: list[int] = []
         try:
             for depth in range(1, len(key) + 1):
-                nxt = _open_component(fd, key[:depth], field)
+                nxt = _open_component(fd, key[:depth], field, self.verb)
                 if nxt is None:
                     raise PathError(field, f"{'/'.join(key[:depth])!r} no longer exists")
                 fresh.append(nxt)
@@ -272,7 +275,9 @@ class Walker:
         return created
 
 
-def _open_component(parent: int, parts: tuple[str, ...], field: str) -> int | None:
+def _open_component(
+    parent: int, parts: tuple[str, ...], field: str, verb: str = "writes"
+) -> int | None:
     try:
         return os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
     except FileNotFoundError:
@@ -283,7 +288,7 @@ def _open_component(parent: int, parts: tuple[str, ...], field: str) -> int | No
             exc.errno = errno.ELOOP  # O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR
         if exc.errno == errno.ELOOP:
             raise PathError(
-                field, f"{shown!r} is a symlink; tether writes only through real directories"
+                field, f"{shown!r} is a symlink; tether {verb} only through real directories"
             ) from None
         if exc.errno == errno.ENOTDIR:
             raise PathError(field, f"{shown!r} is not a directory") from None

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio.to_thread
 import attrs
 
 import tether
+from tether import reading
 from tether.fsutil import FileChange, apply_changes, atomic_write
 from tether.text import truncate
 
@@ -18,7 +17,8 @@ MAX_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
 #: bytes of file text one ``read`` returns at most, whatever ``limit`` says (the rest: ``offset``)
 MAX_READ_BYTES = 256_000
-_CHUNK = 1 << 20
+#: the largest file ``read`` opens (it keeps only its window; the rest is counted, not kept)
+MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 @attrs.frozen
@@ -54,15 +54,9 @@ class PatchArgs:
     )
 
 
-def _read_text(path: object, field: str, shown: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")  # type: ignore[attr-defined]
-    except FileNotFoundError:
-        raise tether.ArgumentError(field, f"no such file {shown!r}") from None
-    except IsADirectoryError:
-        raise tether.ArgumentError(field, f"{shown!r} is a directory") from None
-    except UnicodeDecodeError:
-        raise tether.ToolError(f"{shown!r} is not UTF-8 text") from None
+async def _read_text(call: tether.CallContext, path: Path, field: str, shown: str) -> str:
+    # the core's reader: off the event loop, no symlink followed, regular files only, capped
+    return await reading.read_text(call.run.workdir, path, field=field, shown=shown)
 
 
 def _write_all(write: Callable[[], None]) -> None:
@@ -72,10 +66,6 @@ def _write_all(write: Callable[[], None]) -> None:
         write()
     except OSError as exc:
         raise tether.ToolError(f"nothing was written: {exc}") from None
-
-
-class _Cancelled(Exception):
-    pass
 
 
 #: bytes of one line kept while reading it (enough for MAX_LINE_CHARS characters of UTF-8)
@@ -144,19 +134,10 @@ class _Window:
         self.size += len(line.encode())
 
 
-def _read_window(path: Path, shown: str, start: int, limit: int, stop: threading.Event) -> _Window:
+def _read_window(reader: reading.Reader, path: Path, shown: str, start: int, limit: int) -> _Window:
     window = _Window(shown, start, limit)
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise tether.ArgumentError("path", f"no such file {shown!r}") from None
-    except IsADirectoryError:
-        raise tether.ArgumentError("path", f"{shown!r} is a directory") from None
-    with fh:
-        while chunk := fh.read(_CHUNK):
-            if stop.is_set():
-                raise _Cancelled
-            window.feed(chunk)
+    for chunk in reader.chunks(path, field="path", shown=shown, max_bytes=MAX_FILE_BYTES):
+        window.feed(chunk)
     window.finish()
     return window
 
@@ -165,15 +146,11 @@ async def read(call: tether.CallContext, args: ReadArgs) -> str:
     path = call.run.confine(args.path, "path")
     start = (args.offset or 1) - 1
     limit = args.limit or MAX_READ_LINES
-    stop = threading.Event()
-    try:
-        # off the event loop: a huge file never stalls the run's other calls; on the call's
-        # timeout the worker is told to stop and the call returns at once
-        window = await anyio.to_thread.run_sync(
-            _read_window, path, args.path, start, limit, stop, abandon_on_cancel=True
-        )
-    finally:
-        stop.set()
+    # the core's reader, in a worker thread: a huge file never stalls the run's other calls;
+    # on the call's timeout the call returns at once and the thread stops at its next chunk
+    window = await reading.off_loop(
+        call.run.workdir, lambda reader: _read_window(reader, path, args.path, start, limit)
+    )
     chosen, total, capped = window.lines, window.count, window.capped
     if start >= total and start > 0:
         raise tether.ArgumentError(
@@ -208,7 +185,7 @@ async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
 
 async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
     path = call.run.confine(args.path, "path")
-    text = _read_text(path, "path", args.path)
+    text = await _read_text(call, path, "path", args.path)
     count = text.count(args.old)
     if count == 0:
         raise tether.ArgumentError("old", f"not found in {args.path}")
@@ -244,7 +221,7 @@ async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolR
             source = call.run.confine(file_patch.old_path, "patch")
             if source != target:
                 raise tether.ToolError("patch: renaming files is not supported")
-            original = _read_text(target, "patch", file_patch.new_path)
+            original = await _read_text(call, target, "patch", file_patch.new_path)
             original_bytes = original.encode()
         new_text = apply_hunks(original, file_patch, file_patch.new_path)
         changes.append(FileChange(target, original_bytes, new_text.encode()))
