@@ -55,6 +55,8 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
         resolved = lexical.resolve()
     except OSError as exc:  # a symlink on the way changed while it was read (realpath races)
         raise PathError(field, f"{path!r} changed while it was resolved ({exc.strerror})") from None
+    except RuntimeError:  # Python 3.11's resolve() on a symlink loop
+        raise PathError(field, f"{path!r} is a symlink loop") from None
     if not _inside(resolved, root):
         raise PathError(
             field, f"{path!r} leads outside the workdir through a symlink (to {str(resolved)!r})"

@@ -161,7 +161,16 @@ class Reader:
         finally:
             os.close(fd)
 
-    def _open(self, path: Path | str, field: str, name: str, max_bytes: int) -> int:
+    def stat(
+        self, path: Path | str, *, field: str = "path", shown: str | None = None
+    ) -> os.stat_result:
+        """``lstat`` of ``path`` reached without following a symlink; an :class:`UnreadableFile`
+        when it is missing or not a regular file (a scan's look before it reads)."""
+        name = shown if shown is not None else str(path)
+        directory, leaf = self._locate(path, field, name)
+        return self._look(directory, leaf, field, name)
+
+    def _locate(self, path: Path | str, field: str, name: str) -> tuple[int, str]:
         self.check()
         try:
             real = confine(self.root, os.fspath(path), field)
@@ -171,7 +180,9 @@ class Reader:
         directory = self._walker.open_dir(parts[:-1], field)
         if directory is None:
             raise UnreadableFile(field, name, "missing", f"no such file {name!r}")
-        leaf = parts[-1]
+        return directory, parts[-1]
+
+    def _look(self, directory: int, leaf: str, field: str, name: str) -> os.stat_result:
         try:
             # look before opening: a FIFO, a socket or a device is never opened at all
             before = os.stat(leaf, dir_fd=directory, follow_symlinks=False)
@@ -180,6 +191,11 @@ class Reader:
         except OSError as exc:
             raise _os_refusal(field, name, exc) from None
         _require_regular(before.st_mode, field, name)
+        return before
+
+    def _open(self, path: Path | str, field: str, name: str, max_bytes: int) -> int:
+        directory, leaf = self._locate(path, field, name)
+        before = self._look(directory, leaf, field, name)
         if before.st_size > max_bytes:
             raise _too_large(field, name, before.st_size, max_bytes)
         try:
@@ -288,32 +304,62 @@ async def read_text(
     )
 
 
-def read_outside(path: Path | str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes | None:
-    """A file outside any workdir that a server pointed at (a library's source in a definition):
-    its content when it is a regular file of at most ``max_bytes`` reached without a symlink at
-    its last component, else None. Never blocks (``O_NONBLOCK``, checked before reading)."""
+def read_outside(
+    path: Path | str, *, field: str = "path", max_bytes: int = DEFAULT_MAX_BYTES
+) -> bytes:
+    """A file that is not the workdir's (the harness's ``--config``, a library's source a server
+    pointed at): symlinks are followed, but it must be a regular file of at most ``max_bytes``,
+    looked at before it is opened and opened ``O_NONBLOCK`` — it never blocks and never loads
+    more than the cap. Refusals are :class:`UnreadableFile` naming ``field``."""
+    name = str(path)
     try:
-        before = os.stat(path, follow_symlinks=False)
-        if not stat.S_ISREG(before.st_mode) or before.st_size > max_bytes:
+        before = os.stat(path)
+        _require_regular(before.st_mode, field, name)
+        if before.st_size > max_bytes:
+            raise _too_large(field, name, before.st_size, max_bytes)
+        fd = os.open(path, _OPEN_FLAGS & ~os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise UnreadableFile(field, name, "missing", f"no such file {name!r}") from None
+    except OSError as exc:
+        raise _os_refusal(field, name, exc) from None
+    try:
+        _require_regular(os.fstat(fd).st_mode, field, name)
+        return _read_capped(fd, field, name, max_bytes)
+    finally:
+        os.close(fd)
+
+
+def peek(path: Path | str, size: int) -> bytes | None:
+    """The first ``size`` bytes of ``path`` if it is a regular file (an executable's magic
+    number, a result file's head); None otherwise. Never blocks."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
             return None
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, _OPEN_FLAGS & ~os.O_NOFOLLOW)
     except OSError:
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks, total = [], 0
-        while chunk := os.read(fd, min(CHUNK_BYTES, max_bytes + 1 - total)):
+        while total < size and (chunk := os.read(fd, min(CHUNK_BYTES, size - total))):
             chunks.append(chunk)
             total += len(chunk)
-            if total > max_bytes:
-                return None
         return b"".join(chunks)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _read_capped(fd: int, field: str, name: str, max_bytes: int) -> bytes:
+    chunks, total = [], 0
+    while chunk := os.read(fd, min(CHUNK_BYTES, max_bytes + 1 - total)):
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:
+            raise _too_large(field, name, total, max_bytes, grew=True)
+    return b"".join(chunks)
 
 
 __all__ = [
@@ -323,6 +369,7 @@ __all__ = [
     "UnreadableFile",
     "kind_of",
     "off_loop",
+    "peek",
     "read_bytes",
     "read_outside",
     "read_text",

@@ -20,6 +20,7 @@ from tether.availability import (
     resolve_command,
 )
 from tether.paths import relative
+from tether.reading import peek
 
 #: Runs ``debugpy.adapter`` with TCP_QUICKACK/TCP_NODELAY on its sockets (see the file): without
 #: it every request that reaches pydevd waits ~44 ms on a delayed ACK (debugpy#2054).
@@ -373,11 +374,7 @@ async def availability(
 
 def _is_native(path: Path) -> bool:
     """An ELF or Mach-O executable, by its first bytes."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(4) in _NATIVE_MAGIC
-    except OSError:
-        return False
+    return peek(path, 4) in _NATIVE_MAGIC  # None (not a regular file) is not native
 
 
 def _unique(paths: Sequence[Path | None]) -> list[Path]:

@@ -22,6 +22,7 @@ from tether import ArgumentError, ToolError
 from tether.framing import LineReader, LineTooLong
 from tether.hang import HangWatch, activity
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
+from tether.reading import UnreadableFile, read_outside
 from tether.text import TailBuffer, clock
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
@@ -935,17 +936,20 @@ def _frame_label(frame: Mapping[str, Any]) -> str:
     return f"{frame.get('name', '?')} at {where}:{frame.get('line', '?')}"
 
 
+#: the largest source file a stack frame's line is shown from
+SOURCE_LINE_MAX_BYTES = 8 * 1024 * 1024
+
+
 def source_line(path: str | None, line: int | None) -> str | None:
     if not path or not line:
         return None
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for number, text in enumerate(fh, 1):
-                if number == line:
-                    return text.rstrip("\n")
-    except OSError:
+        # never blocks (a FIFO is refused, not opened) and never loads a huge file
+        data = read_outside(path, max_bytes=SOURCE_LINE_MAX_BYTES)
+    except UnreadableFile:
         return None
-    return None
+    lines = data.decode("utf-8", "replace").split("\n")
+    return lines[line - 1].rstrip("\r") if line <= len(lines) else None
 
 
 def _free_port() -> int:

@@ -200,6 +200,7 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
             return f"{note}; no {noun} for {target} yet — ask again in a moment"
         return f"no {noun} found for {target} ({session.client.spec.id})"
     sources = SourceLines(session.client)
+    await sources.load(place.uri for place in found)
     rows = [sources.describe(place, session.supervisor.workdir) for place in found]
     shown, note = _capped(rows, REFERENCES_CAP, f"{noun}s")
     head = f"{len(found)} {noun}{'s' if len(found) != 1 else ''} of {target}"
@@ -211,11 +212,11 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
     if action in ("references", "implementation"):
         # the server answers for its own project: say where else the name occurs
         client = session.client
-        spans = crosscheck.covered_spans(client, location_ranges(result))
+        spans = await crosscheck.covered_spans(client, location_ranges(result))
         name = pos.line_text[pos.start : pos.end]
         missed = [
             item
-            for item in crosscheck.uncovered(client, session.supervisor.workdir, name, spans)
+            for item in await crosscheck.uncovered(client, session.supervisor.workdir, name, spans)
             if item.outside is not None or (action == "references" and not item.touched)
         ]
         rows = crosscheck.describe(missed, name, client.spec.id, session.supervisor.workdir)
@@ -258,6 +259,9 @@ async def call_hierarchy(session: Session, action: str, line: int, symbol: str) 
     calls = [call for call in await client.request(method, {"item": item}) or [] if call]
     workdir = session.supervisor.workdir
     sources = SourceLines(client)
+    await sources.load(
+        [item.get("uri", ""), *((c.get("from") or c.get("to") or {}).get("uri", "") for c in calls)]
+    )
     rows: list[str] = []
     for call in calls:
         other = call.get("from" if incoming else "to") or {}
@@ -400,7 +404,9 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
             await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
     await client.wait_ready(supervisor.config.ready_timeout_s)
     result = await client.request("workspace/symbol", {"query": query})
-    section = _workspace_section(supervisor, client, query, result)
+    sources = SourceLines(client)
+    await sources.load(place.uri for *_, place, _ in symbol_rows(result) if place is not None)
+    section = _workspace_section(supervisor, client, query, result, sources)
     return with_indexing(section, client, before)
 
 
@@ -423,7 +429,7 @@ def _first_source_file_in(spec: ServerSpec, root: Path, limit: int = 5000) -> Pa
 
 
 def _workspace_section(
-    supervisor: LspSupervisor, client: LspClient, query: str, result: Any
+    supervisor: LspSupervisor, client: LspClient, query: str, result: Any, sources: SourceLines
 ) -> str:
     rows = symbol_rows(result)
     if not rows:
@@ -433,7 +439,6 @@ def _workspace_section(
                 f"matching {query!r} yet — ask again in a moment"
             )
         return f"no workspace symbols match {query!r} ({client.spec.id})"
-    sources = SourceLines(client)
     lines = []
     for _depth, kind, name, place, container in rows:
         where = ""
