@@ -118,7 +118,9 @@ def test_every_allowed_module_exists_and_still_opens_something() -> None:
 )
 def test_the_rule_catches_a_planted_read(planted: str) -> None:
     """The check can fail: each way of opening a file, planted in a module, is reported."""
-    module = f"import io, os\nfrom pathlib import Path\n\ndef f(path, name, x, root):\n    {planted}\n"
+    module = (
+        f"import io, os\nfrom pathlib import Path\n\ndef f(path, name, x, root):\n    {planted}\n"
+    )
     assert violations(module, "planted.py") == [f"planted.py:5: {planted.split(' = ')[-1]}"]
 
 
