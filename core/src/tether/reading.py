@@ -174,10 +174,15 @@ class Reader:
         self.check()
         try:
             real = confine(self.root, os.fspath(path), field)
+            parts = relative_parts(self.root, real, field)
+            directory = self._walker.open_dir(parts[:-1], field)
         except OSError as exc:
             raise _os_refusal(field, name, exc) from None
-        parts = relative_parts(self.root, real, field)
-        directory = self._walker.open_dir(parts[:-1], field)
+        except UnreadableFile:
+            raise
+        except PathError as exc:  # outside the workdir, through a symlink, a symlink loop
+            reason = "a symlink" if "symlink" in exc.expected else "outside the workdir"
+            raise UnreadableFile(field, name, reason, exc.expected) from None
         if directory is None:
             raise UnreadableFile(field, name, "missing", f"no such file {name!r}")
         return directory, parts[-1]
