@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 
 import tether
+from tether.reading import UnreadableFile, off_loop
 from tether.text import cap, truncate
 from tether_lsp import crosscheck
 from tether_lsp.client import LspClient
@@ -153,12 +154,23 @@ OFFERS = {
 }
 
 
+async def require_regular_file(supervisor: LspSupervisor, path: Path) -> None:
+    """Before any server starts: ``path`` is a regular file the core's reader will read (a FIFO,
+    a device, a directory or a file over the cap is refused by name, never opened)."""
+    rel = supervisor.relative(path)
+    try:
+        await off_loop(
+            supervisor.workdir, lambda reader: reader.stat(path, field="file", shown=rel)
+        )
+    except UnreadableFile as exc:
+        if exc.reason == "missing":
+            raise tether.ArgumentError("file", f"an existing file, {rel} is not one") from None
+        raise
+
+
 async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
     """The first server of the file's language that offers ``action``, with the file synced."""
-    if not path.is_file():
-        raise tether.ArgumentError(
-            "file", f"an existing file, {supervisor.relative(path)} is not one"
-        )
+    await require_regular_file(supervisor, path)
     needs = OFFERS.get(action)
     client = await supervisor.client_for(
         path, offers=None if needs is None else lambda c: c.supports(*needs), action=action
@@ -505,10 +517,7 @@ def format_merged(answers: Answers, rel: str, text: str) -> list[str]:
 async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
     """The file's diagnostics from every server that gives them (merged); one server that
     fails or is still computing is named, and never hides the others' answers."""
-    if not path.is_file():
-        raise tether.ArgumentError(
-            "file", f"an existing file, {supervisor.relative(path)} is not one"
-        )
+    await require_regular_file(supervisor, path)
     clients, notes = await supervisor.diagnostic_clients(path)
     rel = supervisor.relative(path)
     answers: list[tuple[LspClient, list[dict[str, Any]]]] = []
