@@ -300,8 +300,15 @@ def _run_call(
     """``tether call``: (the result, seconds, whether the process exited in time, peak RSS)."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        [*TETHER, "call", tool, json.dumps(args), f"--workdir={work}", f"--config={config}"]
-        + ["--approve=write"],
+        [
+            *TETHER,
+            "call",
+            tool,
+            json.dumps(args),
+            f"--workdir={work}",
+            f"--config={config}",
+            "--approve=write",
+        ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
