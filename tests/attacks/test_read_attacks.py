@@ -343,9 +343,12 @@ def test_every_reading_tool_survives_a_hostile_file(tmp_path, tally, survivors, 
             swap.__enter__()
         answers, exited, peak, pid = _run_session(work, config, requests)
         orphans = survivors(f"TETHER_OWNER={pid}.")
+        print(f"{variant}: session exited {exited} s after EOF, peak RSS {peak >> 20} MB")
         for label, _tool, _args, direct in requests:
             reply, elapsed = answers.get(label, (None, 0.0))
             problems = _judge(reply, elapsed, direct, says)
+            shown = _text(reply)[:160].replace("\n", " | ") if reply else "-"
+            print(f"{variant} session {label}: {elapsed:.1f} s: {shown}")
             if peak > MAX_RSS_BYTES:
                 problems.append(f"the session's RSS reached {peak // 2**20} MB")
             if exited is None:
@@ -361,6 +364,7 @@ def test_every_reading_tool_survives_a_hostile_file(tmp_path, tally, survivors, 
                 continue
             result, elapsed, done, call_peak = _run_call(work, config, tool, args)
             problems = _judge(result, elapsed, direct, says)
+            print(f"{variant} call {label}: {elapsed:.1f} s, exited {done}, {call_peak >> 20} MB")
             if not done:
                 problems.append("tether call did not exit")
             if call_peak > MAX_RSS_BYTES:
