@@ -59,76 +59,82 @@ def _deep(work: Path) -> str:
     return "/".join([*parts, "x.py"])
 
 
-def _fifo(work: Path) -> str:
-    os.mkfifo(work / TARGET)
-    return TARGET
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
 
 
-def _dev_zero(work: Path) -> str:
-    (work / TARGET).symlink_to("/dev/zero")
-    return TARGET
+def _dev_zero(path: Path) -> None:
+    path.symlink_to("/dev/zero")
 
 
-def _char_device(work: Path) -> str:
-    (work / TARGET).symlink_to("/dev/urandom")
-    return TARGET
+def _char_device(path: Path) -> None:
+    path.symlink_to("/dev/urandom")
 
 
-def _socket(work: Path) -> str:
+def _socket(path: Path) -> None:
     sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(work / TARGET))
+    sock.bind(str(path))
     sock.close()  # the socket file stays
-    return TARGET
 
 
-def _sparse(work: Path) -> str:
-    with open(work / TARGET, "wb") as fh:
+def _sparse(path: Path) -> None:
+    with open(path, "wb") as fh:
         fh.write(GOOD.encode())
         fh.truncate(3 * 1024**3)
-    return TARGET
 
 
-def _overlong(work: Path) -> str:
-    return _deep(work)
-
-
-def _swap(work: Path) -> str:
-    (work / TARGET).write_text(GOOD)
-    return TARGET
-
-
-#: variant -> (make the hostile file, what a refusal of the file itself must say)
-VARIANTS: dict[str, tuple[Callable[[Path], str], tuple[str, ...]]] = {
-    "fifo": (_fifo, ("x.py", "FIFO")),
-    "dev-zero-symlink": (_dev_zero, ("x.py", "/dev/zero")),
-    "char-device-symlink": (_char_device, ("x.py", "/dev/urandom")),
-    "socket": (_socket, ("x.py", "socket")),
-    "sparse-3GB": (_sparse, ("x.py", "3,221,225,472 bytes")),
-    "overlong-path": (_overlong, ("bytes long",)),
-    "symlink-swap": (_swap, ()),
+#: variant -> (what replaces a file, None: the variant is no file; what a refusal of the file
+#: given to a tool must say; what a write that finds it in place of a staged file must say)
+VARIANTS: dict[str, tuple[Callable[[Path], None] | None, tuple[str, ...], tuple[str, ...]]] = {
+    "fifo": (_fifo, ("x.py", "FIFO"), ("y.py", "FIFO")),
+    "dev-zero-symlink": (_dev_zero, ("x.py", "/dev/zero"), ("y.py", "symlink")),
+    "char-device-symlink": (_char_device, ("x.py", "/dev/urandom"), ("y.py", "symlink")),
+    "socket": (_socket, ("x.py", "socket"), ("y.py", "socket")),
+    "sparse-3GB": (_sparse, ("x.py", "3,221,225,472 bytes"), ("y.py", "3,221,225,472 bytes")),
+    "overlong-path": (None, ("bytes long",), ()),
+    "symlink-swap": (None, (), ()),
 }
 
 
-def _requests(path: str) -> list[tuple[str, str, dict[str, Any], bool]]:
-    """(label, tool, args, given the hostile file itself) in the order they are sent."""
+def _spoil(work: Path, variant: str) -> None:
+    """Replace ``sub/y.py`` (staged by ast_edit, known to the language server) with the
+    variant's hostile file, between the proposal and the write."""
+    make = VARIANTS[variant][0]
+    if make is not None:
+        (work / "sub" / "y.py").unlink()
+        make(work / "sub" / "y.py")
+
+
+Request = tuple[str, str, dict[str, Any], str]
+
+
+def _requests(path: str) -> list[Request]:
+    """(label, tool, args, how the hostile file meets the tool) in the order they are sent:
+    ``"direct"`` (it is the argument), ``"bystander"`` (it lies in the project the tool scans),
+    ``"spoiled"`` (a staged file replaced by it before the write: see :func:`_spoil`)."""
     position = {"line": 1, "symbol": "target"}
     patch = f"--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-target(2)\n+renamed(2)\n"
     return [
-        ("read", "read", {"path": path}, True),
-        ("edit", "edit", {"path": path, "old": "target", "new": "renamed"}, True),
-        ("apply_patch", "apply_patch", {"patch": patch}, True),
-        ("lsp symbols", "lsp", {"action": "symbols", "file": path}, True),
-        ("lsp hover", "lsp", {"action": "hover", "file": path, **position}, True),
-        ("lsp definition", "lsp", {"action": "definition", "file": path, **position}, True),
-        ("lsp references", "lsp", {"action": "references", "file": "a.py", **position}, False),
-        ("ast_grep", "ast_grep", {"pattern": "target($A)"}, False),
-        ("ast_edit", "ast_edit", {"pattern": "target($A)", "rewrite": "renamed($A)"}, False),
-        ("resolve", "resolve", {"edit_id": "edit_1", "action": "accept"}, False),
+        ("read", "read", {"path": path}, "direct"),
+        ("edit", "edit", {"path": path, "old": "target", "new": "renamed"}, "direct"),
+        ("apply_patch", "apply_patch", {"patch": patch}, "direct"),
+        ("lsp symbols", "lsp", {"action": "symbols", "file": path}, "direct"),
+        ("lsp hover", "lsp", {"action": "hover", "file": path, **position}, "direct"),
+        ("lsp definition", "lsp", {"action": "definition", "file": path, **position}, "direct"),
+        (
+            "lsp references",
+            "lsp",
+            {"action": "references", "file": "a.py", **position},
+            "bystander",
+        ),
+        ("ast_grep", "ast_grep", {"pattern": "target($A)"}, "bystander"),
+        ("ast_edit", "ast_edit", {"pattern": "target($A)", "rewrite": "renamed($A)"}, "bystander"),
+        ("resolve", "resolve", {"edit_id": "edit_1", "action": "accept"}, "spoiled"),
         (
             "lsp_rename",
             "lsp_rename",
             {"file": "a.py", "new_name": "renamed_again", **position},
-            False,
+            "spoiled",
         ),
     ]
 
@@ -140,7 +146,16 @@ def _workdir(tmp_path: Path, variant: str) -> tuple[Path, Path, str]:
     (outside / "x.py").write_text(f"target(3)  # {SECRET}\n")
     (work / "pyproject.toml").write_text('[project]\nname = "victim"\nversion = "0"\n')
     (work / "a.py").write_text("def target(n):\n    return n\n\n\ntarget(1)\n")
-    path = VARIANTS[variant][0](work)
+    (work / "sub" / "y.py").write_text("from a import target\n\ntarget(4)\n")
+    make = VARIANTS[variant][0]
+    if make is not None:
+        make(work / TARGET)
+        path = TARGET
+    elif variant == "overlong-path":
+        path = _deep(work)
+    else:
+        (work / TARGET).write_text(GOOD)
+        path = TARGET
     return work, outside, path
 
 
@@ -215,9 +230,7 @@ def _text(reply: dict[str, Any]) -> str:
     return "".join(part.get("text", "") for part in reply.get("content", []))
 
 
-def _judge(
-    reply: dict[str, Any] | None, elapsed: float, direct: bool, says: tuple[str, ...]
-) -> list[str]:
+def _judge(reply: dict[str, Any] | None, elapsed: float, says: tuple[str, ...]) -> list[str]:
     """What broke in one answer (empty: the promise held)."""
     if reply is None:
         return [f"no answer within {CALL_TIMEOUT_S + SLACK_S:g} s"]
@@ -229,7 +242,7 @@ def _judge(
         problems.append("returned the outside file's content")
     if "internal error" in text:
         problems.append(f"internal error: {text[:200]}")
-    if direct and says:
+    if says:
         if not reply.get("is_error"):
             problems.append(f"not refused: {text[:200]}")
         missing = [word for word in says if word not in text]
@@ -255,7 +268,10 @@ def _session_line(proc: subprocess.Popen[bytes], deadline: float) -> dict[str, A
 
 
 def _run_session(
-    work: Path, config: Path, requests: list[tuple[str, str, dict[str, Any], bool]]
+    work: Path,
+    config: Path,
+    requests: list[Request],
+    before: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, tuple[dict[str, Any] | None, float]], float | None, int, int]:
     """Each request in turn through one session; (answers by label, seconds to exit after EOF
     or None when it did not, peak RSS, the session's pid)."""
@@ -272,7 +288,9 @@ def _run_session(
             ready = _session_line(proc, time.monotonic() + 60)
             assert ready is not None and ready.get("ready") is True, ready
             assert proc.stdin is not None
-            for n, (label, tool, args, _direct) in enumerate(requests, 1):
+            for n, (label, tool, args, _how) in enumerate(requests, 1):
+                if before is not None:
+                    before(label)
                 started = time.monotonic()
                 proc.stdin.write(json.dumps({"id": n, "tool": tool, "args": args}).encode() + b"\n")
                 proc.stdin.flush()
@@ -334,19 +352,26 @@ def test_every_reading_tool_survives_a_hostile_file(tmp_path, tally, survivors, 
     require_real("basedpyright-langserver", "node")
     work, outside, path = _workdir(tmp_path, variant)
     config = _config(tmp_path)
-    says = VARIANTS[variant][1]
+    _make, says_direct, says_spoiled = VARIANTS[variant]
+    expected = {"direct": says_direct, "bystander": (), "spoiled": ()}
     requests = _requests(path)
+
+    def before(label: str) -> None:
+        if label == "resolve":
+            _spoil(work, variant)
+
     broken: dict[str, list[str]] = {}
     swap = Flipper(work, outside) if variant == "symlink-swap" else None
     try:
         if swap is not None:
             swap.__enter__()
-        answers, exited, peak, pid = _run_session(work, config, requests)
+        answers, exited, peak, pid = _run_session(work, config, requests, before)
         orphans = survivors(f"TETHER_OWNER={pid}.")
         print(f"{variant}: session exited {exited} s after EOF, peak RSS {peak >> 20} MB")
-        for label, _tool, _args, direct in requests:
+        for label, _tool, _args, how in requests:
             reply, elapsed = answers.get(label, (None, 0.0))
-            problems = _judge(reply, elapsed, direct, says)
+            says = says_spoiled if label == "resolve" else expected[how]
+            problems = _judge(reply, elapsed, says)
             shown = _text(reply)[:160].replace("\n", " | ") if reply else "-"
             print(f"{variant} session {label}: {elapsed:.1f} s: {shown}")
             if peak > MAX_RSS_BYTES:
@@ -359,11 +384,11 @@ def test_every_reading_tool_survives_a_hostile_file(tmp_path, tally, survivors, 
             if problems:
                 broken[f"session {label}"] = problems
         # tether call: one process per call, which must end
-        for label, tool, args, direct in requests:
+        for label, tool, args, how in requests:
             if label not in ("read", "edit", "apply_patch", "lsp references", "ast_grep"):
                 continue
             result, elapsed, done, call_peak = _run_call(work, config, tool, args)
-            problems = _judge(result, elapsed, direct, says)
+            problems = _judge(result, elapsed, expected[how])
             print(f"{variant} call {label}: {elapsed:.1f} s, exited {done}, {call_peak >> 20} MB")
             if not done:
                 problems.append("tether call did not exit")
@@ -396,7 +421,7 @@ def test_the_symlink_swap_never_reads_outside_over_many_calls(tmp_path, tally):
         ("lsp", {"action": "symbols", "file": path}),
     ]
     rounds = 40
-    requests = [(f"{tool} {i}", tool, args, False) for i in range(rounds) for tool, args in asks]
+    requests = [(f"{tool} {i}", tool, args, "direct") for i in range(rounds) for tool, args in asks]
     with Flipper(work, outside) as flipper:
         answers, exited, _peak, _pid = _run_session(work, config, requests)
     if (work.parent / "parked").exists():  # stopped while the directory was parked

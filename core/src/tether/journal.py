@@ -38,6 +38,8 @@ import attrs
 from tether.errors import PathError, ToolError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: the largest file a change reads to compare with what it expects (``read``'s own cap)
+WRITE_READ_MAX_BYTES = 256 * 1024 * 1024
 
 
 def _sha256(data: bytes) -> str:
@@ -324,7 +326,15 @@ def read_file(
         if stat.S_ISDIR(info.st_mode):
             raise PathError(field, f"{shown!r} is a directory")
         if not stat.S_ISREG(info.st_mode):
-            raise PathError(field, f"{shown!r} is not a regular file")
+            from tether.reading import kind_of
+
+            raise PathError(field, f"{shown!r} is {kind_of(info.st_mode)}, not a regular file")
+        if info.st_size > WRITE_READ_MAX_BYTES:  # never load a huge (or sparse) file whole
+            raise PathError(
+                field,
+                f"{shown!r} is {info.st_size:,} bytes, over the cap of "
+                f"{WRITE_READ_MAX_BYTES:,} bytes tether reads of one file; nothing was written",
+            )
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)

@@ -182,7 +182,9 @@ class Reader:
             raise
         except PathError as exc:  # outside the workdir, through a symlink, a symlink loop
             reason = "a symlink" if "symlink" in exc.expected else "outside the workdir"
-            raise UnreadableFile(field, name, reason, exc.expected) from None
+            # said of the path as the caller named it, not of its resolved form
+            message = exc.expected.replace(repr(os.fspath(path)), repr(name))
+            raise UnreadableFile(field, name, reason, message) from None
         if directory is None:
             raise UnreadableFile(field, name, "missing", f"no such file {name!r}")
         return directory, parts[-1]
