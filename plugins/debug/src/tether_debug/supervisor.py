@@ -382,7 +382,7 @@ class DebugSupervisor:
             line = frame.get("line")
             lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}:{line}")
             if index == 0:
-                text = source_line(source.get("path"), line)
+                text = await source_line(source.get("path"), line)
                 if text is not None:
                     lines.append(f"    {line} | {text.strip()}")
         if len(frames) > MAX_FRAMES:
@@ -589,7 +589,7 @@ class DebugSupervisor:
                     f"In the program's own code: {self._rel_str(path)}:{line} in {name} "
                     f"(frame_id {frame_id})."
                 )
-                own_line = source_line(path, line)
+                own_line = await source_line(path, line)
                 if own_line is not None:
                     lines.append(f"    {line} | {own_line.strip()}")
             if stop.frame_id is not None:
