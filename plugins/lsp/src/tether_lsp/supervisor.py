@@ -343,11 +343,12 @@ class LspSupervisor:
             try:
                 await client.start(self.config.start_timeout_s)
             except OSError as exc:
-                del self._clients[key]
+                # pop, not del: a close of the run (aclose) may have emptied the table meanwhile
+                self._clients.pop(key, None)
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             except tether.ToolError as exc:
                 await client.close()
-                del self._clients[key]
+                self._clients.pop(key, None)
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             return client
 
