@@ -304,7 +304,7 @@ class LspSupervisor:
                     f"{current.hang.describe()} and did not answer a probe either)"
                 )
                 await current.close()
-                del self._clients[key]
+                self._clients.pop(key, None)
                 current = None
             if current is not None:
                 crashes = self._crashes.setdefault(key, [])
@@ -320,7 +320,7 @@ class LspSupervisor:
                         f"tries once more). Last exit: {current.exit_reason}. "
                         f"stderr: {current.stderr_tail().strip()[-800:] or '(empty)'}"
                     )
-                del self._clients[key]
+                self._clients.pop(key, None)
             binary = self.resolve_binary(spec.command[0], root)
             if binary is None:
                 raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
