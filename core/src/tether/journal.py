@@ -320,6 +320,11 @@ def read_file(
             raise PathError(
                 field, f"{shown!r} is a symlink; tether writes only to regular files"
             ) from None
+        if exc.errno == errno.ENXIO:  # a socket (or a device without its driver): say which
+            from tether.reading import kind_of
+
+            kind = kind_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+            raise PathError(field, f"{shown!r} is {kind}, not a regular file") from None
         raise
     try:
         info = os.fstat(fd)
