@@ -167,18 +167,22 @@ class Flipper:
         self.work, self.outside = work, outside
         self.stop = threading.Event()
         self.flips = 0
+        self.error: OSError | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         sub, parked = self.work / "sub", self.work.parent / "parked"
-        while not self.stop.is_set():
-            os.rename(sub, parked)
-            sub.symlink_to(self.outside)
-            time.sleep(0.001)
-            os.unlink(sub)
-            os.rename(parked, sub)
-            self.flips += 1
-            time.sleep(0.001)
+        try:
+            while not self.stop.is_set():
+                os.rename(sub, parked)
+                sub.symlink_to(self.outside)
+                time.sleep(0.001)
+                os.unlink(sub)
+                os.rename(parked, sub)
+                self.flips += 1
+                time.sleep(0.001)
+        except OSError as exc:  # the race must run for the whole test: say why it stopped
+            self.error = exc
 
     def __enter__(self) -> Flipper:
         self.thread.start()
@@ -413,6 +417,7 @@ def test_every_reading_tool_survives_a_hostile_file(tmp_path, tally, survivors, 
                 if (work / "sub").is_symlink():
                     os.unlink(work / "sub")
                 os.rename(work.parent / "parked", work / "sub")
+    assert swap is None or swap.error is None, f"the swap stopped: {swap.error}"
     assert (outside / "x.py").read_text() == f"target(3)  # {SECRET}\n", "the outside was written"
     assert not broken, json.dumps(broken, indent=1)
 
@@ -439,6 +444,7 @@ def test_the_symlink_swap_never_reads_outside_over_many_calls(tmp_path, tally):
     leaked = [label for label, (reply, _) in answers.items() if reply and SECRET in _text(reply)]
     unanswered = [label for label, (reply, _) in answers.items() if reply is None]
     refused = [label for label, (reply, _) in answers.items() if reply and reply.get("is_error")]
+    assert flipper.error is None, f"the flipper stopped after {flipper.flips}: {flipper.error}"
     for label, _tool, _args, _how in requests:
         reply, _ = answers.get(label, (None, 0.0))
         held = reply is not None and SECRET not in _text(reply)
