@@ -173,3 +173,29 @@ def test_read_outside_refuses_what_is_not_a_regular_file(tmp_path):
         read_outside("/dev/zero")
     (tmp_path / "ok.toml").write_text("a = 1\n")
     assert read_outside(tmp_path / "ok.toml") == b"a = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [("fifo", "is a FIFO, not a regular file"), ("socket", "is a socket, not a regular file")],
+)
+def test_a_write_finding_no_regular_file_names_what_it_found(tmp_path, kind, says):
+    """The write path's own read (the stale check) names the kind too, and writes nothing."""
+    from tether.fsutil import FileChange, apply_changes
+
+    HOSTILE[kind][0](tmp_path / "x.py")
+    with pytest.raises(PathError) as caught:
+        apply_changes([FileChange(tmp_path / "x.py", b"old", b"new")], root=tmp_path)
+    assert str(caught.value) == f"path: 'x.py' {says}"
+
+
+def test_a_write_never_loads_a_huge_file_to_compare_it(tmp_path):
+    from tether.fsutil import FileChange, apply_changes
+    from tether.journal import WRITE_READ_MAX_BYTES
+
+    big = tmp_path / "big.py"
+    big.touch()
+    os.truncate(big, 3 * 1024**3)
+    with pytest.raises(PathError, match=f"over the cap of {WRITE_READ_MAX_BYTES:,} bytes"):
+        apply_changes([FileChange(big, b"old", b"new")], root=tmp_path)
+    assert big.stat().st_size == 3 * 1024**3
