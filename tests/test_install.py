@@ -123,6 +123,18 @@ def test_the_readme_has_install_commands() -> None:
     assert any("dist/" in c for c in commands)  # the built-wheels form
 
 
+def test_the_readme_leads_with_what_works_and_marks_index_installs_as_once_published() -> None:
+    """Nothing is on an index under these names: the first install a reader meets is from this
+    checkout's wheels, and every by-name install comes after the words "once published"."""
+    commands = install_commands()
+    assert "dist/" in commands[0], commands[0]
+    section = README.split("<!-- install:", 1)[1].split("\n## ", 1)[0]
+    published = section.lower().index("once published")
+    for command in commands:
+        if "dist/" not in command:
+            assert section.index(command) > published, command
+
+
 @pytest.mark.parametrize("command", install_commands())
 def test_an_install_command_works_as_written(command: str, dists: Path, tmp_path: Path) -> None:
     env = seeded_env(tmp_path / "env")

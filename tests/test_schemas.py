@@ -53,3 +53,62 @@ def test_all_families_are_covered():
 @pytest.mark.parametrize("spec", TOOLS, ids=lambda s: s.name)
 def test_every_schema_and_converter_agree(spec):
     check_schema_agreement(spec, examples=80)
+
+
+def _node_22() -> str | None:
+    """A node >= 22 (the Inspector's floor): tether-eval[node]'s beside this interpreter, or
+    PATH's."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    for node in (Path(sys.executable).parent / "node", shutil.which("node")):
+        if node and Path(node).is_file():
+            version = subprocess.run([str(node), "--version"], capture_output=True, text=True)
+            if version.returncode == 0 and int(version.stdout.lstrip("v").split(".")[0]) >= 22:
+                return str(node)
+    return None
+
+
+def test_the_mcp_inspector_finds_no_portability_problem_in_any_tool(tmp_path):
+    """The real MCP Inspector CLI's `--strict` portability check over `tether mcp`'s tools
+    (every family): 0 errors and 0 warnings. A type array (`["string", "null"]`) is one
+    warning per optional field; clients that map schemas to a single-type dialect drop it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tether.testing import require_real
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "contrib" / "mcp-bridge" / "tests" / "clients"))
+    import setup_clients
+
+    node = _node_22()
+    require_real(node is not None, "node >= 22 (tether-eval[node] brings one)")
+    try:
+        env = setup_clients.ensure("inspector")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        require_real(False, f"the MCP Inspector CLI ({exc})")
+    cli = env / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "cli"
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    (workdir / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
+    out = subprocess.run(
+        [
+            *(str(node), str(cli / "build" / "index.js"), "--cli", "--strict"),
+            *(sys.executable, "-m", "tether.cli", "mcp", "--workdir", str(workdir)),
+            *("--method", "tools/list"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    listed = {t["name"] for t in __import__("json").loads(out.stdout)["tools"]}
+    assert {"lsp", "ast_grep", "debug", "read"} <= listed, listed
+    # with findings it prints each ("Warning: tool …") and "N errors, N warnings across N
+    # tools."; with none, nothing
+    assert "Warning:" not in out.stderr and "Error:" not in out.stderr, out.stderr[-3000:]
+    assert " warnings across " not in out.stderr, out.stderr[-3000:]

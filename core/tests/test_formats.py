@@ -191,3 +191,82 @@ def test_the_agent_loops_in_the_docs_run_offline(index, tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "The notes say hello."
+
+
+# --- tool schemas every provider's dialect takes ---------------------------------------------
+
+
+def type_arrays(schema: Any, path: str = "$") -> list[str]:
+    """Where ``schema`` (or a subschema) has a ``type`` array: what single-type dialects reject."""
+    if isinstance(schema, list):
+        return [p for i, s in enumerate(schema) for p in type_arrays(s, f"{path}[{i}]")]
+    if not isinstance(schema, dict):
+        return []
+    found = [path] if isinstance(schema.get("type"), list) else []
+    for key, value in schema.items():
+        if key not in ("enum", "default", "required"):
+            found += type_arrays(value, f"{path}.{key}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def schemas_in_every_format() -> dict[str, list[dict[str, Any]]]:
+    import anyio
+
+    async def collect() -> dict[str, list[dict[str, Any]]]:
+        async with tether.open_run(".", conversation_id="formats") as run:
+            return {f: run.schemas(format=f) for f in ("json", "openai", "anthropic", "gemini")}
+
+    return anyio.run(collect)
+
+
+def test_every_schema_has_one_type_per_subschema(schemas_in_every_format):
+    tools = schemas_in_every_format["json"]
+    assert any(t["name"] == "read" for t in tools)  # tether-files' read has optional ints
+    assert {t["name"]: type_arrays(t["input_schema"]) for t in tools} == {
+        t["name"]: [] for t in tools
+    }
+    read = next(t for t in tools if t["name"] == "read")["input_schema"]
+    assert read["properties"]["limit"]["anyOf"][1] == {"type": "null"}
+
+
+def test_gemini_function_declarations_are_accepted_by_google_genai(schemas_in_every_format):
+    genai = pytest.importorskip("google.genai.types")
+    declarations = schemas_in_every_format["gemini"]
+    assert declarations
+    for declaration in declarations:
+        parsed = genai.FunctionDeclaration.model_validate(declaration)
+        assert parsed.name == declaration["name"] and parsed.parameters is not None
+    read = next(d for d in declarations if d["name"] == "read")["parameters"]
+    assert read["properties"]["limit"]["nullable"] is True
+    assert read["properties"]["limit"]["type"] == "integer"
+
+
+def test_the_gemini_check_can_fail_and_what_the_dialect_lacks_is_said():
+    """google-genai refuses what tether's JSON Schema says beyond OpenAPI 3.0; the gemini form
+    moves it into the description instead of dropping it."""
+    genai = pytest.importorskip("google.genai.types")
+    import attrs
+    from pydantic import ValidationError
+
+    from tether.args import object_schema, openapi_schema
+
+    @attrs.frozen
+    class Args:
+        delay_s: float = tether.arg(description="delay", above=0)
+        level: typing.Literal[1, 2] | None = tether.arg(None, description="level")
+
+    schema = object_schema(Args)
+    with pytest.raises(ValidationError):
+        genai.Schema.model_validate(schema)
+    gemini = openapi_schema(schema)
+    genai.Schema.model_validate(gemini)
+    assert gemini["properties"]["delay_s"] == {
+        "type": "number",
+        "minimum": 0,
+        "description": "delay; must be greater than 0",
+    }
+    level = gemini["properties"]["level"]
+    assert level["nullable"] is True and "enum" not in level
+    assert level["description"] == "level; one of 1, 2"
+    assert "additionalProperties" not in gemini

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from typing import Literal
 
 import anyio
 import anyio.lowlevel
@@ -232,6 +233,90 @@ async def test_approver_with_no_person_fails_closed(tmp_path):
     async with hermetic_run(tmp_path, plugins=[Provides({"approver": approver})]) as run:
         result = await run.call("echo_write", {"path": "a", "text": "1"})
         assert result.is_error and "nobody at the terminal" in result.text_content
+
+
+async def test_every_refusal_nobody_could_answer_names_the_way_out(tmp_path):
+    """No approver, no person (a headless client, a closed terminal), a timeout: the refusal
+    says what is known and how the harness lets the call run."""
+    causes = [None, tether.NoPerson("the client declined"), TimeoutError()]
+    for cause in causes:
+        plugins = [] if cause is None else [Provides({"approver": Approver(cause)})]
+        async with hermetic_run(tmp_path, plugins=plugins) as run:
+            text = (await run.call("echo_exec", {"argv": ["true"]})).text_content
+        assert "fail closed" in text, text
+        assert "--approve exec" in text and '[core.approval] exec = "auto"' in text, text
+        assert '[core.approval.tools] echo_exec = "auto"' in text, text
+        if isinstance(cause, tether.NoPerson):
+            assert "the client declined" in text
+
+
+def action_tool() -> tether.ToolSpec:
+    @attrs.frozen
+    class Args:
+        op: Literal["look", "launch"] = tether.arg(description="what to do")
+
+    async def handler(call, args):
+        return f"did {args.op}"
+
+    actions = tether.Actions("op", {"look": (), "launch": ()})
+    return tether.ToolSpec("runner", "exec", Args, handler, "an exec tool", actions=actions)
+
+
+@pytest.mark.parametrize(
+    ("approval", "allowed"),
+    [
+        ({}, set()),  # the exec tier asks, nobody answers
+        ({"exec": "auto"}, {"look", "launch", "echo_exec"}),
+        ({"tools": {"runner": "auto"}}, {"look", "launch"}),
+        ({"actions": {"runner": {"look": "auto"}}}, {"look"}),
+        # the most specific entry wins, tighter or looser than the tier
+        ({"exec": "auto", "actions": {"runner": {"launch": "deny"}}}, {"look", "echo_exec"}),
+        ({"exec": "auto", "tools": {"runner": "ask"}}, {"echo_exec"}),
+        ({"tools": {"runner": "deny"}, "actions": {"runner": {"look": "auto"}}}, {"look"}),
+    ],
+)
+async def test_per_tool_and_per_action_approval(tmp_path, approval, allowed):
+    config = {"core": {"approval": approval}}
+    plugins = [Provides(tools=[action_tool()])]
+    async with hermetic_run(tmp_path, config=config, plugins=plugins) as run:
+        ran = set()
+        for op in ("look", "launch"):
+            result = await run.call("runner", {"op": op})
+            if not result.is_error:
+                ran.add(op)
+            elif approval.get("actions", {}).get("runner", {}).get(op) == "deny":
+                assert "[core.approval.actions.runner] launch" in result.text_content
+        if not (await run.call("echo_exec", {"argv": ["true"]})).is_error:
+            ran.add("echo_exec")
+    assert ran == allowed
+
+
+@pytest.mark.parametrize(
+    ("workdir_approval", "allowed"),
+    [
+        ({"tools": {"runner": "auto"}}, {"look"}),  # adding an entry: ignored
+        ({"actions": {"runner": {"launch": "auto"}}}, {"look"}),  # adding an action: ignored
+        ({"actions": {"runner": {"look": "deny"}}}, set()),  # tightening one: kept
+        ({"actions": {"runner": "auto"}}, {"look"}),  # a table replaced by a value: ignored
+        ({"exec": "auto"}, {"look"}),  # loosening a tier: ignored
+    ],
+)
+async def test_a_workdir_file_only_tightens_per_tool_and_per_action_policy(
+    tmp_path, workdir_approval, allowed
+):
+    harness = {"core": {"approval": {"actions": {"runner": {"look": "auto"}}}}}
+    plugins = [Provides(tools=[action_tool()])]
+    workdir = {"core": {"approval": workdir_approval}}
+    async with hermetic_run(
+        tmp_path, config=harness, workdir_config=workdir, plugins=plugins
+    ) as run:
+        ran = {
+            op for op in ("look", "launch") if not (await run.call("runner", {"op": op})).is_error
+        }
+        notes = run.config_notes
+    assert ran == allowed
+    if workdir_approval != {"actions": {"runner": {"look": "deny"}}}:
+        assert notes, "an ignored workdir setting is said"
 
 
 async def test_validation_errors_come_back_as_results(tmp_path):

@@ -15,6 +15,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from attack_cli import TETHER, utf8_json_lines
 
+from tether.args import value_schema
+
 WRONG = {
     "string": [12345, ["a"]],
     "integer": ["3a", 3.5, True],
@@ -35,6 +37,7 @@ def kinds(schema: dict[str, Any]) -> list[str]:
 def bad_values(name: str, schema: dict[str, Any]) -> list[tuple[str, Any]]:
     """(the field the error must name, a bad value for ``name``)."""
     out: list[tuple[str, Any]] = []
+    schema = value_schema(schema)  # an optional field: its non-null branch
     types = kinds(schema)
     for kind in types:
         for value in WRONG.get(kind, []):
@@ -51,7 +54,7 @@ def bad_values(name: str, schema: dict[str, Any]) -> list[tuple[str, Any]]:
         out.append((name, ""))
     if schema.get("minItems", 0) >= 1:
         out.append((name, []))
-    items = schema.get("items") or {}
+    items = value_schema(schema.get("items") or {})
     for kind in kinds(items):
         for value in WRONG.get(kind, [])[:1]:
             out.append((f"{name}[0]", [value]))

@@ -192,6 +192,11 @@ def test_ask_user_and_approval_round_trips(client_envs, workdir, client):
     assert not asked.get("isError") and "blue" in text_of(asked)
     assert not allowed.get("isError") and (workdir / "ok.txt").read_text() == long_text
     assert refused.get("isError") and not (workdir / "no.txt").exists()
+    # what is known: the client declined (a headless client declines on its own), and the way out
+    assert 'answered the approval request with "decline"' in text_of(refused)
+    assert "--approve write" in text_of(refused), text_of(refused)
+    assert '[core.approval.tools] echo_write = "auto"' in text_of(refused)
+    assert "the person denied" not in text_of(refused)
     assert "skip" in text_of(skipped).lower()
     question, approval, _, free = seen["elicitations"]
     assert question["message"].startswith("Which colour?")
@@ -216,7 +221,31 @@ def test_a_client_without_elicitation_fails_closed_at_once(client_envs, workdir,
         assert result["isError"] is True
         assert "elicitation" in text_of(result)
         assert result["elapsed_s"] < 30  # at once, not after [ask] timeout_s (600 s)
+    assert "--approve write" in text_of(write)  # the way out, always
     assert not (workdir / "no.txt").exists()
+    assert seen["elicitations"] == []
+
+
+@pytest.mark.parametrize("client", BOTH)
+def test_per_tool_approval_from_the_harness_config(client_envs, workdir, tmp_path, client):
+    """`[core.approval.tools]` approves one tool without a person; its tier stays "ask" for the
+    others, and a workdir file cannot loosen it back."""
+    config = tmp_path / "harness.toml"
+    config.write_text('[core.approval.tools]\necho_write = "auto"\n')
+    # the workdir tries to approve the exec tier and to add a tool entry: both ignored
+    (workdir / "tether.toml").write_text(
+        '[core.approval]\nexec = "auto"\n[core.approval.tools]\necho_exec = "auto"\n'
+    )
+    calls = [
+        ["echo_write", {"path": "ok.txt", "text": "approved by policy"}],
+        ["echo_exec", {"argv": ["true"]}],
+    ]
+    server = Server(workdir, "--config", str(config))
+    seen = run_client(client_envs, client, server, "calls", calls=calls, elicitation=False)
+    write, run = seen["results"]
+    assert not write.get("isError"), text_of(write)
+    assert (workdir / "ok.txt").read_text() == "approved by policy"
+    assert run["isError"] is True and "--approve exec" in text_of(run), text_of(run)
     assert seen["elicitations"] == []
 
 
@@ -286,6 +315,33 @@ def test_the_console_script_serves_too(client_envs, workdir):
         calls=[["echo", {"message": "hi"}]],
     )
     assert "hi" in text_of(seen["results"][0])
+
+
+def test_pydantic_ai_agent_goes_on_after_a_refusal_with_tool_error_behavior_failed(
+    client_envs, workdir
+):
+    """pydantic-ai declares no elicitation, so a write is refused. With its default
+    (`tool_error_behavior="retry"`) the refusal is a ModelRetry: a model that tries again
+    aborts the whole run ("exceeded max retries count of 1"). With "failed" (the setting the
+    README names) the model sees the refusal, with the way out, and the run goes on."""
+    server = Server(workdir)
+    write = ["echo_write", {"path": "no.txt", "text": "refused"}]
+    outcomes = {}
+    for behavior in ("retry", "failed"):
+        config = {"server": server.argv, "env": server.env, "calls": [write, write, write]}
+        config["behavior"] = behavior
+        out = subprocess.run(
+            client_cmd(client_envs, "pydantic-ai", config),
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        outcomes[behavior] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "exceeded max retries" in outcomes["retry"].get("aborted", ""), outcomes["retry"]
+    said = outcomes["failed"].get("output", "")
+    assert "refused" in said and "--approve write" in said, outcomes["failed"]
+    assert not (workdir / "no.txt").exists()
 
 
 def test_pydantic_ai_lists_the_tools_and_calls_one(client_envs, workdir):

@@ -417,13 +417,10 @@ def structure_config(raw: Any, cls: type[T], table: str) -> T:
 def _type_schema(tp: Any) -> dict[str, Any]:
     optional, inner = _is_optional(tp)
     if optional:
-        schema = _type_schema(inner)
-        kind = schema.get("type")
-        if isinstance(kind, str):
-            schema["type"] = [kind, "null"]
-        if "enum" in schema:
-            schema["enum"] = [*schema["enum"], None]
-        return schema
+        # one `type` per schema: a type array (["string", "null"]) is legal JSON Schema, but
+        # clients that map tool schemas onto a single-type dialect (Gemini's OpenAPI subset)
+        # reject or weaken it; `anyOf` with single-type branches says the same thing portably
+        return {"anyOf": [_type_schema(inner), {"type": "null"}]}
     if tp is str:
         return {"type": "string"}
     if tp is bool:
@@ -446,7 +443,7 @@ def _type_schema(tp: Any) -> dict[str, Any]:
         return {"type": "array", "items": _type_schema(item) if item is not Any else {}}
     if tp is dict or origin is dict:
         args = get_args(tp)
-        schema = {"type": "object"}
+        schema: dict[str, Any] = {"type": "object"}
         if args and args[1] is not Any:
             schema["additionalProperties"] = _type_schema(args[1])
         return schema
@@ -455,6 +452,54 @@ def _type_schema(tp: Any) -> dict[str, Any]:
     if tp is Any:
         return {}
     raise TypeError(f"tether cannot describe {tp!r} in JSON Schema")
+
+
+def value_schema(prop: dict[str, Any]) -> dict[str, Any]:
+    """The branch of a property's schema that describes its values: ``prop`` itself, or the
+    non-null branch of an optional one (``{"anyOf": [VALUE, {"type": "null"}]}``)."""
+    branches = prop.get("anyOf")
+    if isinstance(branches, list):
+        return next((b for b in branches if b.get("type") != "null"), prop)
+    return prop
+
+
+def openapi_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` in the OpenAPI 3.0 subset Gemini's function declarations take: an optional
+    field's ``anyOf`` becomes its value schema with ``nullable: true``; what the dialect has no
+    keyword for (``additionalProperties``, ``exclusiveMinimum``, a non-string ``enum``) leaves
+    the schema and is said in the description instead. The converter still enforces all of it:
+    a call that breaks a rule the dialect could not carry gets the same error as anywhere."""
+    out: dict[str, Any] = {}
+    said: list[str] = []
+    branches = schema.get("anyOf")
+    if isinstance(branches, list) and any(b.get("type") == "null" for b in branches):
+        out = openapi_schema(value_schema(schema))
+        out["nullable"] = True
+        said = [out.pop("description")] if "description" in out else []
+    for key, value in schema.items():
+        if key == "anyOf" and "nullable" in out:
+            continue
+        if key == "properties":
+            out[key] = {name: openapi_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            if key == "items":
+                out[key] = openapi_schema(value)
+            else:
+                said.append(f"values: {value.get('type', 'any')}")
+        elif key == "additionalProperties":
+            continue  # `false`: the converter refuses unknown keys by name
+        elif key == "exclusiveMinimum":
+            out["minimum"] = value
+            said.append(f"must be greater than {value}")
+        elif key == "enum" and schema.get("type") != "string":
+            said.append("one of " + ", ".join(json.dumps(v) for v in value))
+        elif key == "description":
+            said.insert(0, value)
+        else:
+            out[key] = value
+    if said:
+        out["description"] = "; ".join(said)
+    return out
 
 
 def object_schema(cls: type) -> dict[str, Any]:
@@ -468,18 +513,17 @@ def object_schema(cls: type) -> dict[str, Any]:
         if description:
             prop["description"] = description
         constraints = f.metadata.get(_CONSTRAINTS, {})
+        typed = value_schema(prop)  # bounds go beside the type they bound, not beside `null`
         if "minimum" in constraints:
-            prop["minimum"] = constraints["minimum"]
+            typed["minimum"] = constraints["minimum"]
         if "above" in constraints:
-            prop["exclusiveMinimum"] = constraints["above"]
+            typed["exclusiveMinimum"] = constraints["above"]
         if "maximum" in constraints:
-            prop["maximum"] = constraints["maximum"]
-        kind = prop.get("type")
-        is_array = kind == "array" or (isinstance(kind, list) and "array" in kind)
+            typed["maximum"] = constraints["maximum"]
         for key, json_key in (("min_length", "min"), ("max_length", "max")):
             if key in constraints:
-                suffix = "Items" if is_array else "Length"
-                prop[f"{json_key}{suffix}"] = constraints[key]
+                suffix = "Items" if typed.get("type") == "array" else "Length"
+                typed[f"{json_key}{suffix}"] = constraints[key]
         if f.default is attrs.NOTHING:
             required.append(f.name)
         elif not isinstance(f.default, attrs.Factory):  # type: ignore[arg-type]

@@ -85,9 +85,30 @@ _POLICY_ORDER = ("auto", "ask", "deny")
 
 @attrs.frozen
 class ApprovalPolicy:
+    """``[core.approval]``: a policy per tier, and more specific ones per tool and per action.
+
+    A call's policy is its action's entry (``[core.approval.actions.debug] evaluate = "auto"``),
+    else its tool's (``[core.approval.tools] eval = "auto"``), else its tier's. Tools have a
+    table of their own because a tool's name may be a tier's (tether-files' ``read``, ``write``).
+    A workdir file may make any existing entry stricter, never looser, and add none.
+    """
+
     read: PolicyName = workdir_may_tighten("auto", order=_POLICY_ORDER)
     write: PolicyName = workdir_may_tighten("ask", order=_POLICY_ORDER)
     exec: PolicyName = workdir_may_tighten("ask", order=_POLICY_ORDER)
+    tools: dict[str, PolicyName] = workdir_may_tighten(factory=dict, order=_POLICY_ORDER)
+    actions: dict[str, dict[str, PolicyName]] = workdir_may_tighten(
+        factory=dict, order=_POLICY_ORDER
+    )
+
+    def policy_for(self, tool: str, tier: str, action: str | None = None) -> tuple[PolicyName, str]:
+        """The policy of one call, and the configuration key it comes from."""
+        by_action = self.actions.get(tool, {})
+        if action is not None and action in by_action:
+            return by_action[action], f"[core.approval.actions.{tool}] {action}"
+        if tool in self.tools:
+            return self.tools[tool], f"[core.approval.tools] {tool}"
+        return getattr(self, tier), f"[core.approval] {tier}"
 
 
 @attrs.frozen
@@ -137,22 +158,42 @@ def layer_config(
             merged.setdefault(key, value)
         elif isinstance(value, Mapping):  # a dict field, tightened entry by entry
             current = {**field.metadata[_BASELINE], **(merged.get(key) or {})}
-            out = dict(merged.get(key) or {})
-            for entry, entry_value in value.items():
-                if entry not in current:
-                    notes.append(
-                        f"{name}.{entry}: ignored (a workdir file may tighten an existing entry, "
-                        f"not add one; {HARNESS_ONLY_HINT})"
-                    )
-                    continue
-                out[entry] = _stricter(current[entry], entry_value, field, f"{name}.{entry}", notes)
-            merged[key] = out
+            merged[key] = {
+                **(merged.get(key) or {}),
+                **_tighten_entries(current, value, field, name, notes),
+            }
         else:
             default = field.default
             if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
                 default = default.factory()
             merged[key] = _stricter(merged.get(key, default), value, field, name, notes)
     return merged, notes
+
+
+def _tighten_entries(
+    current: Mapping[str, Any], value: Mapping[str, Any], field: Any, name: str, notes: list[str]
+) -> dict[str, Any]:
+    """A dict field's entries tightened one by one (a dict of dicts, level by level); an entry
+    the harness (or the baseline) does not have is ignored, and said. Returns the entries
+    ``value`` tightened."""
+    out: dict[str, Any] = {}
+    for entry, entry_value in value.items():
+        if entry not in current:
+            notes.append(
+                f"{name}.{entry}: ignored (a workdir file may tighten an existing entry, "
+                f"not add one; {HARNESS_ONLY_HINT})"
+            )
+        elif isinstance(current[entry], Mapping) != isinstance(entry_value, Mapping):
+            want = "a table" if isinstance(current[entry], Mapping) else "a value"
+            notes.append(f"{name}.{entry}: ignored (expected {want}, as the harness set it)")
+        elif isinstance(current[entry], Mapping):
+            out[entry] = {
+                **current[entry],
+                **_tighten_entries(current[entry], entry_value, field, f"{name}.{entry}", notes),
+            }
+        else:
+            out[entry] = _stricter(current[entry], entry_value, field, f"{name}.{entry}", notes)
+    return out
 
 
 def _stricter(current: Any, value: Any, field: Any, name: str, notes: list[str]) -> Any:

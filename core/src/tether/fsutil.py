@@ -18,10 +18,19 @@ to roll back, or a committed journal and every new content on disk to roll forwa
 ordering a rename can reach the disk before the data it names (an empty file after the reboot).
 What the sync cannot buy: a disk that acknowledges writes it has only cached (no write barrier)
 can still lose them.
+
+Other processes: a change holds its workdir's write lock (:func:`tether.journal.workdir_lock`)
+from before its stale check until its journal is gone, and first finishes or undoes any change a
+dead process left there. So two tether processes on one workdir take turns: no change lands
+between another's check and its renames (an update answered "written" is never lost) and none
+runs on top of a half-done one. :func:`apply_changes_async` waits for the lock and writes in a
+worker thread, so the event loop never waits; a plan (a callable instead of the list of changes)
+is computed under the lock, from the files as they are then.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,10 +46,13 @@ from tether.journal import (
     Walker,
     backup_name,
     digest,
+    pending,
     read_file,
+    recover_locked,
     relative_parts,
     restore,
     temp_name,
+    workdir_lock,
 )
 
 # The files written by the call running in this context: the core's writers record here, and the
@@ -84,12 +96,14 @@ def writes_confined_to(root: Path) -> Iterator[None]:
         _write_root.reset(token)
 
 
-def _root_for(paths: Sequence[Path], root: Path | str | None) -> Path:
+def _root_for(paths: Sequence[Path] | None, root: Path | str | None) -> Path:
     if root is not None:
         return Path(root).resolve()
     current = _write_root.get()
     if current is not None:
         return current
+    if paths is None:
+        raise TypeError("a plan computed under the write lock needs root= (or a tool call's)")
     # outside any run: confined to the directories the files are in
     return Path(os.path.commonpath([str(Path(p).parent) for p in paths])).resolve()
 
@@ -121,19 +135,40 @@ def sync_filesystem(fd: int) -> None:
         os.sync()
 
 
-def atomic_write(path: Path | str, data: str | bytes, *, root: Path | str | None = None) -> None:
+def atomic_write(
+    path: Path | str,
+    data: str | bytes,
+    *,
+    root: Path | str | None = None,
+    lock_timeout: float | None = None,
+) -> None:
     """Write ``data`` to ``path`` atomically (a reader sees the old content or the new one), the
     way :func:`apply_changes` writes one file. The file's mode is kept; a new file gets the
     umask's mode, like any editor's."""
     path = Path(path)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
+    content = data.encode("utf-8") if isinstance(data, str) else data
     base = _root_for([path], root)
-    parts = relative_parts(base, path)
-    with Walker(base) as walker:
-        dfd = walker.open_dir(parts[:-1])
-        current = None if dfd is None else read_file(dfd, parts[-1], "/".join(parts))[0]
-    apply_changes([FileChange(path, current, data)], root=base)
+    apply_changes(
+        lambda current: [FileChange(path, current(path), content)],
+        root=base,
+        lock_timeout=lock_timeout,
+    )
+
+
+async def atomic_write_async(
+    path: Path | str,
+    data: str | bytes,
+    *,
+    root: Path | str | None = None,
+    lock_timeout: float | None = None,
+) -> None:
+    """:func:`atomic_write` from async code: the wait for the lock and the write run in a worker
+    thread (see :func:`apply_changes_async`)."""
+    import anyio.to_thread
+
+    base = _root_for([Path(path)], root)
+    write = functools.partial(atomic_write, path, data, root=base, lock_timeout=lock_timeout)
+    await anyio.to_thread.run_sync(write)
 
 
 @attrs.frozen
@@ -163,41 +198,95 @@ class _Step:
     mode: int | None
 
 
+#: What a plan is given: the current content of a file of the workdir (None: it does not exist),
+#: read without following a symlink, and only from a regular file.
+CurrentContent = Callable[[Path], "bytes | None"]
+#: A change computed under the write lock from the files as they are then.
+Plan = Callable[[CurrentContent], Sequence[FileChange]]
+
+
 def apply_changes(
-    changes: Sequence[FileChange],
+    changes: Sequence[FileChange] | Plan,
     *,
     root: Path | str | None = None,
     fault: Callable[[str, Path], None] | None = None,
+    lock_timeout: float | None = None,
 ) -> None:
     """Apply every change or none, confined to ``root`` (default: the workdir of the current
-    tool call).
+    tool call), holding the workdir's write lock (waiting at most ``lock_timeout`` s for it, then
+    :class:`tether.journal.WorkdirBusy`; a change a dead process left is recovered first).
 
-    Every file is first compared with ``expected``; any mismatch raises :class:`StaleFiles` and
+    ``changes`` is the list, or a plan: a callable given :data:`CurrentContent` and returning
+    the list, called under the lock (so a read-modify-write such as an edit sees no other
+    process's write between its read and its write; an error it raises writes nothing).
+    Every file is then compared with ``expected``; any mismatch raises :class:`StaleFiles` and
     writes nothing. A path that leaves ``root`` or passes through a symlink raises a
     :class:`PathError` and writes nothing, whether found while planning or right before a rename
     (then the files already renamed are put back). An ``OSError`` while writing undoes everything
     too. ``fault(step, path)`` is called before each temp file (``"temp"``), before the commit
     mark (``"commit"``) and before each rename (``"rename"``): tests raise from it.
     """
-    base = _root_for([c.path for c in changes], root)
-    with Walker(base) as walker:
-        steps: list[_Step] = []
-        stale: list[Path] = []
-        for change in changes:
-            parts = relative_parts(base, change.path)
-            dfd = walker.open_dir(parts[:-1])
-            current, mode = (
-                (None, None) if dfd is None else read_file(dfd, parts[-1], "/".join(parts))
-            )
-            if current != change.expected:
-                stale.append(change.path)
-            elif current != change.new:
-                steps.append(_Step(parts, change, mode))
-        if stale:
-            raise StaleFiles(stale)
-        if steps:
-            _apply(walker, base, steps, fault)
+    base = _root_for(None if callable(changes) else [c.path for c in changes], root)
+    with workdir_lock(base, lock_timeout):
+        if pending(base):  # a change whose process died: finish or undo it before this one
+            for line in recover_locked(base):
+                _warn_recovered(line)
+        with Walker(base) as walker:
+            if callable(changes):
+                changes = list(changes(functools.partial(_current, walker, base)))
+            _check_and_apply(walker, base, changes, fault)
     record_written(c.path for c in changes)
+
+
+async def apply_changes_async(
+    changes: Sequence[FileChange] | Plan,
+    *,
+    root: Path | str | None = None,
+    lock_timeout: float | None = None,
+) -> None:
+    """:func:`apply_changes` from async code: the wait for the write lock and the write run in a
+    worker thread, so the event loop is never held up by another process's change. Cancelled
+    while it waits for the lock, nothing is written; once the lock is held the change completes
+    (all or nothing) before the cancellation is delivered."""
+    import anyio.to_thread
+
+    base = _root_for(None if callable(changes) else [c.path for c in changes], root)
+    write = functools.partial(apply_changes, changes, root=base, lock_timeout=lock_timeout)
+    await anyio.to_thread.run_sync(write)  # the thread runs in a copy of this context
+
+
+def _warn_recovered(line: str) -> None:
+    import logging  # paid only when a dead process left a change behind
+
+    logging.getLogger("tether").warning("tether: recovered %s", line)
+
+
+def _current(walker: Walker, base: Path, path: Path) -> bytes | None:
+    parts = relative_parts(base, path)
+    dfd = walker.open_dir(parts[:-1])
+    return None if dfd is None else read_file(dfd, parts[-1], "/".join(parts))[0]
+
+
+def _check_and_apply(
+    walker: Walker,
+    base: Path,
+    changes: Sequence[FileChange],
+    fault: Callable[[str, Path], None] | None,
+) -> None:
+    steps: list[_Step] = []
+    stale: list[Path] = []
+    for change in changes:
+        parts = relative_parts(base, change.path)
+        dfd = walker.open_dir(parts[:-1])
+        current, mode = (None, None) if dfd is None else read_file(dfd, parts[-1], "/".join(parts))
+        if current != change.expected:
+            stale.append(change.path)
+        elif current != change.new:
+            steps.append(_Step(parts, change, mode))
+    if stale:
+        raise StaleFiles(stale)
+    if steps:
+        _apply(walker, base, steps, fault)
 
 
 def _apply(

@@ -27,17 +27,18 @@ class ApprovalGate:
     async def check(self, ctx: CallContext) -> str | None:
         """None when the call may run, else the refusal the caller gets as an error."""
         tier = ctx.spec.tier
-        policy = getattr(self.policy, tier.value)
+        action = _action_of(ctx)
+        policy, key = self.policy.policy_for(ctx.tool, tier.value, action)
         if policy == "auto" or ctx.tool in self._allowed_for_run:
             return None
         if policy == "deny":
-            return f'{ctx.tool!r} refused: {tier.value}-tier calls are denied by policy ([core.approval] {tier.value} = "deny")'
+            return f'{ctx.tool!r} refused: denied by policy ({key} = "deny")'
         approver = self._approver()
         if approver is None:
             return (
-                f'{ctx.tool!r} refused: it needs approval ({tier.value} tier, policy "ask") and this run has no '
-                f'approver attached (fail closed). Auto-approve the tier ([core.approval] {tier.value} = "auto"; '
-                f"`tether call/session --approve {tier.value}` on the command line) or attach an approver."
+                f'{ctx.tool!r} refused: it needs approval ({tier.value} tier, {key} = "ask") and '
+                f"this run has no approver attached (fail closed). "
+                f"{way_out(ctx.tool, tier.value, action)}"
             )
         request = ApprovalRequest(
             tool=ctx.tool,
@@ -54,9 +55,16 @@ class ApprovalGate:
             try:
                 decision = await approver.approve(request)
             except NoPerson as exc:
-                return f"{ctx.tool!r} refused: it needs approval and no person is attached to give it ({exc}) (fail closed)"
+                return (
+                    f"{ctx.tool!r} refused: it needs approval ({tier.value} tier, {key} = "
+                    f'"ask") and got none (fail closed): {exc}. '
+                    f"{way_out(ctx.tool, tier.value, action)}"
+                )
             except TimeoutError:
-                return f"{ctx.tool!r} refused: the approval question timed out (fail closed)"
+                return (
+                    f"{ctx.tool!r} refused: the approval question timed out (fail closed). "
+                    f"{way_out(ctx.tool, tier.value, action)}"
+                )
             finally:
                 waiting.discard(scope)
         if decision is None:  # withdrawn: another card allowed this tool for the rest of the run
@@ -71,4 +79,26 @@ class ApprovalGate:
         return f"{ctx.tool!r} refused: the person denied this call"
 
 
-__all__ = ["ApprovalGate"]
+def _action_of(ctx: CallContext) -> str | None:
+    """The call's action (``debug``'s ``op``, ``lsp``'s ``action``), for per-action policy."""
+    actions = ctx.spec.actions
+    value = ctx.raw_args.get(actions.selector) if actions is not None else None
+    return value if isinstance(value, str) else None
+
+
+def way_out(tool: str, tier: str, action: str | None = None) -> str:
+    """How the harness lets such a call run without a person: said with every refusal that a
+    person could not answer, in every transport."""
+    entries = f'`[core.approval.tools] {tool} = "auto"`'
+    if action is not None:
+        entries += f' or only this action: `[core.approval.actions.{tool}] {action} = "auto"`'
+    return (
+        f"To let it run without asking, the harness approves it: `--approve {tier}` on "
+        f"`tether call`, `tether session` or `tether mcp` (every tool up to the {tier} tier), "
+        f'or in its configuration (--config FILE, open_run(config=…)) `[core.approval] {tier} = "auto"`, '
+        f"or for this tool alone {entries}; or it attaches a person who can answer "
+        f"(`tether session --interactive`, an MCP client that shows elicitations)."
+    )
+
+
+__all__ = ["ApprovalGate", "way_out"]

@@ -20,6 +20,14 @@ backup names are derived from the journal's id (never read from it), a temp file
 if its content has the recorded after-hash, and only over a target whose content still has the
 recorded before-hash. A change still in progress in a live process holds an ``flock`` on its
 journal and is left alone.
+
+The workdir's write lock (:func:`workdir_lock`) makes tether processes take turns on one workdir:
+an ``flock`` on ``$XDG_STATE_HOME/tether/<workdir hash>.lock`` (removed by its holder as it lets
+go), held by a change from before its stale check until its journal is gone, and by recovery for
+all of its work. So no other process's
+change can come between a change's check and its renames, and recovery never runs beside a live
+change. The kernel drops the lock when its holder dies, however it dies; a waiter gives up after a
+bounded time and names the holder.
 """
 
 from __future__ import annotations
@@ -29,7 +37,9 @@ import fcntl
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -154,10 +164,13 @@ class Journal:
 
 
 def _forget(directory: Path, change_id: str) -> None:
+    # the journal first: once it is gone the change is over. Removing a marker first would let a
+    # kill in between turn a finished change into one to roll back (its new files deleted); what
+    # a kill leaves after the journal is swept by the next recovery (:func:`_sweep_orphans`).
+    (directory / f"{change_id}.json").unlink(missing_ok=True)
     for name in os.listdir(directory):
-        if name.startswith(f"{change_id}.") and not name.endswith(".json"):
+        if name.startswith(f"{change_id}."):
             (directory / name).unlink(missing_ok=True)
-    (directory / f"{change_id}.json").unlink(missing_ok=True)  # last: it says the rest exists
 
 
 def restore(dir_fd: int, tmp: str, name: str, data: bytes, mode: int | None) -> None:
@@ -356,6 +369,141 @@ def _lexists(dir_fd: int, name: str) -> bool:
         return False
 
 
+# --- the workdir's write lock -------------------------------------------------------------------
+
+#: How long a change or a recovery waits for another one on the same workdir before giving up.
+LOCK_TIMEOUT_S = 30.0
+
+
+class WorkdirBusy(ToolError):
+    """Another change held the workdir's write lock for the whole wait; nothing was written."""
+
+
+def lock_path(workdir: Path) -> Path:
+    """The lock file of ``workdir``: beside its journal directory, which comes and goes."""
+    directory = state_dir(workdir)
+    return directory.parent / f"{directory.name}.lock"
+
+
+@contextmanager
+def workdir_lock(workdir: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold the write lock of ``workdir`` (resolved) for the block, waiting at most ``timeout``
+    seconds (default :data:`LOCK_TIMEOUT_S`) for it: :class:`WorkdirBusy`, naming the holder,
+    when it stays taken. Every open of the lock file is its own ``flock``, so two threads of one
+    process exclude each other too (and a thread must not take it twice). Waiting polls: in a
+    worker thread of anyio the wait ends when the calling task is cancelled.
+
+    The holder removes the lock file as it lets go (no file is left per workdir ever written);
+    so a waiter that gets the lock checks the file it locked is still the one at the path, and
+    starts again on the new one when it is not."""
+    path = lock_path(workdir)
+    timeout = LOCK_TIMEOUT_S if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = _open_lock(path)
+        try:
+            _wait_for_lock(fd, workdir, path, deadline, timeout)
+            held = os.fstat(fd)
+            try:
+                now = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)  # the holder before removed it: lock the file at the path now
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(path)  # while still held: a waiter on it will see it gone
+        except OSError:
+            pass
+        os.close(fd)  # drops the lock (the kernel does the same if the process dies)
+
+
+def _open_lock(path: Path) -> int:
+    os.makedirs(path.parent.parent, exist_ok=True)  # $XDG_STATE_HOME itself
+    try:
+        os.mkdir(path.parent, 0o700)
+    except FileExistsError:
+        pass
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise ToolError(
+            f"nothing was written: cannot open the lock file {str(path)!r}: {exc}"
+        ) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+        os.close(fd)
+        raise ToolError(
+            f"nothing was written: the lock file {str(path)!r} is not a file of this user"
+        )
+    return fd
+
+
+def _wait_for_lock(fd: int, workdir: Path, path: Path, deadline: float, timeout: float) -> None:
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        _raise_if_cancelled()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WorkdirBusy(
+                f"nothing was written: {lock_holder(fd)} held the write lock of "
+                f"{str(workdir)!r} for all the {timeout:g} s this waited for it (lock file "
+                f"{str(path)!r}); try again when it is done"
+            )
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.02)
+
+
+def _raise_if_cancelled() -> None:
+    """In a worker thread of anyio: raise the cancellation of the task waiting for it."""
+    from anyio.from_thread import check_cancelled
+
+    try:
+        check_cancelled()
+    except RuntimeError:
+        pass  # not an anyio worker thread: the timeout alone bounds the wait
+
+
+def lock_holder(fd: int) -> str:
+    """Who holds the ``flock`` on ``fd``'s file, as well as ``/proc/locks`` tells (Linux)."""
+    info = os.fstat(fd)
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            rows = [line.split() for line in fh]
+    except OSError:
+        return "another process"
+    exact = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    # "1: FLOCK  ADVISORY  WRITE <pid> <maj:min:inode> 0 EOF" (waiters' rows have "->" second);
+    # on an overlay the device shown is the layer's, so the inode alone is the fallback
+    rows = [r for r in rows if len(r) >= 6 and r[1] == "FLOCK"]
+    held = [r for r in rows if r[5] == exact] or [
+        r for r in rows if r[5].rsplit(":", 1)[-1] == str(info.st_ino)
+    ]
+    if not held:
+        return "another process"
+    pid = held[0][4]
+    if pid == str(os.getpid()):
+        return f"another call of this process ({pid})"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            command = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        command = ""
+    return f"process {pid}" + (f" ({command[:200]})" if command else "")
+
+
 # --- recovery ---------------------------------------------------------------------------------
 
 
@@ -387,16 +535,24 @@ def _remove_unlocked(path: Path) -> None:
 
 
 def pending(workdir: Path) -> bool:
-    """Cheap: does ``workdir`` have any journal at all?"""
+    """Cheap: is anything left in ``workdir``'s journal directory (a journal, or the markers of
+    one whose process died while removing it)?"""
     try:
-        return any(n.endswith((".json", ".json.tmp")) for n in os.listdir(state_dir(workdir)))
+        return bool(os.listdir(state_dir(workdir)))
     except OSError:
         return False
 
 
-def recover(workdir: Path | str) -> list[str]:
-    """Finish or undo every change on ``workdir`` whose process died; one line per change."""
+def recover(workdir: Path | str, *, lock_timeout: float | None = None) -> list[str]:
+    """Finish or undo every change on ``workdir`` whose process died; one line per change.
+    Holds the workdir's write lock (:func:`workdir_lock`), so no live change runs beside it."""
     root = Path(workdir).resolve()
+    with workdir_lock(root, lock_timeout):
+        return recover_locked(root)
+
+
+def recover_locked(root: Path) -> list[str]:
+    """:func:`recover`, for a caller already holding ``root``'s write lock."""
     directory = state_dir(root)
     if not directory.is_dir():
         return []
@@ -421,11 +577,26 @@ def recover(workdir: Path | str) -> list[str]:
             _forget(directory, change_id)
         finally:
             os.close(fd)
+    _sweep_orphans(directory)
     try:
         directory.rmdir()  # nothing left for this workdir
     except OSError:
         pass
     return report
+
+
+def _sweep_orphans(directory: Path) -> None:
+    """Remove what a change killed while it was being forgotten left: files of a change whose
+    journal is gone (markers, saved copies). Under the write lock no change of ours is live."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    live = {n[: -len(".json")] for n in names if n.endswith(".json")}
+    live |= {n[: -len(".json.tmp")] for n in names if n.endswith(".json.tmp")}
+    for name in names:
+        if name.split(".", 1)[0] not in live:
+            (directory / name).unlink(missing_ok=True)
 
 
 def _recover_one(root: Path, directory: Path, change_id: str, fd: int) -> str:

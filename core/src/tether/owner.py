@@ -17,6 +17,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from tether import launch as _launch
 from tether import process as _process
 from tether.errors import ToolError
 
@@ -24,9 +25,13 @@ from tether.errors import ToolError
 class ProcessOwner:
     """Starts and ends the processes of one run (see :func:`tether.process.spawn`)."""
 
-    def __init__(self, task_group: anyio.abc.TaskGroup, cwd: Path) -> None:
+    def __init__(
+        self, task_group: anyio.abc.TaskGroup, cwd: Path, *, trust_workdir: bool = True
+    ) -> None:
         self._task_group = task_group
         self._cwd = cwd
+        #: False: every start is sanitised (:mod:`tether.launch`)
+        self.trust_workdir = trust_workdir
         self._processes: list[_process.ManagedProcess] = []
         self._adopted: set[int] = set()
         self._ids = itertools.count(1)
@@ -48,10 +53,27 @@ class ProcessOwner:
         """Start a child that belongs to the run.
 
         The start is shielded from cancellation; if the caller was cancelled meanwhile, the
-        process it will never see is terminated at once and the cancellation goes on.
+        process it will never see is terminated at once and the cancellation goes on. On an
+        untrusted workdir the program's launch profile applies (:func:`tether.launch.sanitise`);
+        a program it refuses raises :class:`tether.launch.LaunchRefused` (an ``OSError``).
         """
         if self.closed:
             raise ToolError("the run is closed; no new process can start")
+        if not self.trust_workdir:
+            cwd = Path(kwargs.get("cwd") or self._cwd)
+            argv, env = await _launch.sanitise(argv, kwargs.get("env"), cwd, self._probe)
+            kwargs["env"] = env
+        return await self._spawn(argv, **kwargs)
+
+    async def _probe(self, argv: Sequence[str], cwd: Path) -> tuple[int, bytes] | None:
+        """A launch profile's own short command (as given: no profile applies to it)."""
+        try:
+            done = await self._bounded(argv, cwd, None, 10.0, 1024 * 1024)
+        except OSError:
+            return None
+        return None if done.returncode is None else (done.returncode, done.stdout)
+
+    async def _spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
         marker = f"{self.owner}/{next(self._ids)}"
         with anyio.CancelScope(shield=True):
             proc = await _process.spawn(argv, task_group=self._task_group, marker=marker, **kwargs)
@@ -78,9 +100,22 @@ class ProcessOwner:
         its whole tree is killed and ``timed_out`` is set; stdout beyond ``max_output_bytes`` is
         dropped and counted; stderr keeps its tail. A program that cannot start raises
         ``OSError``."""
-        proc = await self.spawn(
-            list(argv), cwd=cwd if cwd is not None else self._cwd, stdin=False, env=env
-        )
+        if self.closed:
+            raise ToolError("the run is closed; no new process can start")
+        where = Path(cwd if cwd is not None else self._cwd)
+        if not self.trust_workdir:
+            argv, env = await _launch.sanitise(argv, env, where, self._probe)
+        return await self._bounded(argv, where, env, timeout_s, max_output_bytes)
+
+    async def _bounded(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str] | None,
+        timeout_s: float,
+        max_output_bytes: int,
+    ) -> _process.CommandResult:
+        proc = await self._spawn(list(argv), cwd=cwd, stdin=False, env=env)
         out = bytearray()
         dropped = 0
         code: int | None = None

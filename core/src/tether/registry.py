@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from tether.args import object_schema
+from tether.args import object_schema, openapi_schema
 from tether.errors import PluginError, ToolError
 from tether.tiers import BUILTIN_SURFACES, Tier
 from tether.tools import ToolSpec
 
-SchemaFormat = Literal["json", "openai", "anthropic"]
+SchemaFormat = Literal["json", "openai", "anthropic", "gemini"]
 
 
 class ToolRegistry:
@@ -77,8 +77,9 @@ class ToolRegistry:
     def schemas(
         self, surface: str = "default", format: SchemaFormat = "json"
     ) -> list[dict[str, Any]]:
-        if format not in ("json", "openai", "anthropic"):
-            raise ValueError(f"format: expected json, openai or anthropic, got {format!r}")
+        if format not in get_args(SchemaFormat):
+            known = ", ".join(get_args(SchemaFormat))
+            raise ValueError(f"format: expected one of {known}, got {format!r}")
         return [_schema(spec, format) for spec in self.tools_for(surface)]
 
     def not_on_surface(self, name: str, surface: str, failed: list[str]) -> str:
@@ -111,6 +112,12 @@ def _schema(spec: ToolSpec, format: SchemaFormat) -> dict[str, Any]:
         }
     if format == "anthropic":
         return {"name": spec.name, "description": spec.full_description, "input_schema": schema}
+    if format == "gemini":  # a FunctionDeclaration: OpenAPI 3.0's schema subset
+        return {
+            "name": spec.name,
+            "description": spec.full_description,
+            "parameters": openapi_schema(schema),
+        }
     return {
         "name": spec.name,
         "tier": spec.tier.value,

@@ -86,7 +86,8 @@ class Run:
         #: the harness layer (anything) and the workdir layer (what each field allows)
         self.raw_config: dict[str, Any] = dict(config)
         self.workdir_config: dict[str, Any] = dict(workdir_config or {})
-        #: workdir-local bin dirs (.venv/bin, venv/bin, node_modules/.bin) may run read-tier
+        #: workdir-local bin dirs (.venv/bin, venv/bin, node_modules/.bin) may run read-tier, and
+        #: children start without the sanitised launch (:mod:`tether.launch`)
         self.trust_workdir = trust_workdir
         #: workdir settings that were ignored (harness-only or looser), as said on stderr
         self.config_notes: list[str] = []
@@ -104,7 +105,7 @@ class Run:
         #: the approval gate, asking the run's approver
         self.gate = ApprovalGate(self.core.approval, lambda: self.resource(APPROVER, None))
         #: every child process of the run; they end when it closes
-        self.process_owner = ProcessOwner(task_group, workdir)
+        self.process_owner = ProcessOwner(task_group, workdir, trust_workdir=trust_workdir)
 
     # --- configuration, paths, resources --------------------------------------------------
 
@@ -230,7 +231,7 @@ class Run:
     def schemas(
         self, surface: str = "default", format: SchemaFormat = "json"
     ) -> list[dict[str, Any]]:
-        """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI or Anthropic format."""
+        """Tool schemas for ``surface`` in plain JSON (with tier), OpenAI, Anthropic or Gemini format."""
         return self.registry.schemas(surface, format)
 
     # --- the call pipeline ------------------------------------------------------------------
@@ -463,8 +464,12 @@ async def open_run(
     if not root.is_dir():
         raise ToolError(f"workdir: {str(root)!r} is not a directory")
     if _journal.pending(root):  # a change whose process died: finish or undo it first
-        for line in _journal.recover(root):
-            _warn("tether: recovered %s", line)
+        try:
+            # off the event loop: another process's change may hold the workdir's write lock
+            for line in await anyio.to_thread.run_sync(_journal.recover, root):
+                _warn("tether: recovered %s", line)
+        except _journal.WorkdirBusy as exc:  # the run's first write recovers under the lock
+            _warn("tether: recovery put off: %s", exc)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     try:
         async with anyio.create_task_group() as tg:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tether.args import object_schema
+from tether.args import object_schema, value_schema
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.run import Run, open_run
 from tether.tools import ToolResult, ToolSpec
@@ -73,10 +73,10 @@ def open_test_run(tether_workdir: Path) -> Callable[..., AbstractAsyncContextMan
 
 def _valid_value(prop: dict[str, Any]) -> Any:
     """Some value the schema property accepts (to isolate one wrong field per check)."""
+    prop = value_schema(prop)
     if "enum" in prop:
         return prop["enum"][0]
     kind = prop.get("type")
-    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
     if kind == "string":
         return "x" * max(1, prop.get("minLength", 1))
     if kind in ("integer", "number"):
@@ -96,7 +96,7 @@ def _names_field(text: str, field: str) -> bool:
 
 
 def _wrong_value(prop: dict[str, Any]) -> Any:
-    kind = prop.get("type")
+    kind = value_schema(prop).get("type")
     kinds = kind if isinstance(kind, list) else [kind]
     if "string" in kinds:
         return 12345
@@ -279,6 +279,8 @@ def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
     )
 
     def from_schema(schema: dict[str, Any]) -> Any:
+        if "anyOf" in schema:
+            return st.one_of([from_schema(branch) for branch in schema["anyOf"]])
         kinds = schema.get("type")
         kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
         if "enum" in schema:

@@ -145,7 +145,7 @@ def test_without_a_terminal_no_person_is_attached(plain_call: Any, tmp_path: Pat
     assert "stdin is not a terminal" in result["content"][0]["text"]
     assert "question 1" not in asked.stderr
     assert written.returncode == 1
-    assert "no person is attached" in json.loads(written.stdout)["content"][0]["text"]
+    assert "no person attached" in json.loads(written.stdout)["content"][0]["text"]
     assert not (tmp_path / "a.txt").exists()
 
 

@@ -194,6 +194,6 @@ async def test_attach_by_pid_to_no_such_process_names_the_field(
         assert await dbg.error(run, op="attach", pid=4_000_000) == (
             "pid: no process with pid 4000000 is running"
         )
-        assert await dbg.error(run, op="attach", pid=1, adapter="debugpy") == (
-            "adapter: the debugpy adapter cannot attach by pid (it attaches by port)"
+        assert await dbg.error(run, op="attach", pid=1, adapter="dart") == (
+            "adapter: the dart adapter cannot attach by pid (it does not attach at all)"
         )

@@ -18,6 +18,7 @@ from anyio import TaskInfo
 from lsp_testkit import copy_project, need
 
 import tether
+from tether.launch import SAFE
 from tether.process import is_alive
 from tether.testing import call_error, call_ok
 from tether_lsp import ServerSpec
@@ -43,6 +44,7 @@ class TwoServers:
         return [
             ServerSpec(
                 id=sid,
+                untrusted=SAFE,
                 language=sid,
                 extensions={f".{sid}": sid},
                 command=(sys.executable, FAKE, mode),

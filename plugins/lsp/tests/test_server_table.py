@@ -19,6 +19,9 @@ import attrs
 import pytest
 from lsp_testkit import Caller, copy_project, need, open_lsp_run
 
+from tether.launch import declared
+from tether_lsp.servers import BUILTIN_SERVERS
+
 #: a scenario the server does not offer
 LACKS = "lacks"
 
@@ -186,7 +189,13 @@ class Runs:
             return self.current[2]
         self.close()
         workdir = copy_project(row.project, self.base / row.server)
-        context = open_lsp_run(workdir, {"servers": {row.language: [row.server]}})
+        # a server nothing closes on an untrusted workdir (pyrefly) is tested where it may run:
+        # the fixture is the harness's own project here
+        spec = next(spec for spec in BUILTIN_SERVERS if spec.id == row.server)
+        trusted = not declared(spec.untrusted).usable
+        context = open_lsp_run(
+            workdir, {"servers": {row.language: [row.server]}}, trust_workdir=trusted
+        )
         run = context.__enter__()
         self.current = (row.server, context, Caller(run))
         return self.current[2]

@@ -20,6 +20,7 @@ import pytest
 from lsp_testkit import Caller, open_lsp_run
 
 import tether
+from tether.launch import SAFE
 from tether.process import is_alive
 from tether_lsp import ServerSpec
 from tether_lsp.servers import BUILTIN_SERVERS
@@ -42,6 +43,7 @@ class ThirdParty:
         return [
             ServerSpec(
                 id="fake",
+                untrusted=SAFE,
                 language="fake",
                 extensions={".fake": "fake"},
                 command=(sys.executable, FAKE, self.mode, *log),
@@ -49,6 +51,7 @@ class ThirdParty:
             ),
             ServerSpec(
                 id="broken-ls",
+                untrusted=SAFE,
                 language="broken",
                 extensions={".brk": "broken"},
                 command=(str(broken),),
@@ -57,6 +60,7 @@ class ThirdParty:
             ),
             ServerSpec(
                 id="local-ls",
+                untrusted=SAFE,
                 language="local",
                 extensions={".loc": "local"},
                 command=("local-ls", "--stdio"),
@@ -65,6 +69,7 @@ class ThirdParty:
             ),
             ServerSpec(
                 id="absent-ls",
+                untrusted=SAFE,
                 language="absent",
                 extensions={".abs": "absent"},
                 command=("absent-language-server-xyz",),
@@ -300,6 +305,7 @@ class WrongSubcommand:
         return [
             ServerSpec(
                 id="wrong-ls",
+                untrusted=SAFE,
                 language="wrong",
                 extensions={".wrong": "wrong"},
                 command=(str(self.script), "serve"),
@@ -376,6 +382,7 @@ class Duplicate:
         return [
             ServerSpec(
                 id="clangd",
+                untrusted=SAFE,
                 language="c",
                 extensions={".c": "c"},
                 command=("x",),

@@ -6,7 +6,7 @@ import anyio
 import attrs
 
 import tether
-from tether.fsutil import atomic_write
+from tether.fsutil import atomic_write_async
 
 
 @attrs.frozen
@@ -35,7 +35,7 @@ async def echo(call: tether.CallContext, args: EchoArgs) -> str:
 
 async def echo_write(call: tether.CallContext, args: EchoWriteArgs) -> tether.ToolResult:
     path = call.run.confine(args.path, "path")
-    atomic_write(path, args.text, root=call.run.workdir)
+    await atomic_write_async(path, args.text, root=call.run.workdir)
     return tether.ToolResult.text(f"wrote {args.path}", paths=[str(path)])
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import attrs
 
 import tether
 from tether import reading
-from tether.fsutil import FileChange, apply_changes, atomic_write
+from tether.fsutil import CurrentContent, FileChange, Plan, apply_changes_async
 from tether.text import truncate
 
 MAX_READ_LINES = 2000
@@ -54,18 +53,25 @@ class PatchArgs:
     )
 
 
-async def _read_text(call: tether.CallContext, path: Path, field: str, shown: str) -> str:
-    # the core's reader: off the event loop, no symlink followed, regular files only, capped
-    return await reading.read_text(call.run.workdir, path, field=field, shown=shown)
-
-
-def _write_all(write: Callable[[], None]) -> None:
-    """Run ``write`` (all or nothing, confined to the workdir when written, missing directories
-    created); a failure of the file system is an error result, with nothing written."""
+async def _write_all(call: tether.CallContext, plan: Plan) -> None:
+    """Write what ``plan`` computes from the files as they are under the workdir's write lock
+    (all or nothing, confined to the workdir when written, missing directories created); a
+    failure of the file system is an error result, with nothing written."""
     try:
-        write()
+        await apply_changes_async(plan, root=call.run.workdir)
     except OSError as exc:
         raise tether.ToolError(f"nothing was written: {exc}") from None
+
+
+def _text_of(current: CurrentContent, path: Path, field: str, shown: str) -> tuple[bytes, str]:
+    """The bytes and text of an existing UTF-8 file, read under the write lock."""
+    data = current(path)
+    if data is None:
+        raise tether.ArgumentError(field, f"no such file {shown!r}")
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise tether.ToolError(f"{shown!r} is not UTF-8 text") from None
 
 
 #: bytes of one line kept while reading it (enough for MAX_LINE_CHARS characters of UTF-8)
@@ -175,8 +181,15 @@ async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
     path = call.run.confine(args.path, "path")
     if path.is_dir():
         raise tether.ArgumentError("path", f"{args.path!r} is a directory")
-    existed = path.exists()
-    _write_all(lambda: atomic_write(path, args.content, root=call.run.workdir))
+    existed = False
+
+    def plan(current: CurrentContent) -> list[FileChange]:
+        nonlocal existed
+        before = current(path)
+        existed = before is not None
+        return [FileChange(path, before, args.content.encode())]
+
+    await _write_all(call, plan)
     verb = "overwrote" if existed else "created"
     return tether.ToolResult.text(
         f"{verb} {args.path} ({len(args.content.encode())} bytes)", paths=[str(path)]
@@ -185,53 +198,66 @@ async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
 
 async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
     path = call.run.confine(args.path, "path")
-    text = await _read_text(call, path, "path", args.path)
-    count = text.count(args.old)
-    if count == 0:
-        raise tether.ArgumentError("old", f"not found in {args.path}")
-    if count > 1:
-        raise tether.ArgumentError(
-            "old", f"occurs {count} times in {args.path}; include more context so it occurs once"
-        )
-    new = text.replace(args.old, args.new, 1).encode()
-    _write_all(lambda: apply_changes([FileChange(path, text.encode(), new)], root=call.run.workdir))
-    line = text[: text.index(args.old)].count("\n") + 1
+    line = 0
+
+    def plan(current: CurrentContent) -> list[FileChange]:
+        # under the write lock: the edit applies to the file as it is, whoever wrote it last
+        nonlocal line
+        data, text = _text_of(current, path, "path", args.path)
+        count = text.count(args.old)
+        if count == 0:
+            raise tether.ArgumentError("old", f"not found in {args.path}")
+        if count > 1:
+            raise tether.ArgumentError(
+                "old",
+                f"occurs {count} times in {args.path}; include more context so it occurs once",
+            )
+        line = text[: text.index(args.old)].count("\n") + 1
+        return [FileChange(path, data, text.replace(args.old, args.new, 1).encode())]
+
+    await _write_all(call, plan)
     return tether.ToolResult.text(f"edited {args.path} at line {line}", paths=[str(path)])
 
 
 async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolResult:
     from tether_files.patch import apply_hunks, parse_patch  # the parser: paid by a patch
 
-    changes: list[FileChange] = []
-    summary: list[str] = []
+    targets = []
     for file_patch in parse_patch(args.patch):
         if file_patch.new_path is None:
             raise tether.ToolError(
                 f"patch: deleting files is not supported ({file_patch.old_path})"
             )
         target = call.run.confine(file_patch.new_path, "patch")
-        if file_patch.old_path is None:
-            if target.exists():
-                raise tether.ToolError(
-                    f"patch: {file_patch.new_path} already exists but the patch creates it"
-                )
-            original_bytes = None
-            original = ""
-        else:
+        if file_patch.old_path is not None:
             source = call.run.confine(file_patch.old_path, "patch")
             if source != target:
                 raise tether.ToolError("patch: renaming files is not supported")
-            original = await _read_text(call, target, "patch", file_patch.new_path)
-            original_bytes = original.encode()
-        new_text = apply_hunks(original, file_patch, file_patch.new_path)
-        changes.append(FileChange(target, original_bytes, new_text.encode()))
-        summary.append(file_patch.new_path)
-    if len({c.path for c in changes}) != len(changes):
+        targets.append((file_patch, target))
+    if len({target for _, target in targets}) != len(targets):
         raise tether.ToolError("patch: a file appears twice; merge its hunks into one section")
-    _write_all(lambda: apply_changes(changes, root=call.run.workdir))
+
+    def plan(current: CurrentContent) -> list[FileChange]:
+        # under the write lock: the hunks apply to the files as they are
+        changes = []
+        for file_patch, target in targets:
+            shown = file_patch.new_path or ""
+            if file_patch.old_path is None:
+                if current(target) is not None:
+                    raise tether.ToolError(
+                        f"patch: {shown} already exists but the patch creates it"
+                    )
+                original_bytes, original = None, ""
+            else:
+                original_bytes, original = _text_of(current, target, "patch", shown)
+            new_text = apply_hunks(original, file_patch, shown)
+            changes.append(FileChange(target, original_bytes, new_text.encode()))
+        return changes
+
+    await _write_all(call, plan)
     return tether.ToolResult.text(
-        f"patched {len(changes)} file(s): {', '.join(summary)}",
-        paths=[str(c.path) for c in changes],
+        f"patched {len(targets)} file(s): {', '.join(fp.new_path or '' for fp, _ in targets)}",
+        paths=[str(target) for _, target in targets],
     )
 
 

@@ -132,6 +132,13 @@ class ElicitationCards:
         with anyio.fail_after(timeout_s):
             for _ in range(REASK_LIMIT):
                 action, content = await self._elicit(call, card_id, message, schema)
+                if action != "accept" and card.get("kind") == "approval":
+                    # what is known is the client's answer, not that a person gave it
+                    raise tether.NoPerson(
+                        f'the MCP client answered the approval request with "{action}": a '
+                        "person declined it, or the client runs headless and declines every "
+                        "request on its own (Claude Code's -p, Codex's exec do)"
+                    )
                 answer = answer_from_elicitation(action, content)
                 problem = (
                     validate(answer) if validate is not None and "skip" not in answer else None

@@ -25,6 +25,8 @@ CLIENTS: dict[str, tuple[str, str]] = {
     "mcp2": ("python", "mcp>=2.3,<3"),  # 2026-07-28: stateless, input_required
     "pydantic-ai": ("python", "pydantic-ai-slim[mcp]"),
     "ts-sdk": ("node", "@modelcontextprotocol/sdk@^1"),
+    # its CLI's `--strict` schema-portability check runs in tests/test_schemas.py (node >= 22)
+    "inspector": ("node", "@modelcontextprotocol/inspector@^2"),
 }
 
 

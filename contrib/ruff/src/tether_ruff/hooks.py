@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tether
+from tether.launch import SAFE
 from tether_lsp import ServerSpec
 
 RUFF = ServerSpec(
@@ -17,6 +18,9 @@ RUFF = ServerSpec(
     # (definition, hover, rename, ...) goes to the language's navigation server
     roles=frozenset({"diagnostics"}),
     priority=5,
+    # ruff reads ruff.toml / [tool.ruff] from the workdir: settings, never a program to run
+    untrusted=SAFE,
+    checker_untrusted=SAFE,
 )
 
 

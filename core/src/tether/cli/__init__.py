@@ -11,7 +11,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 
@@ -29,10 +29,11 @@ from tether.cli.signals import Stop
 from tether.config import load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
-from tether.journal import recover
+from tether.journal import WorkdirBusy, recover
 from tether.person import CARD_STREAM, TERMINAL
 from tether.plugins import make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
+from tether.registry import SchemaFormat
 from tether.run import Run, open_run
 from tether.tiers import Tier
 from tether.tools import ToolResult
@@ -113,7 +114,7 @@ def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--workdir", default=".", help="the checkout (default: .)")
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
     add_run_options(p)
-    p.add_argument("--format", choices=["json", "openai", "anthropic"], default="json")
+    p.add_argument("--format", choices=get_args(SchemaFormat), default="json")
     # the session's own flags, accepted so `tether tools` takes a session's command line as is
     # (neither changes which tools are registered)
     p.add_argument("--interactive", action="store_true", help="accepted, as for session")
@@ -153,7 +154,11 @@ def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, 
     config = read_config_file(ns.config) if ns.config is not None else {}
     if getattr(ns, "approve", None):
         core = dict(config.get("core", {}))
-        core["approval"] = policy_for_auto_up_to(Tier(ns.approve))
+        # the tiers are --approve's; per-tool and per-action entries of --config FILE stay
+        core["approval"] = {
+            **dict(core.get("approval", {})),
+            **policy_for_auto_up_to(Tier(ns.approve)),
+        }
         config["core"] = core
     return workdir, config, load_workdir_config(workdir)
 
@@ -168,7 +173,11 @@ def cmd_recover(ns: argparse.Namespace) -> int:
     workdir = Path(ns.workdir).resolve()
     if not workdir.is_dir():
         raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
-    report = recover(workdir)
+    try:
+        report = recover(workdir)
+    except WorkdirBusy as exc:  # a live change: nothing to recover until it is done
+        print(f"tether recover: {exc}", file=sys.stderr)
+        return 1
     for line in report:
         print(line)
     if not report:

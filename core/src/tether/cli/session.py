@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, get_args
 
 import anyio
 import attrs
@@ -24,6 +24,7 @@ from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
 from tether.framing import LineTooLong
 from tether.person import Answer
+from tether.registry import SchemaFormat
 from tether.run import open_run
 from tether.versions import core_version
 
@@ -363,8 +364,8 @@ def _answer_request(
         problem = f"{sorted(extra)[0]}: unknown key in a request (expected id, request, format)"
     elif message["request"] != "tools":
         problem = f'request: expected "tools", got {message["request"]!r}'
-    elif fmt not in ("json", "openai", "anthropic"):
-        problem = f"format: expected json, openai or anthropic, got {fmt!r}"
+    elif fmt not in get_args(SchemaFormat):
+        problem = f"format: expected one of {', '.join(get_args(SchemaFormat))}, got {fmt!r}"
     else:
         return {"id": request_id, "tools": run.schemas(surface=surface, format=fmt)}
     return _error_line(problem, reply_id)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Literal
 
-import anyio.to_thread
 import attrs
 
 import tether
 from tether.contributions import collect
-from tether.fsutil import FileChange, StaleFiles, apply_changes
+from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.resources import ResourceKey
 from tether.text import duration, plural, shown_note, truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
@@ -379,9 +377,7 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
         return tether.ToolResult.text(f"{args.edit_id} discarded; no file was changed")
     changes = [FileChange(path, old, new) for path, old, new in staged.changes]
     try:
-        await anyio.to_thread.run_sync(
-            functools.partial(apply_changes, changes, root=service.workdir)
-        )
+        await apply_changes_async(changes, root=service.workdir)
     except StaleFiles as exc:
         service.resolved[args.edit_id] = "rejected"
         stale = ", ".join(p.relative_to(service.workdir).as_posix() for p in exc.paths)

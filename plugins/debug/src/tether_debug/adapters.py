@@ -8,7 +8,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
@@ -21,6 +21,9 @@ from tether.availability import (
 )
 from tether.paths import relative
 from tether.reading import peek
+
+if TYPE_CHECKING:
+    from tether import Run
 
 #: Runs ``debugpy.adapter`` with TCP_QUICKACK/TCP_NODELAY on its sockets (see the file): without
 #: it every request that reaches pydevd waits ~44 ms on a delayed ACK (debugpy#2054).
@@ -60,6 +63,8 @@ class Availability:
     root: Path | None
     resolution: Resolution
     markers: tuple[str, ...]
+    #: no marker was found and the adapter needs none: ``root`` is only the working directory
+    unmarked: bool = False
 
     @property
     def usable(self) -> bool:
@@ -75,7 +80,13 @@ class Availability:
         if problems:
             return "unusable: " + "; ".join(problems)
         where = relative(workdir, self.root) if self.root else "?"
-        return f"usable: {self.resolution.detail}; root {'the workdir' if where == '.' else where}"
+        where = "the workdir" if where == "." else where
+        if self.unmarked:
+            return (
+                f"usable: {self.resolution.detail}; no root marker ({', '.join(self.markers)}) "
+                f"needed: it runs from {where}"
+            )
+        return f"usable: {self.resolution.detail}; root {where}"
 
 
 class DebugAdapter:
@@ -127,6 +138,10 @@ class DebugAdapter:
     exception_filters: ClassVar[tuple[str, ...]] = ()
     #: What the adapter debugs, for ``adapters`` output.
     kind: ClassVar[str] = ""
+    #: The adapter debugs a program without any project file (lldb takes any executable with
+    #: debug information): its root markers only choose the working directory, the workdir
+    #: when none is found.
+    markers_optional: ClassVar[bool] = False
 
     def matches_program(self, program: Path) -> bool:
         """True if this adapter is the natural choice for ``program``."""
@@ -182,6 +197,77 @@ class DebugAdapter:
         only there (no ``exited`` event); None otherwise."""
         return None
 
+    def pid_attach_needs(self) -> str:
+        """What attaching by pid needs of the machine, said when it fails ('' if nothing)."""
+        return ""
+
+    def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
+        """Whether an ``output`` event's body is a log point's message rather than the program's
+        own output. By default: one that names where it was produced (a source path and a line),
+        as delve tags its log points."""
+        source = body.get("source")
+        return isinstance(source, Mapping) and bool(source.get("path")) and "line" in body
+
+    async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
+        """Directories outside the workdir whose files the program loads (its interpreter's
+        standard library and packages, a toolchain, a module cache): breakpoints may go there.
+        Nothing is ever written there. None by default."""
+        return []
+
+
+@attrs.frozen
+class LibraryRoot:
+    """A directory of code the program loads from outside the workdir."""
+
+    path: Path
+    what: str  # "the standard library of /usr/bin/python3.11"
+
+
+async def _command_lines(run: Run, argv: Sequence[str]) -> list[str]:
+    """A short command's stdout lines; [] if it fails or runs out of time."""
+    try:
+        result = await run.run_command(argv, timeout_s=_ROOTS_TIMEOUT_S)
+    except OSError:
+        return []
+    if result.returncode != 0:
+        return []
+    return result.stdout.decode("utf-8", "replace").splitlines()
+
+
+_ROOTS_TIMEOUT_S = 15.0
+_PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
+
+
+def _ptrace_needs(how: str) -> str:
+    """What attaching by pid through ptrace needs here, and what this machine has."""
+    gdb = shutil.which("gdb")
+    head = peek(_PTRACE_SCOPE, 64)
+    scope = head.decode("ascii", "replace").strip() if head is not None else None
+    have = [f"gdb: {gdb}" if gdb else "gdb: not on PATH (apt-get install gdb)"]
+    if scope is not None:
+        meaning = {
+            "0": "any process of the same user",
+            "1": "only descendants, unless root or CAP_SYS_PTRACE",
+            "2": "only root or CAP_SYS_PTRACE",
+            "3": "no process at all",
+        }.get(scope, "unknown")
+        have.append(f"{_PTRACE_SCOPE} is {scope} ({meaning})")
+    return (
+        f"{how}: it needs gdb on PATH and permission to ptrace the process (the same user and "
+        f"kernel.yama.ptrace_scope 0, or root / CAP_SYS_PTRACE); here: {'; '.join(have)}"
+    )
+
+
+_PYTHON_ROOTS = (
+    "import site, sys, sysconfig\n"
+    "paths = sysconfig.get_paths()\n"
+    "print('the standard library', paths['stdlib'])\n"
+    "print('the standard library', paths['platstdlib'])\n"
+    "print('installed packages', paths['purelib'])\n"
+    "print('installed packages', paths['platlib'])\n"
+    "for p in site.getsitepackages(): print('installed packages', p)\n"
+)
+
 
 class Debugpy(DebugAdapter):
     id = "debugpy"
@@ -190,6 +276,8 @@ class Debugpy(DebugAdapter):
     program_suffixes = (".py",)
     attach_mode = "connect"
     attach_hint = "python -m debugpy --listen {port} --wait-for-client prog.py"
+    # by pid, debugpy's adapter injects its debug server into the process with gdb
+    attach_pid = True
     exception_filters = ("uncaught",)
 
     async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
@@ -240,10 +328,42 @@ class Debugpy(DebugAdapter):
             # integratedTerminal makes debugpy send runInTerminal before `initialized`
             "console": "internalConsole",
             "redirectOutput": True,
-            # justMyCode silently ignores breakpoints in installed packages (debugpy#354)
-            "justMyCode": not any("site-packages" in p.parts for p in breakpoint_files),
+            # justMyCode silently ignores breakpoints in installed packages and the standard
+            # library (debugpy#354): off when a breakpoint is in a library root
+            "justMyCode": not any(
+                "site-packages" in p.parts or not p.is_relative_to(cwd) for p in breakpoint_files
+            ),
             "subProcess": False,
         }
+
+    def pid_attach_arguments(self, pid: int, resolution: Resolution) -> dict[str, Any]:
+        return {
+            **super().pid_attach_arguments(pid, resolution),
+            "type": "python",
+            "request": "attach",
+            "processId": pid,
+            "justMyCode": True,
+            "subProcess": False,
+        }
+
+    def pid_attach_needs(self) -> str:
+        return _ptrace_needs("debugpy injects its debug server into the process with gdb")
+
+    def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
+        # pydevd tags a log point's message with a source (empty); the program's output has none
+        return "source" in body and body.get("category") == "stdout"
+
+    async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
+        # the debuggee's own interpreter: its standard library and installed packages
+        python = (resolution.launch_defaults.get("python") or [None])[0]
+        if not python:
+            return []
+        roots = []
+        for line in await _command_lines(run, [str(python), "-c", _PYTHON_ROOTS]):
+            what, _, path = line.rpartition(" ")
+            if path:
+                roots.append(LibraryRoot(Path(path), f"{what} of {python}"))
+        return roots
 
     def attach_arguments(
         self, host: str, port: int, resolution: Resolution | None
@@ -264,7 +384,10 @@ class Lldb(DebugAdapter):
     # LLVM 18 renamed lldb-vscode to lldb-dap; Debian 12 ships lldb-vscode-14.
     commands = (("lldb-dap",), ("lldb-vscode",), ("lldb-vscode-14",))
     probe_args = ("--help",)
+    # any ELF/Mach-O with debug information (Makefile, meson, autotools, a bare `cc -g`): the
+    # markers only choose the working directory
     root_markers = ("Cargo.toml", "CMakeLists.txt")
+    markers_optional = True
     attach_mode = "adapter"
     attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
     attach_pid = True
@@ -346,6 +469,12 @@ class Delve(DebugAdapter):
             "processId": pid,
         }
 
+    async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
+        # the Go toolchain's standard library and the module cache the build reads
+        names = ("the Go standard library (GOROOT)", "the Go module cache (GOMODCACHE)")
+        lines = await _command_lines(run, ["go", "env", "GOROOT", "GOMODCACHE"])
+        return [LibraryRoot(Path(p), what) for what, p in zip(names, lines, strict=False) if p]
+
     def exit_code_from_console(self, text: str) -> int | None:
         # delve 1.20 sends no `exited` event; it says "Process 1234 has exited with status 2"
         found = re.search(r"Process \d+ has exited with status (-?\d+)", text)
@@ -368,8 +497,11 @@ async def availability(
 ) -> Availability:
     """Check an adapter at call time: root marker ∩ a command that resolves and runs."""
     root = find_root(start, adapter.root_markers, workdir)
+    unmarked = root is None and adapter.markers_optional
+    if unmarked:
+        root = workdir
     resolution = await adapter.resolve(root or workdir, probe)
-    return Availability(adapter, root, resolution, adapter.root_markers)
+    return Availability(adapter, root, resolution, adapter.root_markers, unmarked)
 
 
 def _is_native(path: Path) -> bool:

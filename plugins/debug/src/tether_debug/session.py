@@ -25,7 +25,10 @@ from tether.hang import HangWatch, activity
 from tether.process import ManagedProcess, descendants, is_alive, kill_tree
 from tether.reading import UnreadableFile, read_outside
 from tether.text import TailBuffer, clock
+from tether_debug import breakpoints as bp
+from tether_debug import features
 from tether_debug.adapters import Availability, DebugAdapter
+from tether_debug.breakpoints import BreakpointSpec, BreakpointState
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
 from tether_debug.config import DebugConfig
 
@@ -62,17 +65,6 @@ class StopPoint:
     #: when the top frame is outside the workdir: the nearest frame inside it
     #: (frame_id, name, path, line)
     own_frame: tuple[int, str, str, int] | None = None
-
-
-@attrs.define
-class BreakpointState:
-    """One requested breakpoint line and what the adapter made of it."""
-
-    requested: int
-    id: int | None = None
-    verified: bool | None = None  # None: not sent to an adapter yet
-    line: int | None = None
-    message: str | None = None
 
 
 class OutputLog:
@@ -156,7 +148,20 @@ class DebugSession:
         self.debuggee_pid: int | None = None
         self.capabilities: dict[str, Any] = {}
         self.breakpoints: dict[Path, list[BreakpointState]] = {}
+        self.function_breakpoints: list[BreakpointState] = []
+        #: the exception filters in force, and those asked for that the adapter does not offer
+        self.exceptions_set: list[str] = []
+        self.exceptions_refused: list[str] = []
+        #: what log points printed since the last answer (they do not stop the program)
+        self.logged: list[str] = []
+        self.logged_dropped = 0
         self.frames: dict[int, str] = {}  # frame ids handed out during the current stop
+        #: per thread, the frames handed out during the current stop by position: an adapter
+        #: that gives new ids to the same frames at each stackTrace (delve) keeps the first ones,
+        #: so the top frame_id of a stop report is the one ``stack`` shows
+        self.stop_frames: dict[int, dict[int, dict[str, Any]]] = {}
+        #: the stop the last answer reported (a stop that came after it is news to the agent)
+        self.reported_stop: StopPoint | None = None
         self.references: set[int] = set()  # variable references handed out during the current stop
         self.seen_frames: set[int] = set()  # ids from earlier stops: stale now
         self.seen_references: set[int] = set()
@@ -208,6 +213,7 @@ class DebugSession:
         self.seen_references.update(self.references)
         self.frames.clear()
         self.references.clear()
+        self.stop_frames.clear()
 
     def _on_event(self, message: dict[str, Any]) -> None:
         event = message.get("event")
@@ -239,7 +245,9 @@ class DebugSession:
         elif event == "output":
             # "console"/"telemetry"/"important" are the adapter talking, not the program
             category = body.get("category", "console")
-            if category in ("stdout", "stderr"):
+            if category in ("stdout", "stderr") and self.adapter.is_log_point_output(body):
+                self.log_point(str(body.get("output", "")))
+            elif category in ("stdout", "stderr"):
                 self.output.write(str(body.get("output", "")))
             elif category == "console" and self.exit_code is None:
                 self.exit_code = self.adapter.exit_code_from_console(str(body.get("output", "")))
@@ -250,8 +258,25 @@ class DebugSession:
         elif event == "breakpoint":
             self._update_breakpoint(body.get("breakpoint") or {})
 
+    def log_point(self, text: str) -> None:
+        self.logged.append(text.rstrip("\n"))
+        if len(self.logged) > _MAX_LOGGED:
+            self.logged_dropped += len(self.logged) - _MAX_LOGGED
+            del self.logged[:-_MAX_LOGGED]
+
+    def take_logged(self) -> str:
+        """What log points printed since the last call, for the next answer ('' if nothing)."""
+        if not self.logged:
+            return ""
+        dropped = self.logged_dropped
+        lines, self.logged, self.logged_dropped = self.logged, [], 0
+        head = "Log points printed (they do not stop):"
+        if dropped:
+            head += f" ({dropped} earlier lines dropped; the last {_MAX_LOGGED} kept)"
+        return "\n".join([head, *(f"  {line}" for line in lines)])
+
     def _update_breakpoint(self, info: Mapping[str, Any]) -> None:
-        for states in self.breakpoints.values():
+        for states in [*self.breakpoints.values(), self.function_breakpoints]:
             for state in states:
                 if state.id is not None and state.id == info.get("id"):
                     state.verified = bool(info.get("verified", state.verified))
@@ -477,7 +502,8 @@ class DebugSession:
         self,
         command: str,
         arguments: dict[str, Any],
-        breakpoints: Mapping[Path, Sequence[int]],
+        breakpoints: Mapping[Path, Mapping[int, BreakpointSpec]],
+        functions: Mapping[str, BreakpointSpec],
         exception_filters: Sequence[str],
     ) -> None:
         """The handshake that works for adapters that send ``initialized`` late (debugpy) and
@@ -505,8 +531,12 @@ class DebugSession:
         try:
             for path, lines in breakpoints.items():
                 await self.set_breakpoints(path, lines)
-            offered = self.capabilities.get("exceptionBreakpointFilters") or []
-            filters = [f["filter"] for f in offered if f.get("filter") in exception_filters]
+            if functions:
+                await self.set_function_breakpoints(functions)
+            offered = [name for name, _ in features.exception_filters(self.capabilities)]
+            filters = [name for name in exception_filters if name in offered]
+            self.exceptions_set = filters
+            self.exceptions_refused = [name for name in exception_filters if name not in offered]
             await self._request_or_end("setExceptionBreakpoints", {"filters": filters})
             if command == "attach":
                 await self._threads_at_attach()
@@ -567,28 +597,53 @@ class DebugSession:
         body: dict[str, Any] | None = outcome.get("body")
         return body
 
-    async def set_breakpoints(self, path: Path, lines: Sequence[int]) -> list[BreakpointState]:
-        """Send one file's breakpoints; keep what the adapter says about each."""
-        states = [BreakpointState(line) for line in lines]
-        body = await self.client.request(
-            "setBreakpoints",
-            {
-                "source": {"path": str(path), "name": path.name},
-                "breakpoints": [{"line": line} for line in lines],
-                "lines": list(lines),
-                "sourceModified": False,
-            },
-        )
-        for state, info in zip(states, body.get("breakpoints") or [], strict=False):
-            state.id = info.get("id")
-            state.verified = bool(info.get("verified", False))
-            state.line = info.get("line")
-            state.message = info.get("message")
+    async def set_breakpoints(
+        self, path: Path, lines: Mapping[int, BreakpointSpec]
+    ) -> list[BreakpointState]:
+        """Send one file's breakpoints; keep what the adapter says about each (one whose settings
+        the adapter's capabilities lack is not sent, and says so)."""
+        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter.id)
+        try:
+            body = await self.client.request(
+                "setBreakpoints",
+                {
+                    "source": {"path": str(path), "name": path.name},
+                    "breakpoints": sent,
+                    "lines": [b["line"] for b in sent],
+                    "sourceModified": False,
+                },
+            )
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"setting the breakpoints of {path} failed: {_reason(exc)}") from None
+        bp.take_answer(states, body.get("breakpoints") or [])
         if lines:
             self.breakpoints[path] = states
         else:
             self.breakpoints.pop(path, None)
         return states
+
+    async def set_function_breakpoints(
+        self, functions: Mapping[str, BreakpointSpec]
+    ) -> list[BreakpointState]:
+        """Send the whole set of function breakpoints (DAP replaces it at each request)."""
+        states, sent = bp.function_breakpoints(functions, self.capabilities, self.adapter.id)
+        body: dict[str, Any] = {}
+        if sent or self.function_breakpoints:
+            try:
+                body = await self.client.request("setFunctionBreakpoints", {"breakpoints": sent})
+            except (DapError, DapTimeout, AdapterGone) as exc:
+                raise ToolError(
+                    f"setting the function breakpoints failed: {_reason(exc)}"
+                ) from None
+        bp.take_answer(states, body.get("breakpoints") or [])
+        self.function_breakpoints = states
+        return states
+
+    async def set_exception_filters(self, filters: Sequence[str]) -> None:
+        try:
+            await self.client.request("setExceptionBreakpoints", {"filters": list(filters)})
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"setting the exception filters failed: {_reason(exc)}") from None
 
     # --- driving ----------------------------------------------------------------------------
 
@@ -598,6 +653,11 @@ class DebugSession:
             raise ToolError(
                 f"{_OP_NAMES.get(command, command)} needs a stopped program; it is {self.describe_phase()}"
             )
+        if self.phase is Phase.RUNNING:
+            # already running (attached, or still running after the last answer): continue
+            # means wait for the next stop; a continue request here is refused by some
+            # adapters ("debuggee is running")
+            return await self.wait_settled(self.config.stop_timeout_s)
         tid = thread_id if thread_id is not None else await self.default_thread()
         previous_phase, previous_stop = self.phase, self.stop
         self.phase = Phase.RUNNING
@@ -661,7 +721,13 @@ class DebugSession:
         except (DapError, DapTimeout, AdapterGone) as exc:
             raise ToolError(f"stack failed: {_reason(exc)}") from None
         frames = [f for f in body.get("stackFrames") or [] if isinstance(f, dict)]
-        for frame in frames:
+        known = self.stop_frames.setdefault(tid, {})
+        for position, frame in enumerate(frames, start):
+            first = known.get(position)
+            if first is not None and _frame_label(first) == _frame_label(frame):
+                frame["id"] = first["id"]
+            else:
+                known[position] = frame
             self.frames[int(frame["id"])] = _frame_label(frame)
         total = body.get("totalFrames")
         return frames, total if isinstance(total, int) else None
@@ -765,6 +831,65 @@ class DebugSession:
         if body.get("variablesReference"):
             self.references.add(int(body["variablesReference"]))
         return body
+
+    async def set_variable(
+        self, name: str, value: str, reference: int | None, frame_id: int | None
+    ) -> tuple[dict[str, Any], str]:
+        """Assign ``name``: a child of ``reference`` (setVariable), else in the frame's scope —
+        through setExpression where the adapter offers it, else setVariable in the first of the
+        frame's scopes that holds ``name``. Returns the adapter's answer and how it was set."""
+        caps, adapter_id = self.capabilities, self.adapter.id
+        try:
+            if reference is None and features.supports(caps, "set_expression"):
+                assert frame_id is not None
+                # assigning a name that does not exist would make a new variable (Python):
+                # only what already evaluates is set
+                await self._must_exist(name, frame_id)
+                arguments: dict[str, Any] = {"expression": name, "value": value}
+                if frame_id is not None:
+                    arguments["frameId"] = frame_id
+                body = await self.client.request("setExpression", arguments)
+                return body, "setExpression"
+            features.require(caps, adapter_id, "set_variable", "set_variable")
+            if reference is None:
+                assert frame_id is not None
+                reference = await self._scope_holding(name, frame_id)
+            body = await self.client.request(
+                "setVariable", {"variablesReference": reference, "name": name, "value": value}
+            )
+        except (DapError, DapTimeout, AdapterGone) as exc:
+            raise ToolError(f"set_variable failed: {_traceback_tail(_reason(exc))}") from None
+        return body, "setVariable"
+
+    async def _must_exist(self, name: str, frame_id: int) -> None:
+        try:
+            await self.client.request(
+                "evaluate", {"expression": name, "frameId": frame_id, "context": "watch"}
+            )
+        except DapError as exc:
+            why = _traceback_tail(exc.message).strip().splitlines()[-1:]
+            raise ArgumentError(
+                "name",
+                f"no variable {name!r} in frame_id {frame_id} ({' '.join(why)}); set_variable "
+                "changes an existing variable",
+            ) from None
+
+    async def _scope_holding(self, name: str, frame_id: int) -> int:
+        """The reference of the first (cheap) scope of the frame that has a variable ``name``."""
+        looked = []
+        for scope in await self.scopes(frame_id):
+            reference = int(scope.get("variablesReference") or 0)
+            if not reference or scope.get("expensive"):
+                continue
+            looked.append(str(scope.get("name", "?")))
+            if any(v.get("name") == name for v in await self.variables(reference)):
+                return reference
+        where = f" (looked in {', '.join(looked)})" if looked else ""
+        raise ArgumentError(
+            "name",
+            f"no variable {name!r} in frame_id {frame_id}{where}; give the reference of its "
+            "container to set a member",
+        )
 
     def describe_phase(self) -> str:
         if self.phase is Phase.ENDED:
@@ -890,6 +1015,8 @@ class DebugSession:
 
 
 _OWN_FRAME_SEARCH = 30
+#: log point lines kept until the next answer (older ones are dropped and counted)
+_MAX_LOGGED = 200
 
 _OP_NAMES = {"next": "step_over", "stepIn": "step_in", "stepOut": "step_out"}
 

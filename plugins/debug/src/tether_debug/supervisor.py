@@ -4,6 +4,7 @@ method here that returns the text the model reads."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Collection, Sequence
 from pathlib import Path
@@ -14,12 +15,16 @@ import anyio
 from tether import ArgumentError, ToolError
 from tether.availability import CommandProbe
 from tether.contributions import collect
+from tether.errors import PathError
 from tether.paths import relative
 from tether.process import is_alive
 from tether.text import cap, clock, duration, truncate
-from tether_debug.adapters import DebugAdapter, availability
+from tether_debug import breakpoints as bp
+from tether_debug import features
+from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
+from tether_debug.breakpoints import BreakpointSpec, Requested
 from tether_debug.config import DebugConfig
-from tether_debug.session import BreakpointState, DebugSession, Phase, source_line
+from tether_debug.session import DebugSession, Phase, source_line
 
 if TYPE_CHECKING:
     from tether import Run
@@ -31,6 +36,7 @@ MAX_EVALUATE_CHARS = 4000
 MAX_THREADS = 100
 _ATTACH_THREADS = 20
 _END_OUTPUT_CHARS = 2000
+_OPS = {"next": "step_over", "stepIn": "step_in", "stepOut": "step_out"}
 
 
 def _adapter_problem(adapter: DebugAdapter) -> str | None:
@@ -54,7 +60,8 @@ class DebugSupervisor:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.config = run.config("debug", DebugConfig)
-        self.breakpoints: dict[Path, list[int]] = {}
+        self.requested = Requested()
+        self._roots: dict[str, list[LibraryRoot]] = {}  # library roots per adapter id
         self.session: DebugSession | None = None
         self.probe = CommandProbe(run)
         self._adapters: dict[str, DebugAdapter] | None = None
@@ -101,43 +108,162 @@ class DebugSupervisor:
 
     # --- breakpoints ------------------------------------------------------------------------
 
-    async def op_breakpoints(self, file: str, lines: Sequence[int]) -> str:
-        path = self.run.confine(file, field="file")
-        if not path.is_file():
-            raise ArgumentError("file", f"no such file in the workdir: {file!r}")
-        bad = [line for line in lines if line < 1]
-        if bad:
-            raise ArgumentError("lines", f"line numbers start at 1, got {bad[0]}")
-        wanted = sorted(set(lines))
-        if wanted:
-            self.breakpoints[path] = wanted
-        else:
-            self.breakpoints.pop(path, None)
-        name = self._rel(path)
+    async def op_breakpoints(
+        self,
+        *,
+        file: str | None,
+        lines: Sequence[int] | None,
+        function: str | None,
+        exceptions: Sequence[str] | None,
+        spec: BreakpointSpec,
+        remove: bool,
+    ) -> str:
+        bp.check_arguments(
+            file=file,
+            lines=lines,
+            function=function,
+            exceptions=exceptions,
+            spec=spec,
+            remove=remove,
+        )
         session = self.session
-        if session is not None and session.live and session.phase is not Phase.STARTING:
+        if session is None or not session.live or session.phase is Phase.STARTING:
+            session = None
+        if session is not None:
+            # refused by name before anything changes: the adapter would ignore the setting
+            # and stop unconditionally (or never)
+            capabilities, adapter_id = session.capabilities, session.adapter.id
+            for name in spec.settings():
+                features.require(capabilities, adapter_id, name, "breakpoints")
+            if function is not None and not remove:
+                features.require(capabilities, adapter_id, "function", "breakpoints")
+            if exceptions is not None:
+                features.check_exception_filters(capabilities, adapter_id, exceptions)
+        if exceptions is not None:
+            return await self._set_exceptions(session, list(exceptions))
+        if function is not None:
+            return await self._set_function(session, function, spec, remove)
+        assert file is not None and lines is not None
+        path, library = await self._source_file(file)
+        wanted = self.requested.lines_after(path, lines, spec, remove)
+        name = self._rel(path) + (f" ({library})" if library else "")
+        if session is not None:
             states = await session.set_breakpoints(path, wanted)
+            self.requested.commit_lines(path, wanted)
             if not wanted:
                 return f"Cleared every breakpoint in {name} (sent to the running {session.adapter.id} session)."
-            return f"Breakpoints in {name} (sent to the running session):\n" + _render_states(
-                states
+            return f"Breakpoints in {name} (sent to the running session):\n" + bp.render(
+                states, name
             )
+        self.requested.commit_lines(path, wanted)
         if not wanted:
             return f"Cleared every breakpoint in {name}."
-        listed = ", ".join(str(line) for line in wanted)
+        listed = ", ".join(f"{line}{line_spec.describe()}" for line, line_spec in wanted.items())
         noun = "line" if len(wanted) == 1 else "lines"
         return (
             f"Breakpoints in {name}: {noun} {listed}. "
             "No session is running: they are sent at launch/attach."
         )
 
+    async def _source_file(self, file: str) -> tuple[Path, str | None]:
+        """A breakpoint's file: in the workdir, or — a breakpoint writes nothing — under one of
+        the program's library roots (its interpreter's standard library and packages, the Go
+        toolchain and module cache), said as the second item. Anything else is refused, naming
+        the roots that are allowed."""
+        try:
+            path = self.run.confine(file, field="file")
+        except PathError as exc:
+            if not Path(file).is_absolute():
+                raise
+            # as the toolchain names it (GOROOT's src may be a symlink elsewhere, and the
+            # adapter knows the file by the name the build used), or where it leads
+            lexical = Path(os.path.normpath(file))
+            resolved = lexical.resolve()
+            roots = await self._library_roots(lexical)
+            for root in roots:
+                inside = _within(lexical, root.path) or _within(resolved, root.path.resolve())
+                if inside:
+                    if not resolved.is_file():
+                        raise ArgumentError("file", f"no such file: {file!r}") from None
+                    return lexical, f"{root.what}: {root.path}"
+            allowed = "; ".join(f"{r.path} ({r.what})" for r in roots)
+            raise ArgumentError(
+                "file",
+                f"{exc.expected}; besides the workdir, breakpoints may go only in the program's "
+                + (
+                    f"library roots: {allowed}"
+                    if allowed
+                    else "library roots, and no adapter for this file reports any"
+                ),
+            ) from None
+        if not path.is_file():
+            raise ArgumentError("file", f"no such file in the workdir: {file!r}")
+        return path, None
+
+    async def _library_roots(self, path: Path) -> list[LibraryRoot]:
+        """The library roots of the adapters that debug ``path``'s kind of file (cached)."""
+        roots: list[LibraryRoot] = []
+        for adapter in self.adapters().values():
+            if not adapter.matches_program(path):
+                continue
+            if adapter.id not in self._roots:
+                found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
+                self._roots[adapter.id] = (
+                    await adapter.library_roots(self.run, found.resolution)
+                    if found.resolution.command is not None
+                    else []
+                )
+            roots += [r for r in self._roots[adapter.id] if r not in roots]
+        return roots
+
+    async def _set_function(
+        self, session: DebugSession | None, function: str, spec: BreakpointSpec, remove: bool
+    ) -> str:
+        wanted = self.requested.functions_after(function, spec, remove)
+        if session is not None:
+            states = await session.set_function_breakpoints(wanted)
+            self.requested.functions = wanted
+            if not wanted:
+                return "Cleared every function breakpoint (sent to the running session)."
+            return "Function breakpoints (sent to the running session):\n" + bp.render(states)
+        self.requested.functions = wanted
+        if not wanted:
+            return "Cleared every function breakpoint."
+        listed = ", ".join(f"{name}{s.describe()}" for name, s in wanted.items())
+        return (
+            f"Function breakpoints: {listed}. No session is running: they are sent at "
+            "launch/attach (an adapter without function breakpoints refuses them then)."
+        )
+
+    async def _set_exceptions(self, session: DebugSession | None, filters: list[str]) -> str:
+        listed = ", ".join(filters) if filters else "none (no exception stops the program)"
+        if session is not None:
+            await session.set_exception_filters(filters)
+            session.exceptions_set, session.exceptions_refused = filters, []
+            self.requested.exceptions = filters
+            return f"Exception filters of the running {session.adapter.id} session: {listed}."
+        self.requested.exceptions = filters
+        return (
+            f"Exception filters: {listed}. No session is running: they replace the adapter's "
+            "defaults at launch/attach (a filter the adapter does not offer is refused then)."
+        )
+
     def _breakpoint_report(self, session: DebugSession) -> str:
-        if not session.breakpoints:
-            return "Breakpoints: none."
-        parts = ["Breakpoints:"]
+        parts = []
         for path, states in session.breakpoints.items():
-            parts.append(f"{self._rel(path)}:\n{_render_states(states)}")
-        return "\n".join(parts)
+            name = self._rel(path)
+            parts.append(f"{name}:\n{bp.render(states, name)}")
+        if session.function_breakpoints:
+            parts.append(f"functions:\n{bp.render(session.function_breakpoints)}")
+        if session.exceptions_refused:
+            offered = [name for name, _ in features.exception_filters(session.capabilities)]
+            parts.append(
+                f"Exception filters NOT set: {session.adapter.id} offers no "
+                f"{', '.join(session.exceptions_refused)} (it offers: {', '.join(offered) or 'none'})"
+            )
+        if not parts:
+            return "Breakpoints: none."
+        return "\n".join(["Breakpoints:", *parts])
 
     # --- starting a session -----------------------------------------------------------------
 
@@ -184,7 +310,7 @@ class DebugSupervisor:
         self.session = session
         cwd = found.root or self.run.workdir
         arguments = adapter.launch_arguments(
-            path, list(args), cwd, found.resolution, list(self.breakpoints)
+            path, list(args), cwd, found.resolution, list(self.requested.files)
         )
         if adapter.build_output_argument:
             arguments[adapter.build_output_argument] = str(session.scratch / "debuggee")
@@ -206,20 +332,28 @@ class DebugSupervisor:
 
         if adapter_name is not None:
             adapter = self._adapter_named(adapter_name)
+            can_any = adapter.attach_mode != "none" or adapter.attach_pid
             if not can(adapter):
                 raise ArgumentError(
                     "adapter",
                     f"the {adapter.id} adapter cannot attach by {field} "
-                    f"({_attach_kinds(adapter).replace('attach', 'it attaches', 1)})",
+                    f"({_attach_kinds(adapter).replace('attach', 'it attaches', 1) if can_any else 'it does not attach at all'})",
                 )
         else:
             candidates = [a for a in self.adapters().values() if can(a)]
-            usable = []
+            usable, marked = [], []
             for candidate in candidates:
-                if (
-                    await availability(candidate, self.run.workdir, self.run.workdir, self.probe)
-                ).usable:
+                known = await availability(
+                    candidate, self.run.workdir, self.run.workdir, self.probe
+                )
+                if known.usable:
                     usable.append(candidate)
+                    if not known.unmarked:
+                        marked.append(candidate)
+            # an adapter whose root marker is here is the checkout's own (lldb, which needs no
+            # marker, is usable everywhere)
+            if len(marked) == 1:
+                usable = marked
             if len(usable) != 1:
                 names = ", ".join(a.id for a in (usable or candidates))
                 raise ArgumentError(
@@ -259,6 +393,8 @@ class DebugSupervisor:
         except ArgumentError:
             raise
         except ToolError as exc:
+            if pid is not None and adapter.pid_attach_needs():
+                raise ToolError(f"{exc}\n{adapter.pid_attach_needs()}") from None
             hint = adapter.attach_hint.format(port=port) if port is not None else ""
             if not hint:
                 raise
@@ -299,12 +435,16 @@ class DebugSupervisor:
     async def _start(
         self, session: DebugSession, command: str, arguments: dict[str, Any], port: int | None
     ) -> None:
-        filters = self.config.exception_filters.get(
-            session.adapter.id, list(session.adapter.exception_filters)
-        )
+        filters = self.requested.exceptions
+        if filters is None:
+            filters = self.config.exception_filters.get(
+                session.adapter.id, list(session.adapter.exception_filters)
+            )
         try:
             await session.open(attach_port=port)
-            await session.configure(command, arguments, self.breakpoints, filters)
+            await session.configure(
+                command, arguments, self.requested.files, self.requested.functions, filters
+            )
         except Exception as exc:
             text = str(exc)
             reason = text if text.startswith(f"{command} failed") else f"{command} failed: {text}"
@@ -333,7 +473,25 @@ class DebugSupervisor:
             await self._report_hang(str(exc))
             raise
         await self._report_hang(text)
-        return text
+        return await self._with_news(text)
+
+    async def _with_news(self, text: str) -> str:
+        """What happened since the last answer that this one did not say: a stop that came
+        after an answer said "still running", and what log points printed."""
+        session = self.session
+        if session is None:
+            return text
+        extra = []
+        if session.live and session.phase is Phase.STOPPED and not self._stop_reported(session):
+            extra.append(f"Meanwhile the program stopped:\n{await self._where(session, True)}")
+        logged = session.take_logged()
+        if logged:
+            extra.append(logged)
+        return "\n".join([text, *extra])
+
+    @staticmethod
+    def _stop_reported(session: DebugSession) -> bool:
+        return session.stop is not None and session.stop is session.reported_stop
 
     async def _report_hang(self, said: str) -> None:
         session = self.session
@@ -354,6 +512,11 @@ class DebugSupervisor:
 
     async def op_resume(self, command: str, thread_id: int | None) -> str:
         session = self._live()
+        if session.phase is Phase.STOPPED and not self._stop_reported(session):
+            # it stopped after the last answer said it was running: moving on now would pass a
+            # stop the agent never saw
+            where = await self._where(session, True)
+            return f"The program stopped since the last answer; nothing was resumed (call {_OPS.get(command, command)} again to go on):\n{where}"
         settled = await session.resume(command, thread_id)
         return await self._where(session, settled)
 
@@ -474,6 +637,71 @@ class DebugSupervisor:
         )
         return f"{value}{kind}{child}\n(evaluated{where})"
 
+    async def op_set_variable(
+        self, name: str, value: str, reference: int | None, frame_id: int | None
+    ) -> str:
+        session = self._live()
+        session.require_stopped("set_variable")
+        if reference is not None:
+            _check_id(
+                reference,
+                "reference",
+                session.references,
+                session.seen_references,
+                "reference",
+                "scopes",
+            )
+        if frame_id is not None:
+            _check_id(frame_id, "frame_id", session.frames, session.seen_frames, "frame", "stack")
+        elif reference is None:
+            stop = await session.describe_stop()
+            frame_id = stop.frame_id if stop else None
+            if frame_id is None:
+                raise ToolError("set_variable: the stop has no frame; call stack and give frame_id")
+        body, how = await session.set_variable(name, value, reference, frame_id)
+        shown = truncate(str(body.get("value", "")), MAX_VALUE_CHARS) or "(no value)"
+        kind = f" ({body['type']})" if body.get("type") else ""
+        where = (
+            f"a member of reference {reference}"
+            if reference is not None
+            else f"frame_id {frame_id} ({session.frames.get(frame_id or 0, '')})"
+        )
+        return f"{name} = {shown}{kind}\n(set in {where} through {how})"
+
+    async def op_run_to(self, file: str, line: int, thread_id: int | None) -> str:
+        """A one-shot breakpoint on ``file:line``, continue, then the file's own breakpoints
+        back as they were (the one-shot one removed whatever happened)."""
+        session = self._live()
+        path, _ = await self._source_file(file)
+        if session.phase is not Phase.STOPPED and session.phase is not Phase.RUNNING:
+            raise ToolError(f"run_to needs a started program; it is {session.describe_phase()}")
+        own = self.requested.files.get(path, {})
+        # the line stops unconditionally this once, whatever breakpoint it has of its own
+        states = await session.set_breakpoints(path, {**own, line: BreakpointSpec()})
+        target = next(s for s in states if s.requested == line)
+        name = self._rel(path)
+        try:
+            if target.verified is False:
+                raise ArgumentError(
+                    "line",
+                    f"line {line} of {name} is not a line the {session.adapter.id} adapter can "
+                    "stop at:\n" + bp.render([target], name),
+                )
+            settled = await session.resume("continue", thread_id)
+        finally:
+            if session.live:
+                with anyio.CancelScope(shield=True):
+                    await session.set_breakpoints(path, own)
+        where = await self._where(session, settled)
+        stop = session.stop
+        aimed = target.line or line
+        if session.phase is Phase.STOPPED and stop is not None:
+            reached = stop.path is not None and Path(stop.path).resolve() == path.resolve()
+            if reached and stop.line == aimed:
+                return f"Ran to {name}:{aimed}.\n{where}"
+            return f"Stopped before reaching {name}:{aimed} (the one-shot breakpoint is removed).\n{where}"
+        return f"Did not reach {name}:{aimed} (the one-shot breakpoint is removed).\n{where}"
+
     async def op_output(self) -> str:
         session = self.session
         if session is None:
@@ -536,12 +764,14 @@ class DebugSupervisor:
                 lines.append(
                     f"{session.output.unread} bytes of its output are unread (call output)."
                 )
-        if self.breakpoints:
-            listed = "; ".join(
-                f"{self._rel(p)}: {', '.join(map(str, lines_))}"
-                for p, lines_ in self.breakpoints.items()
-            )
-            lines.append(f"Breakpoints: {listed}.")
+        requested = self.requested
+        if requested.files or requested.functions:
+            listed = [
+                f"{self._rel(p)}: {', '.join(f'{n}{s.describe()}' for n, s in specs.items())}"
+                for p, specs in requested.files.items()
+            ]
+            listed += [f"function {n}{s.describe()}" for n, s in requested.functions.items()]
+            lines.append(f"Breakpoints: {'; '.join(listed)}.")
         else:
             lines.append("Breakpoints: none.")
         return "\n".join(lines)
@@ -594,6 +824,8 @@ class DebugSupervisor:
                     lines.append(f"    {line} | {own_line.strip()}")
             if stop.frame_id is not None:
                 lines.append(f"Top frame_id {stop.frame_id}.")
+            if not hung:
+                session.reported_stop = stop
             return "\n".join(lines)
         if not settled and not brief:
             return (
@@ -614,6 +846,10 @@ class DebugSupervisor:
     async def aclose(self) -> None:
         if self.session is not None and self.session.live:
             await self.session.close("the run closed")
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _check_id(
@@ -638,23 +874,3 @@ def _attach_kinds(adapter: DebugAdapter) -> str:
     pid = "pid" if adapter.attach_pid else None
     kinds = [k for k in (port, pid) if k]
     return "attach by " + " or ".join(kinds) if kinds else "no attach"
-
-
-def _render_states(states: Sequence[BreakpointState]) -> str:
-    verified_lines = [s.line or s.requested for s in states if s.verified]
-    out = []
-    for state in states:
-        if state.verified is None:
-            out.append(f"  line {state.requested}: set (sent at launch)")
-        elif state.verified and state.line in (None, state.requested):
-            out.append(f"  line {state.requested}: verified")
-        elif state.verified:
-            out.append(f"  line {state.requested}: moved by the adapter to line {state.line}")
-        else:
-            why = f" ({state.message})" if state.message else ""
-            nearest = ""
-            if verified_lines:
-                best = min(verified_lines, key=lambda n: abs(n - state.requested))
-                nearest = f"; nearest verified line: {best}"
-            out.append(f"  line {state.requested}: NOT verified{why}{nearest}")
-    return "\n".join(out)

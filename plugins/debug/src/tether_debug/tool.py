@@ -8,6 +8,7 @@ import attrs
 
 import tether
 from tether.resources import ResourceKey
+from tether_debug.breakpoints import BreakpointSpec
 from tether_debug.config import DebugConfig
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ Op = Literal[
     "scopes",
     "variables",
     "evaluate",
+    "set_variable",
+    "run_to",
     "output",
     "terminate",
 ]
@@ -45,14 +48,21 @@ ops:
 - adapters: which debug adapters are usable here, and why not
 - status: whether a session runs, where it stopped, breakpoints
 - breakpoints(file, lines[]): set a file's breakpoint lines (empty lines clears the file); \
-allowed before launch
+allowed before launch. With condition / hit_condition / log_message the listed lines are added \
+or updated with that setting (a log point does not stop: its output comes with the next \
+answer); remove: true takes lines out. breakpoints(function) sets a function breakpoint \
+("pkg.f"); breakpoints(exceptions[]) chooses the exception filters. A setting the adapter does \
+not support is refused by name (see the README's table)
 - launch(program, args[]?, adapter?): start the program stopped at your breakpoints
 - attach(port | pid, adapter?): attach to a running program: one listening for a debugger on \
-127.0.0.1:port, or a local process by pid (lldb, delve); reports its threads
+127.0.0.1:port, or a local process by pid (debugpy, lldb, delve); reports its threads
 - continue / pause / step_over / step_in / step_out (thread_id?): run and report where it stopped
 - threads; stack(thread_id?) (30 frames); scopes(frame_id); variables(reference) (50 children, \
 values cut at 400 chars)
 - evaluate(expression, frame_id?): in that frame's scope (default: the top frame of the stop)
+- set_variable(name, value, reference?, frame_id?): assign a variable (a child of reference, \
+else a variable of the frame; default the top frame)
+- run_to(file, line, thread_id?): continue to that line (a one-shot breakpoint, removed after)
 - output: the program's new stdout/stderr since the last call
 - terminate: end the session: kill the launched program and the adapter (an attached program \
 is detached, not killed)"""
@@ -64,7 +74,20 @@ ACTIONS = tether.Actions(
     {
         "adapters": tether.Action(),
         "status": tether.Action(),
-        "breakpoints": tether.Action(required=("file", "lines")),
+        # which of file/function/exceptions, and what goes with each, is checked by
+        # breakpoints.check_arguments (three ways, each named in its errors)
+        "breakpoints": tether.Action(
+            optional=(
+                "file",
+                "lines",
+                "function",
+                "exceptions",
+                "condition",
+                "hit_condition",
+                "log_message",
+                "remove",
+            )
+        ),
         "launch": tether.Action(required=("program",), optional=("args", "adapter")),
         "attach": tether.Action(
             optional=("adapter",),
@@ -86,6 +109,10 @@ ACTIONS = tether.Actions(
         "scopes": tether.Action(required=("frame_id",)),
         "variables": tether.Action(required=("reference",)),
         "evaluate": tether.Action(required=("expression",), optional=("frame_id",)),
+        "set_variable": tether.Action(
+            required=("name", "value"), optional=("reference", "frame_id")
+        ),
+        "run_to": tether.Action(required=("file", "line"), optional=("thread_id",)),
         "output": tether.Action(),
         "terminate": tether.Action(),
     },
@@ -98,10 +125,40 @@ _RESUME = {"continue": "continue", "step_over": "next", "step_in": "stepIn", "st
 class DebugArgs:
     op: Op = tether.arg(description="The operation (see the tool description)")
     file: str | None = tether.arg(
-        None, description="breakpoints: source file, relative to the workdir"
+        None, description="breakpoints/run_to: source file, relative to the workdir"
     )
     lines: list[int] | None = tether.arg(
         None, description="breakpoints: 1-based line numbers; an empty list clears the file"
+    )
+    condition: str | None = tether.arg(
+        None, description="breakpoints: stop only when this expression is true", min_length=1
+    )
+    hit_condition: str | None = tether.arg(
+        None,
+        description="breakpoints: stop only on these hits (the adapter's syntax, e.g. '3' or '>=3')",
+        min_length=1,
+    )
+    log_message: str | None = tether.arg(
+        None,
+        description="breakpoints: a log point: print this ({expr} interpolated) and do not stop",
+        min_length=1,
+    )
+    function: str | None = tether.arg(
+        None, description="breakpoints: a function breakpoint, e.g. 'main.square'", min_length=1
+    )
+    exceptions: list[str] | None = tether.arg(
+        None,
+        description="breakpoints: the exception filters to enable (the adapter's ids); [] none",
+    )
+    remove: bool | None = tether.arg(
+        None, description="breakpoints: true takes the given lines (or function) out"
+    )
+    line: int | None = tether.arg(None, description="run_to: the 1-based line", minimum=1)
+    name: str | None = tether.arg(
+        None, description="set_variable: the variable's name", min_length=1
+    )
+    value: str | None = tether.arg(
+        None, description="set_variable: the new value, as an expression of the program's language"
     )
     program: str | None = tether.arg(
         None, description="launch: the program (a .py script, a -g binary…)"
@@ -117,7 +174,7 @@ class DebugArgs:
     )
     pid: int | None = tether.arg(
         None,
-        description="attach: the pid of a local process (lldb, delve); instead of port",
+        description="attach: the pid of a local process (debugpy, lldb, delve); instead of port",
         minimum=1,
     )
     adapter: str | None = tether.arg(
@@ -128,10 +185,11 @@ class DebugArgs:
         None, description="thread to act on; default: the stopped thread"
     )
     frame_id: int | None = tether.arg(
-        None, description="scopes/evaluate: a frame_id from the current stop"
+        None, description="scopes/evaluate/set_variable: a frame_id from the current stop"
     )
     reference: int | None = tether.arg(
-        None, description="variables: a reference from scopes/variables/evaluate"
+        None,
+        description="variables/set_variable: a reference from scopes/variables/evaluate",
     )
     expression: str | None = tether.arg(None, description="evaluate: the expression")
 
@@ -149,8 +207,14 @@ async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
     if op == "status":
         return await supervisor.op_status()
     if op == "breakpoints":
-        assert args.file is not None and args.lines is not None
-        return await supervisor.op_breakpoints(args.file, args.lines)
+        return await supervisor.op_breakpoints(
+            file=args.file,
+            lines=args.lines,
+            function=args.function,
+            exceptions=args.exceptions,
+            spec=BreakpointSpec(args.condition, args.hit_condition, args.log_message),
+            remove=bool(args.remove),
+        )
     if op == "launch":
         assert args.program is not None
         return await supervisor.op_launch(args.program, args.args or [], args.adapter)
@@ -173,6 +237,14 @@ async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
     if op == "evaluate":
         assert args.expression is not None
         return await supervisor.op_evaluate(args.expression, args.frame_id)
+    if op == "set_variable":
+        assert args.name is not None and args.value is not None
+        return await supervisor.op_set_variable(
+            args.name, args.value, args.reference, args.frame_id
+        )
+    if op == "run_to":
+        assert args.file is not None and args.line is not None
+        return await supervisor.op_run_to(args.file, args.line, args.thread_id)
     if op == "output":
         return await supervisor.op_output()
     assert op == "terminate"

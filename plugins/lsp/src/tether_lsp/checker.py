@@ -10,6 +10,7 @@ import tether
 from tether.text import TailBuffer
 from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import LspSupervisor
+from tether_lsp.trust import refusal, untrusted_args, untrusted_env
 
 OUTPUT_CAP_BYTES = 24_000
 
@@ -19,6 +20,7 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     so does every usable companion (diagnostics-only) server."""
     targets: list[tuple[ServerSpec, Path]] = []
     without: list[str] = []
+    refused: list[str] = []  # servers unavailable on an untrusted workdir, with the reason
     for language in sorted({spec.language for spec in supervisor.specs.values()}):
         primary_found = False
         for spec in supervisor.candidates(language):
@@ -29,6 +31,8 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
                 continue
             probe = await supervisor.probe(spec, roots[0])
             if not probe.ok:
+                if supervisor.refusal(spec) is not None:
+                    refused.append(probe.detail)  # unavailable here: say so, not "no server"
                 continue
             if spec.checker:
                 targets += [(spec, root) for root in roots]
@@ -36,6 +40,8 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
                 without.append(spec.id)
             primary_found = primary_found or not spec.companion
     if not targets:
+        if refused:
+            raise tether.ToolError("no project checker:\n  " + "\n  ".join(refused))
         if without:
             raise tether.ToolError(
                 "no project checker: the server(s) for this checkout "
@@ -48,7 +54,7 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     results = [await _run_one(supervisor, spec, root) for spec, root in targets]
     if not any(ran for ran, _ in results):
         raise tether.ToolError("\n\n".join(text for _, text in results))
-    sections = [text for _, text in results]
+    sections = [text for _, text in results] + refused
     if without:
         sections.append(f"(no project checker for {', '.join(without)})")
     return "\n\n".join(sections)
@@ -59,10 +65,17 @@ async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> t
     binary = supervisor.resolve_binary(spec.checker[0], root)
     where = supervisor.relative(root) or "."
     shown = " ".join(spec.checker)
+    why = refusal(spec.checker_untrusted, f"`{shown}` (checker of {spec.id})", supervisor.run)
+    if why is not None:
+        return False, f"in {where}: {why}"
     if binary is None:
         return False, f"`{shown}` in {where}: `{spec.checker[0]}` not found (checker of {spec.id})"
     process = await supervisor.run.spawn(
-        [binary, *spec.checker[1:]], cwd=root, stdin=False, stdout=True
+        [binary, *spec.checker[1:], *untrusted_args(spec.checker_untrusted, supervisor.run)],
+        cwd=root,
+        env=untrusted_env(spec.checker_untrusted, supervisor.run) or None,
+        stdin=False,
+        stdout=True,
     )
     output = TailBuffer(OUTPUT_CAP_BYTES)
     timeout = supervisor.config.checker_timeout_s

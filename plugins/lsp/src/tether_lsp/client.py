@@ -20,6 +20,7 @@ from tether.paths import relative
 from tether_lsp.documents import OpenDocument, Published, file_events, path_to_uri, scan_root
 from tether_lsp.rpc import MethodNotFound, RequestTimedOut, RpcConnection
 from tether_lsp.servers import ServerSpec
+from tether_lsp.trust import untrusted_env
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {
     "general": {"positionEncodings": ["utf-8", "utf-16"]},
@@ -194,9 +195,8 @@ class LspClient:
         return self.rpc.hang
 
     async def start(self, timeout_s: float) -> None:
-        process = await self.run.spawn(
-            self.argv, cwd=self.root, env=dict(os.environ), stdin=True, stdout=True
-        )
+        env = {**os.environ, **untrusted_env(self.spec.untrusted, self.run)}
+        process = await self.run.spawn(self.argv, cwd=self.root, env=env, stdin=True, stdout=True)
         await self.rpc.start(process, self.run.task_group)
         root_uri = path_to_uri(self.root)
         params: dict[str, Any] = {

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import tether
-from tether.fsutil import FileChange, StaleFiles, apply_changes
+from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.paths import confine
 from tether.reading import UnreadableFile, read_bytes
 from tether_lsp import crosscheck
@@ -140,7 +140,7 @@ async def rename(
             "rename what the server found and leave them as they are."
         )
     try:
-        apply_changes(changes, root=supervisor.workdir)
+        await apply_changes_async(changes, root=supervisor.workdir)
     except StaleFiles as exc:
         names = ", ".join(supervisor.relative(Path(p)) for p in exc.paths)
         raise tether.ToolError(

@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from tether.launch import SAFE, Untrusted
+
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
@@ -24,9 +26,15 @@ def _methods(value: Iterable[str]) -> frozenset[str]:
 class ServerSpec:
     """One language server, as contributed through the ``tether_lsp_servers`` hook.
 
-    ``command[0]`` and ``probe[0]`` are resolved against the project's ``.venv/bin``,
-    ``venv/bin`` and ``node_modules/.bin`` before ``PATH``. ``probe`` must exit 0 for the
-    server to count as usable (a shim on ``PATH`` that cannot run is "not usable").
+    ``command[0]`` and ``probe[0]`` are resolved on ``PATH`` and in the directory of the
+    interpreter tether runs in; the project's ``.venv/bin``, ``venv/bin`` and
+    ``node_modules/.bin`` come first only when the harness trusts the workdir
+    (``tether.availability``). ``probe`` must exit 0 for the server to count as usable (a shim
+    on ``PATH`` that cannot run is "not usable").
+
+    ``untrusted`` / ``checker_untrusted`` declare how a checkout can make the server / its
+    checker run code and what closes it (:class:`tether.launch.Untrusted`); a spec that declares
+    nothing is unavailable on a workdir the harness does not trust.
     """
 
     id: str
@@ -81,6 +89,10 @@ class ServerSpec:
     roles: frozenset[str] = attrs.field(
         converter=_methods, factory=lambda: frozenset({"navigation", "diagnostics"})
     )
+    #: what an untrusted workdir can make the server run, and the switch that closes it
+    untrusted: Untrusted | None = None
+    #: the same for ``checker`` (a checker that builds cannot be closed: it is unavailable)
+    checker_untrusted: Untrusted | None = None
 
     @property
     def companion(self) -> bool:
@@ -103,6 +115,46 @@ _PY_MARKERS = (
 
 _PYRIGHT_READY = r"Found \d+ source files?|No source files found"
 
+# What a checkout can make each server run, and what closes it (docs/threat-model.md).
+_RUNS_VENV_PYTHON = (
+    "it runs the project's .venv/bin/python (or the interpreter a venv setting names) to learn "
+    "its search paths"
+)
+_PYRIGHT = Untrusted(
+    risk=_RUNS_VENV_PYTHON,
+    closed_by="python.pythonPath set to an interpreter outside the workdir",
+    settings={"python": {"pythonPath": "{python}"}},
+)
+_PYRIGHT_CHECKER = Untrusted(
+    risk=_RUNS_VENV_PYTHON,
+    closed_by="--pythonpath set to an interpreter outside the workdir",
+    args=("--pythonpath", "{python}"),
+)
+_PYREFLY = Untrusted(
+    risk=(
+        "it runs the interpreter a .venv, pyrefly.toml or [tool.pyrefly] "
+        "python-interpreter-path names, and a [build-system] command; `pyrefly lsp` has no "
+        "switch that pins them"
+    )
+)
+_TSSERVER = Untrusted(
+    risk="it loads the workspace's node_modules/typescript/lib/tsserver.js before its own",
+    closed_by="tsserver.path set to the tsserver.js installed beside the binary",
+)
+_CARGO_RUNS = "cargo reads .cargo/config.toml from the workdir (build.rustc, build.rustc-wrapper)"
+_RUST_ANALYZER = Untrusted(
+    risk=(
+        "it runs the crate's build scripts and proc macros, and " + _CARGO_RUNS + "; its "
+        "rustup proxy is pinned by the core, the rest has no switch that closes it"
+    )
+)
+_CARGO_CHECK = Untrusted(risk="`cargo check` builds: it runs build.rs, and " + _CARGO_RUNS)
+_GO = Untrusted(
+    risk="a `toolchain` line in go.mod/go.work makes go download and run that toolchain",
+    closed_by="GOTOOLCHAIN=local (the core's launch profile for go and gopls)",
+)
+_DART = Untrusted(risk="analysis_options.yaml names analyzer plugins, which the server runs")
+
 BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
     ServerSpec(
         id="basedpyright",
@@ -119,6 +171,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         pull_diagnostics=True,
         settles_after_file_events=True,
         project_config="pyright",
+        untrusted=_PYRIGHT,
+        checker_untrusted=_PYRIGHT_CHECKER,
     ),
     ServerSpec(
         id="pyright",
@@ -136,6 +190,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         # pyright's implementation answers are wrong (FIELD-NOTES); basedpyright's are right
         unsupported=frozenset({"textDocument/implementation"}),
         project_config="pyright",
+        untrusted=_PYRIGHT,
+        checker_untrusted=_PYRIGHT_CHECKER,
     ),
     ServerSpec(
         id="pylsp",
@@ -148,6 +204,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         settings={"pylsp": {"signature": {"formatter": None}}},
         checker=("pyflakes", "."),
         priority=30,
+        untrusted=SAFE,
+        checker_untrusted=SAFE,
     ),
     ServerSpec(
         id="jedi-language-server",
@@ -157,6 +215,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         probe=("jedi-language-server", "--version"),
         root_markers=_PY_MARKERS,
         priority=40,
+        untrusted=SAFE,
     ),
     ServerSpec(
         id="ty",
@@ -167,6 +226,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=_PY_MARKERS,
         checker=("ty", "check"),
         priority=45,
+        untrusted=SAFE,
+        checker_untrusted=SAFE,
     ),
     ServerSpec(
         id="pyrefly",
@@ -177,6 +238,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=_PY_MARKERS,
         checker=("pyrefly", "check"),
         priority=46,
+        untrusted=_PYREFLY,
+        checker_untrusted=_PYREFLY,
     ),
     ServerSpec(
         id="typescript-language-server",
@@ -200,6 +263,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         priority=10,
         workspace_needs_open_file=True,
         open_waits_for_diagnostics=True,
+        untrusted=_TSSERVER,
+        checker_untrusted=SAFE,
     ),
     ServerSpec(
         id="clangd",
@@ -219,6 +284,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         priority=10,
         workspace_needs_open_file=True,
         open_waits_for_diagnostics=True,
+        untrusted=SAFE,
     ),
     ServerSpec(
         id="rust-analyzer",
@@ -229,6 +295,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=("Cargo.toml",),
         checker=("cargo", "check", "--message-format=short"),
         priority=10,
+        untrusted=_RUST_ANALYZER,
+        checker_untrusted=_CARGO_CHECK,
     ),
     ServerSpec(
         id="gopls",
@@ -239,6 +307,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=("go.mod", "go.work"),
         checker=("go", "vet", "./..."),
         priority=10,
+        untrusted=_GO,
+        checker_untrusted=_GO,
     ),
     ServerSpec(
         id="bash-language-server",
@@ -254,6 +324,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         ready_log=r"BackgroundAnalysis: (Completed|stopped|skipping|failed)",
         navigation_waits_for_index=True,
         announce_missing=False,
+        untrusted=SAFE,
     ),
     ServerSpec(
         id="yaml-language-server",
@@ -265,6 +336,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         settings={"yaml": {"validate": True, "hover": True, "completion": False}},
         priority=10,
         announce_missing=False,
+        untrusted=SAFE,
     ),
     ServerSpec(
         id="vscode-json-language-server",
@@ -277,6 +349,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         settings={"json": {"validate": {"enable": True}}},
         priority=10,
         announce_missing=False,
+        untrusted=SAFE,
     ),
     ServerSpec(
         id="dart",
@@ -287,5 +360,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         root_markers=("pubspec.yaml",),
         checker=("dart", "analyze"),
         priority=10,
+        untrusted=_DART,
+        checker_untrusted=_DART,
     ),
 )

@@ -18,7 +18,7 @@ from tether.paths import relative
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
-from tether_lsp.trust import pin_workspace_loads
+from tether_lsp.trust import pin_workspace_loads, refusal, untrusted_args
 
 if TYPE_CHECKING:
     # the client (the session, its JSON-RPC connection) is imported when the first server starts
@@ -134,7 +134,10 @@ class LspSupervisor:
         )
 
     async def probe(self, spec: ServerSpec, root: Path | None) -> ProbeResult:
-        """Does the server's binary resolve AND run here? Cached per resolved binary."""
+        """Does the server's binary resolve AND run here? Cached per resolved binary. A server
+        that cannot be made safe on an untrusted workdir is not even probed."""
+        if (why := self.refusal(spec)) is not None:
+            return ProbeResult(False, why)
         binary = self.resolve_binary(spec.command[0], root)
         if binary is None:
             return ProbeResult(False, self.not_found(spec))
@@ -145,6 +148,10 @@ class LspSupervisor:
             return ProbeResult(False, f"`{spec.probe[0]}` (its version check) not found")
         probed = await self._probe((probe_binary, *spec.probe[1:]))
         return ProbeResult(True, binary) if probed.ok else probed
+
+    def refusal(self, spec: ServerSpec) -> str | None:
+        """Why ``spec`` is unavailable on this (untrusted) workdir, or None."""
+        return refusal(spec.untrusted, spec.id, self.run)
 
     def _no_server(self, path: Path) -> NoServer:
         known = sorted({ext for spec in self.specs.values() for ext in spec.extensions})
@@ -167,6 +174,8 @@ class LspSupervisor:
     def _locate(self, spec: ServerSpec, path: Path) -> tuple[Path | None, str | None]:
         """(root, why not) — a root marker must exist and the binary must resolve (a server
         running for that root has resolved it: no PATH search on every query)."""
+        if (why := self.refusal(spec)) is not None:
+            return None, why
         root = self.find_root(spec, path)
         if root is None:
             markers = ", ".join(spec.root_markers)
@@ -324,7 +333,9 @@ class LspSupervisor:
             binary = self.resolve_binary(spec.command[0], root)
             if binary is None:
                 raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
-            argv = [binary, *spec.command[1:]]
+            if (why := self.refusal(spec)) is not None:
+                raise tether.ToolError(why)
+            argv = [binary, *spec.command[1:], *untrusted_args(spec.untrusted, self.run)]
             # an untrusted workdir: what the server would load from it is pinned outside it
             pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
             from tether_lsp.client import LspClient
@@ -343,8 +354,7 @@ class LspSupervisor:
             try:
                 await client.start(self.config.start_timeout_s)
             except OSError as exc:
-                # pop, not del: a close of the run (aclose) may have emptied the table meanwhile
-                self._clients.pop(key, None)
+                self._clients.pop(key, None)  # the close may have emptied it
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             except tether.ToolError as exc:
                 await client.close()
@@ -484,6 +494,10 @@ class LspSupervisor:
                 marker = f"no root marker ({', '.join(spec.root_markers)}) in the workdir"
             verdict = "can answer" if ok and roots else "cannot answer here"
             results[spec.id] = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
+            shown = " ".join(spec.checker)
+            checker_why = refusal(spec.checker_untrusted, f"its checker `{shown}`", self.run)
+            if spec.checker and checker_why is not None and self.refusal(spec) is None:
+                results[spec.id] += f"; {checker_why}"
 
         async with anyio.create_task_group() as group:
             for spec in specs:

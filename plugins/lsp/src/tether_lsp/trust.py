@@ -2,9 +2,12 @@
 harness does not trust the workdir (``run.trust_workdir``; see ``tether.availability``).
 
 A server binary is resolved from trusted places only, but some servers then run code they find
-in the workspace: basedpyright and pyright run ``.venv/bin/python`` of the project root when no
-interpreter is configured; typescript-language-server loads ``node_modules/typescript``'s
-tsserver before its own. Untrusted, they are given explicit paths instead.
+in the workspace. Each spec declares it (``ServerSpec.untrusted``, a ``tether.launch.Untrusted``):
+its ``args`` and ``settings`` are given on an untrusted workdir, ``{python}`` in them replaced by
+an interpreter outside it (basedpyright and pyright would run the root's ``.venv/bin/python``);
+typescript-language-server, which loads ``node_modules/typescript``'s tsserver before its own,
+is given the one installed beside it. A declaration nothing closes makes the server (or its
+checker) unavailable there.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from typing import Any
 import attrs
 
 import tether
+from tether.launch import Untrusted, declared
 from tether_lsp.servers import ServerSpec
 
-_RUNS_PROJECT_PYTHON = frozenset({"basedpyright", "pyright"})
 _LOADS_WORKSPACE_TSSERVER = frozenset({"typescript-language-server"})
 
 
@@ -44,6 +47,38 @@ def bundled_tsserver(binary: str) -> Path | None:
     return None
 
 
+def with_python(value: Any, workdir: Path) -> Any:
+    """``value`` (a string, or lists and mappings of them) with ``{python}`` replaced by
+    :func:`trusted_python`."""
+    if isinstance(value, str):
+        return value.replace("{python}", trusted_python(workdir)) if "{python}" in value else value
+    if isinstance(value, dict):
+        return {key: with_python(item, workdir) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [with_python(item, workdir) for item in value]
+    return value
+
+
+def refusal(declaration: Untrusted | None, what: str, run: tether.Run) -> str | None:
+    """Why ``what`` cannot run on this run's workdir (untrusted, and nothing closes what it
+    would run from there), or None."""
+    return None if run.trust_workdir else declared(declaration).refusal(what)
+
+
+def untrusted_args(declaration: Untrusted | None, run: tether.Run) -> list[str]:
+    """The arguments that close what ``declaration`` names, on an untrusted workdir."""
+    if run.trust_workdir or declaration is None:
+        return []
+    return [str(arg) for arg in with_python(list(declaration.args), run.workdir)]
+
+
+def untrusted_env(declaration: Untrusted | None, run: tether.Run) -> dict[str, str]:
+    """The environment that closes what ``declaration`` names, on an untrusted workdir."""
+    if run.trust_workdir or declaration is None:
+        return {}
+    return {key: str(with_python(value, run.workdir)) for key, value in declaration.env.items()}
+
+
 def pin_workspace_loads(
     spec: ServerSpec, binary: str, run: tether.Run
 ) -> tuple[ServerSpec, dict[str, Any]]:
@@ -51,8 +86,7 @@ def pin_workspace_loads(
     workdir; unchanged (no settings) when the workdir is trusted."""
     if run.trust_workdir:
         return spec, {}
-    if spec.id in _RUNS_PROJECT_PYTHON:
-        return spec, {"python": {"pythonPath": trusted_python(run.workdir)}}
+    settings = with_python(dict(declared(spec.untrusted).settings), run.workdir)
     if spec.id in _LOADS_WORKSPACE_TSSERVER:
         tsserver = bundled_tsserver(binary)
         if tsserver is None:
@@ -63,5 +97,5 @@ def pin_workspace_loads(
             )
         options = dict(spec.initialization_options or {})
         options["tsserver"] = {**options.get("tsserver", {}), "path": str(tsserver)}
-        return attrs.evolve(spec, initialization_options=options), {}
-    return spec, {}
+        return attrs.evolve(spec, initialization_options=options), settings
+    return spec, settings

@@ -128,6 +128,11 @@ class Roster:
         if problem is not None:
             raise tether.ToolError(f"the {tier} runner cannot start: {problem}")
         worker_id = f"w{self._next_id}"
+        check_job = getattr(runner, "check_job", None)  # a command runner's argv substitution
+        if check_job is not None:
+            job = Job(worker_id, label, tier, brief, self.run.workdir, self.run, lambda _: None)
+            if (problem := check_job(job)) is not None:
+                raise tether.ToolError(problem)
         self._next_id += 1
         tree = None
         if self.config.isolation == "worktree":

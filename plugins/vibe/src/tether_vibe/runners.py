@@ -216,20 +216,43 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 # command runner
 
 
+def _values(job: Job) -> tuple[tuple[str, str], ...]:
+    return (
+        ("brief", job.brief),
+        ("tier", job.tier),
+        ("label", job.label),
+        ("worker_id", job.worker_id),
+        ("cwd", str(job.cwd)),
+    )
+
+
 def substitute(arg: str, job: Job) -> str:
     """Replace ``{brief}``/``{tier}``/``{label}``/``{worker_id}``/``{cwd}`` in one argv element.
 
     Plain replacement, not ``str.format``: briefs are full of braces.
     """
-    for key, value in (
-        ("{brief}", job.brief),
-        ("{tier}", job.tier),
-        ("{label}", job.label),
-        ("{worker_id}", job.worker_id),
-        ("{cwd}", str(job.cwd)),
-    ):
-        arg = arg.replace(key, value)
+    for key, value in _values(job):
+        arg = arg.replace("{" + key + "}", value)
     return arg
+
+
+def becomes_option(command: tuple[str, ...], job: Job) -> str | None:
+    """Why substituting ``job`` into ``command`` would turn a value (the brief, a label) into
+    an option of the program, or None. An element that does not start with "-" but would after
+    substitution is one, unless the command puts "--" (end of options) before it: the harness
+    declares that way that its CLI accepts it."""
+    end = command.index("--") if "--" in command else len(command)
+    for template in command[1:end]:
+        if template.startswith("-") or not substitute(template, job).startswith("-"):
+            continue
+        field = next((k for k, _ in _values(job) if template.startswith("{" + k + "}")), "brief")
+        return (
+            f'{field}: expected text that does not start with "-": it would reach '
+            f'`{os.path.basename(command[0])}` as an option (the runner\'s command has no "--" '
+            f'before "{{{field}}}"); rephrase it, or the harness puts "--" before "{{{field}}}" '
+            "in [vibe.runners.<tier>] command when its CLI accepts one"
+        )
+    return None
 
 
 def _decode(raw: bytes | bytearray) -> str:
@@ -260,7 +283,8 @@ class CommandRunner:
     """Runs an agent CLI headless, one process (own process group) per attempt.
 
     ``{brief}`` in the command is replaced by the brief; with no ``{brief}`` the brief is
-    written to the process's stdin. Output is streamed line by line to the live tail and the
+    written to the process's stdin. A brief (or label) that would become an option is refused
+    (:func:`becomes_option`) unless the command has "--" before it. Output is streamed line by line to the live tail and the
     idle watchdog. When the main process exits, whatever it left in its process group is killed.
     """
 
@@ -296,10 +320,17 @@ class CommandRunner:
             return 'result = "file" needs result_file'
         return None
 
+    def check_job(self, job: Job) -> str | None:
+        """Why this job's values cannot be given to the command (one would become an option)."""
+        return becomes_option(self.command, job)
+
     async def run(self, job: Job) -> Outcome:
         problem = self.check(job.cwd)
         if problem is not None:
             return Outcome(ok=False, reason=problem)
+        option = becomes_option(self.command, job)
+        if option is not None:
+            return Outcome(ok=False, reason=option)
         argv = [substitute(arg, job) for arg in self.command]
         brief_on_stdin = not any("{brief}" in arg for arg in self.command)
         env = dict(self.env)

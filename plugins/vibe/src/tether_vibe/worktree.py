@@ -1,5 +1,8 @@
 """Per-worker git worktrees (``isolation = "worktree"``).
 
+git runs through ``run.run_command``: on an untrusted workdir the core's sanitised launch
+applies (no fsmonitor, hooks or other configured program; see ``tether.launch``).
+
 A worker gets a detached worktree at the run's current HEAD. When the worker is killed or the
 run closes the worktree is removed — unless the worker committed something there, in which
 case it is kept (and reported) so no work is lost.
@@ -15,6 +18,10 @@ import attrs
 import tether
 
 GIT_TIMEOUT_S = 30.0
+
+
+class GitRefused(tether.ToolError):
+    """The sanitised launch would not run git on this (untrusted) workdir; the message says why."""
 
 
 @attrs.frozen
@@ -36,6 +43,8 @@ async def _git(run: tether.Run, args: list[str], cwd: Path) -> str:
         done = await run.run_command(["git", *args], cwd=cwd, timeout_s=GIT_TIMEOUT_S)
     except FileNotFoundError:
         raise tether.ToolError('isolation = "worktree" needs git, which is not on PATH') from None
+    except OSError as exc:  # the sanitised launch refused git on this (untrusted) workdir
+        raise GitRefused(f'isolation = "worktree": {exc}') from None
     if done.timed_out:
         raise tether.ToolError(
             f"git {' '.join(args)} took more than {GIT_TIMEOUT_S:.0f} s"
@@ -55,6 +64,8 @@ async def create(run: tether.Run, workdir: Path, root: Path | None, name: str) -
     """A detached worktree at HEAD under ``root`` (default: :func:`default_root`) / ``name``."""
     try:
         prefix = await _git(run, ["rev-parse", "--show-prefix"], workdir)
+    except GitRefused:
+        raise
     except tether.ToolError:
         raise tether.ToolError(
             f'isolation = "worktree" needs a git repository; {workdir} is not inside one'

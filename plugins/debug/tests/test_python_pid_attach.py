@@ -1,0 +1,76 @@
+"""Attach by pid to a running Python program (debugpy injects its debug server with gdb), and
+what the machine needs said when it cannot."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tether.process import kill_tree
+from tether.testing import require_real
+
+pytestmark = pytest.mark.anyio
+
+
+async def _forever(workdir: Path) -> anyio.abc.Process:
+    return await anyio.open_process(
+        [sys.executable, str(workdir / "forever.py")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+async def test_attach_to_a_python_process_by_pid(dbg, debug_run, py_workdir: Path) -> None:
+    require_real(shutil.which("gdb") is not None, "gdb (apt-get install gdb)")
+    program = await _forever(py_workdir)
+    try:
+        await anyio.sleep(0.5)  # past the interpreter's start-up
+        async with debug_run(py_workdir) as run:
+            text = await dbg.ok(run, op="attach", pid=program.pid)
+            assert text.startswith(f"Attached to pid {program.pid} with debugpy."), text
+            assert "\n  thread_id 1: MainThread" in text
+            await dbg.ok(run, op="breakpoints", file="forever.py", lines=[5])
+            stopped = await dbg.ok(run, op="continue")
+            assert stopped.startswith("Stopped (breakpoint) at forever.py:5 in <module>"), stopped
+            assert (await dbg.ok(run, op="evaluate", expression="count > 0")).startswith(
+                "True (bool)"
+            )
+            done = await dbg.ok(run, op="terminate")
+            assert done.startswith(f"Terminated the debugpy session of pid {program.pid}: detached")
+        await anyio.sleep(0.3)
+        assert program.returncode is None  # detached, not killed
+    finally:
+        kill_tree(program.pid)
+        await program.aclose()
+
+
+async def test_attach_by_pid_without_gdb_says_what_the_machine_needs(
+    dbg, debug_run, py_workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = await _forever(py_workdir)
+    try:
+        empty = tmp_path / "bin"
+        empty.mkdir()
+        monkeypatch.setenv("PATH", str(empty))  # debugpy's injector finds no gdb
+        async with debug_run(py_workdir, debug={"start_timeout_s": 8.0}) as run:
+            text = await dbg.error(run, op="attach", pid=program.pid)
+            assert text.startswith("attach failed: "), text
+            assert (
+                text.endswith(
+                    "debugpy injects its debug server into the process with gdb: it needs gdb on "
+                    "PATH and permission to ptrace the process (the same user and "
+                    "kernel.yama.ptrace_scope 0, or root / CAP_SYS_PTRACE); here: gdb: not on PATH "
+                    "(apt-get install gdb)"
+                )
+                or "; /proc/sys/kernel/yama/ptrace_scope is " in text
+            ), text
+        assert program.returncode is None
+    finally:
+        kill_tree(program.pid)
+        await program.aclose()
