@@ -492,12 +492,15 @@ def test_session_announces_itself_then_lists_its_tools(tmp_path):
     replies = [json.loads(line) for line in out.stdout.splitlines()]
     ready = replies[0]
     assert ready["ready"] is True and ready["protocol"] == 1
-    from tether.versions import core_version
+    from tether.plugins import core_version
 
     assert ready["tether"] == core_version() and ready["conversation"]
     assert ready["surface"] == "plan" and ready["workdir"] == str(tmp_path.resolve())
     plugins = {p["name"]: p for p in ready["plugins"]}
     assert plugins["files"]["status"] == "loaded" and plugins["files"]["version"]
+    # only installed plugins, each with a version: not the CLI's own plugin object
+    assert all(p["version"] for p in ready["plugins"]), ready["plugins"]
+    assert set(plugins) == {i.name for i in tether.make_plugin_manager().report}
     by_id = {r["id"]: r for r in replies[1:]}
     listed = by_id[1]["tools"]
     assert {t["name"] for t in listed} >= {"read", "echo"}
