@@ -22,7 +22,6 @@ ALLOWED = {
     "reads of workdir files are the writes' own O_NOFOLLOW | O_NONBLOCK walk",
     "core/src/tether/fsutil.py": "the write path: creates temp files O_EXCL | O_NOFOLLOW beside "
     "their targets, never reads one",
-    "core/src/tether/versions.py": "installed distributions' metadata, not the workdir",
     "core/src/tether/testing.py": "the plugin author's own test sources (the contract check)",
     "plugins/eval/src/tether_eval/ipython.py": "the plugin's own package data "
     "(importlib.resources)",
