@@ -20,6 +20,7 @@ from tether.availability import (
     resolve_command,
 )
 from tether.paths import relative
+from tether.reading import peek
 
 if TYPE_CHECKING:
     from tether import Run
@@ -240,10 +241,8 @@ _PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
 def _ptrace_needs(how: str) -> str:
     """What attaching by pid through ptrace needs here, and what this machine has."""
     gdb = shutil.which("gdb")
-    try:
-        scope = _PTRACE_SCOPE.read_text().strip()
-    except OSError:
-        scope = None
+    head = peek(_PTRACE_SCOPE, 64)
+    scope = head.decode("ascii", "replace").strip() if head is not None else None
     have = [f"gdb: {gdb}" if gdb else "gdb: not on PATH (apt-get install gdb)"]
     if scope is not None:
         meaning = {
@@ -533,11 +532,7 @@ async def availability(
 
 def _is_native(path: Path) -> bool:
     """An ELF or Mach-O executable, by its first bytes."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(4) in _NATIVE_MAGIC
-    except OSError:
-        return False
+    return peek(path, 4) in _NATIVE_MAGIC  # None (not a regular file) is not native
 
 
 def _built_by_rustc(path: Path) -> bool:

@@ -634,7 +634,7 @@ class DebugSupervisor:
                 where = f"{show_path(source.get('name') or '?')}:{line}"
             lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}")
             if index == 0:
-                text = source_line(source.get("path"), line)
+                text = await source_line(source.get("path"), line)
                 if text is not None:
                     lines.append(f"    {line} | {text.strip()}")
         if len(frames) > MAX_FRAMES:
@@ -915,7 +915,7 @@ class DebugSupervisor:
                     f"In the program's own code: {self._location(path, line)} in {name} "
                     f"(frame_id {frame_id})."
                 )
-                own_line = source_line(path, line)
+                own_line = await source_line(path, line)
                 if own_line is not None:
                     lines.append(f"    {line} | {own_line.strip()}")
             if stop.frame_id is not None:
