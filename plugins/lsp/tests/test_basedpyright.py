@@ -260,7 +260,11 @@ def test_status_and_reload(py: Caller) -> None:
     status = py.ok(action="status")
     assert "basedpyright for . (pid" in status and "): ready" in status
     assert "basedpyright [python] can answer" in status
-    assert "dart [dart] cannot answer here — not usable: `dart` not found" in status
+    # a server the checkout could make run code is unavailable untrusted, and says how to allow it
+    assert (
+        "dart [dart] cannot answer here — not usable: dart is unavailable on an untrusted" in status
+    )
+    assert "allow with --trust-workdir" in status
     assert "Order for python: basedpyright, pyright, pylsp, jedi-language-server" in status
     reloaded = py.ok(action="reload", file="pkg/use.py")
     assert reloaded.startswith("restarted basedpyright for .")
