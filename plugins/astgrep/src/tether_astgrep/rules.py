@@ -93,6 +93,145 @@ class CompiledRule:
     var_names: frozenset[str]
     chains: tuple[bytes, ...] = ()
     fix: str | None = None
+    # ast_edit: new metavariables computed from captures, in order (`transform`)
+    transforms: Mapping[str, Transform] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Transform:
+    """One `transform` entry: `op` (substring, replace, convert) applied to `source`'s text."""
+
+    op: str
+    source: str  # a metavariable name (single or multi) or an earlier transform's
+    start: int | None = None  # substring: character slice, negative from the end
+    end: int | None = None
+    regex: re.Pattern[str] | None = None  # replace: every match of `regex` by `by`
+    by: str = ""
+    to_case: str = ""  # convert
+    separators: tuple[str, ...] = ()
+
+    def apply(self, text: str) -> str:
+        if self.op == "substring":
+            return text[self.start : self.end]
+        if self.op == "replace":
+            assert self.regex is not None
+            return self.regex.sub(self.by, text)
+        return _convert(text, self.to_case, self.separators)
+
+
+CASES = (
+    "lowerCase",
+    "upperCase",
+    "capitalize",
+    "camelCase",
+    "snakeCase",
+    "kebabCase",
+    "pascalCase",
+)
+SEPARATORS = ("caseChange", "dash", "dot", "slash", "space", "underscore")
+_SEPARATOR_RE = {"dash": "-", "dot": ".", "slash": "/", "space": " ", "underscore": "_"}
+
+
+def _convert(text: str, to_case: str, separators: tuple[str, ...]) -> str:
+    if to_case == "lowerCase":
+        return text.lower()
+    if to_case == "upperCase":
+        return text.upper()
+    if to_case == "capitalize":
+        return text[:1].upper() + text[1:]
+    chars = "".join(re.escape(_SEPARATOR_RE[s]) for s in separators if s in _SEPARATOR_RE)
+    words = re.split(f"[{chars}]+", text) if chars else [text]
+    if "caseChange" in separators:
+        split: list[str] = []
+        for word in words:
+            split.extend(re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[A-Z]+", word) or [word])
+        words = split
+    words = [w for w in words if w]
+    if to_case == "snakeCase":
+        return "_".join(w.lower() for w in words)
+    if to_case == "kebabCase":
+        return "-".join(w.lower() for w in words)
+    if to_case == "pascalCase":
+        return "".join(w[:1].upper() + w[1:].lower() for w in words)
+    head, *rest = words or [""]
+    return head.lower() + "".join(w[:1].upper() + w[1:].lower() for w in rest)
+
+
+def _rust_replacement(by: str) -> str:
+    """A Rust regex replacement (`$1`, `${name}`, `$$`) as Python's `re.sub` template."""
+    out = by.replace("\\", "\\\\")
+    out = re.sub(r"\$\{(\w+)\}|\$(\d+|[A-Za-z_]\w*)|\$\$", _group_ref, out)
+    return out
+
+
+def _group_ref(m: re.Match[str]) -> str:
+    name = m.group(1) or m.group(2)
+    return "$" if name is None else f"\\g<{name}>"
+
+
+def _transforms(raw: Any, names: frozenset[str], edit: bool) -> dict[str, Transform]:
+    if not raw:
+        return {}
+    if not edit:
+        raise RuleError("rule.transform", "only ast_edit uses it (in the fix); ast_grep searches")
+    if not isinstance(raw, Mapping):
+        raise RuleError("rule.transform", "expected an object: new name -> transformation")
+    out: dict[str, Transform] = {}
+    for name, spec in raw.items():
+        path = f"rule.transform.{name}"
+        if not isinstance(spec, Mapping) or len(spec) != 1:
+            raise RuleError(
+                path,
+                "expected an object with one of substring, replace, convert "
+                "(the string form `replace($A, …)` is not supported)",
+            )
+        ((op, args),) = spec.items()
+        path = f"{path}.{op}"
+        known = {
+            "substring": ("source", "startChar", "endChar"),
+            "replace": ("source", "replace", "by"),
+            "convert": ("source", "toCase", "separatedBy"),
+        }
+        if op not in known:
+            raise RuleError(path, _unknown_key(op, tuple(known)))
+        if not isinstance(args, Mapping):
+            raise RuleError(path, f"expected an object with {', '.join(known[op])}")
+        unknown = [k for k in args if k not in known[op]]
+        if unknown:
+            raise RuleError(f"{path}.{unknown[0]}", _unknown_key(unknown[0], known[op]))
+        source = args.get("source")
+        var = (
+            re.fullmatch(r"\$(?:\$\$)?([A-Z_][A-Z0-9_]*)", source)
+            if isinstance(source, str)
+            else None
+        )
+        if var is None or (var.group(1) not in names and var.group(1) not in out):
+            raise RuleError(
+                f"{path}.source",
+                f"expected a captured metavariable ($NAME) or an earlier transform, got {source!r}",
+            )
+        if op == "substring":
+            bounds = [args.get("startChar"), args.get("endChar")]
+            for key, value in zip(("startChar", "endChar"), bounds, strict=True):
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                    raise RuleError(f"{path}.{key}", "expected an integer (negative: from the end)")
+            out[name] = Transform(op, var.group(1), start=bounds[0], end=bounds[1])
+        elif op == "replace":
+            if not isinstance(args.get("by"), str):
+                raise RuleError(f"{path}.by", "required: the replacement text")
+            regex = _regex(args.get("replace"), f"{path}.replace")
+            out[name] = Transform(op, var.group(1), regex=regex, by=_rust_replacement(args["by"]))
+        else:
+            to_case = args.get("toCase")
+            if to_case not in CASES:
+                raise RuleError(f"{path}.toCase", f"expected one of {', '.join(CASES)}")
+            seps = args.get("separatedBy", list(SEPARATORS))
+            if not isinstance(seps, list) or any(s not in SEPARATORS for s in seps):
+                raise RuleError(
+                    f"{path}.separatedBy", f"expected a list of {', '.join(SEPARATORS)}"
+                )
+            out[name] = Transform(op, var.group(1), to_case=to_case, separators=tuple(seps))
+    return out
 
 
 # -- compiling -------------------------------------------------------------------------------
@@ -195,7 +334,7 @@ class _Compiler:
             raise RuleError(path, "expected a node kind name")
         ids = self.kinds.get(raw)
         if ids is None:
-            close = difflib.get_close_matches(raw, list(self.kinds), n=3)
+            close = _similar(raw, list(self.kinds))
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise RuleError(path, f'unknown kind "{raw}" for {self.grammar.id}{hint}')
         return frozenset(ids)
@@ -270,6 +409,27 @@ class _Compiler:
                     f"{path}.field", f"unknown field {field!r} for {self.grammar.id}{hint}"
                 )
         return Relation(rule, stop, field)
+
+
+def _similar(name: str, known: list[str]) -> list[str]:
+    """Known names like `name`: abbreviations word by word first (`fn_item` is
+    `function_item`: each word's letters in order, same first letter), then close spellings."""
+    words = name.lower().split("_")
+
+    def abbreviates(short: str, long: str) -> bool:
+        rest = iter(long)
+        return short[:1] == long[:1] and all(ch in rest for ch in short)
+
+    found = [
+        k
+        for k in known
+        if len(k.split("_")) == len(words)
+        and all(abbreviates(w, kw) for w, kw in zip(words, k.split("_"), strict=True))
+    ]
+    for k in difflib.get_close_matches(name, known, n=3):
+        if k not in found:
+            found.append(k)
+    return found[:3]
 
 
 def _unknown_key(key: str, known: tuple[str, ...]) -> str:
@@ -370,10 +530,6 @@ def compile_rule(
         config = raw
     else:
         body, base, config = raw, "rule", {}
-    if "transform" in config:
-        raise RuleError(
-            "rule.transform", "not supported yet: write the rewrite from the captures as they are"
-        )
     fix = config.get("fix")
     if fix is not None:
         if not edit:
@@ -407,6 +563,7 @@ def compile_rule(
             raise RuleError(
                 f"rule.constraints.{name}", f"${name} is not a metavariable of any pattern"
             )
+    transforms = _transforms(config.get("transform", {}), names, edit)
     what = ", ".join(k for k in RULE_KEYS if k in body) if isinstance(body, Mapping) else ""
     return CompiledRule(
         source=json.dumps(raw, sort_keys=True),
@@ -421,8 +578,9 @@ def compile_rule(
             else ""
         ),
         literals=tuple(sorted(_required_literals(rule, utils, frozenset()))),
-        var_names=names,
+        var_names=names | frozenset(transforms),
         fix=fix,
+        transforms=transforms,
     )
 
 
@@ -488,7 +646,8 @@ class RuleMatcher:
             out.append((node, env))
         out.sort(key=lambda r: (r[0].start_byte, -r[0].end_byte))
         built = out if keep is None else out[:keep]
-        return [_build(node, env) for node, env in built], len(out)
+        transforms = self.compiled.transforms
+        return [_build(node, env, transforms, f.source) for node, env in built], len(out)
 
     def _candidates(self, rule: Rule, f: _File) -> Iterator[ts.Node]:
         """Nodes that may match: a pattern's matches when the rule needs that pattern,
@@ -686,17 +845,31 @@ def _merge(env: Env, found: Env, source: bytes) -> Env | None:
     return out
 
 
-def _build(node: ts.Node, env: Env) -> Match:
+@attrs.frozen
+class RuleMatch(Match):
+    """A rule's match, with the text of its transformed metavariables (`transform`)."""
+
+    texts: Mapping[str, bytes] = attrs.field(factory=dict)
+
+
+def _build(node: ts.Node, env: Env, transforms: Mapping[str, Transform], source: bytes) -> Match:
     caps: dict[str, tuple[int, int]] = {}
     for name, value in env.items():
         if isinstance(value, list):
             caps[name] = _run_span(value) if value else (-1, -1)
         else:
             caps[name] = (value.start_byte, value.end_byte)
-    return Match(
-        node.start_byte,
-        node.end_byte,
-        tuple(node.start_point),  # type: ignore[arg-type]
-        tuple(node.end_point),  # type: ignore[arg-type]
-        caps,
-    )
+    start: tuple[int, int] = tuple(node.start_point)  # type: ignore[assignment]
+    end: tuple[int, int] = tuple(node.end_point)  # type: ignore[assignment]
+    if not transforms:
+        return Match(node.start_byte, node.end_byte, start, end, caps)
+    values: dict[str, str] = {}
+    for name, t in transforms.items():
+        if t.source in values:
+            text = values[t.source]
+        else:
+            a, b = caps.get(t.source, (-1, -1))
+            text = "" if a < 0 else source[a:b].decode("utf-8", "replace")
+        values[name] = t.apply(text)
+    texts = {k: v.encode() for k, v in values.items()}
+    return RuleMatch(node.start_byte, node.end_byte, start, end, caps, texts=texts)
