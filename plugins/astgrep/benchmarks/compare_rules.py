@@ -251,6 +251,95 @@ CASES: list[tuple[str, str, str, list[tuple[str, dict[str, Any]]]]] = [
 ]
 
 
+# (repository, tether grammar id, ast-grep language, (feature, rule config with a fix)): the
+# files each side rewrites are compared byte for byte (ast-grep: `scan --update-all` on a copy)
+EDITS: list[tuple[str, str, str, list[tuple[str, dict[str, Any]]]]] = [
+    (
+        "pallets/itsdangerous",
+        "python",
+        "python",
+        [
+            ("fix", {"rule": {"pattern": "isinstance($X, $T)"}, "fix": "type($X) is $T"}),
+            (
+                "transform convert",
+                {
+                    "rule": {"pattern": "$F($$$A)"},
+                    "constraints": {"F": {"kind": "identifier", "regex": "^_?[a-z]+_[a-z_]+$"}},
+                    "transform": {"G": {"convert": {"source": "$F", "toCase": "camelCase"}}},
+                    "fix": "$G($$$A)",
+                },
+            ),
+        ],
+    ),
+    (
+        "dtolnay/anyhow",
+        "rust",
+        "rust",
+        [
+            (
+                "transform substring",
+                {
+                    "rule": {"pattern": "$X.unwrap()"},
+                    "transform": {
+                        "S": {"substring": {"source": "$X", "startChar": 1, "endChar": -1}}
+                    },
+                    "fix": "$S",
+                },
+            ),
+        ],
+    ),
+    (
+        "sindresorhus/ky",
+        "typescript",
+        "typescript",
+        [
+            (
+                "transform replace",
+                {
+                    "rule": {"pattern": "$O.$M($$$A)"},
+                    "constraints": {"M": {"regex": "^to"}},
+                    "transform": {
+                        "N": {"replace": {"source": "$M", "replace": "^to(\\w)", "by": "as$1"}}
+                    },
+                    "fix": "$O.$N($$$A)",
+                },
+            ),
+        ],
+    ),
+]
+
+
+def tether_edits(
+    state: ProcessState, config: dict[str, Any], grammar_id: str, root: Path, files: list[str]
+) -> dict[str, bytes]:
+    grammar = state.registry.get(grammar_id)
+    assert grammar is not None
+    compiled = compile_rule(config, grammar, edit=True)
+    results = state.run(Task("edit", compiled, compiled.fix, 2_000_000), str(root), files)
+    return {r.path: r.new for r in results if r.new is not None and r.new != r.original}
+
+
+def astgrep_edits(
+    binary: str, config: dict[str, Any], lang: str, root: Path, files: list[str]
+) -> dict[str, bytes]:
+    inline = json.dumps({"id": "compare", "language": lang, "severity": "info", **config})
+    with tempfile.TemporaryDirectory(prefix="tether-rules-edit-") as tmp:
+        copy = Path(tmp) / "copy"
+        shutil.copytree(root, copy)
+        subprocess.run(
+            [binary, "scan", "--inline-rules", inline, "--update-all", *files],
+            cwd=copy,
+            capture_output=True,
+            check=False,
+        )
+        out = {}
+        for f in files:
+            new = (copy / f).read_bytes()
+            if new != (root / f).read_bytes():
+                out[f] = new
+        return out
+
+
 def tether_matches(
     state: ProcessState, config: dict[str, Any], grammar_id: str, root: Path, files: list[str]
 ) -> Counter[Key]:
@@ -318,11 +407,34 @@ def main() -> None:
                 for label, extra in (("tether", mine - theirs), ("ast-grep", theirs - mine)):
                     for key in sorted(extra)[:3]:
                         print(f"    only {label}: {key[0]}:{key[1]}:{key[2]}")
-                rows.append((repo, gid, feature, json.dumps(config["rule"]), n_t, n_a, same))
+                rows.append((repo, gid, feature, json.dumps(config), n_t, n_a, same))
+            for edits in EDITS:
+                if edits[0] != repo:
+                    continue
+                for feature, config in edits[3]:
+                    mine_files = tether_edits(state, config, gid, root, files)
+                    their_files = astgrep_edits(binary, config, lang, root, files)
+                    same = sum(1 for f, new in mine_files.items() if their_files.get(f) == new)
+                    print(
+                        f"{feature}: files rewritten: tether {len(mine_files)}, "
+                        f"ast-grep {len(their_files)}, identical {same}"
+                    )
+                    rows.append(
+                        (
+                            repo,
+                            gid,
+                            f"{feature} (files)",
+                            json.dumps(config),
+                            len(mine_files),
+                            len(their_files),
+                            same,
+                        )
+                    )
     print("\n| repository | feature | rule | tether | ast-grep | same |")
     print("|---|---|---|---:|---:|---:|")
     for repo, _gid, feature, rule, n_t, n_a, same in rows:
-        print(f"| {repo} | {feature} | `{rule}` | {n_t} | {n_a} | {same} |")
+        shown = rule.replace("|", "\\|")
+        print(f"| {repo} | {feature} | `{shown}` | {n_t} | {n_a} | {same} |")
 
 
 if __name__ == "__main__":
