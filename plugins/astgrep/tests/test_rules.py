@@ -222,6 +222,96 @@ def test_rule_feature(registry, language, rule, expected) -> None:
     assert texts(registry, language, rule) == expected
 
 
+# (language, source, relation, its rule, matches with stopBy neighbor, with stopBy end)
+STOP_CASES: list[tuple[str, str, str, dict[str, Any], list[str], list[str]]] = [
+    (
+        "python",
+        "print(len(a))\n",
+        "inside",
+        {"kind": "call", "inside": {"kind": "expression_statement"}},
+        ["print(len(a))"],
+        ["print(len(a))", "len(a)"],
+    ),
+    (
+        "python",
+        "x\nprint(a)\n",
+        "has",
+        {"kind": "expression_statement", "has": {"kind": "identifier"}},
+        ["x"],
+        ["x", "print(a)"],
+    ),
+    (
+        "typescript",
+        "a();\nlet b = 1;\nc();\n",
+        "follows",
+        {"kind": "expression_statement", "follows": {"kind": "expression_statement"}},
+        [],
+        ["c();"],
+    ),
+    (
+        "rust",
+        "fn f() {\n    a();\n    let b = 1;\n    c();\n}\n",
+        "precedes",
+        {"kind": "expression_statement", "precedes": {"kind": "expression_statement"}},
+        [],
+        ["a();"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "relation", "rule", "neighbor", "end"),
+    STOP_CASES,
+    ids=[f"{c[0]}-{c[2]}" for c in STOP_CASES],
+)
+def test_stop_by_neighbor_looks_one_step_and_end_all_the_way(
+    registry, language, source, relation, rule, neighbor, end
+) -> None:
+    assert texts(registry, language, rule, source) == neighbor
+    far = {**rule, relation: {**rule[relation], "stopBy": "end"}}
+    assert texts(registry, language, far, source) == end
+
+
+# (language, source, rule with a field, matches with it, matches without it)
+FIELD_CASES: list[tuple[str, str, dict[str, Any], list[str], list[str]]] = [
+    (
+        "python",
+        "a = b\n",
+        {"kind": "identifier", "inside": {"kind": "assignment", "field": "right"}},
+        ["b"],
+        ["a", "b"],
+    ),
+    (
+        "rust",
+        "fn f() { let a = b; }\n",
+        {"kind": "identifier", "inside": {"kind": "let_declaration", "field": "value"}},
+        ["b"],
+        ["a", "b"],
+    ),
+    (
+        "typescript",
+        "x = y;\nx.z = w;\n",
+        {"kind": "assignment_expression", "has": {"kind": "identifier", "field": "left"}},
+        ["x = y"],
+        ["x = y", "x.z = w"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "rule", "with_field", "without"),
+    FIELD_CASES,
+    ids=[c[0] for c in FIELD_CASES],
+)
+def test_field_limits_a_relation_to_that_child(
+    registry, language, source, rule, with_field, without
+) -> None:
+    assert texts(registry, language, rule, source) == with_field
+    relation = "inside" if "inside" in rule else "has"
+    plain = {**rule, relation: {k: v for k, v in rule[relation].items() if k != "field"}}
+    assert texts(registry, language, plain, source) == without
+
+
 @pytest.mark.parametrize("language", ["python", "rust", "typescript"])
 def test_matches_uses_the_named_utility_rule(registry, language) -> None:
     kind = {"python": "call", "rust": "call_expression", "typescript": "call_expression"}[language]
@@ -318,11 +408,28 @@ def test_prefilter_keeps_only_literals_every_match_needs(registry) -> None:
     assert negated.literals == ()
 
 
+def test_a_file_without_a_needed_literal_is_never_parsed(registry, tmp_path: Path) -> None:
+    from tether_astgrep.engine import ProcessState, Task
+
+    (tmp_path / "a.py").write_text(PY)
+    (tmp_path / "c.py").write_text("x = 1\n")
+    grammar = registry.get("python")
+    for rule, found, parsed in [
+        ({"pattern": "print($A)", "inside": {"kind": "for_statement", "stopBy": "end"}}, 1, 1),
+        ({"kind": "call", "inside": {"kind": "for_statement", "stopBy": "end"}}, 2, 2),
+    ]:
+        state = ProcessState(registry, 1 << 30)  # caches every file it parses
+        task = Task("search", compile_rule(rule, grammar), None, 1_000_000)
+        results = state.run(task, str(tmp_path), ["a.py", "c.py"])
+        assert [r.count for r in results] == [found, 0]
+        assert len(state.cache) == parsed  # a kind-only rule parses every file
+
+
 # -- through the tools -------------------------------------------------------------------
 
 
 @pytest.mark.anyio
-async def test_ast_grep_rule_reports_per_file_and_skips_files_without_the_literals(
+async def test_ast_grep_rule_reports_per_file(
     astgrep_run,
 ) -> None:
     files = {"a.py": PY, "b.py": "print(1)\n", "c.py": "x = 1\n"}
@@ -410,3 +517,24 @@ async def test_dump_shows_the_reading_and_the_syntax_tree(astgrep_run) -> None:
         assert not refused.is_error
         assert refused.text_content.startswith("as a pattern: refused: ")
         assert "(has ERROR/MISSING nodes)" in refused.text_content
+
+
+@pytest.mark.anyio
+async def test_rule_searches_in_the_workers_and_their_warm_cache(astgrep_run) -> None:
+    files = {f"m{i}.py": f"for x in y:\n    f({i})\nf({i})\n" for i in range(30)}
+    files["other.py"] = "g(1)\n"  # no match
+    config = {"astgrep": {"workers": 2, "parallel_min_files": 10}}
+    rule = {"pattern": "f($A)", "inside": {"kind": "for_statement", "stopBy": "end"}}
+    async with astgrep_run(files, config=config) as run:
+        first = await run.call("ast_grep", {"rule": rule, "max_results": 5})
+        assert not first.is_error, first.text_content
+        assert first.meta["total"] == 30 and first.meta["shown"] == 5
+        assert first.meta["files_total"] == 31
+        service = run.resources["parser_registry"]
+        assert len(service.worker_pids) == 2
+        # the second search of the run caches; the third finds every tree parsed
+        for _ in range(2):
+            again = await run.call("ast_grep", {"rule": {"kind": "call"}, "max_results": 100})
+            assert again.meta["total"] == 61
+        stats = await service.cache_stats()
+        assert sum(s["hits"] for s in stats) >= 31

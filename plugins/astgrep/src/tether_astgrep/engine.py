@@ -186,6 +186,7 @@ class ProcessState:
         self.searches = 0
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str, bool], Matcher] = {}
+        self._rule: RuleMatcher | None = None
         self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
         self._words: dict[tuple[bytes, ...], list[bytes]] = {}
         self._caching = False
@@ -217,7 +218,10 @@ class ProcessState:
         self, pattern: CompiledPattern | CompiledRule, grammar: Grammar, track: bool = False
     ) -> Matcher | RuleMatcher:
         if isinstance(pattern, CompiledRule):
-            return RuleMatcher(pattern, grammar)
+            # one per search: a worker gets its chunks' tasks unpickled, each a new rule
+            if self._rule is None or self._rule.compiled is not pattern:
+                self._rule = RuleMatcher(pattern, grammar)
+            return self._rule
         key = (grammar.id, pattern.source, track)
         matcher = self._matchers.get(key)
         if matcher is None or matcher.pattern != pattern:
