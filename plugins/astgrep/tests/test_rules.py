@@ -147,6 +147,15 @@ CASES: list[tuple[str, str, dict[str, Any], list[str]]] = [
         {"kind": "identifier", "nthChild": 2, "inside": {"kind": "parameters"}},
         ["value"],
     ),
+    (
+        "python",
+        "range (character columns)",
+        {
+            "kind": "identifier",
+            "range": {"start": {"line": 12, "column": 21}, "end": {"line": 12, "column": 24}},
+        },
+        ["len"],
+    ),
     ("rust", "kind", {"kind": "macro_invocation"}, ['bail!("no")', 'println!("{}", self.x)']),
     ("rust", "pattern", {"pattern": "$X.unwrap()"}, ["a.unwrap()"]),
     (
@@ -371,6 +380,11 @@ def test_a_metavariable_bound_twice_in_a_rule_must_capture_the_same_code(registr
             "rule.insde: unknown key; did you mean inside?",
         ),
         ("python", {"regex": "^x"}, "rule: needs a positive part"),
+        (
+            "python",
+            {"kind": "call", "range": {"start": {"line": 1}}},
+            "rule.range: expected {start",
+        ),
         ("python", {"kind": "call", "regex": "("}, "rule.regex: invalid regular expression"),
         (
             "python",
@@ -538,3 +552,10 @@ async def test_rule_searches_in_the_workers_and_their_warm_cache(astgrep_run) ->
             assert again.meta["total"] == 61
         stats = await service.cache_stats()
         assert sum(s["hits"] for s in stats) >= 31
+
+
+def test_range_columns_count_characters_as_ast_grep_does(registry) -> None:
+    # ast-grep 0.51.1 finds `y` at column 9 (its byte column is 10: `é` is two bytes)
+    where = {"start": {"line": 0, "column": 9}, "end": {"line": 0, "column": 10}}
+    rule = {"kind": "identifier", "range": where}
+    assert texts(registry, "python", rule, "print(é, y)\n") == ["y"]

@@ -29,7 +29,7 @@ from tether_astgrep.pattern import (
 
 Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi), as the matcher's
 
-ATOMIC = ("pattern", "kind", "regex", "nthChild")
+ATOMIC = ("pattern", "kind", "regex", "nthChild", "range")
 RELATIONAL = ("inside", "has", "follows", "precedes")
 COMPOSITE = ("all", "any", "not", "matches")
 RULE_KEYS = (*ATOMIC, *RELATIONAL, *COMPOSITE)
@@ -69,6 +69,7 @@ class Rule:
     kind_ids: frozenset[int] | None = None
     regex: re.Pattern[str] | None = None
     nth: NthChild | None = None
+    span: tuple[int, int, int, int] | None = None  # `range`: 0-based lines, character columns
     inside: Relation | None = None
     has: Relation | None = None
     follows: Relation | None = None
@@ -268,6 +269,8 @@ class _Compiler:
             out["regex"] = _regex(raw["regex"], f"{path}.regex")
         if "nthChild" in raw:
             out["nth"] = self.nth(raw["nthChild"], f"{path}.nthChild")
+        if "range" in raw:
+            out["span"] = _span(raw["range"], f"{path}.range")
         for key in RELATIONAL:
             if key in raw:
                 out[key] = self.relation(raw[key], f"{path}.{key}", key)
@@ -432,6 +435,22 @@ def _similar(name: str, known: list[str]) -> list[str]:
     return found[:3]
 
 
+def _span(raw: Any, path: str) -> tuple[int, int, int, int]:
+    if not isinstance(raw, Mapping) or set(raw) != {"start", "end"}:
+        raise RuleError(path, "expected {start: {line, column}, end: {line, column}}")
+    out: list[int] = []
+    for end in ("start", "end"):
+        point = raw[end]
+        if not isinstance(point, Mapping) or set(point) != {"line", "column"}:
+            raise RuleError(f"{path}.{end}", "expected {line, column} (0-based)")
+        for key in ("line", "column"):
+            value = point[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise RuleError(f"{path}.{end}.{key}", "expected an integer from 0")
+            out.append(value)
+    return out[0], out[1], out[2], out[3]
+
+
 def _unknown_key(key: str, known: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
@@ -548,7 +567,7 @@ def compile_rule(
         raise RuleError(
             base,
             "needs a positive part: a pattern or a kind (directly, in all, or in every any "
-            "branch); regex, nthChild, not and relations alone would test every node",
+            "branch); regex, nthChild, range, not and relations alone would test every node",
         )
     constraints_raw = config.get("constraints", {})
     if not isinstance(constraints_raw, Mapping):
@@ -689,6 +708,8 @@ class RuleMatcher:
                 return None
         if rule.nth is not None and not self._nth(rule.nth, node, f):
             return None
+        if rule.span is not None and rule.span != _char_span(node, f.source):
+            return None
         for sub in rule.all or ():
             next_env = self._match(sub, node, env, f)
             if next_env is None:
@@ -825,6 +846,17 @@ def _nodes_with_ids(root: ts.Node, index: dict[int, Env]) -> Iterator[ts.Node]:
             left -= 1
             if not left:
                 return
+
+
+def _char_span(node: ts.Node, source: bytes) -> tuple[int, int, int, int]:
+    """(start line, start column, end line, end column): 0-based, columns in characters."""
+
+    def column(offset: int) -> int:
+        line_start = source.rfind(b"\n", 0, offset) + 1
+        return len(source[line_start:offset].decode("utf-8", "replace"))
+
+    start, end = node.start_point, node.end_point
+    return start[0], column(node.start_byte), end[0], column(node.end_byte)
 
 
 def _text(value: Any, source: bytes) -> bytes:

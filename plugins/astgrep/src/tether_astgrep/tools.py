@@ -451,10 +451,13 @@ GREP_DOC = (
     "modifier, does not prevent a match; strictness cst requires every child. $ followed by a "
     "lower-case letter or inside a name ($ZodType) is literal code. Returns file:line:column, "
     "the matched code and the captures; a search that finds nothing names other readings "
-    "that would."
+    "that would. Instead of a pattern, `rule` takes an ast-grep rule (kind, regex, inside/has/"
+    "follows/precedes, all/any/not, constraints...). `dump: true` shows how a snippet parses "
+    "(the pattern's reading and its syntax tree with kinds and fields) without searching."
 )
 EDIT_DOC = (
-    "Structural rewrite, staged: matches like ast_grep and replaces each match with `rewrite` "
+    "Structural rewrite, staged: matches like ast_grep (a pattern, or a rule whose config may "
+    "carry fix and transform) and replaces each match with `rewrite` "
     "($NAME substituted, multi-line captures keeping their shape). Code the pattern does not "
     "mention before or after the matched parts (an else branch, a trailing ;) is kept verbatim. "
     "Writes nothing; returns a diff preview, which syntax check ran on each file (Python: "
