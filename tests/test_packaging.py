@@ -192,3 +192,51 @@ def test_the_plugin_template_stands_alone():
     assert any(re.fullmatch(r"tether>=\d+\.\d+,<\d+\.\d+", r) for r in meta["dependencies"])
     assert "sources" not in pyproject.get("tool", {}).get("uv", {})
     assert list(meta["entry-points"]["tether"]) == ["myplugin"]
+
+
+def ci_script_part(start: str, end: str) -> str:
+    """The lines of ``.ci/run`` from the one starting with ``start`` up to the one before ``end``."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(start))
+    last = next(i for i, line in enumerate(lines) if i > first and line.startswith(end))
+    return "\n".join(lines[first:last]) + "\n"
+
+
+@pytest.mark.skipif(shutil.which("uv") is None, reason="uv is not installed")
+def test_ci_installs_its_test_extras_outside_the_workspace_environment():
+    """``.ci/run`` syncs every extra (the test ones bring tether-echo) into an environment of its
+    own: after CI, ``uv run tether tools`` in the checkout still has no test-only tool."""
+    prologue = ci_script_part("#!", 'step "uv"')
+    script = prologue + "uv sync --frozen --all-packages --all-extras --dry-run 2>&1\n"
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("UV_PROJECT_ENVIRONMENT", "VIRTUAL_ENV")
+    }
+    out = subprocess.run(
+        ["bash", "-c", script, str(ROOT / ".ci" / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    where = re.search(r"Would (?:use|create) project environment at: (\S+)", out.stdout)
+    assert where is not None, out.stdout
+    target = Path(where[1]) if Path(where[1]).is_absolute() else ROOT / where[1]
+    assert target.resolve() != (ROOT / ".venv").resolve(), out.stdout
+    assert "tether-echo" in out.stdout  # the test extras do go somewhere: CI's own environment
+
+
+def test_ci_runs_the_shared_conformance_check_only_beside_one(tmp_path):
+    """A clone without a sibling ``../shared/`` passes CI's conformance step, saying it skipped."""
+    step = ci_script_part('step "conformance"', "step ")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    out = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\nstep() { :; }\n" + step],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "skipped" in out.stdout and "conformance.py" in out.stdout

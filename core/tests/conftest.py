@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
+
 
 @pytest.fixture(autouse=True)
 def private_state_home(tmp_path_factory, monkeypatch):

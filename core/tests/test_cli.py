@@ -160,14 +160,17 @@ def test_a_workdir_config_cannot_loosen_policy(tmp_path):
     )
     assert plan.returncode == 1 and "not available on surface 'plan'" in plan.stdout
     assert not marker.exists()
+    # an unknown key in the workdir's file is reported and ignored, never a usage error
+    # (issue 22: the agent must still be able to run the edit that fixes the file)
     (tmp_path / "pyproject.toml").write_text("[tool.tether.core]\nbogus = 1\n")
+    (tmp_path / "c.txt").write_text("c")
     bad = tether_cli("call", "read", '{"path": "c.txt"}', "--workdir", str(tmp_path))
-    assert bad.returncode == 2 and "core.bogus" in bad.stderr
+    assert bad.returncode == 0 and "core.bogus: ignored (unknown key" in bad.stderr
 
 
 def test_harness_and_workdir_layers_combine(tmp_path):
     """--config FILE is the harness's (wherever it lives) and may loosen; the workdir file still
-    applies on top, where it may set timeouts and tighten."""
+    applies on top, where it may lower timeouts and tighten."""
     harness = tmp_path / "harness.toml"
     harness.write_text('[core.approval]\nwrite = "auto"\n')
     work = tmp_path / "work"
@@ -185,10 +188,14 @@ def test_harness_and_workdir_layers_combine(tmp_path):
     assert slow.returncode == 1 and "timed out after 0.5 s" in slow.stdout
     denied = tether_cli("call", "echo_exec", '{"argv": ["true"]}', *common, "--approve", "exec")
     assert denied.returncode == 1 and "denied by policy" in denied.stdout
-    # the harness's own timeout wins over the workdir's
+    # the workdir may lower the harness's timeout (never raise or remove it)
     harness.write_text("[core]\ncall_timeout_s = 30\n")
-    waited = tether_cli("call", "echo", '{"message": "m", "delay_s": 1}', *common)
-    assert waited.returncode == 0, waited.stdout
+    lowered = tether_cli("call", "echo", '{"message": "m", "delay_s": 1}', *common)
+    assert lowered.returncode == 1 and "timed out after 0.5 s" in lowered.stdout
+    (work / "tether.toml").write_text("[core]\ncall_timeout_s = 0\n")
+    kept = tether_cli("call", "echo", '{"message": "m", "delay_s": 1}', *common)
+    assert kept.returncode == 0, kept.stdout
+    assert "core.call_timeout_s: ignored 0" in kept.stderr
 
 
 def test_session_answers_requests_and_survives_bad_lines(tmp_path):
@@ -492,12 +499,15 @@ def test_session_announces_itself_then_lists_its_tools(tmp_path):
     replies = [json.loads(line) for line in out.stdout.splitlines()]
     ready = replies[0]
     assert ready["ready"] is True and ready["protocol"] == 1
-    from tether.versions import core_version
+    from tether.plugins import core_version
 
     assert ready["tether"] == core_version() and ready["conversation"]
     assert ready["surface"] == "plan" and ready["workdir"] == str(tmp_path.resolve())
     plugins = {p["name"]: p for p in ready["plugins"]}
     assert plugins["files"]["status"] == "loaded" and plugins["files"]["version"]
+    # only installed plugins, each with a version: not the CLI's own plugin object
+    assert all(p["version"] for p in ready["plugins"]), ready["plugins"]
+    assert set(plugins) == {i.name for i in tether.make_plugin_manager().report}
     by_id = {r["id"]: r for r in replies[1:]}
     listed = by_id[1]["tools"]
     assert {t["name"] for t in listed} >= {"read", "echo"}

@@ -180,7 +180,6 @@ def test_the_agent_loops_in_the_docs_run_offline(index, tmp_path):
 
     loops = _doc_loops()
     assert len(loops) == 3
-    (tmp_path / "notes.txt").write_text("hello\n")
     out = subprocess.run(
         [sys.executable, "-c", loops[index]],
         cwd=tmp_path,

@@ -56,7 +56,8 @@ def test_the_sync_entry_point(tmp_path):
         assert check_plugin_contract_sync(run) == ["good"]
 
 
-def test_a_contract_check_that_is_never_awaited_fails_the_test(pytester):
+@pytest.mark.parametrize("how", ["-p", "conftest"])
+def test_a_contract_check_that_is_never_awaited_fails_the_test(pytester, how):
     pytester.makepyfile(
         """
         import pytest, tether
@@ -66,11 +67,20 @@ def test_a_contract_check_that_is_never_awaited_fails_the_test(pytester):
         async def test_forgot(tmp_path):
             async with tether.open_run(tmp_path, entry_points=False) as run:
                 check_plugin_contract(run)
+
+        def test_another_unawaited_coroutine_is_left_to_its_suite():
+            async def theirs():
+                pass
+
+            theirs()
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*was called but never awaited*"])
+    if how == "conftest":
+        pytester.makeconftest('pytest_plugins = ["tether.testing"]')
+    flags = ["-p", "tether.testing"] if how == "-p" else []
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *flags)
+    result.assert_outcomes(failed=1, passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*coroutine '_check_plugin_contract' was never awaited*"])
 
 
 @pytest.mark.anyio

@@ -1,5 +1,5 @@
 """The plugin's tests, with tether's test kit (``tether.testing``, a pytest plugin installed with
-the core): fixtures ``open_test_run``, ``tether_workdir`` and ``check_plugin_contract``."""
+the core and asked for in ``conftest.py``): fixtures ``open_test_run``, ``tether_workdir`` and ``check_plugin_contract``."""
 
 from __future__ import annotations
 

@@ -6,11 +6,16 @@ anything. The workdir layer (the checkout's ``[tool.tether]`` in ``pyproject.tom
 ``tether.toml``) is written by whoever can write the checkout — a write-tier tool call among
 them — so it may set only what each field allows (an allowlist the fields declare themselves):
 
-- :func:`workdir_may_set` — a timeout or a cap: the workdir's value is used unless the harness
-  set one;
+- :func:`workdir_may_set` — a timeout or a cap: the workdir may only lower it below the
+  harness's value (or the default); zero, a negative number or a larger value is ignored;
 - :func:`workdir_may_tighten` — an approval policy, a surface's tier: the workdir may only make it
   stricter than the harness's value (or the default);
 - a field without either is harness-only: a workdir value is ignored, and said so.
+
+A workdir file never stops a run: one that is not valid TOML, a key no table knows, a value of
+the wrong type or out of bounds — each is ignored and said (stderr, ``meta.config_ignored``,
+``lsp status``), and the run goes on with the harness's configuration. The harness's own
+configuration stays strict: an unknown key there is an error naming it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ PolicyName = Literal["auto", "ask", "deny"]
 _WORKDIR = "tether_workdir"  # field metadata: "set" or "tighten"
 _ORDER = "tether_workdir_order"  # "tighten": the values, loosest first
 _BASELINE = "tether_workdir_baseline"  # "tighten" of a dict: entries that exist without config
+_NO_LIMIT = "tether_workdir_no_limit"  # "set": the value that means "no limit" (0: no timeout)
 
 HARNESS_ONLY_HINT = "harness-only: set it with --config FILE or open_run(config=…)"
 
@@ -47,12 +53,21 @@ def config_field(
 
 
 def workdir_may_set(
-    default: Any = attrs.NOTHING, *, factory: Any = None, **limits: float | None
+    default: Any = attrs.NOTHING,
+    *,
+    factory: Any = None,
+    no_limit: float | None = None,
+    **limits: float | None,
 ) -> Any:
-    """A field a workdir file may set (a timeout, a cap); the harness's value wins over it.
-    On a field whose type is an attrs class, its own fields decide, one by one. ``limits`` are
-    bounds as in :func:`config_field`."""
-    metadata: dict[str, Any] = {_WORKDIR: "set", _CONSTRAINTS: bounds(**limits)}
+    """A field a workdir file may lower (a timeout, a cap): below the harness's value, or the
+    default; never to zero or below (unless the bounds allow zero and it is not ``no_limit``,
+    the value that means "none"). On a field whose type is an attrs class, its own fields
+    decide, one by one. ``limits`` are bounds as in :func:`config_field`."""
+    metadata: dict[str, Any] = {
+        _WORKDIR: "set",
+        _CONSTRAINTS: bounds(**limits),
+        _NO_LIMIT: no_limit,
+    }
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
@@ -116,7 +131,7 @@ class CoreConfig:
     """The ``[core]`` table."""
 
     approval: ApprovalPolicy = workdir_may_set(ApprovalPolicy())  # each policy: tighten only
-    call_timeout_s: float = workdir_may_set(120.0, minimum=0)  # 0: no timeout
+    call_timeout_s: float = workdir_may_set(120.0, minimum=0, no_limit=0)  # 0: no timeout
     close_timeout_s: float = workdir_may_set(10.0, above=0)
     #: how long each result post-processor (``tether_process_result``) may take for one call
     post_process_timeout_s: float = workdir_may_set(60.0, above=0)
@@ -132,8 +147,7 @@ def layer_config(
 ) -> tuple[dict[str, Any], list[str]]:
     """One table of both layers combined for ``cls``: the harness's keys, plus what the workdir
     may set or tighten. Returns the combined raw table (load it with ``structure_config``) and
-    a note for every workdir key that was ignored. A key ``cls`` does not know is kept, so the
-    strict load refuses it by name."""
+    a note for every workdir key that was ignored (a key ``cls`` does not know among them)."""
     merged = dict(harness)
     notes: list[str] = []
     hints = typing.get_type_hints(cls)
@@ -142,12 +156,15 @@ def layer_config(
         name = f"{table}.{key}"
         field = fields.get(key)
         if field is None:
-            merged.setdefault(key, value)
+            notes.append(f"{name}: ignored (unknown key: not in the [{table}] table)")
             continue
         mode = field.metadata.get(_WORKDIR)
         if mode is None:
             notes.append(f"{name}: ignored ({HARNESS_ONLY_HINT})")
-        elif attrs.has(hints[key]) and isinstance(value, Mapping):
+        elif attrs.has(hints[key]):
+            if not isinstance(value, Mapping):
+                notes.append(f"{name}: ignored (expected a table, got {type(value).__name__})")
+                continue
             inner = merged.get(key, {})
             sub, sub_notes = layer_config(
                 inner if isinstance(inner, Mapping) else {}, value, hints[key], name
@@ -155,7 +172,20 @@ def layer_config(
             merged[key] = sub
             notes += sub_notes
         elif mode == "set":
-            merged.setdefault(key, value)
+            current = merged.get(key, _default(field))
+            if isinstance(value, Mapping) and isinstance(current, Mapping):
+                out = dict(current)
+                for entry, entry_value in value.items():
+                    if entry not in current:
+                        notes.append(
+                            f"{name}.{entry}: ignored (a workdir file may lower an existing "
+                            f"entry, not add one; {HARNESS_ONLY_HINT})"
+                        )
+                        continue
+                    out[entry] = _lower(current[entry], entry_value, None, f"{name}.{entry}", notes)
+                merged[key] = out
+            else:
+                merged[key] = _lower(current, value, field, name, notes)
         elif isinstance(value, Mapping):  # a dict field, tightened entry by entry
             current = {**field.metadata[_BASELINE], **(merged.get(key) or {})}
             merged[key] = {
@@ -163,10 +193,7 @@ def layer_config(
                 **_tighten_entries(current, value, field, name, notes),
             }
         else:
-            default = field.default
-            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-                default = default.factory()
-            merged[key] = _stricter(merged.get(key, default), value, field, name, notes)
+            merged[key] = _stricter(merged.get(key, _default(field)), value, field, name, notes)
     return merged, notes
 
 
@@ -196,6 +223,39 @@ def _tighten_entries(
     return out
 
 
+def _default(field: Any) -> Any:
+    default = field.default
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        default = default.factory()
+    return default
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _lower(current: Any, value: Any, field: Any, name: str, notes: list[str]) -> Any:
+    """The workdir's ``value`` if it lowers ``current`` (a timeout, a cap), else ``current``
+    and a note. A value of another type passes on: the strict load judges it."""
+    if not _is_number(value) or not _is_number(current):
+        return value
+    metadata = field.metadata if field is not None else {}
+    no_limit = metadata.get(_NO_LIMIT)
+    zero_allowed = metadata.get(_CONSTRAINTS, {}).get("minimum") == 0 and no_limit != 0
+    if value < 0 or (value == 0 and not zero_allowed):
+        notes.append(
+            f"{name}: ignored {value!r} (a workdir file may only lower it, to a value above 0; "
+            f"it stays {current!r})"
+        )
+        return current
+    if current == no_limit or value <= current:
+        return value
+    notes.append(
+        f"{name}: ignored {value!r} (a workdir file may only lower it; it stays {current!r})"
+    )
+    return current
+
+
 def _stricter(current: Any, value: Any, field: Any, name: str, notes: list[str]) -> Any:
     order = field.metadata[_ORDER]
     if value not in order or current not in order:
@@ -213,21 +273,55 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return _read_toml(path)
 
 
-def load_workdir_config(workdir: Path) -> dict[str, Any]:
+class WorkdirConfig(dict[str, Any]):
+    """The workdir layer: a plain table (pass it as ``open_run(workdir_config=…)``), plus
+    ``notes``: what was wrong with the file and was ignored (the run reports them)."""
+
+    def __init__(self, table: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> None:
+        super().__init__(table or {})
+        self.notes: list[str] = list(notes)
+
+
+def load_workdir_config(workdir: Path) -> WorkdirConfig:
     """The workdir layer: ``[tool.tether]`` in the workdir's ``pyproject.toml``, else its
-    ``tether.toml``, else empty."""
+    ``tether.toml``, else empty. It never raises: a file that cannot be read or is not valid
+    TOML gives an empty layer and a note (the harness did not choose that file, and the edit
+    that fixes it must still run)."""
     pyproject = workdir / "pyproject.toml"
     if pyproject.is_file():
-        data = _read_toml(pyproject)
-        section = data.get("tool", {}).get("tether")
+        data, problem = _try_toml(pyproject)
+        if problem is not None:
+            return WorkdirConfig({}, [problem])
+        tool = data.get("tool", {})
+        section = tool.get("tether") if isinstance(tool, Mapping) else None
         if section is not None:
             if not isinstance(section, Mapping):
-                raise ConfigError(f"{pyproject}: [tool.tether] must be a table")
-            return dict(section)
+                return WorkdirConfig({}, [f"{pyproject}: ignored [tool.tether]: not a table"])
+            return _tables_only(dict(section), f"{pyproject} [tool.tether]")
     tether_toml = workdir / "tether.toml"
     if tether_toml.is_file():
-        return _read_toml(tether_toml)
-    return {}
+        data, problem = _try_toml(tether_toml)
+        if problem is not None:
+            return WorkdirConfig({}, [problem])
+        return _tables_only(data, str(tether_toml))
+    return WorkdirConfig()
+
+
+def _tables_only(data: dict[str, Any], where: str) -> WorkdirConfig:
+    tables = {k: v for k, v in data.items() if isinstance(v, Mapping)}
+    notes = [
+        f"{where}: ignored `{k}`: expected a table such as [core], got {type(v).__name__}"
+        for k, v in data.items()
+        if not isinstance(v, Mapping)
+    ]
+    return WorkdirConfig(tables, notes)
+
+
+def _try_toml(path: Path) -> tuple[dict[str, Any], str | None]:
+    try:
+        return _read_toml(path), None
+    except ConfigError as exc:
+        return {}, f"ignored the whole file, the harness's configuration applies: {exc}"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -239,4 +333,6 @@ def _read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None

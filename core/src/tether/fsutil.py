@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -57,26 +57,42 @@ from tether.journal import (
 
 # The files written by the call running in this context: the core's writers record here, and the
 # run puts them on the call's result (``ToolResult.written``), so post-processors such as
-# diagnostics-on-write know what a call wrote without guessing from its arguments.
-_written: ContextVar[dict[Path, None] | None] = ContextVar("tether_written", default=None)
+# diagnostics-on-write know what a call wrote without guessing from its arguments — and what each
+# file held before (``ToolResult.before``), so they can tell what the call changed.
+_written: ContextVar[WriteLog | None] = ContextVar("tether_written", default=None)
 
 
-def record_written(paths: Iterable[Path | str]) -> None:
+@attrs.define
+class WriteLog:
+    """One call's writes: the paths in order, and what each held before the call's first write
+    of it (None: the call created it)."""
+
+    paths: dict[Path, None] = attrs.field(factory=dict)
+    before: dict[Path, bytes | None] = attrs.field(factory=dict)
+
+
+def record_written(
+    paths: Iterable[Path | str], before: Mapping[Path, bytes | None] | None = None
+) -> None:
     """Note files the current call wrote (the core's writers do it; a tool writing by other
-    means may call it too). Outside a call it does nothing."""
-    sink = _written.get()
-    if sink is not None:
-        for path in paths:
-            sink[Path(path)] = None
+    means may call it too), with what they held before when the writer knows it. Outside a call
+    it does nothing."""
+    log = _written.get()
+    if log is None:
+        return
+    for path in paths:
+        log.paths[Path(path)] = None
+    for path, content in (before or {}).items():
+        log.before.setdefault(Path(path), content)  # the first write of a call saw the original
 
 
 @contextmanager
-def recording_writes() -> Iterator[dict[Path, None]]:
+def recording_writes() -> Iterator[WriteLog]:
     """Collect what :func:`record_written` notes inside the block (one call's writes)."""
-    sink: dict[Path, None] = {}
-    token = _written.set(sink)
+    log = WriteLog()
+    token = _written.set(log)
     try:
-        yield sink
+        yield log
     finally:
         _written.reset(token)
 
@@ -235,7 +251,7 @@ def apply_changes(
             if callable(changes):
                 changes = list(changes(functools.partial(_current, walker, base)))
             _check_and_apply(walker, base, changes, fault)
-    record_written(c.path for c in changes)
+    record_written((c.path for c in changes), {c.path: c.expected for c in changes})
 
 
 async def apply_changes_async(

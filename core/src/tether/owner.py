@@ -8,7 +8,9 @@ every process tree is still found and killed. A library that starts its own proc
 from __future__ import annotations
 
 import itertools
+import logging
 import os
+import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ import anyio.lowlevel
 from tether import launch as _launch
 from tether import process as _process
 from tether.errors import ToolError
+
+_log = logging.getLogger(__name__)
 
 
 class ProcessOwner:
@@ -37,6 +41,9 @@ class ProcessOwner:
         self._ids = itertools.count(1)
         #: the marker every process of this run carries
         self.owner = f"{os.getpid()}.{os.urandom(6).hex()}"
+        #: the judge of every kill for this run: what it spawned or adopted (pid and start
+        #: time), their descendants, and what carries its marker — nothing else is signalled
+        self.lineage = _process.Lineage(f"{self.owner}/")
         self.closed = False
         self._swept = False
 
@@ -79,6 +86,7 @@ class ProcessOwner:
             proc = await _process.spawn(argv, task_group=self._task_group, marker=marker, **kwargs)
             self._processes = [p for p in self._processes if not p.terminated]
             self._processes.append(proc)
+            self.lineage.add_root(proc.pid, proc.lineage.roots.get(proc.pid))
         try:
             await anyio.lowlevel.checkpoint()
         except BaseException:
@@ -120,10 +128,14 @@ class ProcessOwner:
         dropped = 0
         code: int | None = None
         with anyio.move_on_after(timeout_s):
-            async for chunk in proc.stdout:
-                room = max_output_bytes - len(out)
-                out += chunk[:room]
-                dropped += max(0, len(chunk) - room)
+            try:
+                async for chunk in proc.stdout:
+                    room = max_output_bytes - len(out)
+                    out += chunk[:room]
+                    dropped += max(0, len(chunk) - room)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                # the run's close ended the command (and closed its pipes) under us
+                raise ToolError(f"the run closed while `{argv[0]}` ran") from None
             code = await proc.wait()
         if code is None:
             with anyio.CancelScope(shield=True):
@@ -136,14 +148,53 @@ class ProcessOwner:
         """Environment entries for a process a library starts on the run's behalf."""
         return {_process.OWNER_ENV: f"{self.owner}/adopted"}
 
-    def adopt_pid(self, pid: int) -> None:
-        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) at close."""
+    def adopt_pid(self, pid: int) -> bool:
+        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) at close. Only a
+        process of this one's own tree or carrying the run's marker can be adopted (its start
+        time is recorded, so the number reused by another process later is not the run's):
+        False, and nothing adopted, for any other."""
+        if not (self.lineage.owns(pid) or _process.descends_from_this_process(pid)):
+            _log.warning("tether: not adopting pid %d: it is not a process of this run", pid)
+            return False
+        if not self.lineage.add_root(pid):
+            return False
         self._adopted.add(pid)
+        return True
 
     def release_pid(self, pid: int) -> None:
         """``pid`` (adopted) has exited and been reaped by the library that started it: its
         number may now belong to someone else, so the close must not kill it."""
         self._adopted.discard(pid)
+        self.lineage.remove_root(pid)
+
+    def owns(self, pid: int) -> bool:
+        """True if ``pid`` is the run's (see :class:`tether.process.Lineage`)."""
+        return self.lineage.owns(pid)
+
+    def kill_tree(self, pid: int, sig: int = signal.SIGKILL) -> set[int]:
+        """Signal ``pid``'s tree — only what the run owns (a pid someone reported, a debug
+        adapter's ``systemProcessId``, is never taken on trust); return the pids signalled."""
+        return _process.kill_tree(pid, sig, lineage=self.lineage)
+
+    def strays(self, since: int, marker: str | None = None) -> set[int]:
+        """The run's processes that left every tree it can follow: orphans re-parented to this
+        process (a subreaper, as the CLI is) that started at or after ``since`` (start-time
+        ticks), that the run did not start directly, and that carry no marker of another of its
+        processes (``marker``: the one whose strays are wanted). Empty where this process is
+        not a subreaper: such daemons went to init and cannot be told from anyone else's."""
+        if not _process.is_subreaper():
+            return set()
+        direct = {p.pid for p in self._processes} | self._adopted
+        found = set()
+        for pid in _process.orphans_here(since) - direct:
+            if not self.lineage.owns(pid):
+                continue
+            if _process._carries(pid, f"{self.owner}/") and not (
+                marker is not None and _process._carries(pid, marker)
+            ):
+                continue  # another process's daemon (it kept its marker): not these strays
+            found.add(pid)
+        return found
 
     async def close(self, grace_s: float = 0.5) -> None:
         """Terminate every process (SIGTERM, then SIGKILL after ``grace_s``), the adopted trees
@@ -164,10 +215,10 @@ class ProcessOwner:
             if not proc.terminated:  # a reaped pid may already belong to someone else
                 proc.kill()
         for pid in self._adopted:
-            _process.kill_tree(pid)
+            self.kill_tree(pid)
         # daemons that left every tree still carry the run's marker
         for pid in _process.owned_by(f"{self.owner}/", prefix=True):
-            _process.kill_tree(pid)
+            self.kill_tree(pid)
 
 
 __all__ = ["ProcessOwner"]

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from tether.errors import PathError
+from tether.text import show_path
 
 _NAME_MAX = 255  # bytes of one path component (Linux, macOS and the common file systems)
 
@@ -55,8 +56,23 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def relative(workdir: Path | str, path: Path | str) -> str:
-    """``path`` relative to the workdir when inside it, else as given."""
+    """``path`` relative to the workdir when inside it, else as given — as shown to the model
+    (:func:`tether.text.show_path`: control characters escaped)."""
     try:
-        return str(Path(path).resolve().relative_to(Path(workdir).resolve()))
+        return show_path(Path(path).resolve().relative_to(Path(workdir).resolve()))
     except ValueError:
-        return str(path)
+        return show_path(path)
+
+
+def is_inside(workdir: Path | str, path: Path | str) -> bool:
+    """``path`` (resolved) lies in the workdir."""
+    try:
+        Path(path).resolve().relative_to(Path(workdir).resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+#: the mark a location outside the workdir carries where it is shown (a definition in a
+#: library, a stack frame in the interpreter): its text is not the checkout's
+OUTSIDE = " (outside the workdir)"

@@ -13,23 +13,24 @@ core check runs before the plugin is imported, so a version mismatch is named as
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import pluggy
 
 from tether import hookspecs
-from tether.versions import (
-    CORE_DISTRIBUTION,
-    core_requirement,
-    core_version,
-    entry_points,
-    satisfies,
-)
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
 
 ENTRY_POINT_GROUP = "tether"
+CORE_DISTRIBUTION = "tether"
+#: the name at the head of a PEP 508 requirement: only a requirement whose name is the core's is
+#: handed to ``packaging`` (a plugin's other requirements are never parsed)
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @attrs.define
@@ -41,8 +42,11 @@ class PluginInfo:
     status: Literal["loaded", "blocked", "failed"]
     reason: str | None = None
     hooks: list[str] = attrs.field(factory=list)
-    #: the range of core versions its distribution declares (``">=0.2,<0.3"``), if any
+    #: the range of core versions its distribution declares (``"<0.3,>=0.2"``), if any
     accepts_core: str | None = None
+    #: ``installed`` (an entry point of an installed distribution) or ``harness`` (an object the
+    #: harness passed, e.g. the CLI's own): what a transport shows its user is the installed ones
+    origin: Literal["installed", "harness"] = "installed"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,9 +94,10 @@ def make_plugin_manager(
         try:
             pm.register(plugin, name=name)
         except (ValueError, pluggy.PluginValidationError) as exc:
-            pm.report.append(PluginInfo(name, None, "failed", f"{type(exc).__name__}: {exc}"))
+            reason = f"{type(exc).__name__}: {exc}"
+            pm.report.append(PluginInfo(name, None, "failed", reason, origin="harness"))
             continue
-        pm.report.append(PluginInfo(name, None, "loaded", None))
+        pm.report.append(PluginInfo(name, None, "loaded", None, origin="harness"))
     pm.hook.tether_addhooks.call_historic(kwargs={"pluginmanager": pm})
     _drop_unknown_hooks(pm)
     for info in pm.report:
@@ -107,28 +112,33 @@ def make_plugin_manager(
 
 
 def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
+    import importlib.metadata
+
     only = _env_list("TETHER_LOAD_PLUGINS")
     blocked = set(_env_list("TETHER_DISABLE_PLUGINS") or [])
     seen: set[str] = set()
     core = core_version()
-    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+    for ep in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
         if ep.name in seen:
             continue
         seen.add(ep.name)
-        version = (ep.dist.version or None) if ep.dist is not None else None
         if only is not None and ep.name not in only:
             continue
-        accepts = core_requirement(ep.dist) or None
+        dist: Distribution | None = ep.dist
+        # the metadata is parsed once (each of Distribution's properties parses it again)
+        meta = dist.metadata if dist is not None else None
+        version = (meta["Version"] or None) if meta is not None else None
+        accepts = core_requirement(_requires(dist, meta)) or None
         if ep.name in blocked:
             pm.report.append(
                 PluginInfo(ep.name, version, "blocked", "TETHER_DISABLE_PLUGINS", [], accepts)
             )
             pm.set_blocked(ep.name)
             continue
-        if core is not None and accepts is not None and satisfies(core, accepts) is False:
-            dist = ep.dist.name if ep.dist is not None else ep.name
+        if core is not None and accepts is not None and _excludes(accepts, core):
+            name = (meta["Name"] if meta is not None else None) or ep.name
             reason = (
-                f"built for another core: {dist} {version} requires "
+                f"built for another core: {name} {version} requires "
                 f"{CORE_DISTRIBUTION}{accepts}, the running core is {CORE_DISTRIBUTION} {core}"
             )
             pm.report.append(PluginInfo(ep.name, version, "failed", reason, [], accepts))
@@ -146,6 +156,57 @@ def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
             pm.report.append(PluginInfo(ep.name, version, "failed", reason, [], accepts))
             continue
         pm.report.append(PluginInfo(ep.name, version, "loaded", None, [], accepts))
+
+
+def _requires(dist: Distribution | None, meta: Any) -> list[str]:
+    if dist is None:
+        return []
+    return list(meta.get_all("Requires-Dist") or dist.requires or [])
+
+
+def core_version() -> str | None:
+    """The version of the running core's distribution (None when run from bare sources)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(CORE_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def core_requirement(requires: Iterable[str]) -> str | None:
+    """The range a distribution's requirements (``Requires-Dist``) put on the core, as
+    ``packaging`` writes it (``"<0.3,>=0.2"``); "" when they require the core with no range;
+    None when they do not require it here (an extra's requirement, a marker that does not hold,
+    a URL). ``packaging`` is imported only when a requirement names the core."""
+    for text in requires:
+        head = _REQUIREMENT_NAME.match(text)
+        if head is None or head[1].lower() != CORE_DISTRIBUTION:
+            continue  # "tether" has no separator to normalise: any other spelling is another name
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            return None
+        if requirement.url or (
+            requirement.marker is not None and not requirement.marker.evaluate({"extra": ""})
+        ):
+            continue
+        return str(requirement.specifier)
+    return None
+
+
+def _excludes(accepts: str, core: str) -> bool:
+    """Whether the range ``accepts`` excludes core version ``core`` (pre-releases admitted); a
+    version ``packaging`` cannot read is not judged."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return not SpecifierSet(accepts).contains(Version(core), prereleases=True)
+    except InvalidVersion:
+        return False
 
 
 def _drop_unknown_hooks(pm: TetherPluginManager) -> None:

@@ -27,11 +27,13 @@ def become_subreaper() -> bool:
     grandchildren stay findable and killable. Used by the CLI; returns False where unsupported."""
     import ctypes  # only the CLI needs it: not paid by every import of tether
 
+    global _subreaper
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
-        return False
+        _subreaper = False
+    return _subreaper
 
 
 def _parent_map() -> dict[int, int]:
@@ -116,9 +118,195 @@ def owned_by(marker: str, *, prefix: bool = False) -> set[int]:
     return found
 
 
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc/<pid>/stat field 22), or None when
+    it is gone. A pid and its start time name one process: a number reused after an exit (and
+    the reaping that frees it) has another start time."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _carries(pid: int, marker: str) -> bool:
+    """``pid``'s environment holds ``TETHER_OWNER=<marker>`` (a marker ending in ``/`` is a
+    prefix: any process of that run)."""
+    needle = f"{OWNER_ENV}={marker}".encode()
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            environ = fh.read()
+    except OSError:
+        return False
+    if marker.endswith("/"):
+        return any(item.startswith(needle) for item in environ.split(b"\0"))
+    return needle in environ.split(b"\0")
+
+
+_subreaper = False
+
+
+def _ancestors_of_this_process() -> set[int]:
+    found: set[int] = set()
+    pid: int | None = os.getpid()
+    while pid and pid not in found:
+        found.add(pid)
+        pid = _parent(pid)
+    return found
+
+
+def is_subreaper() -> bool:
+    """True once :func:`become_subreaper` made this process the reaper of its orphans."""
+    return _subreaper
+
+
+def orphans_here(since: int) -> set[int]:
+    """Live children of this process that started at or after ``since`` (start-time ticks).
+    In a subreaper these include the daemons that left their tree — a double fork, ``setsid``,
+    an emptied environment — re-parented here; elsewhere such daemons went to init, unseen."""
+    me = os.getpid()
+    found: set[int] = set()
+    for pid, parent in _parent_map().items():
+        if parent != me or not is_alive(pid):
+            continue
+        started = start_time(pid)
+        if started is not None and started >= since:
+            found.add(pid)
+    return found
+
+
+def describe(pid: int) -> str:
+    """``pid`` and its command line, for a message (``1234 sleep 120``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+    except OSError:
+        return str(pid)
+    shown = " ".join(a.decode("utf-8", "replace") for a in argv if a)
+    return f"{pid} `{shown[:80]}`" if shown else str(pid)
+
+
+def descends_from_this_process(pid: int) -> bool:
+    """``pid`` is a child of this process or below one (a library's own worker)."""
+    me = os.getpid()
+    parent = _parent(pid)
+    hops = 0
+    while parent is not None and parent > 1 and hops < 512:
+        if parent == me:
+            return True
+        parent = _parent(parent)
+        hops += 1
+    return False
+
+
+class Lineage:
+    """Which processes may be signalled: the only judge every kill in tether goes through.
+
+    A process is owned when it is one of the roots (a process its owner started or adopted,
+    named by pid *and* start time, so a pid reused after an exit is not), when its environment
+    carries the owner's ``TETHER_OWNER`` marker, when it is in a group or session a root leads
+    (a background job left behind by a leader that exited), when it descends from a root, or
+    when it
+    was seen owned before (a daemon re-parented away from its root keeps its start time). When
+    this process made itself a subreaper (the CLI: one run per process), every descendant of it
+    is owned too — daemons that left their tree were re-parented here. Never owned: pid 1, this
+    process and its ancestors, a pid that reports no start time.
+    """
+
+    def __init__(self, marker: str | None = None) -> None:
+        #: ``TETHER_OWNER=<marker>`` marks an owned process (ending in ``/``: a prefix, a run's)
+        self.marker = marker
+        self._roots: dict[int, int] = {}
+        self._seen: set[tuple[int, int]] = set()
+
+    @classmethod
+    def of(cls, pid: int, marker: str | None = None) -> Lineage:
+        """The lineage of one process the caller started itself (its start time read now)."""
+        lineage = cls(marker)
+        lineage.add_root(pid)
+        return lineage
+
+    def add_root(self, pid: int, started: int | None = None) -> bool:
+        """Own ``pid`` and its descendants (``started``: its start time, read now if not given).
+        False when the process is already gone."""
+        started = start_time(pid) if started is None else started
+        if started is None or pid <= 1:
+            return False
+        self._roots[pid] = started
+        return True
+
+    def remove_root(self, pid: int) -> None:
+        self._roots.pop(pid, None)
+
+    @property
+    def roots(self) -> dict[int, int]:
+        return dict(self._roots)
+
+    def owns(self, pid: int) -> bool:
+        """True if ``pid`` is owned (see the class); an owned one is remembered."""
+        started = start_time(pid)
+        if started is None or pid <= 1 or pid in _ancestors_of_this_process():
+            return False
+        if self._roots.get(pid) == started or (pid, started) in self._seen:
+            return True
+        owned = self.marker is not None and _carries(pid, self.marker)
+        if not owned:
+            owned = self._in_a_root_group(pid, started) or self._descends(pid)
+        if owned:
+            self._seen.add((pid, started))
+        return owned
+
+    def _in_a_root_group(self, pid: int, started: int) -> bool:
+        """``pid`` is in the process group or session a root leads (every root starts in its
+        own), even after the leader exited. The kernel gives no new process a pid still used
+        as a group or session id, so a group named after a root is the root's — unless the
+        root's number was reused once its group had emptied: a member must not be older than
+        the root, and a live leader must be the root itself."""
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            ids = {int(fields[2]), int(fields[3])}
+        except (OSError, IndexError, ValueError):
+            return False
+        for leader in ids - {os.getpid()}:  # this process's own group is not a child's
+            root_started = self._roots.get(leader)
+            if root_started is None or started < root_started:
+                continue
+            if start_time(leader) in (None, root_started):
+                return True
+        return False
+
+    def _descends(self, pid: int) -> bool:
+        me = os.getpid()
+        hops = 0
+        parent = _parent(pid)
+        while parent is not None and parent > 1 and hops < 512:
+            started = start_time(parent)
+            if self._roots.get(parent) == started or (parent, started) in self._seen:
+                return True
+            if parent == me:
+                return _subreaper
+            parent = _parent(parent)
+            hops += 1
+        return False
+
+    def observe(self, pids: set[int]) -> set[int]:
+        """Remember which of ``pids`` are owned now (while they are still attached to their
+        root), so they stay owned after they leave its tree; return those."""
+        return {pid for pid in pids if self.owns(pid)}
+
+
 def _tree(pid: int, marker: str | None = None) -> set[int]:
     """``pid``, its descendants, the members of the group it led, the processes carrying its
-    owner marker, and all their descendants."""
+    owner marker, and all their descendants (candidates: :class:`Lineage` decides)."""
     roots = {pid} | group_members(pid)
     if marker is not None:
         roots |= owned_by(marker)
@@ -129,44 +317,64 @@ def _tree(pid: int, marker: str | None = None) -> set[int]:
     return tree
 
 
-def _signal_all(tree: set[int], sig: int) -> None:
+def _signal_all(tree: set[int], sig: int, lineage: Lineage) -> set[int]:
+    """Signal the members of ``tree`` that ``lineage`` owns, and whole process groups whose
+    every member it owns; return the pids signalled."""
+    owned = {pid for pid in tree if lineage.owns(pid)}
     groups = set()
-    for member in tree:
+    for member in owned:
         try:
             groups.add(os.getpgid(member))
         except OSError:
             pass
-    for group in groups - {os.getpgrp()}:
-        try:
-            os.killpg(group, sig)
-        except OSError:
-            pass
-    for member in tree:
+    for group in groups - {os.getpgrp(), 0, 1}:
+        # killpg is atomic against a member forking meanwhile, but a group may hold others
+        if all(lineage.owns(member) for member in group_members(group)):
+            try:
+                os.killpg(group, sig)
+            except OSError:
+                pass
+    for member in owned:
         try:
             os.kill(member, sig)
         except OSError:
             pass
+    return owned
 
 
-def kill_tree(pid: int, sig: int = signal.SIGKILL, *, marker: str | None = None) -> set[int]:
+def kill_tree(
+    pid: int,
+    sig: int = signal.SIGKILL,
+    *,
+    marker: str | None = None,
+    lineage: Lineage | None = None,
+) -> set[int]:
     """Send ``sig`` to ``pid``, every descendant, the group ``pid`` led (whose members may have
-    been re-parented) and the processes carrying ``marker``; return the pids hit.
+    been re-parented) and the processes carrying ``marker`` — those ``lineage`` owns; return
+    the pids hit. Without ``lineage``, ``pid`` is one the caller started itself (its start time
+    is read now): a pid learnt from anyone else (a debug adapter's report) is judged by the
+    run's lineage, ``run.process_owner.lineage``.
 
     Nothing is reaped here: a child's own parent (the event loop, ``subprocess``) collects it.
     """
-    tree = _tree(pid, marker)
-    _signal_all(tree, sig)
-    return tree
+    if lineage is None:
+        lineage = Lineage.of(pid, marker)
+    return _signal_all(_tree(pid, marker), sig, lineage)
 
 
-async def terminate_tree(pid: int, grace_s: float = 1.0, *, marker: str | None = None) -> None:
-    """SIGTERM the tree, wait up to ``grace_s`` for it to go, then SIGKILL whatever is left."""
-    tree = kill_tree(pid, signal.SIGTERM, marker=marker)
+async def terminate_tree(
+    pid: int, grace_s: float = 1.0, *, marker: str | None = None, lineage: Lineage | None = None
+) -> None:
+    """SIGTERM the tree, wait up to ``grace_s`` for it to go, then SIGKILL whatever is left
+    (what ``lineage`` owns, as :func:`kill_tree`)."""
+    if lineage is None:
+        lineage = Lineage.of(pid, marker)
+    tree = kill_tree(pid, signal.SIGTERM, marker=marker, lineage=lineage)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and any(is_alive(p) for p in tree):
         await anyio.sleep(0.02)
     tree |= _tree(pid, marker)
-    _signal_all({p for p in tree if is_alive(p)}, signal.SIGKILL)
+    _signal_all({p for p in tree if is_alive(p)}, signal.SIGKILL, lineage)
 
 
 def kill_orphans() -> set[int]:
@@ -176,9 +384,11 @@ def kill_orphans() -> set[int]:
     that escaped their tree were re-parented here and are found this way.
     """
     killed: set[int] = set()
+    mine = Lineage()
+    mine.add_root(os.getpid())  # everything below this process is its own
     for pid in descendants(os.getpid()):
         if is_alive(pid):
-            killed |= kill_tree(pid)
+            killed |= kill_tree(pid, lineage=mine)
     while True:
         try:
             reaped, _ = os.waitpid(-1, os.WNOHANG)
@@ -231,6 +441,9 @@ class ManagedProcess:
         self.started_at = time.time()
         self.terminated = False
         self._drained = anyio.Event()
+        #: what this process may signal: itself (pid and start time, read before anyone could
+        #: reap it), its descendants, its group and the processes carrying its marker
+        self.lineage = Lineage.of(process.pid, marker)
 
     @property
     def pid(self) -> int:
@@ -263,14 +476,14 @@ class ManagedProcess:
         if self.terminated:
             return
         with anyio.CancelScope(shield=True):
-            await terminate_tree(self.pid, grace_s, marker=self.marker)
+            await terminate_tree(self.pid, grace_s, marker=self.marker, lineage=self.lineage)
             with anyio.move_on_after(max(grace_s, 0.5)):
                 await self.process.aclose()  # closes the pipes and the transport, reaps the child
             self.terminated = True
 
     def kill(self) -> None:
         """SIGKILL the whole tree now (synchronous)."""
-        kill_tree(self.pid, marker=self.marker)
+        kill_tree(self.pid, marker=self.marker, lineage=self.lineage)
 
 
 async def spawn(

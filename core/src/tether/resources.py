@@ -30,7 +30,18 @@ from tether.errors import ConfigError, ToolError
 
 T = TypeVar("T")
 D = TypeVar("D")
+K = TypeVar("K")
 HOOK = "tether_resources"
+
+
+def forget_entry(table: dict[K, T], key: K, value: T) -> bool:
+    """Remove ``key`` from a resource's table of live things (servers, kernels) only if it still
+    maps to ``value``: a reload or the run's close may have replaced the entry or emptied the
+    table while its owner awaited (a start, a close). True if it was removed."""
+    if key in table and table[key] is value:
+        del table[key]
+        return True
+    return False
 
 
 @attrs.frozen
@@ -264,4 +275,4 @@ def _dependency_order(
     yield from order
 
 
-__all__ = ["Default", "ResourceKey", "Resources"]
+__all__ = ["Default", "ResourceKey", "Resources", "forget_entry"]

@@ -92,6 +92,8 @@ class Run:
         #: workdir settings that were ignored (harness-only or looser), as said on stderr
         self.config_notes: list[str] = []
         self._unsent_notes: list[str] = []
+        # what was wrong with the workdir's file itself (not valid TOML, not a table)
+        self._note_ignored(getattr(workdir_config, "notes", ()))
         self.core: CoreConfig = self._load_config("core", CoreConfig)
         self.problems: list[str] = []
         self._configs: dict[str, Any] = {}
@@ -118,17 +120,38 @@ class Run:
     def _load_config(self, table: str, cls: type[T]) -> T:
         harness = self.raw_config.get(table, {})
         local = self.workdir_config.get(table)
-        if local is None or not isinstance(harness, Mapping):
-            return structure_config(harness, cls, table)
+        # the harness's own table is loaded strictly: its errors are errors
+        loaded = structure_config(harness, cls, table)
+        if local is None:
+            return loaded
         if not isinstance(local, Mapping):
-            raise ConfigError(f"{table}: expected a table in the workdir's configuration")
+            self._note_ignored([f"{table}: ignored (expected a table, got {type(local).__name__})"])
+            return loaded
         raw, notes = layer_config(harness, local, cls, table)
+        # each key the workdir changed must load on its own: one that does not (a wrong type,
+        # out of bounds) is ignored and said, and the run goes on without it
+        accepted = dict(harness)
+        for key, value in raw.items():
+            if key in harness and harness[key] == value:
+                continue
+            trial = {**accepted, key: value}
+            try:
+                structure_config(trial, cls, table)
+            except ConfigError as exc:
+                notes.append(f"{table}.{key}: ignored ({exc})")
+                continue
+            accepted = trial
+        self._note_ignored(notes)
+        return structure_config(accepted, cls, table)
+
+    def _note_ignored(self, notes: Iterable[str]) -> None:
+        """Workdir settings that were ignored: said on stderr and in the next result's
+        ``meta.config_ignored``."""
         for note in notes:
             note = f"workdir configuration: {note}"
             _warn("tether: %s", note)
             self.config_notes.append(note)
             self._unsent_notes.append(note)
-        return structure_config(raw, cls, table)
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
@@ -175,9 +198,10 @@ class Run:
         pid to :meth:`adopt_pid`): the owner marker lets the run find its detached descendants."""
         return self.process_owner.child_env()
 
-    def adopt_pid(self, pid: int) -> None:
-        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run closes."""
-        self.process_owner.adopt_pid(pid)
+    def adopt_pid(self, pid: int) -> bool:
+        """Kill the tree of ``pid`` (started by a library, not :meth:`spawn`) when the run
+        closes; False (nothing adopted) when it is not a process of this one's tree."""
+        return self.process_owner.adopt_pid(pid)
 
     def release_pid(self, pid: int) -> None:
         """An adopted ``pid`` exited and its library reaped it: the close leaves its number alone."""
@@ -363,13 +387,35 @@ class Run:
                 _held_tools.reset(token)
 
     async def _run_handler(self, ctx: CallContext) -> ToolResult:
-        with recording_writes() as written:
+        # a file the tool declares it writes by its own means: what it held before, read now
+        before = self._declared_before(ctx)
+        with recording_writes() as log:
             result = await self._run_handler_unrecorded(ctx)
         declared = self._declared_writes(ctx, result) if not result.is_error else []
-        unique: dict[Path, None] = {**written, **{path: None for path in declared}}
+        unique: dict[Path, None] = {**log.paths, **{path: None for path in declared}}
         if not unique:
             return result
-        return attrs.evolve(result, written=tuple(unique))
+        before.update(log.before)  # the core's own writers saw it at the moment of writing
+        return attrs.evolve(
+            result,
+            written=tuple(unique),
+            before={path: before[path] for path in unique if path in before},
+        )
+
+    def _declared_before(self, ctx: CallContext) -> dict[Path, bytes | None]:
+        """What the file named by a ``ToolSpec.writes`` argument holds before the call (None:
+        it does not exist); nothing for a callable, which names its files only afterwards."""
+        writes = ctx.spec.writes
+        if not isinstance(writes, str):
+            return {}
+        value = ctx.raw_args.get(writes)
+        if not isinstance(value, str):
+            return {}
+        try:
+            path = self.confine(value, field=writes)
+            return {path: path.read_bytes() if path.exists() else None}
+        except (ToolError, OSError):
+            return {}
 
     def _declared_writes(self, ctx: CallContext, result: ToolResult) -> list[Path]:
         writes = ctx.spec.writes
@@ -408,6 +454,16 @@ class Run:
                         value = await value
         except ToolError as exc:
             return ToolResult.error(str(exc))
+        except ExceptionGroup as group:
+            # a handler's own task group (``lsp status`` assessing every server at once) that
+            # failed only with expected failures: the first says why, as a lone one would
+            expected, rest = group.split(ToolError)
+            if rest is not None or expected is None:
+                raise
+            first: BaseException = expected
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            return ToolResult.error(str(first))
         except ImportError as exc:  # a dependency the plugin imports when called is missing
             origin = self.registry.origin.get(spec.name, "?")
             module = exc.name or str(exc)

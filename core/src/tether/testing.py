@@ -1,19 +1,21 @@
-"""pytest helpers for plugin authors (loaded automatically as a pytest plugin).
+"""pytest helpers for plugin authors: a pytest plugin a test suite asks for, never loaded on its
+own — ``pytest_plugins = ["tether.testing"]`` in the suite's top ``conftest.py``, or
+``pytest -p tether.testing``.
 
 Fixtures: ``tether_pm`` (a fresh plugin manager), ``tether_workdir`` (a temp checkout),
 ``open_test_run`` (an async factory of runs). Helpers: :func:`require_real`, :func:`call_ok`,
 :func:`call_error`, ``AUTO_APPROVE``, :func:`check_plugin_contract` (awaited),
 :func:`check_plugin_contract_sync` and :func:`check_schema_agreement`.
 
-Loaded in every pytest run of an environment where tether is installed, so it is harmless
-there: it only adds fixtures of its own and overrides none (in particular not anyio's
-``anyio_backend``, whose default — asyncio, module-scoped — applies as it would without tether).
+Loaded, it adds fixtures of its own and overrides none (in particular not anyio's
+``anyio_backend``, whose default — asyncio, module-scoped — applies as it would without tether),
+and makes a forgotten ``await check_plugin_contract(run)`` fail its test (:func:`pytest_configure`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -134,51 +136,29 @@ async def call_error(
     return result.text_content
 
 
-class _ContractCheck:
-    """The awaitable :func:`check_plugin_contract` returns: a test that forgets to await it fails
-    (see :func:`pytest_runtest_call`) instead of passing with a "never awaited" warning."""
-
-    def __init__(self, run: Run, tools: list[str] | None, schemas: bool) -> None:
-        self._coro = _check_plugin_contract(run, tools, schemas)
-        _UNAWAITED.add(self)
-
-    def __await__(self) -> Any:
-        _UNAWAITED.discard(self)
-        return self._coro.__await__()
-
-    def close(self) -> None:
-        self._coro.close()
-
-
-_UNAWAITED: set[_ContractCheck] = set()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Any:
-    result = yield
-    forgotten = list(_UNAWAITED)
-    _UNAWAITED.clear()
-    for check in forgotten:
-        check.close()
-    if forgotten:
-        pytest.fail(
-            "check_plugin_contract(run) was called but never awaited, so nothing was checked: "
-            "write `await check_plugin_contract(run)`, or `check_plugin_contract_sync(sync_run)` "
-            "in code that is not async",
-            pytrace=False,
-        )
-    return result
+def pytest_configure(config: pytest.Config) -> None:
+    """A contract check called without ``await`` fails its test instead of passing with a
+    warning: Python's "coroutine was never awaited" warning, for this coroutine only, is made an
+    error (pytest reports it as the test's failure)."""
+    never_awaited = "coroutine '_check_plugin_contract' was never awaited"
+    config.addinivalue_line("filterwarnings", f"error:{never_awaited}:RuntimeWarning")
+    config.addinivalue_line(
+        "filterwarnings",
+        "error:Exception ignored in. <coroutine object _check_plugin_contract"
+        ":pytest.PytestUnraisableExceptionWarning",
+    )
 
 
 def check_plugin_contract(
     run: Run, tools: list[str] | None = None, *, schemas: bool = True
-) -> _ContractCheck:
+) -> Coroutine[Any, Any, list[str]]:
     """Check every registered tool (or those named): a valid tier, a description, a strict object
     schema, and errors whose lines start with the field they are about — for an unknown key, for
     each missing required field, and for a wrong type in each field while every other field holds a
     valid value (so another field's error cannot satisfy the check).
 
-    Await it: ``assert await check_plugin_contract(run) == ["mytool"]``. Approval is bypassed for
+    Await it: ``assert await check_plugin_contract(run) == ["mytool"]`` (with this pytest plugin
+    loaded, a test that forgets the ``await`` fails). Approval is bypassed for
     the check (the run's policy is auto for every tier for its duration). Returns the tools
     checked; raises AssertionError on the first broken rule. With ``schemas`` (the default) each
     tool's schema and converter are also property-tested against each other
@@ -190,7 +170,7 @@ def check_plugin_contract(
         raise TypeError(
             "check_plugin_contract takes a Run; use check_plugin_contract_sync(sync_run)"
         )
-    return _ContractCheck(run, tools, schemas)
+    return _check_plugin_contract(run, tools, schemas)
 
 
 def check_plugin_contract_sync(

@@ -108,3 +108,38 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+# C0 controls (newline, ESC…), DEL, C1 controls, and the bidirectional overrides and isolates
+# that reorder what a reader sees
+_UNSAFE = {
+    *range(0x00, 0x20),
+    0x7F,
+    *range(0x80, 0xA0),
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    0x200E,
+    0x200F,
+}
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def show_path(path: object) -> str:
+    """A file name as shown to the model: control characters escaped (``\\n``, ``\\x1b``,
+    ``\\u202e``) and a backslash doubled only where it would read as one of those escapes, so
+    a name cannot break a result's lines, inject terminal sequences or fake a line of output."""
+    text = str(path)
+    if not any(ord(ch) in _UNSAFE for ch in text):
+        return text
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code not in _UNSAFE:
+            out.append(ch)
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)

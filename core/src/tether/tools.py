@@ -71,6 +71,10 @@ class ToolResult:
     #: absolute paths of the files this call wrote, set by the core (from its writers, and from
     #: the tool's ``ToolSpec.writes``); post-processors key on it
     written: tuple[Path, ...] = attrs.field(converter=_paths, default=())
+    #: what each written file held before the call (None: the call created it), set by the core
+    #: when it saw it (its writers, a ``ToolSpec.writes`` argument); a file missing here was
+    #: written by means it did not see
+    before: Mapping[Path, bytes | None] = attrs.field(factory=dict)
 
     @classmethod
     def text(cls, text: str, **meta: Any) -> ToolResult:

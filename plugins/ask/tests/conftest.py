@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
+
 TETHER = str(Path(sys.executable).with_name("tether"))
 
 

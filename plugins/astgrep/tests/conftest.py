@@ -13,6 +13,8 @@ import tether
 import tether_astgrep.hooks
 from tether_astgrep.grammars import GrammarRegistry, all_grammars
 
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
+
 # The suite runs with --import-mode=importlib, which puts no test directory on sys.path; test
 # modules share helpers (test_match's find/captures) by name.
 sys.path.insert(0, str(Path(__file__).parent))

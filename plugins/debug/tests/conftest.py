@@ -19,6 +19,8 @@ import tether_debug.hooks
 from tether.process import is_alive
 from tether.testing import require_real
 
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
+
 FIXTURES = Path(__file__).parent / "fixtures"
 AUTO = {"approval": {"read": "auto", "write": "auto", "exec": "auto"}}
 

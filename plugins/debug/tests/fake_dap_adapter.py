@@ -5,7 +5,9 @@ no client knows, then goes on as a one-thread program stopped on entry. ``evalua
 ``reverse_response`` returns the client's answer to the reverse request as JSON; ``continue``
 ends the program with exit code 0 (a program named ``*lossy`` runs on instead, and ignores its
 first ``pause``). ``evaluate`` of ``huge_output`` first sends an output event of 2 MB, then a
-short one. ``--version`` only exits 0 (tether's availability probe).
+short one. A program file reading ``systemProcessId=<N>`` makes the adapter report process N as
+the debuggee it launched (a ``process`` event), whoever N really is. ``--version`` only exits 0
+(tether's availability probe).
 """
 
 from __future__ import annotations
@@ -80,6 +82,16 @@ def reverse_request() -> dict[str, Any]:
         sys.exit(f"expected the runInTerminal response first, got {message!r}")
 
 
+def claimed_pid(program: str) -> int | None:
+    try:
+        with open(program) as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    name, _, value = text.partition("=")
+    return int(value) if name == "systemProcessId" and value.isdigit() else None
+
+
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
         print("fake-dap-adapter 1")
@@ -95,6 +107,10 @@ def main() -> None:
             program = request.get("arguments", {}).get("program", program)
             answer = reverse_request()
             event("tetherFakeUnknownEvent", {"anything": [1, 2, 3]})
+            claimed = claimed_pid(program)
+            if claimed is not None:
+                body = {"name": program, "systemProcessId": claimed, "startMethod": "launch"}
+                event("process", body)
             event("initialized")
             respond(request)
         elif command in ("setBreakpoints", "setExceptionBreakpoints"):
@@ -107,7 +123,10 @@ def main() -> None:
         elif command == "stackTrace":
             source = {"name": "prog", "path": program}
             frame = {"id": 1, "name": "main", "line": 1, "column": 1, "source": source}
-            respond(request, {"stackFrames": [frame], "totalFrames": 1})
+            # the runtime that called it: a file outside every workdir
+            runtime = {"name": "runtime.py", "path": "/usr/lib/fake-runtime/runtime.py"}
+            caller = {"id": 2, "name": "start", "line": 10, "column": 1, "source": runtime}
+            respond(request, {"stackFrames": [frame, caller], "totalFrames": 2})
         elif command == "evaluate":
             expression = request.get("arguments", {}).get("expression")
             if expression == "reverse_response":

@@ -18,6 +18,8 @@ import tether_files.hooks
 from tether.testing import AUTO_APPROVE, require_real
 from tether_eval.node import find_node
 
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
+
 AUTO = AUTO_APPROVE["core"]["approval"]
 
 

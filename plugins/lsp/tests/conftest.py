@@ -19,6 +19,8 @@ os.environ["TETHER_DISABLE_PLUGINS"] = ",".join(
 
 from lsp_testkit import copy_project
 
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
+
 
 @pytest.fixture(scope="module")
 def python_project(tmp_path_factory: pytest.TempPathFactory) -> Path:

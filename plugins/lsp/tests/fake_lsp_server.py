@@ -4,7 +4,8 @@
 
 hover never answers (the client must time out and cancel), references exits mid-request,
 definition answers. MODE ``hang-init`` never answers initialize; ``indexing`` starts a progress
-that never ends and finds no definition; ``silent`` never publishes diagnostics; ``many``
+that never ends and finds no definition; ``checking`` starts a progress "3 files to analyze"
+that never ends (checking, which changes no answer) and answers as usual; ``silent`` never publishes diagnostics; ``many``
 answers references (312), workspace and document symbols (250) and code actions (60) with more
 than the caps let through. Every line holding "BAD" gets an error diagnostic, pushed after each
 didOpen/didChange, and a quick fix when code actions are asked for it. MODE ``slow`` answers
@@ -193,6 +194,16 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
                     "jsonrpc": "2.0",
                     "method": "$/progress",
                     "params": {"token": "idx", "value": begin},
+                }
+            )
+        elif method == "initialized" and MODE == "checking":
+            # the pyright family's background checking: it changes no navigation answer
+            begin = {"kind": "begin", "title": "", "message": "3 files to analyze"}
+            await writer.write(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "$/progress",
+                    "params": {"token": "chk", "value": begin},
                 }
             )
         elif method == "textDocument/definition" and MODE == "indexing":

@@ -25,3 +25,18 @@ def test_every_builtin_server_is_listed() -> None:
     listed = README.split("Built-in servers:", 1)[1].split("\n\n", 1)[0]
     for spec in BUILTIN_SERVERS:
         assert spec.id in listed, spec.id
+
+
+def test_every_config_default_in_the_readme_is_the_code_s() -> None:
+    # the README once said checker_timeout_s was 300 while the code used 100
+    table = README.split("## Configuration (`[lsp]`)", 1)[1].split("\n\n## ", 1)[0]
+    rows = {
+        cells[1].strip("` "): cells[2].strip("` ")
+        for cells in (line.split("|") for line in table.splitlines() if line.startswith("| `"))
+    }
+    for field in attrs.fields(LspConfig):
+        default = field.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory()
+        expected = "—" if default is None else repr(default).replace("'", "")
+        assert rows[field.name] == expected, (field.name, rows[field.name], expected)

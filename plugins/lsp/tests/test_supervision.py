@@ -185,7 +185,8 @@ def test_a_slow_first_answer_reaches_the_next_identical_call(tmp_path: Path) -> 
         written = caller.ok("write", path="late.fake", content="fine\nBAD\n")
         assert written == (
             "created late.fake (9 bytes)\n\n(fake is still computing the diagnostics of "
-            "late.fake after 0.5 s; `lsp diagnostics` for late.fake gives them once it is done)"
+            "late.fake after 0.5 s: not computed yet for the text just written; "
+            "`lsp diagnostics` for late.fake gives them once it is done)"
         )
         listed = ask_until_done(caller, action="diagnostics", file="late.fake")
         assert (
@@ -347,11 +348,13 @@ def test_a_query_on_an_unusable_server_says_why(fake: tuple[Caller, Path]) -> No
     assert "absent-ls: not usable — `absent-language-server-xyz` not found" in text
 
 
-def test_no_root_marker_is_explained(tmp_path: Path) -> None:
+def test_no_root_marker_falls_back_to_the_workdir_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "lonely.fake").write_text("def alpha\n")
     with open_lsp_run(tmp_path, plugins=[ThirdParty(tmp_path)]) as run:
-        text = Caller(run).err(action="definition", file="lonely.fake", line=1, symbol="alpha")
-    assert "fake: no root marker (fake.toml) between lonely.fake and the workdir" in text
+        text = Caller(run).ok(action="definition", file="lonely.fake", line=1, symbol="alpha")
+    assert text.endswith(
+        "(no root marker (fake.toml) in the workdir: fake runs with the workdir as its root)"
+    ), text
 
 
 def test_a_server_that_never_initializes(tmp_path: Path) -> None:
@@ -493,13 +496,15 @@ def test_a_write_whose_server_is_unusable_says_diagnostics_are_unavailable(
     assert caller.ok("write", path="y.txt", content="y\n") == "created y.txt (2 bytes)"
 
 
-def test_a_write_without_a_root_marker_says_diagnostics_are_unavailable(tmp_path: Path) -> None:
+def test_a_write_without_a_root_marker_gets_diagnostics_from_the_workdir_root(
+    tmp_path: Path,
+) -> None:
     with open_lsp_run(tmp_path, plugins=[ThirdParty(tmp_path)]) as run:
         text = Caller(run).ok("write", path="lonely.fake", content="BAD\n")
     assert text == (
-        "created lonely.fake (4 bytes)\n\n(diagnostics unavailable: no usable fake language "
-        "server for lonely.fake:\n  fake: no root marker (fake.toml) between lonely.fake and "
-        "the workdir)"
+        "created lonely.fake (4 bytes)\n\nNew diagnostics from fake (1):\n"
+        "lonely.fake:1:1 error [X1]: bad line (fake)\n\n(no root marker (fake.toml) in the "
+        "workdir: fake runs with the workdir as its root)"
     )
 
 

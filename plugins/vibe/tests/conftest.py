@@ -19,6 +19,8 @@ import tether_vibe.hooks
 sys.path.insert(0, str(Path(__file__).parent))
 from vibe_testlib import command_config, describe_process, stray_processes
 
+pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own
+
 VibeRun = Callable[..., AbstractAsyncContextManager[Any]]
 
 

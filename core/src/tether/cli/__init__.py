@@ -30,13 +30,12 @@ from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.journal import WorkdirBusy, recover
 from tether.person import CARD_STREAM, TERMINAL
-from tether.plugins import make_plugin_manager
+from tether.plugins import core_version, make_plugin_manager
 from tether.process import become_subreaper, kill_orphans
 from tether.registry import SchemaFormat
 from tether.run import Run, open_run
 from tether.tiers import Tier
 from tether.tools import ToolResult
-from tether.versions import core_version
 
 
 class _CliResources:

@@ -24,9 +24,9 @@ from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
 from tether.framing import LineTooLong
 from tether.person import Answer
+from tether.plugins import core_version
 from tether.registry import SchemaFormat
 from tether.run import open_run
-from tether.versions import core_version
 
 #: The session protocol's version, announced in the ready line (1: ready line, tools request,
 #: cards carry the client's request_id).
@@ -265,6 +265,7 @@ async def run_session(
                 "plugins": [
                     {"name": i.name, "version": i.version, "status": i.status}
                     for i in run.pm.report
+                    if i.origin == "installed"  # not the CLI's own plugin object
                 ],
                 "surface": surface,
                 "workdir": str(run.workdir),

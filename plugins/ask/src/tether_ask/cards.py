@@ -1,8 +1,9 @@
 """The card a person sees and the answer they give: defined once in the core
 (`tether.person`) and re-exported here; `check_question` is `ask_user`'s own rule.
 
-A card's JSON shape is the one DESIGN.md's `tether session` protocol defines, so a harness can
-forward `card.to_json()` to its own UI and build an `Answer` from what comes back.
+A card's JSON shape is the one the `tether session` protocol defines (docs/session-protocol.md),
+so a harness can forward `card.to_json()` to its own UI and build an `Answer` from what comes
+back.
 """
 
 from __future__ import annotations

@@ -1,0 +1,8 @@
+"""tether-astgrep: structural search (``ast_grep``), staged rewrites (``ast_edit``, ``resolve``).
+
+A plugin adds a language by returning :class:`Grammar` objects from ``tether_grammars()``.
+"""
+
+from tether_astgrep.grammars import Grammar, Scaffold
+
+__all__ = ["Grammar", "Scaffold"]

@@ -57,6 +57,8 @@ class FileResult:
     matches: tuple[tuple[Any, ...], ...] = ()  # (line, col, end_line, end_col, text, captures)
     count: int = 0  # matches in the file, described or not
     parse_errors: bool = False
+    # Lines inside ERROR nodes: code the grammar could not read, where a match may be lost.
+    unsearchable_lines: int = 0
     # edit mode
     original: bytes | None = None
     new: bytes | None = None
@@ -66,6 +68,7 @@ class FileResult:
     syntax: SyntaxCheck | None = None
     lossy_lines: tuple[int, ...] = ()  # matches not rewritten: code between their parts
     kept_lines: tuple[int, ...] = ()  # rewritten, unmentioned code before/after kept as is
+    dropped_comments: tuple[tuple[int, str], ...] = ()  # (line, text) the rewrite removes
 
 
 class _Entry:
@@ -293,9 +296,10 @@ class ProcessState:
             # past what this task may still describe, matches are counted, not built
             found, count = matcher.find_counted(tree, source, self._keep)
         has_errors = tree.root_node.has_error
+        lost = error_region_lines(tree) if has_errors else 0
         if task.mode == "edit":
             if not found:
-                return FileResult(path, parse_errors=has_errors)
+                return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost)
             assert task.rewrite is not None
             applied = apply_matches(task.rewrite, found, source, tree, grammar)
             new = applied.new
@@ -307,6 +311,7 @@ class ProcessState:
                 path,
                 count=len(found),
                 parse_errors=has_errors,
+                unsearchable_lines=lost,
                 original=source,
                 new=new,
                 replaced=applied.replaced,
@@ -315,9 +320,10 @@ class ProcessState:
                 syntax=syntax,
                 lossy_lines=applied.lossy_lines,
                 kept_lines=applied.kept_lines,
+                dropped_comments=applied.dropped_comments,
             )
         if not count:
-            return FileResult(path, parse_errors=has_errors)
+            return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost)
         if self._keep is not None:
             self._keep -= len(found)
         return FileResult(
@@ -325,7 +331,24 @@ class ProcessState:
             matches=tuple(_describe(m, source) for m in found),
             count=count,
             parse_errors=has_errors,
+            unsearchable_lines=lost,
         )
+
+
+def error_region_lines(tree: ts.Tree) -> int:
+    """How many lines ERROR nodes cover (tree-sitter-kotlin leaves a whole class as one)."""
+    lines: set[int] = set()
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if not node.has_error:
+            continue
+        if node.is_error and node.end_byte > node.start_byte:
+            end = node.end_point[0] - (node.end_point[1] == 0)
+            lines.update(range(node.start_point[0], max(end, node.start_point[0]) + 1))
+            continue
+        stack.extend(node.children)
+    return len(lines)
 
 
 def _describe(m: Match, source: bytes) -> tuple[Any, ...]:
@@ -441,7 +464,7 @@ class WorkerPool:
         registry: GrammarRegistry,
         workers: int,
         cache_bytes: int,
-        on_start: Callable[[int], None] | None = None,
+        on_start: Callable[[int], object] | None = None,
         on_exit: Callable[[int], None] | None = None,
     ) -> None:
         # told each worker's pid as it starts, and once it is reaped (the run's process owner

@@ -6,12 +6,16 @@ A grammar is plain data so that third-party plugins can contribute one through t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Any
 
 import attrs
 import tree_sitter as ts
+
+# A keyword's spelling: Ruby's `defined?`, Rust's `macro_rules!` are words too.
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[?!]?")
 
 RUNGS = ("statement", "expression", "class member", "declaration")
 
@@ -47,6 +51,9 @@ class Grammar:
     scaffolds: tuple[Scaffold, ...]
     string_kinds: frozenset[str] = frozenset()
     code_in_string_kinds: frozenset[str] = frozenset()
+    # Beyond the strings, nodes whose lines a rewrite never re-indents, since their
+    # indentation is data (bash's heredoc with its terminator line, YAML's block scalar).
+    verbatim_kinds: frozenset[str] = frozenset()
     # Undelimited statement containers (Python's indented block): `$$$X` alone in one
     # stands for the statements inside it, not for the block among its siblings.
     block_kinds: frozenset[str] = frozenset()
@@ -81,8 +88,9 @@ class Grammar:
     # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
     # matches code that has it.
     modifier_kinds: frozenset[str] = frozenset()
-    # Reserved words: a pattern reading that takes one for a name (`switch ($X) {…}` as a
-    # method named `switch`) is refused, so the ladder goes on to the reading meant.
+    # Reserved words beyond those derived from the grammar itself (`reserved_words`): a
+    # pattern reading that takes one for a name (`switch ($X) {…}` as a method named
+    # `switch`) is refused, so the ladder goes on to the reading meant.
     keywords: frozenset[str] = frozenset()
     # Spellings (`str.format` with the placeholder) for a `$$$X` standing alone in a body
     # that holds no statements: impl items, struct fields, match arms, switch cases…
@@ -131,6 +139,50 @@ class Grammar:
         return tuple(lang.node_kind_for_id(i) or "" for i in range(lang.node_kind_count))
 
     @cached_property
+    def reserved_words(self) -> frozenset[str]:
+        """The grammar's keyword tokens (its anonymous word kinds, and leaf kinds named
+        `<word>_keyword` or `<word>_builtin`) and `keywords`. Words the grammar reads only as
+        names (Kotlin's `null`, C++'s `static_cast`) are none of them."""
+        lang = self.ts_language
+        words = set(self.keywords)
+        for i, name in enumerate(self.kind_names):
+            if lang.node_kind_is_named(i):
+                name = re.sub(r"^_|_(?:keyword|builtin)$", "", name)
+                if name == self.kind_names[i].lstrip("_"):
+                    continue
+            elif not lang.node_kind_is_visible(i):
+                continue
+            if _WORD.fullmatch(name):
+                words.add(name)
+        return frozenset(words)
+
+    @cached_property
+    def soft_keywords(self) -> frozenset[str]:
+        """The reserved words the parser reads as a name when one stands alone as a statement
+        (Kotlin's `value`, Python's `match`): a pattern reading them as names is used when no
+        reading takes them as keywords. The others (`switch`, `object`) are never names."""
+        probe = next((s for s in self.scaffolds if s.rung == "statement"), self.scaffolds[0])
+        start = len(f"{probe.prefix}{probe.indent}".encode())
+        parser = self.parser()
+        soft = set()
+        for word in self.reserved_words:
+            for terminator in probe.terminators:
+                src = f"{probe.prefix}{probe.indent}{word}{terminator}{probe.suffix}".encode()
+                tree = parser.parse(src)
+                leaf = tree.root_node.descendant_for_byte_range(start, start + len(word))
+                if (
+                    not tree.root_node.has_error
+                    and leaf is not None
+                    and leaf.child_count == 0
+                    and leaf.is_named
+                    and "identifier" in leaf.type
+                    and leaf.text == word.encode()
+                ):
+                    soft.add(word)
+                    break
+        return frozenset(soft)
+
+    @cached_property
     def comma_ids(self) -> frozenset[int]:
         lang = self.ts_language
         return frozenset(
@@ -169,6 +221,11 @@ class Grammar:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.string_kinds)
 
     @cached_property
+    def verbatim_ids(self) -> frozenset[int]:
+        kinds = self.string_kinds | self.verbatim_kinds
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in kinds)
+
+    @cached_property
     def code_in_string_ids(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.code_in_string_kinds)
 
@@ -205,15 +262,6 @@ _JS_STRINGS = frozenset({"string", "template_string", "regex"})
 _JS_CODE = frozenset({"template_substitution"})
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_JS_KEYWORDS = _words(
-    "break case catch class const continue debugger default delete do else export extends "
-    "finally for function if import in instanceof new return super switch this throw try "
-    "typeof var void while with"
-)
 _JS_FILLERS = ("case {0}:",)
 
 
@@ -235,11 +283,6 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset({"interpolation"}),
             block_kinds=frozenset({"block"}),
             comment_regex=r"#[^\n]*+",
-            keywords=_words(
-                "and as assert async await break class continue def del elif else except "
-                "finally for from global if import in is lambda nonlocal not or pass raise "
-                "return try while with yield"
-            ),
             item_fillers=("\n    case {0}: pass",),
         ),
         Grammar(
@@ -251,7 +294,6 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
             comment_regex=_C_COMMENT,
-            keywords=_JS_KEYWORDS,
             item_fillers=_JS_FILLERS,
         ),
         Grammar(
@@ -263,7 +305,6 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
             comment_regex=_C_COMMENT,
-            keywords=_JS_KEYWORDS,
             item_fillers=_JS_FILLERS,
         ),
         Grammar(
@@ -275,7 +316,6 @@ def builtin_grammars() -> list[Grammar]:
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
             comment_regex=_C_COMMENT,
-            keywords=_JS_KEYWORDS,
             item_fillers=_JS_FILLERS,
         ),
         Grammar(
@@ -289,11 +329,6 @@ def builtin_grammars() -> list[Grammar]:
                 Scaffold("declaration", "", "", terminators=("", ";")),
             ),
             string_kinds=frozenset({"string_literal", "raw_string_literal", "char_literal"}),
-            keywords=_words(
-                "as async await break const continue dyn else enum extern fn for if impl in "
-                "let loop match mod move mut pub ref return static struct trait type unsafe "
-                "use where while"
-            ),
             item_fillers=("fn {0}() {{}}", "{0}: u8", "{0} => {0}"),
         ),
         Grammar(
@@ -304,11 +339,6 @@ def builtin_grammars() -> list[Grammar]:
             comment_regex=_C_COMMENT,
             statement_terminator=";",
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
-            keywords=_words(
-                "break case const continue default do else enum extern for goto if inline "
-                "register restrict return sizeof static struct switch typedef union volatile "
-                "while"
-            ),
             item_fillers=("int {0};",),
         ),
         Grammar(
@@ -325,10 +355,6 @@ def builtin_grammars() -> list[Grammar]:
                 {"interpreted_string_literal", "raw_string_literal", "rune_literal"}
             ),
             comment_regex=_C_COMMENT,
-            keywords=_words(
-                "break case chan const continue default defer else fallthrough for func go "
-                "goto if import interface map package range return select struct switch type var"
-            ),
             item_fillers=("case {0}:", "case <-{0}:", '"{0}"', "{0} int"),
         ),
         Grammar(
@@ -357,11 +383,6 @@ def builtin_grammars() -> list[Grammar]:
                 "local_function_declaration": "top-level functions, methods and local functions"
             },
             wrapper_kinds=frozenset({"method_signature"}),
-            keywords=_words(
-                "assert break case catch class const continue default do else enum extends "
-                "final finally for if in is new rethrow return super switch this throw try "
-                "var void while with"
-            ),
             item_fillers=("case {0}:", "var {0};"),
             also_read={"local_variable_declaration": ("class member", "declaration")},
             modifier_kinds=frozenset({"abstract", "base", "interface", "sealed"}),

@@ -17,11 +17,6 @@ _C_COMMENT = r"//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
 _HASH_COMMENT = r"#[^\n]*+"
 
 
-def _words(text: str) -> frozenset[str]:
-    """Reserved words: a reading that takes one for a name is refused (`Grammar.keywords`)."""
-    return frozenset(text.split())
-
-
 _SEMI = ("", ";")
 
 
@@ -66,11 +61,13 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("case item", "case _t in\n", "\nesac", terminators=("", ";;")),
             ),
             string_kinds=frozenset({"string", "raw_string", "ansi_c_string", "heredoc_body"}),
+            verbatim_kinds=frozenset({"heredoc_redirect"}),  # the body and the `EOF` line
             code_in_string_kinds=frozenset(
                 {"expansion", "simple_expansion", "command_substitution", "arithmetic_expansion"}
             ),
             comment_regex=_HASH_COMMENT,
             statement_terminator="\n",  # `{ $$$B }` reads as `{ B\n }`: bash needs an end there
+            typed_placeholders=("{})",),  # a case item: `case $X in $$$C esac`
         ),
         Grammar(
             id="cpp",
@@ -89,15 +86,6 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_cpp"),
             extra="cpp",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
-            keywords=_words(
-                "alignas alignof asm auto bool break case catch char class const constexpr "
-                "const_cast continue decltype default delete do double dynamic_cast else enum "
-                "explicit export extern false float for friend goto if inline int long mutable "
-                "namespace new noexcept nullptr operator private protected public register "
-                "reinterpret_cast return short signed sizeof static static_assert static_cast "
-                "struct switch template this throw true try typedef typeid typename union "
-                "unsigned using virtual void volatile while"
-            ),
             scaffolds=_braced(
                 "void _t()",
                 ("void _t() { (\n", "\n); }"),
@@ -119,15 +107,6 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_c_sharp"),
             extra="csharp",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
-            keywords=_words(
-                "abstract as base bool break byte case catch char checked class const continue "
-                "decimal default delegate do double else enum event explicit extern false "
-                "finally fixed float for foreach goto if implicit in int interface internal is "
-                "lock long namespace new null object operator out override params private "
-                "protected public readonly ref return sbyte sealed short sizeof stackalloc "
-                "static string struct switch this throw true try typeof uint ulong unchecked "
-                "unsafe ushort using virtual void volatile while"
-            ),
             # A member is a declaration in C#; the statement rung reads `void F() {…}` as a
             # local function, so a method-like fragment is read in a class body first.
             scaffolds=(
@@ -183,10 +162,6 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".hs",),
             language=lazy_language("tree_sitter_haskell"),
             extra="haskell",
-            keywords=_words(
-                "case class data default deriving do else foreign if import in infix infixl "
-                "infixr instance let module newtype of then type where"
-            ),
             # Declarations first: in a `do` block `import M` would read as an application.
             scaffolds=(
                 Scaffold("declaration", "", ""),
@@ -218,13 +193,6 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_java"),
             extra="java",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
-            keywords=_words(
-                "abstract assert boolean break byte case catch char class const continue "
-                "default do double else enum extends final finally float for goto if "
-                "implements import instanceof int interface long native new package private "
-                "protected public return short static strictfp super switch synchronized this "
-                "throw throws transient try void volatile while"
-            ),
             scaffolds=_braced(
                 "class _T { void _t()",
                 ("class _T { Object _t = (\n", "\n); }"),
@@ -256,10 +224,6 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".kt", ".kts", ".ktm"),
             language=lazy_language("tree_sitter_kotlin"),
             extra="kotlin",
-            keywords=_words(
-                "as break class continue do else false for fun if in interface is null object "
-                "package return super this throw true try typealias typeof val var when while"
-            ),
             # Members first, in an `object`: a `class` body would read `println(x)` as an enum entry.
             scaffolds=_members_first(
                 _braced("fun _t()", ("val _t = (\n", "\n)"), "object _T", semicolon=False)
@@ -269,18 +233,15 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=None,  # `/* /* */ */` nests
-            # a parameter; a `when` entry; a class member
-            typed_placeholders=("{}: _T", "{} -> _", "val {}: _T"),
+            # a parameter; a `when` entry; a class member; one alone in a one-line body
+            # (`object $O { $$$B }`), which Kotlin ends with a line break
+            typed_placeholders=("{}: _T", "{} -> _", "val {}: _T", "val {}: _T\n"),
         ),
         Grammar(
             id="lua",
             extensions=(".lua",),
             language=lazy_language("tree_sitter_lua"),
             extra="lua",
-            keywords=_words(
-                "and break do else elseif end false for function goto if in local nil not or "
-                "repeat return then true until while"
-            ),
             scaffolds=(
                 Scaffold("statement", "", ""),
                 Scaffold("expression", "local _t = (\n", "\n)"),
@@ -295,13 +256,6 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_php", "language_php"),
             extra="php",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
-            keywords=_words(
-                "abstract and as break callable case catch class clone const continue declare "
-                "default do else elseif enddeclare endfor endforeach endif endswitch endwhile "
-                "extends final finally fn for foreach function global goto if implements "
-                "instanceof insteadof interface match namespace new or private protected "
-                "public readonly return static switch throw trait try use var while yield"
-            ),
             scaffolds=(
                 Scaffold("statement", "<?php\nfunction _t() {\n", "\n}", terminators=_SEMI),
                 Scaffold("expression", "<?php\n$_t = (\n", "\n);"),
@@ -325,11 +279,6 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".rb", ".rbw", ".rake", ".gemspec"),
             language=lazy_language("tree_sitter_ruby"),
             extra="ruby",
-            keywords=_words(
-                "alias and begin break case class def defined? do else elsif end ensure false "
-                "for if in module next nil not or redo rescue retry return super then true "
-                "undef unless until when while yield"
-            ),
             typed_placeholders=("C{}",),  # a class or module name is a constant: `class $C`
             scaffolds=(
                 Scaffold("statement", "", ""),
@@ -346,12 +295,6 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".scala", ".sc", ".sbt"),
             language=lazy_language("tree_sitter_scala"),
             extra="scala",
-            keywords=_words(
-                "abstract case catch class def do else extends false final finally for forSome "
-                "if implicit import lazy match new null object override package private "
-                "protected return sealed super this throw trait try true type val var while "
-                "with yield"
-            ),
             scaffolds=_braced(
                 "object _T { def _t() =", ("val _t = (\n", "\n)"), "class _T", semicolon=False
             ),
@@ -365,13 +308,6 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".swift",),
             language=lazy_language("tree_sitter_swift"),
             extra="swift",
-            keywords=_words(
-                "associatedtype break case catch class continue default defer do else enum "
-                "extension fallthrough false fileprivate for func guard if import in inout "
-                "internal is let nil open operator private protocol public repeat rethrows "
-                "return static struct subscript super switch throw throws true try typealias "
-                "var where while"
-            ),
             scaffolds=_members_first(
                 _braced("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False)
             ),

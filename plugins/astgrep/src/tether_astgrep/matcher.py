@@ -17,7 +17,14 @@ import attrs
 import tree_sitter as ts
 
 from tether_astgrep.grammars import Grammar
-from tether_astgrep.pattern import STRICTNESS, CompiledPattern, MetaVar, PItem, PNode
+from tether_astgrep.pattern import (
+    STRICTNESS,
+    CompiledPattern,
+    MetaVar,
+    PItem,
+    PNode,
+    quoted_literal,
+)
 
 Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
 _Raw = tuple[int, int, list[ts.Node], Env]  # a match not built yet: start, end, nodes, env
@@ -43,15 +50,21 @@ class Match:
 
 
 class _N:
-    __slots__ = ("children", "ids", "named", "text")
+    __slots__ = ("children", "ids", "named", "optional", "text")
 
     def __init__(
-        self, ids: frozenset[int], text: bytes | None, children: tuple[Any, ...], named: bool
+        self,
+        ids: frozenset[int],
+        text: bytes | None,
+        children: tuple[Any, ...],
+        named: bool,
+        optional: bool = False,
     ):
         self.ids = ids
         self.text = text
         self.children = children
         self.named = named
+        self.optional = optional
 
 
 def _quote(text: str) -> str:
@@ -86,7 +99,7 @@ def query_source(root: PNode, budget: int = 48, *, tokens: bool = True, texts: b
         parts = []
         if depth < 6 and budget > 0:
             for child in node.children:
-                if isinstance(child, MetaVar) and child.multi:
+                if child.multi if isinstance(child, MetaVar) else child.optional:
                     continue
                 if not tokens and isinstance(child, PNode) and not child.named:
                     continue
@@ -174,6 +187,8 @@ class Matcher:
                 if isinstance(node, MetaVar):
                     continue
                 if node.text is not None:
+                    if node.optional:
+                        continue
                     if node.text and (node.named or not node.text.startswith(b"#")):
                         anchors.setdefault(node.text, set()).add(depth)
                 else:
@@ -188,7 +203,8 @@ class Matcher:
         if isinstance(item, MetaVar):
             return item
         ids = self._ids.get((item.kind, item.named), frozenset())
-        return _N(ids, item.text, tuple(self._prep(c) for c in item.children), item.named)
+        children = tuple(self._prep(c) for c in item.children)
+        return _N(ids, item.text, children, item.named, item.optional)
 
     # -- candidates -----------------------------------------------------------------
 
@@ -208,7 +224,7 @@ class Matcher:
                 leaf is not None
                 and leaf.start_byte == pos
                 and leaf.end_byte == pos + size
-                and leaf.child_count == 0
+                and (leaf.child_count == 0 or quoted_literal(leaf))
             ):
                 for depth in depths:
                     node: ts.Node | None = leaf
@@ -335,7 +351,7 @@ class Matcher:
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
             # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
-            if n.child_count == 0 and (
+            if (n.child_count == 0 or quoted_literal(n)) and (
                 not p.named or n.text == p.text or (self.kind_only and n.is_named)
             ):
                 return self._took(env, n.start_byte, n.end_byte) if self.track else env
@@ -378,8 +394,17 @@ class Matcher:
                 return env
             p = ps[i]
             if isinstance(p, MetaVar) and p.multi:
-                last = i == len(ps) - 1
-                ks = [len(cs)] if last and whole else range(j, len(cs) + 1)
+                rest = ps[i + 1 :]
+                last = all(isinstance(q, _N) and q.optional for q in rest)
+                ks: Any = [len(cs)] if last and whole else range(j, len(cs) + 1)
+                if (
+                    rest
+                    and last
+                    and whole
+                    and len(cs) > j
+                    and self._node(rest[0], cs[-1], env) is not None
+                ):
+                    ks = [len(cs) - 1]  # the run ends before the token it may end with
                 for k in ks:
                     e2 = self._bind(p, cs[j:k], env)
                     if e2 is None:
@@ -388,6 +413,11 @@ class Matcher:
                     if r is not None:
                         return r
                 return None
+            if isinstance(p, _N) and p.optional:
+                if j < len(cs) and (e2 := self._node(p, cs[j], env)) is not None:
+                    env, j = e2, j + 1
+                i += 1
+                continue
             if j == len(cs):
                 if self.skip_goal_tokens and isinstance(p, _N) and p.text is not None:
                     if not p.named:
@@ -443,21 +473,23 @@ class Matcher:
         *,
         whole: bool,
     ) -> Env | None:
-        """`$X` over a node and any continuation siblings after it (shortest first)."""
+        """`$X` over a node and the continuation siblings after it: longest first, so that it
+        captures a whole expression (Dart's `int.parse(a)` is `int`, `.parse`, `(a)`), and
+        shorter only where the pattern goes on (`$X.dispose()` binds `a.b` in
+        `a.b.dispose()`)."""
         cont = self.cont_ids
         if not cs[j].is_named or cs[j].kind_id in cont:
             return None
-        k = j + 1
-        while True:
+        longest = j + 1
+        while longest < len(cs) and cs[longest].kind_id in cont:
+            longest += 1
+        for k in range(longest, j, -1):
             e2 = self._bind(p, cs[j] if k == j + 1 else cs[j:k], env)
             if e2 is not None:
                 r = self._seq(ps, i + 1, cs, k, e2, whole=whole)
                 if r is not None:
                     return r
-            if k < len(cs) and cs[k].kind_id in cont:
-                k += 1
-                continue
-            return None
+        return None
 
     def find(self, tree: ts.Tree, source: bytes | None = None) -> list[Match]:
         """Every match in `tree`; `source` (the parsed bytes) enables the literal anchors."""

@@ -45,6 +45,9 @@ class PNode:
     named: bool
     text: bytes | None
     children: tuple[PNode | MetaVar, ...] = ()
+    # A token the rung added after a `$$$` run (C++ `template<typename $T> $$$D` reads as
+    # `… D;`): matched when the code has it, so the run does not capture it, never required.
+    optional: bool = False
 
 
 PItem = PNode | MetaVar
@@ -122,7 +125,7 @@ def placeholders_for(
             ident = f"__tmv{'s' if multi else ''}_{name}"
             var = MetaVar(name, multi)
         ident = (respell or {}).get(occurrence, template).format(ident)
-        mapping[ident.encode()] = var
+        mapping[ident.strip().encode()] = var  # a spelling may end with the line it needs
         if multi and terminator:
             mapping[(ident + terminator).encode()] = var
         if (
@@ -173,6 +176,49 @@ def _locate(
     return kids[first : last + 1]
 
 
+# What a grammar may consume between tokens without a visible node: whitespace, a line
+# continuation, and a `;` that Kotlin and Swift read as a hidden separator token.
+_UNSEEN = re.compile(rb"(?:\s|\\\r?\n|;)*")
+
+
+def quoted_literal(node: ts.Node) -> bool:
+    """A literal between two equal quote tokens (YAML's `"name"`), whose text between them
+    may be no child even where the grammar does not list it as a string kind."""
+    if node.child_count < 2 or node.named_child_count:
+        return False  # (a string whose text is a child, `string_fragment`, is no such literal)
+    first, last = node.children[0], node.children[-1]
+    return (
+        not first.is_named
+        and not last.is_named
+        and first.text == last.text
+        and first.text in (b'"', b"'", b"`", b'"""', b"'''")
+    )
+
+
+def lost_text(
+    root: ts.Node, src: bytes, start: int, end: int, opaque: frozenset[int] = frozenset()
+) -> str | None:
+    """The first text in src[start:end] that no leaf of the tree covers (what the grammar
+    dropped without an error node), or None when every token of it is in the tree. Nodes of
+    the `opaque` kinds (strings, whose text between the quotes may be no child) count as
+    leaves."""
+    covered = start
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= covered or node.start_byte >= end:
+            continue
+        if node.child_count and node.kind_id not in opaque and not quoted_literal(node):
+            stack.extend(reversed(node.children))
+            continue
+        if node.start_byte > covered and not _UNSEEN.fullmatch(src, covered, node.start_byte):
+            return src[covered : node.start_byte].strip().decode("utf-8", "replace")
+        covered = max(covered, node.end_byte)
+    if covered < end and not _UNSEEN.fullmatch(src, covered, end):
+        return src[covered:end].strip().decode("utf-8", "replace")
+    return None
+
+
 def _strip(nodes: list[ts.Node], terminator: bytes, grammar: Grammar) -> list[ts.Node]:
     """Drop a terminator we added, and wrappers that add nothing (statement → expression)."""
     if terminator and len(nodes) > 1 and not nodes[-1].is_named and nodes[-1].text == terminator:
@@ -205,7 +251,10 @@ def _convert(
     named: set[bytes],
     src: bytes = b"",
     slot: tuple[int, int] | None = None,
+    added: tuple[int, int] = (0, 0),
 ) -> PItem:
+    """`added` is the span of the terminator the rung put after the fragment: a token of it
+    right after a `$$$` is dropped (the run stands for what is there, `;` or not)."""
     text = node.text or b""
     mv = mapping.get(text)
     if mv is not None:
@@ -213,7 +262,8 @@ def _convert(
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
-    if node.child_count == 0:
+    if node.child_count == 0 or (quoted_literal(node) and b"__tmv" not in text):
+        # (a quoted literal whose text is no child, YAML's `"name"`, is compared whole)
         if not node.is_named and text.startswith(b"#"):
             # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
             literals.append((b"", 0, 0, None))
@@ -229,12 +279,29 @@ def _convert(
         # A filler the grammar spells as two siblings (Dart's `var x` then `;`) is one `$$$`.
         if i + 1 < len(kids) and src:
             pair = mapping.get(src[kids[i].start_byte : kids[i + 1].end_byte])
-            if pair is not None and pair.multi:
+            ours = added[0] <= kids[i + 1].start_byte and kids[i + 1].end_byte <= added[1]
+            if pair is not None and pair.multi and not ours:
                 literals.append((b"", 0, 0, None))
                 out.append(pair)
                 i += 2
                 continue
-        out.append(_convert(kids[i], mapping, grammar, literals, named, src, (node.id, i)))
+        kid = kids[i]
+        if (
+            out
+            and isinstance(out[-1], MetaVar)
+            and out[-1].multi
+            and added[0] <= kid.start_byte
+            and kid.end_byte <= added[1]
+            and kid.start_byte < kid.end_byte
+            and kid.child_count == 0
+        ):
+            # C++ `template<typename $T> $$$D` reads as `… D;`: that `;` is ours; required,
+            # it would find only the templates that end in one.
+            literals.append((b"", 0, 0, None))
+            out.append(PNode(kid.type, kid.is_named, kid.text, optional=True))
+            i += 1
+            continue
+        out.append(_convert(kid, mapping, grammar, literals, named, src, (node.id, i), added))
         i += 1
     return PNode(node.type, node.is_named, None, tuple(out))
 
@@ -284,18 +351,14 @@ Variant = tuple[str, dict[bytes, MetaVar]]
 Token = tuple[bytes, int, int, tuple[int, int] | None]  # text, span in the scaffold, slot
 
 
-def _keyword_as_name(item: PItem, keywords: frozenset[str]) -> str | None:
-    """A keyword of the pattern that this reading takes for a name (`switch` as a method)."""
+def _keywords_as_names(item: PItem, keywords: frozenset[str]) -> list[str]:
+    """The keywords of the pattern that this reading takes for names (`switch` as a method)."""
     if isinstance(item, MetaVar) or not keywords:
-        return None
+        return []
     if item.text is not None:
         word = item.text.decode("utf-8", "replace")
-        return word if item.named and "identifier" in item.kind and word in keywords else None
-    for child in item.children:
-        found = _keyword_as_name(child, keywords)
-        if found is not None:
-            return found
-    return None
+        return [word] if item.named and "identifier" in item.kind and word in keywords else []
+    return [w for child in item.children for w in _keywords_as_names(child, keywords)]
 
 
 def _read(
@@ -304,21 +367,47 @@ def _read(
     variants: Sequence[Variant],
     grammar: Grammar,
     parser: ts.Parser,
-    tried: list[str],
+    tried: dict[str, str],
+    as_names: list[tuple[CompiledPattern, str]] | None = None,
 ) -> tuple[CompiledPattern, str] | None:
     """The fragment read in one rung (and the kind it was read as, before unwrapping).
 
     Each spelling of the metavariables (`variants`) is tried with each terminator; a reading
-    that takes one of the grammar's keywords for a name is refused."""
+    that takes one of the grammar's keywords for a name is put aside in `as_names` (used only
+    when no rung reads the word otherwise). `tried` gets, per rung and terminator, why the
+    first spelling was refused there."""
     for substituted, mapping in variants:
         for terminator in scaffold.terminators:
             read = _read_one(scaffold, text, substituted, mapping, terminator, grammar, parser)
             label = scaffold.rung + (f" (+{terminator!r})" if terminator else "")
-            if label not in tried:
-                tried.append(label)
-            if read is not None:
+            if isinstance(read, str):
+                tried.setdefault(label, read)
+                continue
+            words = [
+                w for i in read[0].items for w in _keywords_as_names(i, grammar.reserved_words)
+            ]
+            if not words:
                 return read
+            tried.setdefault(label, f"reads the keyword {words[0]!r} as a name")
+            if as_names is not None and grammar.soft_keywords.issuperset(words):
+                as_names.append(read)
     return None
+
+
+def _error_at(root: ts.Node, src: bytes, start: int) -> str:
+    """Where the first ERROR or MISSING node of a scaffolded fragment is, for a refusal."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if not node.has_error and not node.is_missing:
+            continue
+        if node.is_missing:
+            return f"syntax error: {node.type!r} missing"
+        if node.is_error:
+            bad = src[max(node.start_byte, start) : node.end_byte].strip().split(b"\n")[0]
+            return f"syntax error at {bad[:40].decode('utf-8', 'replace')!r}"
+        stack.extend(reversed(node.children))
+    return "syntax error"
 
 
 def _read_one(
@@ -329,7 +418,8 @@ def _read_one(
     terminator: str,
     grammar: Grammar,
     parser: ts.Parser,
-) -> tuple[CompiledPattern, str] | None:
+) -> tuple[CompiledPattern, str] | str:
+    """The reading, or why there is none in this rung."""
     body = substituted + terminator
     indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
     prefix = (scaffold.prefix + scaffold.indent).encode()
@@ -337,16 +427,20 @@ def _read_one(
     end = len((scaffold.prefix + indented).encode())
     tree = parser.parse(src)
     if tree.root_node.has_error:
-        return None
+        return _error_at(tree.root_node, src, len(prefix))
+    lost = lost_text(tree.root_node, src, len(prefix), end, grammar.string_ids)
+    if lost is not None:
+        # The grammar dropped part of the fragment without an error node (Kotlin's
+        # `val X: T != null` ends at `T`): a reading of what is left would match anything.
+        return f"the grammar drops {lost!r} (no node holds it)"
     located = _locate(tree.root_node, len(prefix), end, grammar, src)
     nodes = _strip(located, terminator.encode(), grammar)
     if not nodes:
-        return None
+        return "no node or run of sibling nodes is exactly the fragment"
     literals: list[Token] = []
     named: set[bytes] = set()
-    items = tuple(_convert(n, mapping, grammar, literals, named, src) for n in nodes)
-    if any(_keyword_as_name(i, grammar.keywords) is not None for i in items):
-        return None
+    added = (end - len(terminator.encode()), end)
+    items = tuple(_convert(n, mapping, grammar, literals, named, src, added=added) for n in nodes)
     if len(items) == 1:
         what = _kind_words(items[0])
     else:
@@ -404,14 +498,18 @@ def compile_readings(
         if all(variant[0] != v[0] for v in variants):
             variants.append(variant)
     parser = grammar.parser()
-    tried: list[str] = []
+    tried: dict[str, str] = {}
     scaffolds = [s for s in grammar.scaffolds if rungs is None or s.rung in rungs]
     declaration = next((s for s in scaffolds if s.rung == "declaration"), None)
     found: list[CompiledPattern] = []
+    # Readings that take soft keywords for names (Python's `match($X)`): used when no rung
+    # reads them as keywords. One that takes `switch` for a name (`switch ($X) {…}` as a
+    # method) never is.
+    as_names: list[tuple[CompiledPattern, str]] = []
     for scaffold in scaffolds:
         if len(found) >= most:
             break
-        read = _read(scaffold, text, variants, grammar, parser, tried)
+        read = _read(scaffold, text, variants, grammar, parser, tried, as_names)
         if read is None:
             read = _respelled(text, grammar, scaffold, parser)
         if read is None:
@@ -419,7 +517,7 @@ def compile_readings(
         compiled, kind = read
         finds = grammar.declaration_first.get(kind)
         if finds is not None and declaration is not None and declaration is not scaffold:
-            as_declaration = _read(declaration, text, variants, grammar, parser, []) or _respelled(
+            as_declaration = _read(declaration, text, variants, grammar, parser, {}) or _respelled(
                 text, grammar, declaration, parser
             )
             if as_declaration is not None:
@@ -435,15 +533,20 @@ def compile_readings(
         for also_rung in grammar.also_read.get(kind, ()):
             other = next((s for s in grammar.scaffolds if s.rung == also_rung), None)
             if other is not None and other is not scaffold:
-                extra = _read(other, text, variants, grammar, parser, [])
+                extra = _read(other, text, variants, grammar, parser, {})
                 if extra is not None:
                     compiled = _union(compiled, extra[0])
         if all(compiled.items != f.items for f in found):
             found.append(compiled)
+    if not found and as_names:
+        found.append(as_names[0][0])
     if not found:
+        why = "; ".join(
+            f"as {'an' if label[0] in 'aeiou' else 'a'} {label}: {reason}"
+            for label, reason in tried.items()
+        )
         raise PatternError(
-            f"pattern: not parseable as {grammar.id} in any context "
-            f"(tried {', '.join(tried) or 'no rung'}); "
+            f"pattern: not parseable as {grammar.id} ({why or 'no rung'}); "
             "write one complete statement, expression, member or declaration"
         )
     return [_with_strictness(c, strictness) for c in found]
@@ -480,17 +583,21 @@ def _respelled(
         return None
     # `$$$` ones first: parameter lists, arms and bodies are what needs respelling most.
     order = sorted(range(count), key=lambda i: not found[i].group(0).startswith("$$$"))
+    # A spelling that ends a statement (`{}();`, `_T {};`) stands only where a statement does:
+    # in `$X + 1` it would split the expression in two statements, `X();` and `+1;`.
+    alone = [_alone_as_statement(text, m.start(), m.end()) for m in found]
     choices = (
         dict(zip(chosen, spelled, strict=True))
         for k in range(1, min(count, MAX_RESPELLED) + 1)
         for chosen in itertools.combinations(order, k)
         for spelled in itertools.product(spellings, repeat=k)
+        if all(alone[i] or not s.endswith(";") for i, s in zip(chosen, spelled, strict=True))
     )
     for respell in itertools.islice(choices, MAX_RESPELLINGS):
         variant = placeholders_for(
             text, grammar.statement_terminator, None, grammar.metavar_template, respell
         )
-        read = _read(scaffold, text, [variant], grammar, parser, [])
+        read = _read(scaffold, text, [variant], grammar, parser, {})
         # Every respelled placeholder must have been read as one whole node.
         if read is not None and _metavars(read[0].items) == count:
             return read

@@ -35,11 +35,15 @@ def _line_indent(source: bytes, offset: int) -> bytes:
     return m.group(0) if m else b""
 
 
-def _inside_string(tree: ts.Tree, grammar: Grammar, offset: int) -> bool:
-    node: ts.Node | None = tree.root_node.descendant_for_byte_range(offset, offset)
-    string_ids = grammar.string_ids
+def _verbatim_line(tree: ts.Tree, grammar: Grammar, offset: int) -> bool:
+    """Whether the line starting at `offset` continues a literal whose lines are data: the
+    line break before it is inside a string, a heredoc, a block scalar (`verbatim_ids`)."""
+    if offset <= 0:
+        return False
+    node: ts.Node | None = tree.root_node.descendant_for_byte_range(offset - 1, offset)
+    verbatim = grammar.verbatim_ids
     while node is not None:
-        if node.kind_id in string_ids and node.start_byte < offset < node.end_byte:
+        if node.kind_id in verbatim and node.start_byte < offset <= node.end_byte:
             return True
         node = node.parent
     return False
@@ -56,8 +60,8 @@ def _reindent_capture(
     out = [lines[0]]
     offset = start + len(lines[0]) + 1
     for line in lines[1:]:
-        if _inside_string(tree, grammar, offset):
-            out.append(line)  # a multi-line string literal keeps every byte
+        if _verbatim_line(tree, grammar, offset):
+            out.append(line)  # a string, heredoc or block scalar keeps every byte
         else:
             if line.startswith(ref):
                 stripped = line[len(ref) :]
@@ -140,6 +144,24 @@ class Applied:
     skipped_inner: int  # inside a match that was rewritten
     lossy_lines: tuple[int, ...]  # matches left alone: the rewrite would drop code (1-based)
     kept_lines: tuple[int, ...] = ()  # rewritten, keeping unmentioned code before/after
+    # Comments in replaced code that no capture the template uses carries over: (line, text).
+    dropped_comments: tuple[tuple[int, str], ...] = ()
+
+
+def _comments(tree: ts.Tree, start: int, end: int) -> list[ts.Node]:
+    """The comments within source[start:end]."""
+    found: list[ts.Node] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.end_byte <= start or node.start_byte >= end:
+            continue
+        if node.is_extra and "comment" in node.type:
+            if start <= node.start_byte and node.end_byte <= end:
+                found.append(node)
+            continue
+        stack.extend(node.children)
+    return sorted(found, key=lambda n: n.start_byte)
 
 
 def apply_matches(
@@ -156,6 +178,8 @@ def apply_matches(
     done = skipped = 0
     lossy: list[int] = []
     kept: list[int] = []
+    dropped: list[tuple[int, str]] = []
+    used = set(template_vars(template))
     trailing = [t.encode() for t in grammar.optional_trailing]
     for m in sorted(matches, key=lambda m: (m.start_byte, -m.end_byte)):
         if m.start_byte < pos:
@@ -170,6 +194,11 @@ def apply_matches(
         for token in trailing:  # `x;` kept from the source, and the template ends with `;`
             if text.rstrip().endswith(token) and source.startswith(token, end):
                 end += len(token)
+        carried = [span for name, span in m.captures.items() if name in used and span[0] >= 0]
+        for comment in _comments(tree, start, end):
+            if not any(a <= comment.start_byte and comment.end_byte <= b for a, b in carried):
+                words = (comment.text or b"").decode("utf-8", "replace").split("\n")[0]
+                dropped.append((comment.start_point[0] + 1, words[:80]))
         out.append(source[pos:start])
         out.append(text)
         pos = end
@@ -177,7 +206,7 @@ def apply_matches(
         if m.kept_line is not None:
             kept.append(m.kept_line)
     out.append(source[pos:])
-    return Applied(b"".join(out), done, skipped, tuple(lossy), tuple(kept))
+    return Applied(b"".join(out), done, skipped, tuple(lossy), tuple(kept), tuple(dropped))
 
 
 def error_lines(tree: ts.Tree) -> list[int]:

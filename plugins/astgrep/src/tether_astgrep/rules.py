@@ -687,6 +687,9 @@ class RuleMatcher:
     def _constrained(self, env: Env, f: _File) -> bool:
         for name, rule in self.compiled.constraints.items():
             value = env.get(name)
+            if isinstance(value, list) and len(value) == 1:
+                value = value[0]
+            # a $$$ run (or a $X over sibling-split nodes) is not constrained, as in ast-grep
             if isinstance(value, ts.Node) and self._match(rule, value, {}, f) is None:
                 return False
         return True

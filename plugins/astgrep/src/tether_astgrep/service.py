@@ -70,6 +70,8 @@ class SearchOutcome:
 class StagedEdit:
     edit_id: str
     changes: tuple[tuple[Path, bytes, bytes], ...]  # (absolute path, content at staging, new)
+    # Files the rewrite gives new syntax errors, with their lines: accepted only with force.
+    broken: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 class AstgrepService:
@@ -81,7 +83,7 @@ class AstgrepService:
         registry: GrammarRegistry,
         config: AstgrepConfig,
         run_command: RunCommand,
-        on_worker_start: Callable[[int], None] | None = None,
+        on_worker_start: Callable[[int], object] | None = None,
         on_worker_exit: Callable[[int], None] | None = None,
     ) -> None:
         self.workdir = workdir
@@ -332,7 +334,12 @@ class AstgrepService:
             for r in outcome.files
             if r.original is not None and r.new is not None and r.new != r.original
         )
-        staged = StagedEdit(edit_id, changes)
+        broken = tuple(
+            (r.path, r.new_error_lines)
+            for r in outcome.files
+            if r.new_error_lines and r.new is not None and r.new != r.original
+        )
+        staged = StagedEdit(edit_id, changes, broken)
         self.staged[edit_id] = staged
         while len(self.staged) > max(1, self.config.max_pending_edits):
             oldest = next(iter(self.staged))

@@ -10,7 +10,7 @@ import tether
 from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.resources import ResourceKey
-from tether.text import duration, plural, shown_note, truncate
+from tether.text import duration, plural, show_path, shown_note, truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome
 
@@ -143,6 +143,13 @@ class ResolveArgs:
     action: Literal["accept", "discard"] = tether.arg(
         description="accept: write every file (all or nothing); discard: drop the staged edit"
     )
+    force: bool = tether.arg(
+        False,
+        description=(
+            "accept an edit whose syntax check found new errors (ast_edit named the files); "
+            "without it such an edit is refused and stays staged"
+        ),
+    )
 
 
 def _header(outcome: SearchOutcome) -> str:
@@ -207,7 +214,9 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
     note = shown_note(len(shown), total)
     structured = []
     for result, (line, col, end_line, end_col, text, caps) in shown:
-        lines.append(f"{result.path}:{line}:{col}: {truncate(text.strip(), MATCH_TEXT_CHARS)}")
+        lines.append(
+            f"{show_path(result.path)}:{line}:{col}: {truncate(text.strip(), MATCH_TEXT_CHARS)}"
+        )
         for name, value in caps.items():
             lines.append(f"    ${name} = {truncate(value, CAPTURE_CHARS)}")
         structured.append(
@@ -232,6 +241,9 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         lines.append(
             f"{broken} files with matches have syntax errors (matched in their well-formed parts)"
         )
+    unsearchable, unsearchable_meta = _unsearchable(outcome)
+    if unsearchable:
+        lines.append(unsearchable)
     skip = _skips(outcome, service.config.max_file_bytes)
     if skip:
         lines.append(skip)
@@ -251,7 +263,31 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
             {"interpreted_as": what, "matches": n} for what, n in outcome.other_readings
         ],
         unreadable_ignores=outcome.unreadable_ignores,
+        unsearchable=unsearchable_meta,
     )
+
+
+# Files named in the "not searchable" warning; the count covers all of them.
+UNSEARCHABLE_SHOWN = 5
+
+
+def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
+    """Files with code the grammar could not parse (ERROR regions), where a match may be lost:
+    a warning line and `meta["unsearchable"]` ({files, lines, paths: the first few})."""
+    hit = [r for r in outcome.files if r.unsearchable_lines]
+    if not hit:
+        return None, {"files": 0, "lines": 0, "paths": []}
+    worst = sorted(hit, key=lambda r: (-r.unsearchable_lines, r.path))[:UNSEARCHABLE_SHOWN]
+    total = sum(r.unsearchable_lines for r in hit)
+    where = ", ".join(f"{r.path} ({plural(r.unsearchable_lines, 'line')})" for r in worst)
+    more = f" and {len(hit) - len(worst)} more" if len(hit) > len(worst) else ""
+    line = (
+        f"warning: {plural(len(hit), 'file')} with code the {outcome.grammar.id} grammar could "
+        f"not parse: {plural(total, 'line')} not searchable, where matches may be missing "
+        f"({where}{more})"
+    )
+    paths = [{"path": r.path, "lines": r.unsearchable_lines} for r in worst]
+    return line, {"files": len(hit), "lines": total, "paths": paths}
 
 
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
@@ -279,6 +315,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             f"{outcome.grammar.id} files ({_header(outcome)})"
             + (f"; {lossy_line}" if lossy_line else "")
             + "".join(f"; {line}" for line in _other_readings(outcome))
+            + (f"; {_unsearchable(outcome)[0]}" if _unsearchable(outcome)[0] else "")
         )
     staged = service.stage(outcome)
     lines = [
@@ -296,20 +333,31 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         lines.append(lossy_line)
     kept = [(r.path, n) for r in changed for n in r.kept_lines]
     if kept:
-        where = ", ".join(f"{p}:{n}" for p, n in kept[:10])
+        where = ", ".join(f"{show_path(p)}:{n}" for p, n in kept[:10])
         more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
         lines.append(
             "code the pattern does not mention is kept verbatim before or after "
             f"{plural(len(kept), 'rewritten match')} ({where}{more}): check that it still fits"
         )
+    dropped = [(r.path, n, text) for r in changed for n, text in r.dropped_comments]
+    if dropped:
+        where = ", ".join(f"{p}:{n} {text}" for p, n, text in dropped[:5])
+        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+        lines.append(
+            f"warning: the rewrite drops {plural(len(dropped), 'comment')} that no capture it "
+            f"uses carries ({where}{more}): capture the code around them, or re-add them"
+        )
     broken = [r for r in changed if r.new_error_lines]
     for r in broken:
         assert r.syntax is not None
         lines.append(
-            f"warning: {r.path} has new syntax errors after the rewrite "
+            f"warning: {show_path(r.path)} has new syntax errors after the rewrite "
             f"({r.syntax.check}: {r.syntax.detail})"
         )
     lines.extend(_syntax_summary(changed))
+    unsearchable, unsearchable_meta = _unsearchable(outcome)
+    if unsearchable:
+        lines.append(unsearchable)
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
@@ -322,8 +370,8 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
             difflib.unified_diff(
                 r.original.decode("utf-8", "replace").splitlines(keepends=True),
                 r.new.decode("utf-8", "replace").splitlines(keepends=True),
-                fromfile=f"a/{r.path}",
-                tofile=f"b/{r.path}",
+                fromfile=f"a/{show_path(r.path)}",
+                tofile=f"b/{show_path(r.path)}",
             )
         )
     preview = "".join(d if d.endswith("\n") else d + "\n" for d in diff)
@@ -346,6 +394,8 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         },
         not_rewritten=[{"path": p, "line": n} for p, n in lossy],
         kept_verbatim=[{"path": p, "line": n} for p, n in kept],
+        dropped_comments=[{"path": p, "line": n, "text": t} for p, n, t in dropped],
+        unsearchable=unsearchable_meta,
         unreadable_ignores=outcome.unreadable_ignores,
     )
 
@@ -370,7 +420,7 @@ def _other_readings(outcome: SearchOutcome) -> list[str]:
 def _lossy(lossy: list[tuple[str, int]]) -> str | None:
     if not lossy:
         return None
-    where = ", ".join(f"{p}:{n}" for p, n in lossy[:10])
+    where = ", ".join(f"{show_path(p)}:{n}" for p, n in lossy[:10])
     more = f" and {len(lossy) - 10} more" if len(lossy) > 10 else ""
     return (
         f"{plural(len(lossy), 'match')} not rewritten ({where}{more}): the code has parts the "
@@ -389,7 +439,9 @@ def _syntax_summary(changed: list[FileResult]) -> list[str]:
     out = []
     for (check, blind, why), results in groups.items():
         clean = sum(1 for r in results if not r.new_error_lines)
-        names = "" if len(results) > 5 else " (" + ", ".join(r.path for r in results) + ")"
+        names = (
+            "" if len(results) > 5 else " (" + ", ".join(show_path(r.path) for r in results) + ")"
+        )
         if check == "tree-sitter":
             what = f"syntax check: tree-sitter only on {plural(len(results), 'file')}{names}: "
             bad = len(results) - clean
@@ -414,8 +466,18 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
             raise tether.ToolError(f"{args.edit_id} was already resolved ({done}); nothing to do")
         known = ", ".join(service.staged) or "none"
         raise tether.ArgumentError("edit_id", f"unknown edit {args.edit_id!r} (staged: {known})")
+    if args.action == "accept" and staged.broken and not args.force:
+        where = "; ".join(
+            f"{path} (line{'s' if len(ns) > 1 else ''} {', '.join(map(str, ns[:10]))})"
+            for path, ns in staged.broken
+        )
+        raise tether.ToolError(
+            f"{args.edit_id} not written: its syntax check found new errors in {where}. "
+            "It stays staged: discard it and fix the pattern or rewrite, or call resolve again "
+            "with force: true to write it anyway"
+        )
     del service.staged[args.edit_id]
-    names = [p.relative_to(service.workdir).as_posix() for p, _, _ in staged.changes]
+    names = [show_path(p.relative_to(service.workdir).as_posix()) for p, _, _ in staged.changes]
     if args.action == "discard":
         service.resolved[args.edit_id] = "discarded"
         return tether.ToolResult.text(f"{args.edit_id} discarded; no file was changed")
@@ -424,7 +486,7 @@ async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.
         await apply_changes_async(changes, root=service.workdir)
     except StaleFiles as exc:
         service.resolved[args.edit_id] = "rejected"
-        stale = ", ".join(p.relative_to(service.workdir).as_posix() for p in exc.paths)
+        stale = ", ".join(show_path(p.relative_to(service.workdir).as_posix()) for p in exc.paths)
         raise tether.ToolError(
             f"{args.edit_id} rejected, nothing written: changed since staging: {stale}. "
             "Run ast_edit again on the current files."
@@ -465,7 +527,8 @@ EDIT_DOC = (
 )
 RESOLVE_DOC = (
     "Accept or discard an edit staged by ast_edit. Accept writes every file or none: if any file "
-    "changed since staging, the whole edit is rejected."
+    "changed since staging, the whole edit is rejected. An edit whose syntax check found new "
+    "errors is refused (it stays staged) unless force is true."
 )
 
 

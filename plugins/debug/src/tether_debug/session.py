@@ -21,7 +21,7 @@ import attrs
 from tether import ArgumentError, ToolError
 from tether.framing import LineReader, LineTooLong
 from tether.hang import HangWatch, activity
-from tether.process import ManagedProcess, descendants, is_alive, kill_tree
+from tether.process import ManagedProcess, descendants, describe, is_alive
 from tether.text import TailBuffer, clock
 from tether_debug import breakpoints as bp
 from tether_debug import features
@@ -171,6 +171,10 @@ class DebugSession:
         self._end_cause: str | None = None
         self._program_ended = False
         self._tree: set[int] = set()  # the adapter's descendants, for cleanup
+        #: processes that had left the session's trees and were ended with it ("pid `argv`")
+        self.strays_ended: list[str] = []
+        #: the session's processes still alive after its end (a kill that did not take)
+        self.left_alive: list[str] = []
         self._scratch: Path | None = None
         #: the threads when attached (asked before the program was let go), or None
         self.attach_threads: list[dict[str, Any]] | None = None
@@ -940,7 +944,7 @@ class DebugSession:
             if self.process is not None:
                 self.process.kill()
             for pid in self._tree:
-                kill_tree(pid)
+                self.run.process_owner.kill_tree(pid)
         elif not client.closed.is_set():
             # first: an adapter may say how the program ended only now (delve's exit status)
             with anyio.move_on_after(_SHUTDOWN_S / 2):
@@ -978,17 +982,31 @@ class DebugSession:
         # debuggee). terminate() finds re-parented ones by process group and owner marker; a
         # debuggee that changed both (its own session, a scrubbed environment) would still
         # escape, so the pids seen while it ran are checked as well.
+        owner = self.run.process_owner
         leftovers = {pid for pid in self._tree if is_alive(pid)}
+        # A debuggee that double-forked, left its session and emptied its environment is in
+        # none of those: where this process is a subreaper it was re-parented here, and the
+        # run's orphans that started after the adapter are this session's
+        if self.process is not None:
+            since = self.process.lineage.roots.get(self.process.pid)
+            if since is not None:
+                strays = owner.strays(since, self.process.marker) - leftovers
+                self.strays_ended = [describe(pid) for pid in sorted(strays)]
+                leftovers |= strays
         for pid in leftovers:
-            kill_tree(pid)
+            owner.kill_tree(pid)
         with anyio.move_on_after(1.0):
             while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
                 await anyio.sleep(0.02)
+        self.left_alive = [describe(pid) for pid in sorted(leftovers) if is_alive(pid)]
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _remember_tree(self) -> None:
-        self._tree |= self.session_pids() - ({self.process.pid} if self.process else set())
+        # only what the run owns: the adapter's ``systemProcessId`` is its word, not proof —
+        # a pid of someone else's is never remembered, so never killed
+        seen = self.run.process_owner.lineage.observe(self.session_pids())
+        self._tree |= seen - ({self.process.pid} if self.process else set())
 
     async def close(self, reason: str) -> None:
         """End the session (bounded); a no-op once it has ended."""

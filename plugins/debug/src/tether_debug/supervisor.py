@@ -16,9 +16,9 @@ from tether import ArgumentError, ToolError
 from tether.availability import CommandProbe
 from tether.contributions import collect
 from tether.errors import PathError
-from tether.paths import relative
+from tether.paths import OUTSIDE, is_inside, relative
 from tether.process import is_alive
-from tether.text import cap, clock, duration, truncate
+from tether.text import cap, clock, duration, show_path, truncate
 from tether_debug import breakpoints as bp
 from tether_debug import features
 from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
@@ -541,9 +541,12 @@ class DebugSupervisor:
         lines = []
         for index, frame in enumerate(shown):
             source = frame.get("source") or {}
-            where = self._rel_str(source.get("path")) or source.get("name") or "?"
             line = frame.get("line")
-            lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}:{line}")
+            if source.get("path"):
+                where = self._location(source["path"], line)
+            else:
+                where = f"{show_path(source.get('name') or '?')}:{line}"
+            lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}")
             if index == 0:
                 text = source_line(source.get("path"), line)
                 if text is not None:
@@ -719,11 +722,18 @@ class DebugSupervisor:
         leftover = ""
         if session.output.unread:
             leftover = f" {session.output.unread} bytes of output are still unread (call output)."
-        gone = (
-            "the debuggee and adapter are gone"
-            if session.mode == "launch"
-            else "detached; the program keeps running"
-        )
+        if session.left_alive:
+            gone = "still alive after SIGKILL: " + ", ".join(session.left_alive)
+        elif session.mode == "launch":
+            gone = "the debuggee and adapter are gone"
+        else:
+            gone = "detached; the program keeps running"
+        if session.strays_ended:
+            gone += (
+                " (also ended, having left the debuggee's process tree: "
+                + ", ".join(session.strays_ended)
+                + ")"
+            )
         return f"Terminated the {session.adapter.id} session of {session.target}: {gone}.{leftover}"
 
     async def op_status(self) -> str:
@@ -804,7 +814,7 @@ class DebugSupervisor:
             if stop.line is None:
                 where = "an unknown location"
             else:
-                where = f"{self._rel_str(stop.path) or '?'}:{stop.line}"
+                where = self._location(stop.path, stop.line)
                 if stop.line == 0:
                     where += " (before its first line)"
             in_frame = f" in {stop.frame_name}" if stop.frame_name else ""
@@ -816,7 +826,7 @@ class DebugSupervisor:
             if stop.own_frame is not None:
                 frame_id, name, path, line = stop.own_frame
                 lines.append(
-                    f"In the program's own code: {self._rel_str(path)}:{line} in {name} "
+                    f"In the program's own code: {self._location(path, line)} in {name} "
                     f"(frame_id {frame_id})."
                 )
                 own_line = source_line(path, line)
@@ -842,6 +852,12 @@ class DebugSupervisor:
 
     def _rel_str(self, path: str | None) -> str | None:
         return relative(self.run.workdir, path) if path else None
+
+    def _location(self, path: str | None, line: Any) -> str:
+        """``file:line`` as shown: relative to the workdir, or absolute and marked as outside
+        it (the interpreter's, a library's: its lines are not the checkout's)."""
+        where = f"{self._rel_str(path) or '?'}:{line}"
+        return where + OUTSIDE if path and not is_inside(self.run.workdir, path) else where
 
     async def aclose(self) -> None:
         if self.session is not None and self.session.live:

@@ -12,6 +12,7 @@ import attrs
 import tether
 from tether.config import workdir_may_set
 from tether.contributions import collect
+from tether.resources import forget_entry
 from tether_eval.kernels import (
     Enclosure,
     Kernel,
@@ -107,13 +108,17 @@ class Interpreters:
             if kernel is not None and not kernel.alive:
                 tail = kernel.stderr_tail().strip()[-1500:]
                 await kernel.aclose()
-                del self._live[language]
+                forget_entry(self._live, language, kernel)
                 self._lost[language] = "the previous interpreter had died" + (
                     f"; its last stderr:\n{tail}" if tail else ""
                 )
                 kernel = None
             if kernel is None:
                 kernel = await self._start(language)
+                if self._closed:  # the run closed while it started: nobody else will end it
+                    with anyio.CancelScope(shield=True):
+                        await kernel.aclose()
+                    raise tether.ToolError("the run is closing; no interpreter can start")
                 self._live[language] = kernel
                 lost = self._lost.pop(language, None)
                 if lost:

@@ -1,4 +1,13 @@
-"""Diagnostics on write: after a host write tool, the new diagnostics of the written files."""
+"""Diagnostics on write: after a host write tool, the new diagnostics of the written files.
+
+Three rules make "new" true. A file's baseline — the diagnostics of the text it had before the
+call — is taken before the server sees the new text: from the run's earlier reports, else by
+giving the server the file's previous content (``ToolResult.before``) and asking; without one,
+the answer says "baseline unknown" instead of calling old errors new. Every file of a change is
+sent to a server before any of its diagnostics are asked for, so none is computed on a
+half-applied change. And an answer is only the server's report on the text just written (see
+:meth:`LspClient.current_diagnostics`); without one in time, it says so.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 
 import tether
 from tether.text import cap
 from tether_lsp.client import LspClient
+from tether_lsp.documents import OpenDocument
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.queries import Answers, format_merged, merge_diagnostics
 from tether_lsp.supervisor import LspSupervisor
@@ -18,77 +29,190 @@ REPORTED_SEVERITIES = (1, 2)  # errors and warnings; hints and infos are noise a
 CAP = 30
 
 
+@attrs.define
+class _Answer:
+    """One server's word on one written file."""
+
+    #: diagnostics of the text before the call (None: no baseline from this server)
+    baseline: list[dict[str, Any]] | None = None
+    #: diagnostics of the text written (None: not reported in time)
+    items: list[dict[str, Any]] | None = None
+    text: str = ""
+    failure: str | None = None
+
+
 async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolResult) -> str | None:
     """What to add to a successful call's result: the new diagnostics of every file it wrote
     (``result.written``, absolute paths inside the workdir), or None."""
-    notes: list[str] = []
-    for path in result.written:
-        if not path.is_file() or supervisor.quiet_without_server(path):
-            continue  # no server handles this kind of file: nothing to check, nothing to say
+    ledger = supervisor.ledger
+    paths = [
+        path
+        for path in result.written
+        # no server handles this kind of file: nothing to check, nothing to say
+        if path.is_file() and not supervisor.quiet_without_server(path)
+    ]
+    clients_of: dict[Path, list[LspClient]] = {}
+    notes: dict[Path, list[str]] = {}
+    for path in paths:
         try:
-            note = await diagnose(supervisor, supervisor.ledger, path)
+            clients_of[path], notes[path] = await supervisor.diagnostic_clients(path)
         except tether.ToolError as exc:
             # a server should answer but cannot (missing, broken, no root marker): silence
             # would read as "no new problems"
-            note = f"(diagnostics unavailable: {exc})"
+            notes[path] = [f"diagnostics unavailable: {exc}"]
+    by_client: dict[int, tuple[LspClient, list[Path]]] = {}
+    for path, clients in clients_of.items():
+        for client in clients:
+            by_client.setdefault(id(client), (client, []))[1].append(path)
+    answers: dict[tuple[int, Path], _Answer] = {}
+    timeout = supervisor.config.diagnostics_timeout_s
+
+    async def ask(client: LspClient, files: list[Path]) -> None:
+        for path in files:
+            answers[(id(client), path)] = _Answer()
+        try:
+            # the text every file had before the call, all of it, then their diagnostics
+            previous = {}
+            for path in files:
+                if not ledger.knows(path):
+                    previous[path] = await _send_previous(client, path, result.before)
+            # a first look at a file waits as a query's does (a cold server loads its
+            # configuration and project meanwhile), so its start-up does not cost the baseline
+            config = supervisor.config
+            deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
+            if previous:
+                await client.wait_ready(_left(deadline), index=False)
+            for path, doc in previous.items():
+                if doc is not None:
+                    got = await client.current_diagnostics(doc, _left(deadline))
+                    baseline = None if got is None else [d for d in got if _reported(d)]
+                    answers[(id(client), path)].baseline = baseline
+                elif path in result.before:
+                    answers[(id(client), path)].baseline = []  # created by the call
+            # the whole change reaches the server before any of it is diagnosed
+            await client.refresh_documents()
+            docs = []
+            for path in files:
+                doc, _ = await client.sync_document(path)
+                await client.save(doc)
+                docs.append(doc)
+            deadline = anyio.current_time() + timeout
+            if len(docs) > 1 and client.pushes_diagnostics:
+                # a pushing server may have diagnosed the first files before the rest arrived
+                # (clangd: a source before its edited header): each is sent again, after all
+                for doc in docs:
+                    await client.resend(doc)
+                # and a version's first push may still be on the old state (clangd publishes
+                # main.c once with its stale preamble, then again ~0.1 s later): its pushes
+                # are taken once it has been quiet for a moment
+                for doc in docs:
+                    await client.diagnostics_for(doc, _left(deadline))
+                await _quiet(client, deadline)
+            for path, doc in zip(files, docs, strict=True):
+                answer = answers[(id(client), path)]
+                answer.items = await client.current_diagnostics(doc, _left(deadline))
+                answer.text = doc.text
+        except tether.ToolError as exc:
+            for path in files:
+                answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
+
+    # every server at once: one slow server does not make the others wait behind it
+    async with anyio.create_task_group() as group:
+        for client, files in by_client.values():
+            group.start_soon(ask, client, files)
+    out: list[str] = []
+    for path in paths:
+        clients = clients_of.get(path, [])
+        got = [(client, answers[(id(client), path)]) for client in clients]
+        note = _describe(supervisor, ledger, path, got, notes[path], timeout)
         if note:
-            notes.append(note)
-    return "\n" + "\n\n".join(notes) if notes else None
+            out.append(note)
+    return "\n" + "\n\n".join(out) if out else None
+
+
+#: how long a pushing server must send nothing before a multi-file change's pushes are taken
+SETTLE_S = 0.5
+
+
+async def _quiet(client: LspClient, deadline: float) -> None:
+    """Until ``client`` has published nothing for :data:`SETTLE_S` (bounded by ``deadline``)."""
+    while anyio.current_time() < deadline:
+        seq = client.publish_seq
+        wait = min(SETTLE_S, deadline - anyio.current_time())
+        if not await client.wait_until(lambda: client.publish_seq != seq, wait):  # noqa: B023
+            return
+
+
+def _left(deadline: float) -> float:
+    """What remains of one wait shared by several files (a little, when nothing does)."""
+    return max(0.05, deadline - anyio.current_time())
+
+
+async def _send_previous(client: LspClient, path: Path, before: Any) -> OpenDocument | None:
+    """Give the server ``path``'s text from before the call, so its diagnostics can be the
+    baseline: the previous content the core recorded, else the document the server has open
+    (the disk already holds the new text). None when the call created the file (an empty
+    baseline) or neither is known (no baseline)."""
+    uri = path.as_uri()
+    if path in before:
+        previous = before[path]
+        if previous is None:
+            return None
+        text = previous.decode("utf-8", errors="replace")
+    elif uri in client.documents:
+        text = client.documents[uri].text
+    else:
+        return None
+    return await client.send_text(path, text)
 
 
 def _reported(diagnostic: dict[str, Any]) -> bool:
     return (diagnostic.get("severity") or 1) in REPORTED_SEVERITIES
 
 
-async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Path) -> str:
-    """New diagnostics of the written file, from every server that gives them (merged)."""
-    clients, notes = await supervisor.diagnostic_clients(path)
-    before_write = [
-        d
-        for client in clients
-        for d in getattr(client.published.get(path.as_uri()), "items", [])
-        if _reported(d)
-    ]
-    if before_write:
-        # diagnostics the agent could already have seen are not news after its write
-        ledger.seed(path, before_write)
+def _describe(
+    supervisor: LspSupervisor,
+    ledger: DiagnosticLedger,
+    path: Path,
+    got: list[tuple[LspClient, _Answer]],
+    notes: list[str],
+    timeout: float,
+) -> str:
+    """The note for one written file: its new diagnostics, and why any server is missing."""
     rel = supervisor.relative(path)
-    timeout = supervisor.config.diagnostics_timeout_s
-    results: dict[int, tuple[list[dict[str, Any]] | None, str] | str] = {}
-
-    async def ask(index: int, client: LspClient) -> None:
-        try:
-            await client.refresh_documents()
-            doc, _ = await client.sync_document(path)
-            await client.save(doc)
-            results[index] = (await client.current_diagnostics(doc, timeout), doc.text)
-        except tether.ToolError as exc:
-            results[index] = f"{client.spec.id}: {exc}"
-
-    # every server at once: one slow server does not make the others wait behind it
-    async with anyio.create_task_group() as group:
-        for index, client in enumerate(clients):
-            group.start_soon(ask, index, client)
-    answers: Answers = []
+    notes = list(notes)
+    current: Answers = []
+    baselines: Answers = []
+    baseline_missing = False
     text = ""
-    for index, client in enumerate(clients):
-        got = results[index]
-        if isinstance(got, str):
-            notes.append(got)
+    for client, answer in got:
+        if answer.failure is not None:
+            notes.append(answer.failure)
             continue
-        items, text = got
-        if items is None:
+        if answer.items is None:
             # not "nothing new": the answer is on its way and the next question gets it
             notes.append(
                 f"{client.spec.id} is still computing the diagnostics of {rel} after "
-                f"{timeout:g} s; `lsp diagnostics` for {rel} gives them once it is done"
+                f"{timeout:g} s: not computed yet for the text just written; `lsp diagnostics` "
+                f"for {rel} gives them once it is done"
             )
             continue
-        answers.append((client, [d for d in items if _reported(d)]))
+        current.append((client, [d for d in answer.items if _reported(d)]))
+        root_note = supervisor.root_note(client)
+        if root_note:
+            notes.append(root_note)
+        text = answer.text
+        if answer.baseline is None:
+            baseline_missing = True
+        else:
+            baselines.append((client, answer.baseline))
+    if current and not baseline_missing and not ledger.knows(path):
+        ledger.seed(path, [d for _, items in merge_diagnostics(baselines) for d in items])
     tail = "\n\n".join(f"({note})" for note in notes)
-    if not answers:
+    if not current:
         return tail
-    merged = merge_diagnostics(answers)
+    merged = merge_diagnostics(current)
+    known = ledger.knows(path)
     fresh = ledger.new_since_last(path, [d for _, items in merged for d in items])
     fresh_ids = {id(d) for d in fresh}
     news = [(client, [d for d in items if id(d) in fresh_ids]) for client, items in merged]
@@ -97,6 +221,13 @@ async def diagnose(supervisor: LspSupervisor, ledger: DiagnosticLedger, path: Pa
     rows = format_merged(news, rel, text)
     shown, note = cap(rows, CAP, "diagnostics shown")
     names = ", ".join(client.spec.id for client, items in news if items)
-    head = f"New diagnostics from {names} ({len(fresh)}"
-    head += f", {note})" if note else ")"
-    return head + ":\n" + "\n".join(shown) + ("\n\n" + tail if tail else "")
+    count = f"{len(fresh)}, {note}" if note else f"{len(fresh)}"
+    if known:
+        head = f"New diagnostics from {names} ({count}):"
+    else:
+        # never call an old error new: without the text's earlier diagnostics nobody knows
+        head = (
+            f"Diagnostics of {rel} from {names} ({count}; baseline unknown: {rel} was not "
+            "checked before this write and its earlier text is unknown, so some may predate it):"
+        )
+    return head + "\n" + "\n".join(shown) + ("\n\n" + tail if tail else "")

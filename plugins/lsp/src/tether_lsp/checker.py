@@ -13,12 +13,47 @@ from tether_lsp.supervisor import LspSupervisor
 from tether_lsp.trust import refusal, untrusted_args, untrusted_env
 
 OUTPUT_CAP_BYTES = 24_000
+#: roots checked per server at most; more are named as skipped, never dropped silently
+ROOTS_CAP = 20
+
+
+def plan_roots(supervisor: LspSupervisor, spec: ServerSpec) -> tuple[list[Path], list[str]]:
+    """The roots ``spec``'s checker runs in, and a line for each root it skips and why: no
+    project file the checker needs (``tsc`` without a ``tsconfig.json`` prints its help), inside
+    a root checked already (a file is checked once), or past the cap."""
+    found = supervisor.roots_in_workdir(spec, limit=ROOTS_CAP + 1)
+    chosen: list[Path] = []
+    skipped: list[str] = []
+    shown = " ".join(spec.checker)
+    for root in sorted(found[:ROOTS_CAP], key=lambda r: (len(r.parts), r)):
+        where = supervisor.relative(root) or "."
+        if spec.checker_needs and not any((root / n).exists() for n in spec.checker_needs):
+            needs = " or ".join(spec.checker_needs)
+            skipped.append(f"{where}: no {needs} there, which `{shown}` needs")
+            continue
+        outer = next((c for c in chosen if c in root.parents), None)
+        outer = outer if spec.checker_covers_nested else None
+        if outer is not None:
+            skipped.append(
+                f"{where}: inside {supervisor.relative(outer) or '.'}, whose `{shown}` run "
+                "covers it (files that project excludes are not checked)"
+            )
+            continue
+        chosen.append(root)
+    if len(found) > ROOTS_CAP:
+        skipped.append(
+            f"roots past the first {ROOTS_CAP} found (workdir and two levels down): not checked"
+        )
+    return chosen, skipped
 
 
 async def run_checkers(supervisor: LspSupervisor) -> str:
     """The primary usable server of every language rooted in the workdir runs its checker, and
-    so does every usable companion (diagnostics-only) server."""
+    so does every usable companion (diagnostics-only) server — once per file: in each root
+    that has the checker's project file and is not inside another one checked. The answer
+    names the roots checked and those skipped, with why."""
     targets: list[tuple[ServerSpec, Path]] = []
+    skipped: list[str] = []
     without: list[str] = []
     refused: list[str] = []  # servers unavailable on an untrusted workdir, with the reason
     for language in sorted({spec.language for spec in supervisor.specs.values()}):
@@ -26,7 +61,7 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
         for spec in supervisor.candidates(language):
             if primary_found and not spec.companion:
                 continue
-            roots = supervisor.roots_in_workdir(spec)
+            roots = supervisor.roots_in_workdir(spec, limit=1)
             if not roots:
                 continue
             probe = await supervisor.probe(spec, roots[0])
@@ -35,17 +70,24 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
                     refused.append(probe.detail)  # unavailable here: say so, not "no server"
                 continue
             if spec.checker:
-                targets += [(spec, root) for root in roots]
+                chosen, passed = plan_roots(supervisor, spec)
+                targets += [(spec, root) for root in chosen]
+                skipped += [f"{spec.id} skipped {line}" for line in passed]
             elif spec.root_markers:  # a server that needs no project has no project to check
                 without.append(spec.id)
             primary_found = primary_found or not spec.companion
     if not targets:
         if refused:
             raise tether.ToolError("no project checker:\n  " + "\n  ".join(refused))
-        if without:
+        reasons = "".join(f"\n  {line}" for line in skipped)
+        if without or skipped:
+            named = (
+                f"the server(s) for this checkout ({', '.join(without)}) name none"
+                if (without)
+                else "no root has the project file its checker needs"
+            )
             raise tether.ToolError(
-                "no project checker: the server(s) for this checkout "
-                f"({', '.join(without)}) name none; ask `diagnostics` for one file instead"
+                f"no project checker: {named}; ask `diagnostics` for one file instead{reasons}"
             )
         raise tether.ToolError(
             "no project checker: no usable language server has a root marker in the workdir "
@@ -54,7 +96,11 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     results = [await _run_one(supervisor, spec, root) for spec, root in targets]
     if not any(ran for ran, _ in results):
         raise tether.ToolError("\n\n".join(text for _, text in results))
-    sections = [text for _, text in results] + refused
+    checked = ", ".join(f"{supervisor.relative(root) or '.'} ({spec.id})" for spec, root in targets)
+    head = f"Checked {len(targets)} root{'s' if len(targets) != 1 else ''}: {checked}"
+    if skipped:
+        head += "\nSkipped:\n" + "\n".join(f"  {line}" for line in skipped)
+    sections = [head] + [text for _, text in results] + refused
     if without:
         sections.append(f"(no project checker for {', '.join(without)})")
     return "\n\n".join(sections)

@@ -298,9 +298,20 @@ class LspClient:
     # -- readiness -------------------------------------------------------------------------
 
     def is_ready(self) -> bool:
+        """Configured, its files known, and no work in progress that can change an answer
+        (checking files for diagnostics does not: ``ServerSpec.checking_progress``)."""
         if self.spec.waits_for_configuration and not self.configured:
             return False
-        return self.files_known and not self.progress
+        return self.files_known and not self.indexing()
+
+    def indexing(self) -> list[Progress]:
+        """The work in progress that can change an answer."""
+        checking = self.spec.checking_progress
+        return [
+            progress
+            for progress in self.progress.values()
+            if not checking or not re.search(checking, progress.describe())
+        ]
 
     def busy_with(self) -> str:
         """What the server is busy with, in its own words (its progress titles, messages and
@@ -372,6 +383,52 @@ class LspClient:
             },
         )
         return doc, True
+
+    async def send_text(self, path: Path, text: str) -> OpenDocument:
+        """Give the server ``text`` as ``path``'s content (opened, or a new version), whatever
+        the disk holds: the text a file had before a write, for the diagnostics to compare
+        with. The next sync sends the disk's content again."""
+        async with self._sync_lock:
+            uri = path_to_uri(path)
+            doc = self.documents.get(uri)
+            if doc is None:
+                language_id = self.spec.language_id(path.suffix) or self.spec.language
+                doc = OpenDocument(path, uri, language_id, 1, text, 0, -1, self._seq)
+                self.documents[uri] = doc
+                self._snapshot.pop(str(path), None)
+                item = {"uri": uri, "languageId": language_id, "version": 1, "text": text}
+                await self.notify("textDocument/didOpen", {"textDocument": item})
+                return doc
+            doc.mtime_ns, doc.size = 0, -1  # not the disk's: the next sync sends the disk's
+            if text != doc.text:
+                doc.version += 1
+                doc.text = text
+                doc.sent_seq = self._seq
+                await self.rpc.drop_kept(uri)
+                params = {
+                    "textDocument": {"uri": uri, "version": doc.version},
+                    "contentChanges": [{"text": text}],
+                }
+                await self.notify("textDocument/didChange", params)
+            return doc
+
+    @property
+    def pushes_diagnostics(self) -> bool:
+        """Its diagnostics come when it pushes them (not when asked for)."""
+        return not (self.spec.pull_diagnostics or self.spec.tsserver_diagnostics)
+
+    async def resend(self, doc: OpenDocument) -> None:
+        """Send ``doc``'s text again as a new version: a pushing server diagnoses it anew, with
+        everything sent before it (the rest of a multi-file change)."""
+        async with self._sync_lock:
+            doc.version += 1
+            doc.sent_seq = self._seq
+            await self.rpc.drop_kept(doc.uri)
+            params = {
+                "textDocument": {"uri": doc.uri, "version": doc.version},
+                "contentChanges": [{"text": doc.text}],
+            }
+            await self.notify("textDocument/didChange", params)
 
     async def refresh_documents(self) -> bool:
         """Sync every open document with the disk (a shell or git may have changed it), and
@@ -461,6 +518,14 @@ class LspClient:
             items = list(result.get("items") or [])
             self.published[doc.uri] = Published(self._seq, doc.version, items)
             return items
+        if self.spec.tsserver_diagnostics:
+            from tether_lsp import tsserver
+
+            pulled = await tsserver.pull(self, doc, timeout_s)
+            if pulled is not None:
+                self._seq += 1
+                self.published[doc.uri] = Published(self._seq, doc.version, pulled)
+            return pulled
         return await self.diagnostics_for(doc, timeout_s)
 
     async def diagnostics_for(

@@ -26,8 +26,12 @@ class DiagnosticLedger:
     def __init__(self) -> None:
         self._known: dict[Path, Counter[Key]] = {}
 
+    def knows(self, path: Path) -> bool:
+        """Whether ``path`` has a baseline: what the run was told of it before."""
+        return path in self._known
+
     def seed(self, path: Path, diagnostics: list[dict[str, Any]]) -> None:
-        """What the server already said about ``path`` before this run's first write to it."""
+        """What the server said about ``path``'s text before this run's first write to it."""
         if path not in self._known:
             self._known[path] = Counter(diagnostic_key(d) for d in diagnostics)
 

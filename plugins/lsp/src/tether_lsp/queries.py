@@ -24,6 +24,7 @@ from tether_lsp.render import (
     display_path,
     format_diagnostics,
     hover_text,
+    outside_note,
     places,
     symbol_rows,
 )
@@ -65,8 +66,11 @@ class Session:
 
     def with_indexing(self, text: str) -> str:
         """``text`` followed by the server's indexing state, when it is still busy or the
-        call waited on it."""
-        return with_indexing(text, self.client, self.before)
+        call waited on it — and, in the server's first answer, that its root is the workdir
+        for want of a root marker."""
+        text = with_indexing(text, self.client, self.before)
+        note = self.supervisor.root_note(self.client)
+        return f"{text}\n({note})" if note else text
 
     @property
     def rel(self) -> str:
@@ -206,6 +210,9 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
     head += f" ({note})" if note else ""
     tail = session.indexing_note()
     text = head + ":\n" + "\n".join(shown)
+    outside = outside_note(found, session.supervisor.workdir)
+    if outside:
+        text += "\n" + outside
     if tail and action == "references":
         text += f"\n(partial: {tail})"
     if action in ("references", "implementation"):
@@ -393,19 +400,75 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
         return None
     before = Busy.of(client)
     await client.refresh_documents()
+    opened = ""
     if client.spec.workspace_needs_open_file and not client.documents:
         first = _first_source_file(client, choice.root)
         if first is not None:
             doc, _ = await client.sync_document(first)
-            await client.diagnostics_for(doc, supervisor.config.ready_timeout_s)
+            # its diagnostics come once the server has loaded the file's project
+            loaded = await client.current_diagnostics(doc, supervisor.config.ready_timeout_s)
+            if loaded is None:
+                opened = supervisor.relative(first)
     await client.wait_ready(supervisor.config.ready_timeout_s)
     result = await client.request("workspace/symbol", {"query": query})
     section = _workspace_section(supervisor, client, query, result)
+    if opened and not symbol_rows(result):
+        # an empty answer from a project not loaded yet is not "no such symbol"
+        section += (
+            f"\n({client.spec.id} had not loaded the project of {opened} after "
+            f"{supervisor.config.ready_timeout_s:g} s: ask again in a moment)"
+        )
     return with_indexing(section, client, before)
 
 
 def _first_source_file(client: LspClient, root: Path) -> Path | None:
-    return _first_source_file_in(client.spec, root)
+    """A file the server's project includes, to open so it loads that project: the first of
+    ``compile_commands.json``, the first of tsconfig's ``files`` or under its ``include``; else
+    the first source file (a file no project covers loads an inferred project, and tsserver's
+    workspace symbols then find nothing)."""
+    return _project_file(client.spec, root) or _first_source_file_in(client.spec, root)
+
+
+def _project_file(spec: ServerSpec, root: Path) -> Path | None:
+    import json
+    import re
+
+    suffixes = set(spec.extensions)
+    database = root / "compile_commands.json"
+    if database.is_file():
+        try:
+            entries = json.loads(database.read_text())
+        except (OSError, ValueError):
+            entries = []
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+                continue
+            path = Path(str(entry.get("directory") or root)) / entry["file"]
+            if path.suffix in suffixes and path.is_file():
+                return path
+    config = root / "tsconfig.json"
+    if config.is_file():
+        try:
+            # tsconfig allows comments and trailing commas
+            text = re.sub(r"(?m)^\s*//[^\n]*|/\*[\s\S]*?\*/", "", config.read_text())
+            data = json.loads(re.sub(r",(\s*[}\]])", r"\1", text))
+        except (OSError, ValueError):
+            data = {}
+        for name in data.get("files") or [] if isinstance(data, dict) else []:
+            path = root / str(name)
+            if path.suffix in suffixes and path.is_file():
+                return path
+        for pattern in data.get("include") or [] if isinstance(data, dict) else []:
+            # the directory before the first wildcard
+            base = re.split(r"[*?{\[]", str(pattern), maxsplit=1)[0].rstrip("/")
+            start = root / base if base else root
+            if start.is_file() and start.suffix in suffixes:
+                return start
+            if start.is_dir():
+                found = _first_source_file_in(spec, start)
+                if found is not None:
+                    return found
+    return None
 
 
 def _first_source_file_in(spec: ServerSpec, root: Path, limit: int = 5000) -> Path | None:
@@ -517,6 +580,9 @@ async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
             notes.append(f"{client.spec.id}: {exc}")
             continue
         doc = doc or session.doc
+        root_note = supervisor.root_note(client)
+        if root_note:
+            notes.append(root_note)
         # a file's diagnostics do not wait for the project's index: no "still indexing" here,
         # only a long wait on a busy server is said
         line = indexing_line(client, session.before)
@@ -525,8 +591,9 @@ async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
         if items is None:
             # still at it: a pull stays pending, a push will be kept when it comes
             notes.append(
-                f"{client.spec.id} is still computing the diagnostics of {rel} (waited "
-                f"{waited:g} s); ask again with the same call to get them"
+                f"{client.spec.id} is still computing the diagnostics of {rel} (not computed "
+                f"yet for its current text; waited {waited:g} s); ask again with the same call "
+                "to get them"
             )
             continue
         answers.append((client, items))

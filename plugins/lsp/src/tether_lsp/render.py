@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 
-from tether.text import truncate
+from tether.paths import OUTSIDE
+from tether.text import show_path, truncate
 from tether_lsp.client import LspClient
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
@@ -54,17 +55,52 @@ class SourceLines:
         text = lines[place.line] if place.line < len(lines) else ""
         column = from_lsp_character(text, place.character, self._client.encoding) + 1
         where = f"{display_path(place, workdir)}:{place.line + 1}:{column}"
+        if place.path is not None and not place.path.is_relative_to(workdir):
+            where += OUTSIDE
         source = truncate(text.strip(), 160)
         return f"{where}: {source}" if source else where
 
 
 def display_path(place: Place, workdir: Path) -> str:
+    """The place's file as shown: relative to the workdir, or absolute (then its location is
+    marked as outside it: a library's definition is not the checkout's code); control
+    characters escaped."""
     if place.path is None:
-        return place.uri
+        return show_path(place.uri)
     try:
-        return str(place.path.relative_to(workdir))
+        return show_path(place.path.relative_to(workdir))
     except ValueError:
-        return str(place.path)
+        return show_path(place.path)
+
+
+def environment_of(path: Path) -> str:
+    """Where a file outside the workdir lives, for the model: the Python environment (the
+    directory holding ``pyvenv.cfg``, or the interpreter prefix holding ``lib/pythonX.Y``),
+    the package under ``node_modules``, or the directory itself."""
+    for parent in path.parents:
+        if (parent / "pyvenv.cfg").is_file():
+            return f"the Python environment {parent}"
+    for parent in path.parents:
+        if parent.name == "node_modules":
+            return f"the node packages in {parent}"
+        if parent.name.startswith("python") and parent.parent.name in ("lib", "lib64"):
+            return f"the Python installation {parent.parent.parent}"
+    return str(path.parent)
+
+
+def outside_note(found: list[Place], workdir: Path) -> str | None:
+    """``(N of these are outside the workdir: in …)`` when an answer leaves the workdir, so a
+    definition in another copy of a library is not taken for the project's own."""
+    outside = [
+        place.path
+        for place in found
+        if place.path is not None and workdir not in place.path.parents
+    ]
+    if not outside:
+        return None
+    where = sorted({environment_of(path) for path in outside})
+    count = "it is" if len(found) == 1 else f"{len(outside)} of these are"
+    return f"({count} outside the workdir: in {'; '.join(where)})"
 
 
 def places(result: Any) -> list[Place]:

@@ -50,6 +50,13 @@ class ServerSpec:
     settings: Mapping[str, Any] = attrs.field(converter=_frozen_mapping, factory=dict)
     #: argv of the project checker run by ``diagnostics "*"`` (cwd = the root), or ()
     checker: tuple[str, ...] = attrs.field(converter=_strings, default=())
+    #: files one of which a root must hold for ``checker`` to run there (``tsc`` without a
+    #: tsconfig.json prints its help); () = every root
+    checker_needs: tuple[str, ...] = attrs.field(converter=_strings, default=())
+    #: a run of ``checker`` in a root also checks the roots nested in it (pyright, tsc: their
+    #: files are in the outer project unless it excludes them), so those are skipped; False
+    #: when a nested root is a project of its own the outer run leaves alone (go, cargo)
+    checker_covers_nested: bool = True
     #: lower answers first when several servers of one language are usable
     priority: int = 50
     #: how a person gets the server, said when it is not found ("pip install 'tether-lsp[python]'")
@@ -67,9 +74,17 @@ class ServerSpec:
     #: ask for diagnostics (textDocument/diagnostic) instead of waiting for pushed ones;
     #: pyright pushes an empty list before the real one, a pull answers the current version
     pull_diagnostics: bool = False
+    #: pull diagnostics through typescript-language-server's ``typescript.tsserverRequest``
+    #: command: its pushes come one per tsserver pass, unversioned, and none says it is the last
+    tsserver_diagnostics: bool = False
     #: after files appear or vanish, the server takes them in on a timer: wait for the sign
     #: it did (diagnostics pushed, work ended) before asking, or a rename misses a file
     settles_after_file_events: bool = False
+    #: a regex of the progress (its title, message) that is only checking files for their
+    #: diagnostics, which changes no navigation answer: it is not called "still indexing" and
+    #: project-wide questions do not wait for it (the pyright family's "N files to analyze",
+    #: pylsp's "lint: pyflakes")
+    checking_progress: str | None = None
     #: LSP methods this server is known to answer wrongly although it advertises them
     unsupported: frozenset[str] = attrs.field(converter=_methods, factory=frozenset)
     #: how the server's project is configured, so tether can say which files it leaves out
@@ -173,6 +188,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         project_config="pyright",
         untrusted=_PYRIGHT,
         checker_untrusted=_PYRIGHT_CHECKER,
+        checking_progress=r"files? to analyze",
     ),
     ServerSpec(
         id="pyright",
@@ -187,6 +203,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         ready_log=_PYRIGHT_READY,
         pull_diagnostics=True,
         settles_after_file_events=True,
+        checking_progress=r"files? to analyze",
         # pyright's implementation answers are wrong (FIELD-NOTES); basedpyright's are right
         unsupported=frozenset({"textDocument/implementation"}),
         project_config="pyright",
@@ -206,6 +223,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         priority=30,
         untrusted=SAFE,
         checker_untrusted=SAFE,
+        checking_progress=r"^lint\b",
     ),
     ServerSpec(
         id="jedi-language-server",
@@ -260,11 +278,13 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         # a rename at an import site would otherwise become `import {A as B}`
         initialization_options={"preferences": {"providePrefixAndSuffixTextForRename": False}},
         checker=("tsc", "--noEmit", "--pretty", "false"),
+        checker_needs=("tsconfig.json",),
         priority=10,
         workspace_needs_open_file=True,
         open_waits_for_diagnostics=True,
         untrusted=_TSSERVER,
         checker_untrusted=SAFE,
+        tsserver_diagnostics=True,
     ),
     ServerSpec(
         id="clangd",
@@ -294,6 +314,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         probe=("rust-analyzer", "--version"),
         root_markers=("Cargo.toml",),
         checker=("cargo", "check", "--message-format=short"),
+        checker_covers_nested=False,
         priority=10,
         untrusted=_RUST_ANALYZER,
         checker_untrusted=_CARGO_CHECK,
@@ -306,6 +327,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         probe=("gopls", "version"),
         root_markers=("go.mod", "go.work"),
         checker=("go", "vet", "./..."),
+        checker_covers_nested=False,
         priority=10,
         untrusted=_GO,
         checker_untrusted=_GO,

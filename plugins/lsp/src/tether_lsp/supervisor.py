@@ -15,6 +15,8 @@ import tether
 from tether.availability import CommandProbe, ProbeResult, find_root, not_found, resolve_command
 from tether.contributions import collect
 from tether.paths import relative
+from tether.resources import forget_entry
+from tether.text import show_path
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
@@ -70,7 +72,10 @@ class LspSupervisor:
         self._crashes: dict[tuple[str, Path], list[float]] = {}
         self._probe = CommandProbe(run)
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
+        self._closed = False
         self.ledger = DiagnosticLedger()
+        #: servers whose fallback root was said already (see :meth:`root_note`)
+        self._root_said: set[tuple[str, Path]] = set()
         #: lines the next result carries (a hung server restarted on the way)
         self.notes: list[str] = []
         #: told "<server>: <what it is busy with>" at each change of a server's progress (the
@@ -176,10 +181,8 @@ class LspSupervisor:
         running for that root has resolved it: no PATH search on every query)."""
         if (why := self.refusal(spec)) is not None:
             return None, why
-        root = self.find_root(spec, path)
-        if root is None:
-            markers = ", ".join(spec.root_markers)
-            return None, f"no root marker ({markers}) between {self.relative(path)} and the workdir"
+        # loose files are common: without a marker the workdir is the root (and answers say so)
+        root = self.find_root(spec, path) or self.workdir
         running = self._clients.get((spec.id, root))
         if running is not None and running.alive:
             return root, None
@@ -274,10 +277,24 @@ class LspSupervisor:
             raise NoServer("\n".join(failures) or f"no usable {language} language server")
         return clients, failures
 
+    def root_note(self, client: LspClient) -> str | None:
+        """Said in the first answer of a server whose root is the workdir only because no root
+        marker was found (and in ``status``); None otherwise."""
+        spec, root = client.spec, client.root
+        if not spec.root_markers or root != self.workdir or (spec.id, root) in self._root_said:
+            return None
+        if any((root / marker).exists() for marker in spec.root_markers):
+            return None
+        self._root_said.add((spec.id, root))
+        return (
+            f"no root marker ({', '.join(spec.root_markers)}) in the workdir: {spec.id} runs "
+            "with the workdir as its root"
+        )
+
     def relative(self, path: Path) -> str:
         # the paths the run confined are resolved already: no second resolve per answer
         if path.is_absolute() and self.workdir in path.parents and ".." not in path.parts:
-            return str(path.relative_to(self.workdir))
+            return show_path(path.relative_to(self.workdir))
         return relative(self.workdir, path)
 
     def quiet_without_server(self, path: Path) -> bool:
@@ -301,6 +318,7 @@ class LspSupervisor:
             return current  # the common case needs no lock (an uncontended one still yields)
         lock = self._locks.setdefault(key, anyio.Lock())
         async with lock:
+            self._refuse_when_closed()
             current = self._clients.get(key)
             if current is not None and current.check_running():
                 if not current.hang.due(self.config.restart_after_timeouts):
@@ -313,7 +331,7 @@ class LspSupervisor:
                     f"{current.hang.describe()} and did not answer a probe either)"
                 )
                 await current.close()
-                del self._clients[key]
+                self._forget(key, current)
                 current = None
             if current is not None:
                 crashes = self._crashes.setdefault(key, [])
@@ -329,7 +347,7 @@ class LspSupervisor:
                         f"tries once more). Last exit: {current.exit_reason}. "
                         f"stderr: {current.stderr_tail().strip()[-800:] or '(empty)'}"
                     )
-                del self._clients[key]
+                self._forget(key, current)
             binary = self.resolve_binary(spec.command[0], root)
             if binary is None:
                 raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
@@ -354,13 +372,27 @@ class LspSupervisor:
             try:
                 await client.start(self.config.start_timeout_s)
             except OSError as exc:
-                self._clients.pop(key, None)  # the close may have emptied it
+                self._forget(key, client)
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
             except tether.ToolError as exc:
                 await client.close()
-                self._clients.pop(key, None)
+                self._forget(key, client)
+                self._refuse_when_closed()  # closed meanwhile: say that, not a failed start
                 raise tether.ToolError(f"{spec.id} failed to start: {exc}") from None
+            if self._closed:  # the run closed while it started: aclose() did not see it
+                await client.close()
+                self._forget(key, client)
+                self._refuse_when_closed()
             return client
+
+    def _forget(self, key: tuple[str, Path], client: LspClient) -> None:
+        """Drop ``client`` from the running ones, if it is still the one there: a reload or the
+        close may have replaced it or emptied the table while it was starting or closing."""
+        forget_entry(self._clients, key, client)
+
+    def _refuse_when_closed(self) -> None:
+        if self._closed:
+            raise tether.ToolError("the run is closing; no language server can start")
 
     def _progress_changed(self, client: LspClient) -> None:
         text = f"{client.spec.id}: {client.busy_with() or 'done'}"
@@ -396,10 +428,12 @@ class LspSupervisor:
         self._probe.clear()
         lines = []
         for key in keys:
-            self._crashes.pop(key, None)
-            old = self._clients.pop(key, None)
-            if old is not None:
-                await old.close()
+            # under the key's lock: never pull out a client another call is starting
+            async with self._locks.setdefault(key, anyio.Lock()):
+                self._crashes.pop(key, None)
+                old = self._clients.pop(key, None)
+                if old is not None:
+                    await old.close()
             spec = self.specs[key[0]]
             started = time.monotonic()
             await self.client(spec, key[1])
@@ -408,6 +442,7 @@ class LspSupervisor:
         return "\n".join(lines)
 
     async def aclose(self) -> None:
+        self._closed = True
         with anyio.CancelScope(shield=True):
             clients, self._clients = list(self._clients.values()), {}
             async with anyio.create_task_group() as group:
@@ -491,8 +526,11 @@ class LspSupervisor:
                 shown = ", ".join(self.relative(root) or "." for root in roots)
                 marker = f"roots: {shown}"
             else:
-                marker = f"no root marker ({', '.join(spec.root_markers)}) in the workdir"
-            verdict = "can answer" if ok and roots else "cannot answer here"
+                marker = (
+                    f"no root marker ({', '.join(spec.root_markers)}) in the workdir: the "
+                    "workdir is its root"
+                )
+            verdict = "can answer" if ok else "cannot answer here"
             results[spec.id] = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
             shown = " ".join(spec.checker)
             checker_why = refusal(spec.checker_untrusted, f"its checker `{shown}`", self.run)
@@ -532,4 +570,14 @@ class LspSupervisor:
         for language in sorted({spec.language for spec in specs}):
             order = ", ".join(spec.id for spec in self.candidates(language))
             lines.append(f"Order for {language}: {order}")
+        # the workdir's own configuration that was ignored: the [lsp] table's keys, and a file
+        # that could not be read at all (it concerns every family)
+        ignored = [
+            note
+            for note in self.run.config_notes
+            if ": lsp." in note or "ignored the whole file" in note
+        ]
+        if ignored:
+            lines.append("Workdir configuration ignored (the harness's applies):")
+            lines += [f"  {note.removeprefix('workdir configuration: ')}" for note in ignored]
         return "\n".join(lines)

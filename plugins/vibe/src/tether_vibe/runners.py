@@ -388,13 +388,15 @@ class CommandRunner:
                 # (terminate_tree, not proc.terminate(), which would close the pipes unread)
                 with anyio.CancelScope(shield=True):
                     if _group_alive(proc.pid):
-                        await tether.process.terminate_tree(proc.pid, job.kill_grace_s)
+                        await tether.process.terminate_tree(
+                            proc.pid, job.kill_grace_s, lineage=proc.lineage
+                        )
                 with anyio.move_on_after(0.05):
                     await reader_done.wait()
                 if not reader_done.is_set():  # a daemon carrying the run's marker holds stdout
                     with anyio.CancelScope(shield=True):
                         await tether.process.terminate_tree(
-                            proc.pid, job.kill_grace_s, marker=proc.marker
+                            proc.pid, job.kill_grace_s, marker=proc.marker, lineage=proc.lineage
                         )
                 with anyio.move_on_after(DRAIN_TIMEOUT_S):
                     await reader_done.wait()
