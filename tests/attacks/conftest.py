@@ -10,7 +10,9 @@ Tests use the ``tally`` fixture::
 Categories and the counters they sum (any keyword passed to ``record`` is summed per category):
 ``escapes`` (policy/confinement attacks), ``bad-input`` (bad arguments: ``named_field``),
 ``hostile-lines`` (session deaths: ``deaths``), ``config-tolerance`` (a bad workdir file), ``kills`` (``orphans``, ``partial``,
-``bytes_lost``), ``hangs`` (a stopped debug adapter or language server: ``orphans``). ``survivors(marker)`` lists live processes whose environment carries a marker.
+``bytes_lost``), ``hangs`` (a stopped debug adapter or language server: ``orphans``),
+``reads: <variant>`` (a FIFO, a device, a socket, a huge file, an overlong path or a symlink
+swap against every tool that reads; ``leaked`` in the swap race). ``survivors(marker)`` lists live processes whose environment carries a marker.
 """
 
 from __future__ import annotations

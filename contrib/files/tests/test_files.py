@@ -10,7 +10,7 @@ import pytest
 
 import tether
 from tether.testing import check_plugin_contract
-from tether_files.tools import MAX_LINE_CHARS, MAX_READ_BYTES
+from tether_files.tools import MAX_FILE_BYTES, MAX_LINE_CHARS, MAX_READ_BYTES
 
 pytestmark = pytest.mark.anyio
 AUTO = {"core": {"approval": {"write": "auto"}}}
@@ -43,25 +43,38 @@ async def test_read_caps_what_it_returns_and_says_so(run, tmp_path):
     assert one == "x" * MAX_LINE_CHARS + f"… ({50_000_000 - 4 * MAX_LINE_CHARS:,}+ more bytes)"
 
 
-async def test_a_huge_read_runs_off_the_event_loop_and_its_timeout_applies(tmp_path):
-    """A 100 GB sparse file without a newline: the read takes far longer than the call timeout.
-    Another call sent meanwhile is answered while the read still runs; the read ends at its
-    timeout."""
-    (tmp_path / "small.txt").write_text("m\n")
+async def test_a_file_over_the_read_cap_is_refused_before_a_byte_is_read(run, tmp_path):
+    """A 100 GB sparse file: refused at once, naming its size and the cap (issue 22, item 2)."""
     (tmp_path / "huge.txt").touch()
     os.truncate(tmp_path / "huge.txt", 100 * 1024**3)
-    config = {"core": {"call_timeout_s": 3.0}}
+    started = time.monotonic()
+    result = await run.call("read", {"path": "huge.txt"})
+    assert result.is_error and time.monotonic() - started < 2
+    assert result.text_content == (
+        "path: 'huge.txt' is 107,374,182,400 bytes, over the cap of "
+        f"{MAX_FILE_BYTES:,} bytes tether reads of one file; nothing of it was read"
+    )
+
+
+async def test_a_long_read_runs_off_the_event_loop_and_its_timeout_applies(tmp_path):
+    """A sparse file just under the cap, without a newline: the read takes longer than the call
+    timeout. Another call sent meanwhile is answered while the read still runs; the read ends
+    at its timeout."""
+    (tmp_path / "small.txt").write_text("m\n")
+    (tmp_path / "huge.txt").touch()
+    os.truncate(tmp_path / "huge.txt", MAX_FILE_BYTES)
+    config = {"core": {"call_timeout_s": 0.4}}
     async with tether.open_run(tmp_path, config=config) as run:
         done: dict[str, float] = {}
         started = time.monotonic()
 
         async def read() -> None:
             result = await run.call("read", {"path": "huge.txt"})
-            assert result.is_error and "read timed out after 3 s" in result.text_content
+            assert result.is_error and "read timed out after 0.4 s" in result.text_content
             done["read"] = time.monotonic() - started
 
         async def echo() -> None:
-            await anyio.sleep(0.5)  # the read is under way
+            await anyio.sleep(0.1)  # the read is under way
             sent = time.monotonic()
             assert (await run.call("read", {"path": "small.txt"})).text_content == "m\n"
             done["echo"] = time.monotonic() - started

@@ -327,12 +327,15 @@ def _try_toml(path: Path) -> tuple[dict[str, Any], str | None]:
 def _read_toml(path: Path) -> dict[str, Any]:
     import tomllib  # only a run with a configuration file pays for the parser
 
+    from tether.reading import UnreadableFile, read_outside
+
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from None
+        # never blocks: a FIFO or a device named pyproject.toml is refused, not opened
+        data = read_outside(path, field="config", max_bytes=4 * 1024 * 1024)
+        return tomllib.loads(data.decode("utf-8"))
+    except UnreadableFile as exc:
+        raise ConfigError(f"cannot read configuration {path}: {exc.expected}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None

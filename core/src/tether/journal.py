@@ -48,6 +48,8 @@ import attrs
 from tether.errors import PathError, ToolError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: the largest file a change reads to compare with what it expects (``read``'s own cap)
+WRITE_READ_MAX_BYTES = 256 * 1024 * 1024
 
 
 def _sha256(data: bytes) -> str:
@@ -217,6 +219,9 @@ class Walker:
     anywhere) is refused, so nothing opened here can lie outside the workdir at the time it was
     opened. Use as a context manager; every descriptor is closed at the end."""
 
+    #: what the walk is for, in its refusals ("tether writes only through real directories")
+    verb = "writes"
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self.root_fd = os.open(root, _DIR_FLAGS)
@@ -238,7 +243,7 @@ class Walker:
         parent = self.open_dir(key[:-1], field)
         if parent is None:
             return None
-        fd = _open_component(parent, key, field)
+        fd = _open_component(parent, key, field, self.verb)
         if fd is not None:
             self._fds[key] = fd
         return fd
@@ -255,7 +260,7 @@ class Walker:
         fresh: list[int] = []
         try:
             for depth in range(1, len(key) + 1):
-                nxt = _open_component(fd, key[:depth], field)
+                nxt = _open_component(fd, key[:depth], field, self.verb)
                 if nxt is None:
                     raise PathError(field, f"{'/'.join(key[:depth])!r} no longer exists")
                 fresh.append(nxt)
@@ -285,7 +290,9 @@ class Walker:
         return created
 
 
-def _open_component(parent: int, parts: tuple[str, ...], field: str) -> int | None:
+def _open_component(
+    parent: int, parts: tuple[str, ...], field: str, verb: str = "writes"
+) -> int | None:
     try:
         return os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
     except FileNotFoundError:
@@ -296,7 +303,7 @@ def _open_component(parent: int, parts: tuple[str, ...], field: str) -> int | No
             exc.errno = errno.ELOOP  # O_DIRECTORY | O_NOFOLLOW on a symlink fails with ENOTDIR
         if exc.errno == errno.ELOOP:
             raise PathError(
-                field, f"{shown!r} is a symlink; tether writes only through real directories"
+                field, f"{shown!r} is a symlink; tether {verb} only through real directories"
             ) from None
         if exc.errno == errno.ENOTDIR:
             raise PathError(field, f"{shown!r} is not a directory") from None
@@ -326,13 +333,26 @@ def read_file(
             raise PathError(
                 field, f"{shown!r} is a symlink; tether writes only to regular files"
             ) from None
+        if exc.errno == errno.ENXIO:  # a socket (or a device without its driver): say which
+            from tether.reading import kind_of
+
+            kind = kind_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+            raise PathError(field, f"{shown!r} is {kind}, not a regular file") from None
         raise
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise PathError(field, f"{shown!r} is a directory")
         if not stat.S_ISREG(info.st_mode):
-            raise PathError(field, f"{shown!r} is not a regular file")
+            from tether.reading import kind_of
+
+            raise PathError(field, f"{shown!r} is {kind_of(info.st_mode)}, not a regular file")
+        if info.st_size > WRITE_READ_MAX_BYTES:  # never load a huge (or sparse) file whole
+            raise PathError(
+                field,
+                f"{shown!r} is {info.st_size:,} bytes, over the cap of "
+                f"{WRITE_READ_MAX_BYTES:,} bytes tether reads of one file; nothing was written",
+            )
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)

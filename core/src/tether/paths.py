@@ -9,6 +9,7 @@ from tether.errors import PathError
 from tether.text import show_path
 
 _NAME_MAX = 255  # bytes of one path component (Linux, macOS and the common file systems)
+PATH_MAX = 4096  # bytes of a whole path, its terminating NUL included (Linux)
 
 
 def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
@@ -27,6 +28,11 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
         os.fsencode(path)
     except UnicodeEncodeError:
         raise PathError(field, "path contains a lone surrogate, which no file name holds") from None
+    size = len(os.fsencode(path))
+    if size >= PATH_MAX:
+        raise PathError(
+            field, f"the path is {size:,} bytes long; a path holds at most {PATH_MAX - 1:,}"
+        )
     for part in Path(path).parts:
         if len(os.fsencode(part)) > _NAME_MAX:
             raise PathError(
@@ -38,12 +44,20 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
     if not candidate.is_absolute():
         candidate = root / candidate
     lexical = Path(os.path.normpath(candidate))
+    if len(os.fsencode(str(lexical))) >= PATH_MAX:
+        raise PathError(
+            field,
+            f"{path[:60]!r}… is {len(os.fsencode(str(lexical))):,} bytes long inside the "
+            f"workdir; a path holds at most {PATH_MAX - 1:,}",
+        )
     if not _inside(lexical, root):
         raise PathError(field, f"{path!r} is outside the workdir {str(root)!r}")
     try:
         resolved = lexical.resolve()
     except OSError as exc:  # a symlink on the way changed while it was read (realpath races)
         raise PathError(field, f"{path!r} changed while it was resolved ({exc.strerror})") from None
+    except RuntimeError:  # Python 3.11's resolve() on a symlink loop
+        raise PathError(field, f"{path!r} is a symlink loop") from None
     if not _inside(resolved, root):
         raise PathError(
             field, f"{path!r} leads outside the workdir through a symlink (to {str(resolved)!r})"

@@ -449,7 +449,11 @@ class Run:
                     value = await spec.handler(ctx, ctx.args)
                 else:  # a synchronous host tool
                     handler: Any = spec.handler
-                    value = await anyio.to_thread.run_sync(handler, ctx, ctx.args)
+                    # abandoned at the timeout: the call ends on time whatever the host tool
+                    # waits on (the CLI exits without a thread that outlives its run)
+                    value = await anyio.to_thread.run_sync(
+                        handler, ctx, ctx.args, abandon_on_cancel=True
+                    )
                     if inspect.isawaitable(value):
                         value = await value
         except ToolError as exc:

@@ -107,7 +107,7 @@ async def test_adapters_explains_what_is_usable_and_why_not(
     async with debug_run(py_workdir) as run:
         text = await dbg.ok(run, op="adapters")
     lines = {line.split(" ", 2)[1]: line for line in text.splitlines() if line.startswith("- ")}
-    assert set(lines) == {"debugpy", "lldb", "delve", "dart"}
+    assert set(lines) == {"debugpy", "rust", "lldb", "delve", "dart"}
     assert "debugpy" in lines and "usable: debugpy's adapter (" in lines["debugpy"]
     assert "root the workdir" in lines["debugpy"]
     # no go.mod here (and where dlv is missing, that is said too); the Dart SDK cannot be

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
-import anyio.to_thread
 import attrs
 
 import tether
+from tether import reading
 from tether.fsutil import CurrentContent, FileChange, Plan, apply_changes_async
 from tether.text import truncate
 
@@ -17,7 +16,8 @@ MAX_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
 #: bytes of file text one ``read`` returns at most, whatever ``limit`` says (the rest: ``offset``)
 MAX_READ_BYTES = 256_000
-_CHUNK = 1 << 20
+#: the largest file ``read`` opens (it keeps only its window; the rest is counted, not kept)
+MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 @attrs.frozen
@@ -72,10 +72,6 @@ def _text_of(current: CurrentContent, path: Path, field: str, shown: str) -> tup
         return data, data.decode("utf-8")
     except UnicodeDecodeError:
         raise tether.ToolError(f"{shown!r} is not UTF-8 text") from None
-
-
-class _Cancelled(Exception):
-    pass
 
 
 #: bytes of one line kept while reading it (enough for MAX_LINE_CHARS characters of UTF-8)
@@ -144,19 +140,10 @@ class _Window:
         self.size += len(line.encode())
 
 
-def _read_window(path: Path, shown: str, start: int, limit: int, stop: threading.Event) -> _Window:
+def _read_window(reader: reading.Reader, path: Path, shown: str, start: int, limit: int) -> _Window:
     window = _Window(shown, start, limit)
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise tether.ArgumentError("path", f"no such file {shown!r}") from None
-    except IsADirectoryError:
-        raise tether.ArgumentError("path", f"{shown!r} is a directory") from None
-    with fh:
-        while chunk := fh.read(_CHUNK):
-            if stop.is_set():
-                raise _Cancelled
-            window.feed(chunk)
+    for chunk in reader.chunks(path, field="path", shown=shown, max_bytes=MAX_FILE_BYTES):
+        window.feed(chunk)
     window.finish()
     return window
 
@@ -165,15 +152,11 @@ async def read(call: tether.CallContext, args: ReadArgs) -> str:
     path = call.run.confine(args.path, "path")
     start = (args.offset or 1) - 1
     limit = args.limit or MAX_READ_LINES
-    stop = threading.Event()
-    try:
-        # off the event loop: a huge file never stalls the run's other calls; on the call's
-        # timeout the worker is told to stop and the call returns at once
-        window = await anyio.to_thread.run_sync(
-            _read_window, path, args.path, start, limit, stop, abandon_on_cancel=True
-        )
-    finally:
-        stop.set()
+    # the core's reader, in a worker thread: a huge file never stalls the run's other calls;
+    # on the call's timeout the call returns at once and the thread stops at its next chunk
+    window = await reading.off_loop(
+        call.run.workdir, lambda reader: _read_window(reader, path, args.path, start, limit)
+    )
     chosen, total, capped = window.lines, window.count, window.capped
     if start >= total and start > 0:
         raise tether.ArgumentError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 import tether
+from tether import reading
 
 
 @attrs.frozen
@@ -15,10 +16,11 @@ class CountLinesArgs:
 async def count_lines(call: tether.CallContext, args: CountLinesArgs) -> str:
     """The handler: arguments arrive validated; a ``tether.ToolError`` becomes an error result."""
     path = call.run.confine(args.path)  # refuses a path outside the workdir, naming the field
-    if not path.is_file():
-        raise tether.ToolError(f"path: {args.path!r} is not a file")
-    with path.open("rb") as fh:
-        return f"{sum(1 for _ in fh)} lines in {args.path}"
+    # the core's reader (off the event loop, no symlink followed, regular files only, capped):
+    # every workdir file is read through it
+    data = await reading.read_bytes(call.run.workdir, path, shown=args.path)
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    return f"{lines} lines in {args.path}"
 
 
 @tether.hookimpl

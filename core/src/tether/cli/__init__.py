@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import traceback
@@ -289,6 +290,35 @@ async def _with_signals(command: Any, ns: argparse.Namespace) -> int:
     return stop.exit_code(code)
 
 
+#: how long the CLI waits, after its run closed, for a worker thread a timed-out call abandoned
+THREAD_GRACE_S = 2.0
+
+
+def leave_no_thread(command: str, code: int) -> None:
+    """The run is closed and every answer written: a worker thread still running now belongs
+    to a call that timed out and was abandoned (a host tool blocked on something). Python
+    would wait for it forever at exit; give it a short grace, then exit without it, saying so."""
+    import threading
+    import time
+
+    deadline = time.monotonic() + THREAD_GRACE_S
+    for thread in threading.enumerate():
+        if thread is threading.current_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon]
+    left = [name for name in left if name != threading.current_thread().name]
+    if left:
+        print(
+            f"tether {command}: {len(left)} thread(s) of timed-out calls still blocked "
+            f"({', '.join(sorted(set(left)))}); exiting without them",
+            file=sys.stderr,
+        )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     ns = _parser(plugin_commands=not _names_a_builtin(args)).parse_args(args)
@@ -307,10 +337,12 @@ def main(argv: list[str] | None = None) -> int:
                 kill_orphans()
         command = builtin[ns.command]
         try:
-            return anyio.run(_with_signals, command, ns)
+            code = anyio.run(_with_signals, command, ns)
         finally:
             # the CLI owns every child: orphans re-parented to it (it is a subreaper) go too
             kill_orphans()
+        leave_no_thread(ns.command, code)
+        return code
     except (ConfigError, PluginError, TetherError) as exc:
         print(f"tether {ns.command}: {exc}", file=sys.stderr)
         return 2

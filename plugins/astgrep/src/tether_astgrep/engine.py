@@ -19,6 +19,7 @@ import attrs
 import tree_sitter as ts
 
 from tether.process import kill_tree
+from tether.reading import Reader, UnreadableFile
 from tether.text import truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
@@ -239,27 +240,38 @@ class ProcessState:
         self._caching = self.searches >= self.cache_from_search
         self._keep = task.keep
 
-    def run_chunk(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
+    def run_chunk(
+        self, task: Task, root: str, paths: Sequence[str], stop: threading.Event | None = None
+    ) -> list[FileResult]:
         grammar = self.registry.get(task.pattern.grammar_id)
         assert grammar is not None
         matcher = self.matcher(task.pattern, grammar, track=task.mode == "edit")
-        out = [self._one(task, grammar, matcher, root, p) for p in paths]
+        # the core's reader: no symlink followed, a FIFO or device never opened, the size cap
+        # checked before reading; ``stop`` (a cancelled call) ends the chunk at the next file
+        with Reader(root, stop=stop) as reader:
+            out = [self._one(task, grammar, matcher, reader, p) for p in paths]
         if self._caching:
             self.cache.check_memory()
         return out
 
-    def run(self, task: Task, root: str, paths: Sequence[str]) -> list[FileResult]:
+    def run(
+        self, task: Task, root: str, paths: Sequence[str], stop: threading.Event | None = None
+    ) -> list[FileResult]:
         self.begin(task)
-        return self.run_chunk(task, root, paths)
+        return self.run_chunk(task, root, paths, stop)
 
     def _one(
-        self, task: Task, grammar: Grammar, matcher: Matcher | RuleMatcher, root: str, path: str
+        self,
+        task: Task,
+        grammar: Grammar,
+        matcher: Matcher | RuleMatcher,
+        reader: Reader,
+        path: str,
     ) -> FileResult:
-        full = os.path.join(root, path)
         try:
-            st = os.stat(full)
-        except OSError:
-            return FileResult(path, skipped="unreadable")
+            st = reader.stat(path)
+        except UnreadableFile as exc:
+            return FileResult(path, skipped=_skip_reason(exc))
         if st.st_size > task.max_file_bytes:
             return FileResult(path, skipped="too large")
         # An edit must stage exactly what is on disk now: never trust the cache for it.
@@ -268,10 +280,9 @@ class ProcessState:
             source = entry.source
         else:
             try:
-                with open(full, "rb") as f:
-                    source = f.read()
-            except OSError:
-                return FileResult(path, skipped="unreadable")
+                source = reader.read(path, max_bytes=task.max_file_bytes)
+            except UnreadableFile as exc:
+                return FileResult(path, skipped=_skip_reason(exc))
             if source.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
                 return FileResult(path, skipped="binary")
         for literal in task.pattern.literals:
@@ -349,6 +360,16 @@ def error_region_lines(tree: ts.Tree) -> int:
             continue
         stack.extend(node.children)
     return len(lines)
+
+
+def _skip_reason(exc: UnreadableFile) -> str:
+    """How a file the reader refused is counted: ``"too large"`` or ``"unreadable"``, or what
+    it is when it is no regular file (``"a FIFO"``, ``"a character device"``)."""
+    if exc.reason == "too large":
+        return "too large"
+    if exc.reason.startswith("a ") and exc.reason != "a regular file":
+        return exc.reason
+    return "unreadable"
 
 
 def _describe(m: Match, source: bytes) -> tuple[Any, ...]:

@@ -12,8 +12,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio.to_thread
 import attrs
+
+from tether.reading import Reader, UnreadableFile, off_loop
 
 if TYPE_CHECKING:
     import pathspec
@@ -74,7 +75,8 @@ async def _git_files(run_command: RunCommand, root: Path) -> list[str] | None:
     return files
 
 
-def _walk_files(root: Path) -> FileListing:
+def _walk_files(reader: Reader) -> FileListing:
+    root = reader.root
     out: list[str] = []
     unreadable: list[str] = []
     # (directory relative to root, spec) for every .gitignore seen on the way down
@@ -90,15 +92,16 @@ def _walk_files(root: Path) -> FileListing:
         return False
 
     for dirpath, dirnames, filenames in os.walk(root):
+        reader.check()
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
         if ".gitignore" in filenames:
             import pathspec  # only a directory with a .gitignore and no git pays for it
 
             try:
-                lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
-                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
-            except OSError:
+                text = reader.read_text(Path(dirpath) / ".gitignore", errors="replace")
+                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(text.splitlines())))
+            except UnreadableFile:
                 # Its rules stay unapplied; the caller must say so, or ignored files would be
                 # searched (and edited) without a word.
                 unreadable.append(f"{rel_dir}/.gitignore" if rel_dir else ".gitignore")
@@ -125,7 +128,8 @@ async def list_files(workdir: Path, target: Path, run_command: RunCommand) -> Fi
     if names is not None:
         listing = FileListing(names)
     else:
-        listing = await anyio.to_thread.run_sync(_walk_files, target)
+        # in the reader's thread: a .gitignore that is a FIFO is refused, a cancel stops the walk
+        listing = await off_loop(target, _walk_files)
     prefix = target.relative_to(workdir).as_posix()
     if prefix in ("", "."):
         return listing

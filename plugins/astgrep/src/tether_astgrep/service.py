@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -324,7 +325,15 @@ class AstgrepService:
                 raise tether.ToolError(str(exc)) from None
             return done.results, done.stalled
         async with self._local_lock:
-            return await anyio.to_thread.run_sync(local.run, task, root, files), False
+            stop = threading.Event()
+            try:
+                # cancellable: on the call's timeout the search stops at its next file
+                found = await anyio.to_thread.run_sync(
+                    lambda: local.run(task, root, files, stop), abandon_on_cancel=True
+                )
+            finally:
+                stop.set()
+            return found, False
 
     def stage(self, outcome: SearchOutcome) -> StagedEdit:
         assert not outcome.stalled, "a partial rewrite is never staged"

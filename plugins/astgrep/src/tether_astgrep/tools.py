@@ -159,7 +159,13 @@ def _header(outcome: SearchOutcome) -> str:
 def _skips(outcome: SearchOutcome, max_bytes: int) -> str | None:
     if not outcome.skipped:
         return None
-    words = {"binary": "binary", "too large": f"over {max_bytes} bytes", "unreadable": "unreadable"}
+    words = {
+        "binary": "binary",
+        "too large": f"over {max_bytes} bytes",
+        "unreadable": "unreadable",
+        # what the core's reader refused by kind: never opened
+        **{k: f"not regular files ({k})" for k in outcome.skipped if k.startswith("a ")},
+    }
     parts = [f"{n} {words.get(k, k)}" for k, n in sorted(outcome.skipped.items())]
     return "skipped files: " + ", ".join(parts)
 

@@ -20,6 +20,7 @@ from tether.availability import (
     resolve_command,
 )
 from tether.paths import relative
+from tether.reading import peek
 
 if TYPE_CHECKING:
     from tether import Run
@@ -240,10 +241,8 @@ _PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
 def _ptrace_needs(how: str) -> str:
     """What attaching by pid through ptrace needs here, and what this machine has."""
     gdb = shutil.which("gdb")
-    try:
-        scope = _PTRACE_SCOPE.read_text().strip()
-    except OSError:
-        scope = None
+    head = peek(_PTRACE_SCOPE, 64)
+    scope = head.decode("ascii", "replace").strip() if head is not None else None
     have = [f"gdb: {gdb}" if gdb else "gdb: not on PATH (apt-get install gdb)"]
     if scope is not None:
         meaning = {
@@ -387,7 +386,7 @@ class Lldb(DebugAdapter):
     probe_args = ("--help",)
     # any ELF/Mach-O with debug information (Makefile, meson, autotools, a bare `cc -g`): the
     # markers only choose the working directory
-    root_markers = ("Cargo.toml", "CMakeLists.txt")
+    root_markers: ClassVar[tuple[str, ...]] = ("Cargo.toml", "CMakeLists.txt")
     markers_optional = True
     attach_mode = "adapter"
     attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
@@ -420,6 +419,31 @@ class Lldb(DebugAdapter):
 
     def pid_attach_arguments(self, pid: int, resolution: Resolution) -> dict[str, Any]:
         return {**super().pid_attach_arguments(pid, resolution), "pid": pid}
+
+
+class Rust(Lldb):
+    """Rust binaries (``cargo build``) through lldb's DAP adapter: the same adapter as C, chosen
+    for a program rustc built so that ``adapters`` and a missing install say what Rust needs."""
+
+    id = "rust"
+    kind = "Rust binaries (cargo build; through lldb)"
+    root_markers = ("Cargo.toml",)
+
+    def matches_program(self, program: Path) -> bool:
+        return _is_native(program) and (
+            any((parent / "Cargo.toml").is_file() for parent in program.parents)
+            or _built_by_rustc(program)
+        )
+
+    async def resolve(self, root: Path | None, probe: Probe) -> Resolution:
+        found = await super().resolve(root, probe)
+        if found.command is not None:
+            return found
+        return Resolution(
+            None,
+            f"{found.detail} (lldb's DAP adapter: apt-get install lldb-14; to build the program: "
+            "apt-get install cargo, or rustup)",
+        )
 
 
 class Delve(DebugAdapter):
@@ -490,7 +514,8 @@ class Dart(DebugAdapter):
     program_suffixes = (".dart",)
 
 
-BUILTIN_ADAPTERS: tuple[type[DebugAdapter], ...] = (Dart, Debugpy, Lldb, Delve)
+# Rust before lldb: a Rust binary is native too, and the first adapter that matches is chosen
+BUILTIN_ADAPTERS: tuple[type[DebugAdapter], ...] = (Dart, Debugpy, Rust, Lldb, Delve)
 
 
 async def availability(
@@ -507,9 +532,13 @@ async def availability(
 
 def _is_native(path: Path) -> bool:
     """An ELF or Mach-O executable, by its first bytes."""
+    return peek(path, 4) in _NATIVE_MAGIC  # None (not a regular file) is not native
+
+
+def _built_by_rustc(path: Path) -> bool:
+    """rustc names itself in the ``.comment`` section of what it links ("rustc version 1.x")."""
     try:
-        with path.open("rb") as fh:
-            return fh.read(4) in _NATIVE_MAGIC
+        return b"rustc version " in path.read_bytes()
     except OSError:
         return False
 

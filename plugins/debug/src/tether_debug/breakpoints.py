@@ -12,6 +12,7 @@ import attrs
 
 from tether import ArgumentError
 from tether_debug import features
+from tether_debug.anchors import Anchor
 
 
 @attrs.frozen
@@ -82,6 +83,8 @@ class Requested:
     functions: dict[str, BreakpointSpec] = attrs.field(factory=dict)
     #: exception filters chosen by a call; None: the adapter's defaults (or the config's)
     exceptions: list[str] | None = None
+    #: each file's text when its breakpoints were set or last moved (see anchors.py)
+    anchors: dict[Path, Anchor] = attrs.field(factory=dict)
 
     def lines_after(
         self, path: Path, lines: Sequence[int], spec: BreakpointSpec, remove: bool
@@ -102,11 +105,19 @@ class Requested:
             return {**current, **dict.fromkeys(lines, spec)}
         return dict.fromkeys(sorted(set(lines)), spec)
 
-    def commit_lines(self, path: Path, lines: Mapping[int, BreakpointSpec]) -> None:
+    def commit_lines(
+        self, path: Path, lines: Mapping[int, BreakpointSpec], anchor: Anchor | None = None
+    ) -> None:
+        """Keep ``lines`` as the file's breakpoints, and ``anchor`` as the text they are on
+        (with the symbols of the lines that have one); None keeps the anchor known (or none)."""
         if lines:
             self.files[path] = dict(sorted(lines.items()))
+            if anchor is not None:
+                symbols = {n: s for n, s in anchor.symbols.items() if n in lines}
+                self.anchors[path] = Anchor(anchor.text, symbols)
         else:
             self.files.pop(path, None)
+            self.anchors.pop(path, None)
 
     def functions_after(
         self, function: str, spec: BreakpointSpec, remove: bool

@@ -4,6 +4,7 @@ handshake, the program's state as events report it, its output, and a bounded sh
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 import shutil
@@ -22,6 +23,7 @@ from tether import ArgumentError, ToolError
 from tether.framing import LineReader, LineTooLong
 from tether.hang import HangWatch, activity
 from tether.process import ManagedProcess, descendants, describe, is_alive
+from tether.reading import UnreadableFile, read_outside
 from tether.text import TailBuffer, clock
 from tether_debug import breakpoints as bp
 from tether_debug import features
@@ -754,7 +756,7 @@ class DebugSession:
             stop.frame_name = str(top.get("name", "?"))
             stop.path = (top.get("source") or {}).get("path")
             stop.line = top.get("line")
-            stop.source_line = source_line(stop.path, stop.line)
+            stop.source_line = await source_line(stop.path, stop.line)
         if frames and not self._in_workdir(stop.path):
             # stopped inside the runtime or a library (delve stops a panic in
             # runtime.fatalpanic, a pause in runtime.gopark or libc): the nearest frame of the
@@ -1080,17 +1082,25 @@ def _frame_label(frame: Mapping[str, Any]) -> str:
     return f"{frame.get('name', '?')} at {where}:{frame.get('line', '?')}"
 
 
-def source_line(path: str | None, line: int | None) -> str | None:
+#: the largest source file a stack frame's line is shown from
+SOURCE_LINE_MAX_BYTES = 8 * 1024 * 1024
+
+
+async def source_line(path: str | None, line: int | None) -> str | None:
+    """Line ``line`` of the source file ``path`` a frame points at (the program's or a
+    library's), read off the event loop; None when it is no regular file or over the cap."""
     if not path or not line:
         return None
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for number, text in enumerate(fh, 1):
-                if number == line:
-                    return text.rstrip("\n")
-    except OSError:
+        # never blocks (a FIFO is refused, not opened) and never loads a huge file
+        data = await anyio.to_thread.run_sync(
+            functools.partial(read_outside, path, max_bytes=SOURCE_LINE_MAX_BYTES),
+            abandon_on_cancel=True,
+        )
+    except UnreadableFile:
         return None
-    return None
+    lines = data.decode("utf-8", "replace").split("\n")
+    return lines[line - 1].rstrip("\r") if line <= len(lines) else None
 
 
 def _free_port() -> int:

@@ -22,6 +22,7 @@ from tether.text import cap, clock, duration, show_path, truncate
 from tether_debug import breakpoints as bp
 from tether_debug import features
 from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
+from tether_debug.anchors import Anchor, follow_all, read_text
 from tether_debug.breakpoints import BreakpointSpec, Requested
 from tether_debug.config import DebugConfig
 from tether_debug.session import DebugSession, Phase, source_line
@@ -65,6 +66,8 @@ class DebugSupervisor:
         self.session: DebugSession | None = None
         self.probe = CommandProbe(run)
         self._adapters: dict[str, DebugAdapter] | None = None
+        #: breakpoints moved or dropped because their file changed, for the next answer
+        self._moved: list[str] = []
 
     # --- adapters ---------------------------------------------------------------------------
 
@@ -117,7 +120,14 @@ class DebugSupervisor:
         exceptions: Sequence[str] | None,
         spec: BreakpointSpec,
         remove: bool,
+        symbol: str | None = None,
     ) -> str:
+        if symbol is not None and (file is None or not lines or remove):
+            raise ArgumentError(
+                "symbol",
+                'used with file and lines in op "breakpoints" (a substring of each line, so the '
+                "breakpoint follows it through edits); leave it out",
+            )
         bp.check_arguments(
             file=file,
             lines=lines,
@@ -147,15 +157,16 @@ class DebugSupervisor:
         path, library = await self._source_file(file)
         wanted = self.requested.lines_after(path, lines, spec, remove)
         name = self._rel(path) + (f" ({library})" if library else "")
+        anchor = self._anchor(path, name, wanted, lines, symbol, remove)
         if session is not None:
             states = await session.set_breakpoints(path, wanted)
-            self.requested.commit_lines(path, wanted)
+            self.requested.commit_lines(path, wanted, anchor)
             if not wanted:
                 return f"Cleared every breakpoint in {name} (sent to the running {session.adapter.id} session)."
             return f"Breakpoints in {name} (sent to the running session):\n" + bp.render(
                 states, name
             )
-        self.requested.commit_lines(path, wanted)
+        self.requested.commit_lines(path, wanted, anchor)
         if not wanted:
             return f"Cleared every breakpoint in {name}."
         listed = ", ".join(f"{line}{line_spec.describe()}" for line, line_spec in wanted.items())
@@ -164,6 +175,77 @@ class DebugSupervisor:
             f"Breakpoints in {name}: {noun} {listed}. "
             "No session is running: they are sent at launch/attach."
         )
+
+    def _anchor(
+        self,
+        path: Path,
+        name: str,
+        wanted: Collection[int],
+        lines: Sequence[int],
+        symbol: str | None,
+        remove: bool,
+    ) -> Anchor | None:
+        """The text the file's breakpoints are set on now (checking ``symbol`` on each line),
+        keeping the symbols of the lines this call leaves alone; None for an unreadable file."""
+        text = read_text(path)
+        if text is None:
+            return None
+        known = self.requested.anchors.get(path)
+        symbols = dict(known.symbols) if known is not None else {}
+        if not remove:
+            for line in lines:
+                symbols.pop(line, None)
+        anchor = Anchor(text, symbols)
+        if symbol is not None:
+            anchor.check_symbol(lines, symbol, name)
+            symbols.update(dict.fromkeys(lines, symbol))
+        return Anchor(text, {n: s for n, s in symbols.items() if n in wanted})
+
+    def follow_edits(self) -> None:
+        """Move the breakpoints of every file that changed since they were set (a tether
+        write or another process: the text is compared, so both count) to where their lines
+        went, or drop them as lost or ambiguous; the next answer says which.
+
+        A live session keeps what it was sent: its program loaded the earlier text (a built
+        binary, an imported module), so the moved lines would mean something else to it."""
+        for path, specs in list(self.requested.files.items()):
+            anchor = self.requested.anchors.get(path)
+            if anchor is None:
+                continue
+            text = read_text(path)
+            if text == anchor.text:
+                continue
+            name = self._rel(path)
+            if text is None:
+                self.requested.commit_lines(path, {})
+                self._moved.append(
+                    f"{name} is gone: its breakpoints are lost (lines {', '.join(map(str, specs))})."
+                )
+                continue
+            moved: dict[int, BreakpointSpec] = {}
+            symbols: dict[int, str] = {}
+            said = []
+            moves = follow_all(anchor.text, text, list(specs), anchor.symbols)
+            for (line, spec), move in zip(specs.items(), moves, strict=True):
+                said.append(f"  {move.describe(spec.describe())}")
+                if move.new is None:
+                    continue
+                if move.new in moved:
+                    said[-1] += f"; it joins the breakpoint already on line {move.new}"
+                moved[move.new] = spec
+                if line in anchor.symbols:
+                    symbols[move.new] = anchor.symbols[line]
+            self.requested.commit_lines(path, moved, Anchor(text, symbols))
+            session = self.session
+            later = (
+                " The running program started from the earlier text and keeps its breakpoints "
+                "where they were; the moves apply from the next launch."
+                if session is not None and session.live
+                else ""
+            )
+            self._moved.append(
+                f"{name} changed since its breakpoints were set:{later}\n" + "\n".join(said)
+            )
 
     async def _source_file(self, file: str) -> tuple[Path, str | None]:
         """A breakpoint's file: in the workdir, or — a breakpoint writes nothing — under one of
@@ -467,6 +549,7 @@ class DebugSupervisor:
     async def guarded(self, op: Awaitable[str]) -> str:
         """Run one op; when the session was ended during it for an adapter that stopped
         answering, its result is an error that says so (whatever the op had to say before)."""
+        self.follow_edits()
         try:
             text = await op
         except ToolError as exc:
@@ -478,6 +561,9 @@ class DebugSupervisor:
     async def _with_news(self, text: str) -> str:
         """What happened since the last answer that this one did not say: a stop that came
         after an answer said "still running", and what log points printed."""
+        if self._moved:
+            text = "\n".join([*self._moved, text])
+            self._moved.clear()
         session = self.session
         if session is None:
             return text
@@ -548,7 +634,7 @@ class DebugSupervisor:
                 where = f"{show_path(source.get('name') or '?')}:{line}"
             lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}")
             if index == 0:
-                text = source_line(source.get("path"), line)
+                text = await source_line(source.get("path"), line)
                 if text is not None:
                     lines.append(f"    {line} | {text.strip()}")
         if len(frames) > MAX_FRAMES:
@@ -829,7 +915,7 @@ class DebugSupervisor:
                     f"In the program's own code: {self._location(path, line)} in {name} "
                     f"(frame_id {frame_id})."
                 )
-                own_line = source_line(path, line)
+                own_line = await source_line(path, line)
                 if own_line is not None:
                     lines.append(f"    {line} | {own_line.strip()}")
             if stop.frame_id is not None:

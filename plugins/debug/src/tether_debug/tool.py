@@ -50,7 +50,9 @@ ops:
 - breakpoints(file, lines[]): set a file's breakpoint lines (empty lines clears the file); \
 allowed before launch. With condition / hit_condition / log_message the listed lines are added \
 or updated with that setting (a log point does not stop: its output comes with the next \
-answer); remove: true takes lines out. breakpoints(function) sets a function breakpoint \
+answer); remove: true takes lines out. When a file with breakpoints changes (any write), \
+they move with their lines (a symbol helps find an edited line) or are reported lost or \
+ambiguous, never left on a line that now says something else. breakpoints(function) sets a function breakpoint \
 ("pkg.f"); breakpoints(exceptions[]) chooses the exception filters. A setting the adapter does \
 not support is refused by name (see the README's table)
 - launch(program, args[]?, adapter?): start the program stopped at your breakpoints
@@ -80,6 +82,7 @@ ACTIONS = tether.Actions(
             optional=(
                 "file",
                 "lines",
+                "symbol",
                 "function",
                 "exceptions",
                 "condition",
@@ -129,6 +132,12 @@ class DebugArgs:
     )
     lines: list[int] | None = tether.arg(
         None, description="breakpoints: 1-based line numbers; an empty list clears the file"
+    )
+    symbol: str | None = tether.arg(
+        None,
+        description="breakpoints: a substring of each line (like lsp's symbol): checked now, and "
+        "when the file is edited the breakpoint follows its line or is reported lost",
+        min_length=1,
     )
     condition: str | None = tether.arg(
         None, description="breakpoints: stop only when this expression is true", min_length=1
@@ -214,6 +223,7 @@ async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
             exceptions=args.exceptions,
             spec=BreakpointSpec(args.condition, args.hit_condition, args.log_message),
             remove=bool(args.remove),
+            symbol=args.symbol,
         )
     if op == "launch":
         assert args.program is not None

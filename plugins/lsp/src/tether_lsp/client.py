@@ -14,7 +14,9 @@ import anyio
 import attrs
 
 import tether
+from tether import reading
 from tether.hang import HangWatch
+from tether.paths import relative
 from tether_lsp.documents import OpenDocument, Published, file_events, path_to_uri, scan_root
 from tether_lsp.rpc import MethodNotFound, RequestTimedOut, RpcConnection
 from tether_lsp.servers import ServerSpec
@@ -210,7 +212,7 @@ class LspClient:
         result = await self.request("initialize", params, timeout_s=timeout_s)
         self.capabilities = (result or {}).get("capabilities", {}) or {}
         self.encoding = self.capabilities.get("positionEncoding") or "utf-16"
-        self._snapshot = scan_root(self.root, frozenset(self.spec.extensions))
+        self._snapshot = await self._scan()
         await self.notify("initialized", {})
         if self.settings or self.spec.waits_for_configuration:
             # pyright only pulls its configuration once told it changed (pyright#11103)
@@ -351,13 +353,28 @@ class LspClient:
         async with self._sync_lock:  # parallel calls must not open one document twice
             return await self._sync(path)
 
+    async def _scan(self) -> dict[str, tuple[int, int]]:
+        suffixes = frozenset(self.spec.extensions)
+        return await reading.off_loop(self.root, lambda reader: scan_root(reader, suffixes))
+
     async def _sync(self, path: Path) -> tuple[OpenDocument, bool]:
         uri = path_to_uri(path)
-        stat = path.stat()
         doc = self.documents.get(uri)
-        if doc is not None and doc.mtime_ns == stat.st_mtime_ns and doc.size == stat.st_size:
+        shown = relative(self.run.workdir, path)
+
+        def read(reader: reading.Reader) -> tuple[os.stat_result, bytes | None]:
+            stat = reader.stat(path, field="file", shown=shown)
+            if doc is not None and (doc.mtime_ns, doc.size) == (stat.st_mtime_ns, stat.st_size):
+                return stat, None
+            return stat, reader.read(path, field="file", shown=shown)
+
+        # the core's reader, off the event loop: a FIFO, a device or a file over the cap is
+        # refused by name, a symlink swapped in on the way is never followed
+        stat, data = await reading.off_loop(self.run.workdir, read)
+        if data is None:
+            assert doc is not None
             return doc, False
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = data.decode("utf-8", errors="replace")
         if doc is None:
             language_id = self.spec.language_id(path.suffix) or self.spec.language
             doc = OpenDocument(
@@ -448,7 +465,7 @@ class LspClient:
     async def _refresh(self) -> bool:
         sent = False
         if "workspace/didChangeWatchedFiles" in self.registered:
-            current = scan_root(self.root, frozenset(self.spec.extensions))
+            current = await self._scan()
             # open documents travel as didChange below, not as file events
             for doc in self.documents.values():
                 current.pop(str(doc.path), None)
@@ -464,13 +481,15 @@ class LspClient:
                         lambda: self._seq > seq or self.settled > settled, FILE_EVENTS_SETTLE_S
                     )
         for uri, doc in list(self.documents.items()):
-            if not doc.path.exists():
+            changed = False
+            try:
+                _, changed = await self._sync(doc.path)
+            except reading.UnreadableFile:
+                # gone, or no longer a regular file: the server forgets it
                 del self.documents[uri]
                 await self.rpc.drop_kept(uri)
                 await self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-                sent = True
-                continue
-            _, changed = await self._sync(doc.path)
+                changed = True
             sent = sent or changed
         return sent
 

@@ -18,7 +18,9 @@ from typing import Any
 
 import attrs
 
+import tether
 from tether.paths import relative
+from tether.reading import Reader, UnreadableFile, off_loop
 from tether_lsp.client import LspClient
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
@@ -46,8 +48,31 @@ def token_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
 
 
-def covered_spans(client: LspClient, ranges: Iterable[tuple[str, dict[str, Any]]]) -> Spans:
-    """(uri, LSP range) pairs -> path -> line -> [(start, end)] in code points."""
+async def covered_spans(client: LspClient, ranges: Iterable[tuple[str, dict[str, Any]]]) -> Spans:
+    """(uri, LSP range) pairs -> path -> line -> [(start, end)] in code points (the files are
+    read off the event loop, through the core's reader)."""
+    opened = {uri: doc.text for uri, doc in client.documents.items()}
+    pairs = list(ranges)
+    return await off_loop(
+        client.run.workdir, lambda reader: _covered_spans(reader, client, opened, pairs)
+    )
+
+
+def _read_text(reader: Reader, path: Path) -> str:
+    """A workdir file's text for the cross-check; one that cannot be read (outside the workdir,
+    a FIFO, too large) is searched as empty."""
+    try:
+        return reader.read(path, field="uri", max_bytes=SCAN_BYTES).decode("utf-8", "replace")
+    except UnreadableFile:
+        return ""
+
+
+def _covered_spans(
+    reader: Reader,
+    client: LspClient,
+    opened: dict[str, str],
+    ranges: list[tuple[str, dict[str, Any]]],
+) -> Spans:
     spans: Spans = {}
     texts: dict[Path, list[str]] = {}
     for uri, rng in ranges:
@@ -55,12 +80,8 @@ def covered_spans(client: LspClient, ranges: Iterable[tuple[str, dict[str, Any]]
         if path is None:
             continue
         if path not in texts:
-            doc = client.documents.get(uri)
-            try:
-                text = doc.text if doc is not None else path.read_text(errors="replace")
-            except OSError:
-                text = ""
-            texts[path] = split_lines(text)
+            text = opened.get(uri)
+            texts[path] = split_lines(text if text is not None else _read_text(reader, path))
         lines = texts[path]
         start, end = rng.get("start", {}), rng.get("end", rng.get("start", {}))
         line = int(start.get("line", 0))
@@ -90,19 +111,36 @@ def _source_files(workdir: Path, suffixes: frozenset[str]) -> Iterable[Path]:
                 yield Path(directory) / name
 
 
-def uncovered(client: LspClient, workdir: Path, name: str, spans: Spans) -> list[Uncovered]:
+async def uncovered(client: LspClient, workdir: Path, name: str, spans: Spans) -> list[Uncovered]:
     """Whole-token occurrences of ``name`` in the workdir's files of the server's language that
-    no span covers, per file."""
+    no span covers, per file. Every file is read off the event loop through the core's reader:
+    a FIFO, a device, a symlink or a file over :data:`SCAN_BYTES` is skipped, never opened."""
+    opened = {uri: doc.text for uri, doc in client.documents.items()}
+    return await off_loop(
+        workdir, lambda reader: _uncovered(reader, client, opened, workdir, name, spans)
+    )
+
+
+def _uncovered(
+    reader: Reader,
+    client: LspClient,
+    opened: dict[str, str],
+    workdir: Path,
+    name: str,
+    spans: Spans,
+) -> list[Uncovered]:
     pattern = token_pattern(name)
     found: list[Uncovered] = []
     for path in _source_files(workdir, frozenset(client.spec.extensions)):
-        try:
-            if path.stat().st_size > SCAN_BYTES:
+        reader.check()
+        text = opened.get(path.as_uri())
+        if text is None:
+            try:
+                text = reader.read(path, field="uri", max_bytes=SCAN_BYTES).decode(
+                    "utf-8", "replace"
+                )
+            except UnreadableFile:
                 continue
-            doc = client.documents.get(path.as_uri())
-            text = doc.text if doc is not None else path.read_text(errors="replace")
-        except OSError:
-            continue
         if name not in text:
             continue
         own = spans.get(path.resolve(), {})
@@ -113,12 +151,12 @@ def uncovered(client: LspClient, workdir: Path, name: str, spans: Spans) -> list
                     lines.append(index + 1)
                     break
         if lines:
-            outside = outside_project(client, path)
+            outside = outside_project(client, path, reader)
             found.append(Uncovered(path, tuple(lines), outside, bool(own)))
     return found
 
 
-def outside_project(client: LspClient, path: Path) -> str | None:
+def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None:
     """Why ``path`` is not in the server's project, when tether can tell; else None."""
     root = client.root
     try:
@@ -126,7 +164,7 @@ def outside_project(client: LspClient, path: Path) -> str | None:
     except ValueError:
         return f"outside {client.spec.id}'s root ({root.name or root})"
     if client.spec.project_config == "pyright":
-        return pyright_exclusion(root, rel.as_posix(), client.spec.id)
+        return pyright_exclusion(root, rel.as_posix(), client.spec.id, reader)
     return None
 
 
@@ -154,19 +192,19 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(rf"^{out}(?:/.*)?$")
 
 
-def _pyright_config(root: Path, server: str) -> tuple[dict[str, Any], str] | None:
+def _pyright_config(root: Path, server: str, reader: Reader) -> tuple[dict[str, Any], str] | None:
     config = root / "pyrightconfig.json"
     if config.is_file():
         try:
-            data = json.loads(config.read_text())
-        except (OSError, ValueError):
+            data = json.loads(reader.read(config, max_bytes=SCAN_BYTES))
+        except (UnreadableFile, ValueError):
             return None
         return (data, "pyrightconfig.json") if isinstance(data, dict) else None
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         try:
-            tool = tomllib.loads(pyproject.read_text()).get("tool", {})
-        except (OSError, tomllib.TOMLDecodeError):
+            tool = tomllib.loads(reader.read_text(pyproject, max_bytes=SCAN_BYTES)).get("tool", {})
+        except (tether.ToolError, tomllib.TOMLDecodeError):
             return None
         for section in (server, "basedpyright", "pyright"):
             if isinstance(tool.get(section), dict):
@@ -174,9 +212,9 @@ def _pyright_config(root: Path, server: str) -> tuple[dict[str, Any], str] | Non
     return None
 
 
-def pyright_exclusion(root: Path, rel: str, server: str) -> str | None:
+def pyright_exclusion(root: Path, rel: str, server: str, reader: Reader) -> str | None:
     """The pyright family's ``include`` / ``exclude`` keep ``rel`` out of the project: why."""
-    found = _pyright_config(root, server)
+    found = _pyright_config(root, server, reader)
     if found is None:
         return None
     config, where = found

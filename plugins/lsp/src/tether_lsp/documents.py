@@ -5,10 +5,13 @@ its back (by a shell, git) between two queries."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import attrs
+
+from tether.reading import Reader
 
 
 @attrs.define
@@ -53,11 +56,14 @@ _SCAN_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".
 SCAN_LIMIT = 50_000
 
 
-def scan_root(root: Path, suffixes: frozenset[str]) -> dict[str, tuple[int, int]]:
-    """path -> (mtime_ns, size) of the source files under ``root`` (bounded)."""
+def scan_root(reader: Reader, suffixes: frozenset[str]) -> dict[str, tuple[int, int]]:
+    """path -> (mtime_ns, size) of the regular source files under the reader's root (bounded;
+    run in the reader's thread: :func:`tether.reading.off_loop`). Nothing is read; symlinks are
+    neither followed nor listed."""
     found: dict[str, tuple[int, int]] = {}
-    stack = [str(root)]
+    stack = [str(reader.root)]
     while stack and len(found) < SCAN_LIMIT:
+        reader.check()  # the call was cancelled: stop
         try:
             entries = list(os.scandir(stack.pop()))
         except OSError:
@@ -68,8 +74,9 @@ def scan_root(root: Path, suffixes: frozenset[str]) -> dict[str, tuple[int, int]
                     if entry.name not in _SCAN_SKIP and not entry.name.startswith("."):
                         stack.append(entry.path)
                 elif os.path.splitext(entry.name)[1] in suffixes:
-                    stat = entry.stat()
-                    found[entry.path] = (stat.st_mtime_ns, stat.st_size)
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(info.st_mode):
+                        found[entry.path] = (info.st_mtime_ns, info.st_size)
             except OSError:
                 continue
     return found

@@ -10,99 +10,27 @@ import itertools
 import re
 from typing import Any
 
-import attrs
-
 import tether
 
-_OCCURRENCE = re.compile(r"^(?P<text>.+)#(?P<n>[1-9][0-9]*)$")
+# the agent's line + symbol rule is the core's, shared with the debug family's breakpoints
+from tether.positions import (
+    SymbolPosition,
+    is_whole_token,
+    resolve_position,
+    split_lines,
+)
 
-
-@attrs.frozen
-class SymbolPosition:
-    """A resolved ``line``/``symbol``: 0-based line, code-point columns of the match."""
-
-    line: int
-    start: int
-    end: int
-    line_text: str
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as LSP counts them (``\\n``, ``\\r\\n`` and ``\\r`` all end a line)."""
-    return re.split(r"\r\n|\r|\n", text)
-
-
-def resolve_position(text: str, line: int, symbol: str, *, where: str) -> SymbolPosition:
-    """Find ``symbol`` (optionally ``name#N``) on 1-based ``line`` of ``text``.
-
-    Whole-identifier occurrences win (``f`` on ``def f(x):`` is the function, not the f of
-    ``def``); a match inside a longer identifier counts only when there is no whole one. A
-    dotted symbol (``Ky.create``) that is not on the line means its last segment.
-    """
-    lines = split_lines(text)
-    if text.endswith(("\n", "\r")):
-        lines.pop()
-    if line < 1:
-        raise tether.ArgumentError("line", f"a 1-based line number, got {line}")
-    if line > len(lines):
-        raise tether.ArgumentError(
-            "line", f"{line} is past the end of {where} ({len(lines)} lines)"
-        )
-    if symbol == "":
-        raise tether.ArgumentError("symbol", "a non-empty substring of the line")
-    line_text = lines[line - 1]
-    wanted: int | None = None
-    needle = symbol
-    picked = _OCCURRENCE.match(symbol)
-    if picked and picked["text"] not in ("",) and symbol not in line_text:
-        needle, wanted = picked["text"], int(picked["n"])
-    if needle not in line_text and "." in needle.strip("."):
-        needle = needle.rstrip(".").rsplit(".", 1)[1]
-    starts = _occurrences(line_text, needle)
-    if not starts:
-        raise tether.ArgumentError(
-            "symbol", f"{needle!r} is not on line {line} of {where}: {line_text.strip()!r}"
-        )
-    if wanted is None:
-        if len(starts) > 1:
-            cols = ", ".join(str(s + 1) for s in starts)
-            picks = ", ".join(f"{needle}#{i}" for i in range(1, len(starts) + 1))
-            raise tether.ArgumentError(
-                "symbol",
-                f"{needle!r} occurs {len(starts)} times on line {line} of {where} "
-                f"(columns {cols}): pick one with {picks}",
-            )
-        wanted = 1
-    if wanted > len(starts):
-        raise tether.ArgumentError(
-            "symbol",
-            f"{needle!r} occurs {len(starts)} time(s) on line {line} of {where}, "
-            f"there is no occurrence #{wanted}",
-        )
-    start = starts[wanted - 1]
-    return SymbolPosition(line - 1, start, start + len(needle), line_text)
-
-
-_WORD = re.compile(r"[\w$]")
-
-
-def _occurrences(line_text: str, needle: str) -> list[int]:
-    """Starts of ``needle`` in the line: the whole-identifier ones when there are any."""
-    starts: list[int] = []
-    at = line_text.find(needle)
-    while at != -1:
-        starts.append(at)
-        at = line_text.find(needle, at + 1)
-    whole = [start for start in starts if is_whole_token(line_text, start, start + len(needle))]
-    return whole or starts
-
-
-def is_whole_token(text: str, start: int, end: int) -> bool:
-    """No identifier character touches ``text[start:end]`` on either side (for a needle that
-    begins or ends with a non-identifier character that side needs no check)."""
-    if start > 0 and _WORD.match(text[start]) and _WORD.match(text[start - 1]):
-        return False
-    return not (end < len(text) and _WORD.match(text[end - 1]) and _WORD.match(text[end]))
+__all__ = [
+    "SymbolPosition",
+    "apply_text_edits",
+    "from_lsp_character",
+    "is_whole_token",
+    "offset_of",
+    "resolve_position",
+    "split_keep_eols",
+    "split_lines",
+    "to_lsp_character",
+]
 
 
 def to_lsp_character(line_text: str, column: int, encoding: str) -> int:

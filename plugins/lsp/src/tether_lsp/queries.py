@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 
 import tether
+from tether.reading import UnreadableFile, off_loop
 from tether.text import cap, truncate
 from tether_lsp import crosscheck
 from tether_lsp.client import LspClient
@@ -157,12 +158,23 @@ OFFERS = {
 }
 
 
+async def require_regular_file(supervisor: LspSupervisor, path: Path) -> None:
+    """Before any server starts: ``path`` is a regular file the core's reader will read (a FIFO,
+    a device, a directory or a file over the cap is refused by name, never opened)."""
+    rel = supervisor.relative(path)
+    try:
+        await off_loop(
+            supervisor.workdir, lambda reader: reader.stat(path, field="file", shown=rel)
+        )
+    except UnreadableFile as exc:
+        if exc.reason == "missing":
+            raise tether.ArgumentError("file", f"an existing file, {rel} is not one") from None
+        raise
+
+
 async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
     """The first server of the file's language that offers ``action``, with the file synced."""
-    if not path.is_file():
-        raise tether.ArgumentError(
-            "file", f"an existing file, {supervisor.relative(path)} is not one"
-        )
+    await require_regular_file(supervisor, path)
     needs = OFFERS.get(action)
     client = await supervisor.client_for(
         path, offers=None if needs is None else lambda c: c.supports(*needs), action=action
@@ -204,6 +216,7 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
             return f"{note}; no {noun} for {target} yet — ask again in a moment"
         return f"no {noun} found for {target} ({session.client.spec.id})"
     sources = SourceLines(session.client)
+    await sources.load(place.uri for place in found)
     rows = [sources.describe(place, session.supervisor.workdir) for place in found]
     shown, note = _capped(rows, REFERENCES_CAP, f"{noun}s")
     head = f"{len(found)} {noun}{'s' if len(found) != 1 else ''} of {target}"
@@ -218,11 +231,11 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
     if action in ("references", "implementation"):
         # the server answers for its own project: say where else the name occurs
         client = session.client
-        spans = crosscheck.covered_spans(client, location_ranges(result))
+        spans = await crosscheck.covered_spans(client, location_ranges(result))
         name = pos.line_text[pos.start : pos.end]
         missed = [
             item
-            for item in crosscheck.uncovered(client, session.supervisor.workdir, name, spans)
+            for item in await crosscheck.uncovered(client, session.supervisor.workdir, name, spans)
             if item.outside is not None or (action == "references" and not item.touched)
         ]
         rows = crosscheck.describe(missed, name, client.spec.id, session.supervisor.workdir)
@@ -265,6 +278,9 @@ async def call_hierarchy(session: Session, action: str, line: int, symbol: str) 
     calls = [call for call in await client.request(method, {"item": item}) or [] if call]
     workdir = session.supervisor.workdir
     sources = SourceLines(client)
+    await sources.load(
+        [item.get("uri", ""), *((c.get("from") or c.get("to") or {}).get("uri", "") for c in calls)]
+    )
     rows: list[str] = []
     for call in calls:
         other = call.get("from" if incoming else "to") or {}
@@ -411,7 +427,9 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
                 opened = supervisor.relative(first)
     await client.wait_ready(supervisor.config.ready_timeout_s)
     result = await client.request("workspace/symbol", {"query": query})
-    section = _workspace_section(supervisor, client, query, result)
+    sources = SourceLines(client)
+    await sources.load(place.uri for *_, place, _ in symbol_rows(result) if place is not None)
+    section = _workspace_section(supervisor, client, query, result, sources)
     if opened and not symbol_rows(result):
         # an empty answer from a project not loaded yet is not "no such symbol"
         section += (
@@ -486,7 +504,7 @@ def _first_source_file_in(spec: ServerSpec, root: Path, limit: int = 5000) -> Pa
 
 
 def _workspace_section(
-    supervisor: LspSupervisor, client: LspClient, query: str, result: Any
+    supervisor: LspSupervisor, client: LspClient, query: str, result: Any, sources: SourceLines
 ) -> str:
     rows = symbol_rows(result)
     if not rows:
@@ -496,7 +514,6 @@ def _workspace_section(
                 f"matching {query!r} yet — ask again in a moment"
             )
         return f"no workspace symbols match {query!r} ({client.spec.id})"
-    sources = SourceLines(client)
     lines = []
     for _depth, kind, name, place, container in rows:
         where = ""
@@ -563,10 +580,7 @@ def format_merged(answers: Answers, rel: str, text: str) -> list[str]:
 async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
     """The file's diagnostics from every server that gives them (merged); one server that
     fails or is still computing is named, and never hides the others' answers."""
-    if not path.is_file():
-        raise tether.ArgumentError(
-            "file", f"an existing file, {supervisor.relative(path)} is not one"
-        )
+    await require_regular_file(supervisor, path)
     clients, notes = await supervisor.diagnostic_clients(path)
     rel = supervisor.relative(path)
     answers: list[tuple[LspClient, list[dict[str, Any]]]] = []

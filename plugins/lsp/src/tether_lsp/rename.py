@@ -8,6 +8,7 @@ from typing import Any
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.paths import confine
+from tether.reading import UnreadableFile, read_bytes
 from tether_lsp import crosscheck
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import apply_text_edits
@@ -83,10 +84,15 @@ async def rename(
             raise tether.ToolError(
                 f"the rename would edit {path}, outside the workdir; nothing was written"
             ) from None
+        rel = supervisor.relative(path)
         try:
-            before = path.read_bytes()
-        except OSError as exc:
-            raise tether.ToolError(f"cannot read {path}: {exc}; nothing was written") from None
+            # the core's reader: off the event loop, a FIFO or device refused by name
+            before = await read_bytes(supervisor.workdir, real, field="file", shown=rel)
+        except UnreadableFile as exc:
+            raise tether.ToolError(
+                f"the rename edits {rel}, which tether does not read: {exc.expected}; "
+                "nothing was written"
+            ) from None
         try:
             text = before.decode("utf-8")
         except UnicodeDecodeError:
@@ -110,10 +116,10 @@ async def rename(
             f"({client.spec.id} returned edits that leave every file as it is)"
         )
     # part of the proposal: where else the old name occurs, and whether the server could see it
-    spans = crosscheck.covered_spans(
+    spans = await crosscheck.covered_spans(
         client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
     )
-    missed = crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
+    missed = await crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
     outside = [item for item in missed if item.outside is not None]
     if outside and not leave_outside:
         total = sum(counts.values())

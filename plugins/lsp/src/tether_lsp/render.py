@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from tether.paths import OUTSIDE
+from tether.reading import Reader, UnreadableFile, off_loop, read_outside
 from tether.text import show_path, truncate
 from tether_lsp.client import LspClient
 from tether_lsp.documents import uri_to_path
@@ -21,6 +23,8 @@ SYMBOL_KINDS = {
     25: "operator", 26: "type parameter",
 }  # fmt: skip
 SEVERITIES = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+#: the largest file a result's source lines are read from
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
 
 @attrs.frozen
@@ -32,22 +36,49 @@ class Place:
 
 
 class SourceLines:
-    """Reads (once per call) the lines of files that results point into."""
+    """The lines of files that results point into: :meth:`load` reads them (once per call, off
+    the event loop, through the core's reader); :meth:`lines` only looks them up."""
 
     def __init__(self, client: LspClient) -> None:
         self._client = client
         self._cache: dict[str, list[str]] = {}
 
+    async def load(self, uris: Iterable[str]) -> None:
+        """Read the files of ``uris`` that are not open documents: workdir files without
+        following a symlink, a library's file outside it as a regular file only; a file that
+        cannot be read that way shows no source line."""
+        wanted = {
+            uri: path
+            for uri in uris
+            if uri not in self._cache
+            and uri not in self._client.documents
+            and (path := uri_to_path(uri)) is not None
+        }
+        if not wanted:
+            return
+        workdir = self._client.run.workdir
+
+        def read_all(reader: Reader) -> dict[str, str]:
+            texts: dict[str, str] = {}
+            for uri, path in wanted.items():
+                try:
+                    if path.is_relative_to(workdir):
+                        data = reader.read(path, field="uri", max_bytes=MAX_SOURCE_BYTES)
+                    else:
+                        data = read_outside(path, field="uri", max_bytes=MAX_SOURCE_BYTES)
+                except UnreadableFile:
+                    data = b""
+                texts[uri] = data.decode("utf-8", errors="replace")
+            return texts
+
+        for uri, text in (await off_loop(workdir, read_all)).items():
+            self._cache[uri] = split_lines(text)
+
     def lines(self, place: Place) -> list[str]:
         if place.uri not in self._cache:
             doc = self._client.documents.get(place.uri)
-            if doc is not None:
-                text = doc.text
-            elif place.path is not None and place.path.is_file():
-                text = place.path.read_bytes().decode("utf-8", errors="replace")
-            else:
-                text = ""
-            self._cache[place.uri] = split_lines(text)
+            # a file :meth:`load` was not given shows no source line (it is never read here)
+            self._cache[place.uri] = split_lines(doc.text if doc is not None else "")
         return self._cache[place.uri]
 
     def describe(self, place: Place, workdir: Path) -> str:

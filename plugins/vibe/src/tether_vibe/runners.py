@@ -24,6 +24,7 @@ import attrs
 import tether
 import tether.process
 from tether.framing import LineReader, LineTooLong
+from tether.reading import peek
 from tether.text import plural
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
@@ -195,8 +196,9 @@ class ResultExtractor:
                     ok=False, reason=f"result file {self.result_file} was not written{stale}"
                 )
             return None
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_RESULT_FILE_BYTES)
+        data = peek(path, MAX_RESULT_FILE_BYTES)  # a FIFO or device is never opened
+        if data is None:
+            return Outcome(ok=False, reason=f"result file {self.result_file} is not a regular file")
         return Outcome(ok=True, result=data.decode("utf-8", errors="replace").strip())
 
 
