@@ -622,6 +622,7 @@ class RuleMatcher:
         self.compiled = compiled
         self.grammar = grammar
         self._matchers: dict[int, Matcher] = {}
+        self._queries: dict[frozenset[int], ts.Query | None] = {}
         self._depth = 0
 
     def _matcher(self, pattern: CompiledPattern) -> Matcher:
@@ -680,9 +681,30 @@ class RuleMatcher:
                 yield from self._candidates(sub, f)
                 return
         kinds = rule.kind_ids
+        query = self._kind_query(kinds) if kinds is not None else None
+        if query is not None:  # found in C, not by walking every node in Python
+            yield from ts.QueryCursor(query).captures(f.tree.root_node).get("c", [])
+            return
         for node in _walk(f.tree.root_node):
             if kinds is None or node.kind_id in kinds:
                 yield node
+
+    def _kind_query(self, kinds: frozenset[int]) -> ts.Query | None:
+        if kinds not in self._queries:
+            lang = self.grammar.ts_language
+            names = {
+                f"({lang.node_kind_for_id(i)})"
+                if lang.node_kind_is_named(i)
+                else '"'
+                + (lang.node_kind_for_id(i) or "").replace("\\", "\\\\").replace('"', '\\"')
+                + '"'
+                for i in kinds
+            }
+            try:
+                self._queries[kinds] = ts.Query(lang, "[" + " ".join(sorted(names)) + "] @c")
+            except Exception:  # a kind the query language cannot name: walk instead
+                self._queries[kinds] = None
+        return self._queries[kinds]
 
     def _constrained(self, env: Env, f: _File) -> bool:
         for name, rule in self.compiled.constraints.items():
