@@ -350,6 +350,19 @@ def test_constraints_filter_captures(registry, language, pattern, regex, expecte
     assert texts(registry, language, config) == expected
 
 
+def test_a_utility_may_recurse_through_a_relation(registry) -> None:
+    config = {
+        "utils": {
+            "nested_call": {
+                "kind": "call",
+                "has": {"stopBy": "end", "any": [{"pattern": "g($A)"}, {"matches": "nested_call"}]},
+            }
+        },
+        "rule": {"matches": "nested_call"},
+    }
+    assert texts(registry, "python", config, "f(h(g(1)))\nf(1)\n") == ["f(h(g(1)))", "h(g(1))"]
+
+
 def test_a_metavariable_bound_twice_in_a_rule_must_capture_the_same_code(registry) -> None:
     source = "a = b\nc = c\n"
     rule = {"all": [{"pattern": "$X = $Y"}, {"has": {"field": "right", "pattern": "$X"}}]}
@@ -403,6 +416,17 @@ def test_a_metavariable_bound_twice_in_a_rule_must_capture_the_same_code(registr
             "rule.constraints.B: $B is not a metavariable",
         ),
         ("python", {"rule": {"kind": "call"}, "fix": "x"}, "rule.fix: only ast_edit rewrites"),
+        (
+            "python",
+            {
+                "rule": {"matches": "a"},
+                "utils": {
+                    "a": {"any": [{"kind": "call"}, {"matches": "b"}]},
+                    "b": {"not": {"matches": "a"}},
+                },
+            },
+            "rule.utils.a: matches itself on the same node (a -> b -> a)",
+        ),
     ],
 )
 def test_rule_errors_name_the_rule_path(registry, language, rule, message) -> None:

@@ -522,6 +522,27 @@ def _required_literals(rule: Rule, utils: Mapping[str, Rule], seen: frozenset[st
     return out
 
 
+def _direct_cycle(
+    name: str, utils: Mapping[str, Rule], path: tuple[str, ...]
+) -> tuple[str, ...] | None:
+    """A chain of `matches` from `name` back to a utility on `path` that never leaves the
+    node (through `all`, `any`, `not` only), or None."""
+    stack = [utils[name]]
+    while stack:
+        rule = stack.pop()
+        if rule.matches is not None:
+            if rule.matches in path:
+                return (*path, rule.matches)
+            found = _direct_cycle(rule.matches, utils, (*path, rule.matches))
+            if found:
+                return found
+        stack.extend(rule.all or ())
+        stack.extend(rule.any or ())
+        if rule.not_ is not None:
+            stack.append(rule.not_)
+    return None
+
+
 def _is_positive(rule: Rule, utils: Mapping[str, Rule], seen: frozenset[str]) -> bool:
     if rule.pattern is not None or rule.kind_ids is not None:
         return True
@@ -562,6 +583,14 @@ def compile_rule(
         raise RuleError("rule.utils", "expected an object of named rules")
     compiler = _Compiler(grammar, strictness, frozenset(utils_raw))
     utils = {name: compiler.rule(r, f"rule.utils.{name}") for name, r in utils_raw.items()}
+    for name in utils:
+        cycle = _direct_cycle(name, utils, (name,))
+        if cycle:
+            raise RuleError(
+                f"rule.utils.{name}",
+                "matches itself on the same node (" + " -> ".join(cycle) + "); a utility may "
+                "recurse only through a relation (inside, has, follows, precedes)",
+            )
     rule = compiler.rule(body, base)
     if not _is_positive(rule, utils, frozenset()):
         raise RuleError(
