@@ -652,7 +652,6 @@ class RuleMatcher:
         self.grammar = grammar
         self._matchers: dict[int, Matcher] = {}
         self._queries: dict[frozenset[int], ts.Query | None] = {}
-        self._depth = 0
 
     def _matcher(self, pattern: CompiledPattern) -> Matcher:
         m = self._matchers.get(id(pattern))
@@ -780,13 +779,9 @@ class RuleMatcher:
         if rule.not_ is not None and self._match(rule.not_, node, env, f) is not None:
             return None
         if rule.matches is not None:
-            if self._depth > 64:
-                return None  # a utility that recurses without moving: no match
-            self._depth += 1
-            try:
-                next_env = self._match(self.compiled.utils[rule.matches], node, env, f)
-            finally:
-                self._depth -= 1
+            # a utility that would recurse on the same node was refused when compiled: this
+            # recursion moves through the tree, so the tree's depth bounds it
+            next_env = self._match(self.compiled.utils[rule.matches], node, env, f)
             if next_env is None:
                 return None
             env = next_env
