@@ -25,6 +25,7 @@ from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
 from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
+from tether_astgrep.rules import CompiledRule, RuleMatcher
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -42,7 +43,7 @@ CHUNK_FILES = 32  # most files per message to a worker; two messages in flight p
 @attrs.frozen
 class Task:
     mode: str  # "search" or "edit"
-    pattern: CompiledPattern  # its strictness included
+    pattern: CompiledPattern | CompiledRule  # its strictness included
     rewrite: str | None
     max_file_bytes: int
     # Matches described (text, captures) and sent back, per process; past it they are only
@@ -189,6 +190,7 @@ class ProcessState:
         self.searches = 0
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str, bool], Matcher] = {}
+        self._rule: RuleMatcher | None = None
         self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
         self._words: dict[tuple[bytes, ...], list[bytes]] = {}
         self._caching = False
@@ -200,13 +202,13 @@ class ProcessState:
             parser = self._parsers[grammar.id] = grammar.parser()
         return parser
 
-    def chains(self, pattern: CompiledPattern) -> list[re.Pattern[bytes]]:
+    def chains(self, pattern: CompiledPattern | CompiledRule) -> list[re.Pattern[bytes]]:
         found = self._chains.get(pattern.chains)
         if found is None:
             found = self._chains[pattern.chains] = [re.compile(c) for c in pattern.chains]
         return found
 
-    def words(self, pattern: CompiledPattern) -> list[bytes]:
+    def words(self, pattern: CompiledPattern | CompiledRule) -> list[bytes]:
         """The pattern's literals that are words (`print`, `__init__`): a file holding a match
         has each one as a whole word, not only inside a longer one (`pprint`)."""
         found = self._words.get(pattern.literals)
@@ -216,7 +218,14 @@ class ProcessState:
             ]
         return found
 
-    def matcher(self, pattern: CompiledPattern, grammar: Grammar, track: bool = False) -> Matcher:
+    def matcher(
+        self, pattern: CompiledPattern | CompiledRule, grammar: Grammar, track: bool = False
+    ) -> Matcher | RuleMatcher:
+        if isinstance(pattern, CompiledRule):
+            # one per search: a worker gets its chunks' tasks unpickled, each a new rule
+            if self._rule is None or self._rule.compiled is not pattern:
+                self._rule = RuleMatcher(pattern, grammar)
+            return self._rule
         key = (grammar.id, pattern.source, track)
         matcher = self._matchers.get(key)
         if matcher is None or matcher.pattern != pattern:
@@ -252,7 +261,12 @@ class ProcessState:
         return self.run_chunk(task, root, paths, stop)
 
     def _one(
-        self, task: Task, grammar: Grammar, matcher: Matcher, reader: Reader, path: str
+        self,
+        task: Task,
+        grammar: Grammar,
+        matcher: Matcher | RuleMatcher,
+        reader: Reader,
+        path: str,
     ) -> FileResult:
         try:
             st = reader.stat(path)

@@ -109,7 +109,10 @@ def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: G
         multi = m.group(0).startswith(b"$$$")
         name = (m.group(1) if multi else m.group(2)) or b""
         span = match.captures.get(name.decode())
-        if span is None or span[0] < 0:
+        computed = getattr(match, "texts", {}).get(name.decode())  # a rule's `transform`
+        if computed is not None:
+            pieces.append(computed)
+        elif span is None or span[0] < 0:
             pieces.append(b"")
         else:
             line_start = body.rfind(b"\n", 0, m.start()) + 1

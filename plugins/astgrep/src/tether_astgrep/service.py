@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -22,6 +22,7 @@ from tether_astgrep.grammars import Grammar, GrammarRegistry
 if TYPE_CHECKING:  # the engine and the pattern compiler are imported by the first search
     from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerPool
     from tether_astgrep.pattern import CompiledPattern
+    from tether_astgrep.rules import CompiledRule
 
 # A search that finds nothing tries this many other readings of its pattern, to say so.
 OTHER_READINGS = 3
@@ -49,7 +50,7 @@ class AstgrepConfig:
 
 @attrs.frozen
 class SearchOutcome:
-    pattern: CompiledPattern
+    pattern: CompiledPattern | CompiledRule
     grammar: Grammar
     files: list[FileResult]  # by path; only the first max_results matches are described
     searched: int
@@ -195,11 +196,26 @@ class AstgrepService:
         assert grammar is not None
         return grammar
 
+    def dump(
+        self, snippet: str, language: str | None, path: str | None, strictness: str
+    ) -> tuple[str, dict[str, object]]:
+        """How the grammar of `language` (or of `path`) reads `snippet`."""
+        if language is None and path is None:
+            raise tether.ArgumentError("language", "required with dump (or a file path)")
+        target = self._target(path)
+        grammar = self._grammar(language, target, [target.name] if target.is_file() else [])
+        missing = grammar.missing()
+        if missing is not None:
+            raise tether.ArgumentError("language", missing)
+        from tether_astgrep.dump import dump
+
+        return dump(snippet, grammar, strictness)
+
     # -- search -------------------------------------------------------------------------
 
     async def search(
         self,
-        pattern: str,
+        pattern: str | None,
         path: str | None,
         language: str | None,
         *,
@@ -207,6 +223,7 @@ class AstgrepService:
         rewrite: str | None = None,
         strictness: str = "smart",
         max_results: int | None = None,
+        rule: Mapping[str, Any] | None = None,
     ) -> SearchOutcome:
         """Search (or, in mode "edit", rewrite) every file; of a search's matches only the
         first `max_results` (by path, then position) are described, the rest are counted."""
@@ -226,13 +243,34 @@ class AstgrepService:
         from tether_astgrep.engine import Task
         from tether_astgrep.pattern import PatternError, compile_readings
 
-        try:
-            readings = compile_readings(
-                pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
-            )
-        except PatternError as exc:
-            raise tether.ToolError(str(exc)) from None
+        readings: list[CompiledPattern | CompiledRule]
+        if rule is not None:
+            from tether_astgrep.rules import RuleError, compile_rule
+
+            try:
+                compiled_rule = compile_rule(rule, grammar, strictness, edit=mode == "edit")
+            except RuleError as exc:
+                raise tether.ArgumentError(exc.path, exc.message) from None
+            if compiled_rule.fix is not None:
+                if rewrite is not None:
+                    raise tether.ArgumentError(
+                        "rewrite", "give the rewrite or the rule's fix, not both"
+                    )
+                rewrite = compiled_rule.fix
+            readings = [compiled_rule]
+        else:
+            assert pattern is not None
+            try:
+                readings = list(
+                    compile_readings(
+                        pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
+                    )
+                )
+            except PatternError as exc:
+                raise tether.ToolError(str(exc)) from None
         compiled = readings[0]
+        if mode == "edit" and rewrite is None:
+            raise tether.ArgumentError("rewrite", "required (or a fix in the rule)")
         if rewrite is not None:
             from tether_astgrep.rewrite import template_vars
 

@@ -69,10 +69,32 @@ def _service(call: tether.CallContext) -> AstgrepService:
     return service
 
 
+RULE_DOC = (
+    "Instead of pattern: an ast-grep rule object, e.g. "
+    '{"kind": "call", "inside": {"kind": "for_statement", "stopBy": "end"}} (keys: pattern, '
+    "kind, regex, nthChild, inside, has, follows, precedes with stopBy and field, all, any, "
+    'not, matches), or an ast-grep rule config {"rule": {...}, "constraints": {"X": {...}}, '
+    '"utils": {"name": {...}}, "fix": "..."} (fix: ast_edit only)'
+)
+
+
 @attrs.frozen
 class AstGrepArgs:
-    pattern: str = tether.arg(
-        description="Code with metavariables: $NAME one node, $$$NAME a run of siblings, $_ any node"
+    pattern: str | None = tether.arg(
+        None,
+        description=(
+            "Code with metavariables: $NAME one node, $$$NAME a run of siblings, $_ any node "
+            "(exactly one of pattern and rule)"
+        ),
+    )
+    rule: dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
+    dump: bool = tether.arg(
+        False,
+        description=(
+            "Search nothing: show how the pattern is read (each reading's node tree, the one a "
+            "search uses first) and the snippet's syntax tree as a whole file (kinds, fields, "
+            "text), to fix a pattern or find kind and field names for a rule"
+        ),
     )
     path: str | None = tether.arg(
         None, description="File or directory to search, relative to the workdir; default: all of it"
@@ -91,10 +113,17 @@ class AstGrepArgs:
 
 @attrs.frozen
 class AstEditArgs:
-    pattern: str = tether.arg(description="What to match (same syntax as ast_grep)")
-    rewrite: str = tether.arg(
-        description="What to put in its place; $NAME is replaced by its capture"
+    pattern: str | None = tether.arg(
+        None, description="What to match (same syntax as ast_grep; exactly one of pattern and rule)"
     )
+    rewrite: str | None = tether.arg(
+        None,
+        description=(
+            "What to put in its place; $NAME is replaced by its capture (required, unless the "
+            "rule config has a fix)"
+        ),
+    )
+    rule: dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
     path: str | None = tether.arg(
         None, description="Scope, relative to the workdir; default: all of it"
     )
@@ -152,14 +181,33 @@ def _unread_ignores(outcome: SearchOutcome) -> str | None:
     )
 
 
+def _one_of(pattern: str | None, rule: dict[str, Any] | None) -> None:
+    if (pattern is None) == (rule is None):
+        why = "both were given" if pattern is not None else "neither was given"
+        raise tether.ArgumentError(
+            "rule" if pattern is not None else "pattern",
+            f"takes exactly one of pattern (code with metavariables) and rule (an ast-grep "
+            f"rule object); {why}",
+        )
+
+
 async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether.ToolResult:
     service = _service(call)
+    if args.dump:
+        if args.pattern is None:
+            raise tether.ArgumentError("pattern", "required with dump: the snippet to show")
+        if args.rule is not None:
+            raise tether.ArgumentError("rule", "not used with dump; leave it out")
+        text, dumped = service.dump(args.pattern, args.language, args.path, args.strictness)
+        return tether.ToolResult.text(text, **dumped)
+    _one_of(args.pattern, args.rule)
     outcome = await service.search(
         args.pattern,
         args.path,
         args.language,
         strictness=args.strictness,
         max_results=args.max_results,
+        rule=args.rule,
     )
     # Only the first max_results matches were built; the rest are counts.
     shown = [(r, m) for r in outcome.files for m in r.matches]
@@ -250,6 +298,7 @@ def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
 
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
     service = _service(call)
+    _one_of(args.pattern, args.rule)
     outcome = await service.search(
         args.pattern,
         args.path,
@@ -257,6 +306,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         mode="edit",
         rewrite=args.rewrite,
         strictness=args.strictness,
+        rule=args.rule,
     )
     stopped = _stopped(outcome, service.config.search_timeout_s)
     if stopped:
@@ -469,10 +519,13 @@ GREP_DOC = (
     "modifier, does not prevent a match; strictness cst requires every child. $ followed by a "
     "lower-case letter or inside a name ($ZodType) is literal code. Returns file:line:column, "
     "the matched code and the captures; a search that finds nothing names other readings "
-    "that would."
+    "that would. Instead of a pattern, `rule` takes an ast-grep rule (kind, regex, inside/has/"
+    "follows/precedes, all/any/not, constraints...). `dump: true` shows how a snippet parses "
+    "(the pattern's reading and its syntax tree with kinds and fields) without searching."
 )
 EDIT_DOC = (
-    "Structural rewrite, staged: matches like ast_grep and replaces each match with `rewrite` "
+    "Structural rewrite, staged: matches like ast_grep (a pattern, or a rule whose config may "
+    "carry fix and transform) and replaces each match with `rewrite` "
     "($NAME substituted, multi-line captures keeping their shape). Code the pattern does not "
     "mention before or after the matched parts (an else branch, a trailing ;) is kept verbatim. "
     "Writes nothing; returns a diff preview, which syntax check ran on each file (Python: "
