@@ -19,6 +19,25 @@ from tether.process import Lineage, is_alive, kill_tree, start_time
 
 pytestmark = pytest.mark.anyio
 
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+@pytest.fixture(autouse=True)
+def a_harness_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """These tests are about a harness's process, which is no subreaper. An earlier test that
+    ran the CLI in this pytest process made it one, and the kernel keeps that: orphans (the
+    stranger below) would be re-parented here and count as this process's own. Undone for the
+    test, restored after it."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    was = ctypes.c_int(0)
+    libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    monkeypatch.setattr(tether.process, "_subreaper", False)
+    yield
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
+
 
 @pytest.fixture
 def stranger() -> Iterator[int]:
@@ -49,9 +68,6 @@ def variants(stranger: int) -> dict[str, int]:
 async def test_a_run_neither_adopts_nor_kills_a_process_it_does_not_own(
     open_test_run, stranger: int, who: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a harness's process, not the CLI's: an earlier test that ran the CLI in this process
-    # made it a subreaper, where every orphan re-parented here counts as the run's
-    monkeypatch.setattr(tether.process, "_subreaper", False)
     pid = variants(stranger)[who]
     async with open_test_run() as run:
         owner = run.process_owner

@@ -33,7 +33,9 @@ async def test_a_breakpoint_in_the_python_standard_library(
         said = await dbg.ok(run, op="breakpoints", file=str(library), lines=[line])
         assert said.startswith(f"Breakpoints in {library} (the standard library of "), said
         text = await dbg.ok(run, op="launch", program="uses_json.py")
-        assert f"Stopped (breakpoint) at {library}:{line} in dumps" in text, text
+        assert f"Stopped (breakpoint) at {library}:{line} (outside the workdir) in dumps" in text, (
+            text
+        )
         assert "In the program's own code: uses_json.py:3 in <module>" in text
         assert (await dbg.ok(run, op="evaluate", expression="obj")).startswith("[1, 2] (list)")
         # elsewhere outside the workdir stays refused, and the answer names what is allowed
@@ -55,5 +57,8 @@ async def test_a_breakpoint_in_the_go_standard_library(dbg, debug_run, go_workdi
             f"Breakpoints in {library} (the Go standard library (GOROOT): {goroot})"
         ), said
         text = await dbg.ok(run, op="launch", program="main.go")
-        assert f"Stopped (breakpoint) at {library}:{line} in strings.Repeat" in text, text
+        assert (
+            f"Stopped (breakpoint) at {library}:{line} (outside the workdir) in strings.Repeat"
+            in text
+        ), text
         assert "In the program's own code: main.go:45 in main.main" in text
