@@ -14,6 +14,7 @@ import pytest
 from lsp_testkit import FIXTURES, Caller, need, open_lsp_run
 
 import tether
+from tether.launch import SAFE
 from tether_lsp import ServerSpec
 
 FAKE = str(Path(__file__).parent / "fake_lsp_server.py")
@@ -98,6 +99,7 @@ class Checking:
                 command=(sys.executable, FAKE, "checking"),
                 root_markers=("fake.toml",),
                 checking_progress=r"files? to analyze",
+                untrusted=SAFE,  # the fake reads no workdir configuration
             )
         ]
 
