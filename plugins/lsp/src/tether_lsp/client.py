@@ -17,7 +17,14 @@ import tether
 from tether import reading
 from tether.hang import HangWatch
 from tether.paths import relative
-from tether_lsp.documents import OpenDocument, Published, file_events, path_to_uri, scan_root
+from tether_lsp.documents import (
+    OpenDocument,
+    Published,
+    file_events,
+    path_to_uri,
+    scan_root,
+    uri_to_path,
+)
 from tether_lsp.rpc import MethodNotFound, RequestTimedOut, RpcConnection
 from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import untrusted_env
@@ -113,6 +120,8 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 
 
 FILE_EVENTS_SETTLE_S = 3.0
+#: files changed on disk sent as open documents, per query, to a server that watches no files
+OPEN_CHANGED_LIMIT = 20
 
 
 class LspClient:
@@ -170,6 +179,8 @@ class LspClient:
         self.files_known = spec.ready_log is None
         #: counts the ends of server work (progress end, a diagnostics refresh request)
         self.settled = 0
+        #: files changed on disk beyond what the last refresh sent (a server that watches none)
+        self.unsent_changes = 0
         self.started_at = time.monotonic()
         self.crash_counted = False
         self._seq = 0
@@ -464,22 +475,44 @@ class LspClient:
 
     async def _refresh(self) -> bool:
         sent = False
-        if "workspace/didChangeWatchedFiles" in self.registered:
-            current = await self._scan()
-            # open documents travel as didChange below, not as file events
-            for doc in self.documents.values():
-                current.pop(str(doc.path), None)
-            events = file_events(self._snapshot, current)
-            self._snapshot = current
-            if events:
-                seq, settled = self._seq, self.settled
-                await self.notify("workspace/didChangeWatchedFiles", {"changes": events})
+        current = await self._scan()
+        # open documents travel as didChange below, not as file events
+        for doc in self.documents.values():
+            current.pop(str(doc.path), None)
+        events = file_events(self._snapshot, current)
+        self._snapshot = current
+        if events and "workspace/didChangeWatchedFiles" in self.registered:
+            seq, settled = self._seq, self.settled
+            await self.notify("workspace/didChangeWatchedFiles", {"changes": events})
+            sent = True
+            added_or_removed = any(event["type"] != 2 for event in events)
+            if added_or_removed and self.spec.settles_after_file_events and self.documents:
+                await self.wait_until(
+                    lambda: self._seq > seq or self.settled > settled, FILE_EVENTS_SETTLE_S
+                )
+        elif events:
+            # a server that watches no files (clangd, typescript-language-server) ignores file
+            # events and answers from its index of the old text: it is sent the files that
+            # appeared or changed as open documents (their disk text), a bounded number
+            changed = [event for event in events if event["type"] != 3]
+            opened: list[OpenDocument] = []
+            for event in changed[:OPEN_CHANGED_LIMIT]:
+                path = uri_to_path(event["uri"])
+                if path is None:
+                    continue
+                try:
+                    doc, _ = await self._sync(path)
+                except reading.UnreadableFile:
+                    continue
+                opened.append(doc)
                 sent = True
-                added_or_removed = any(event["type"] != 2 for event in events)
-                if added_or_removed and self.spec.settles_after_file_events and self.documents:
-                    await self.wait_until(
-                        lambda: self._seq > seq or self.settled > settled, FILE_EVENTS_SETTLE_S
-                    )
+            if opened and self.pushes_diagnostics:
+                # it indexes an opened file as it parses it, done when it publishes for it
+                await self.wait_until(
+                    lambda: all(self.fresh_published(doc) for doc in opened),
+                    FILE_EVENTS_SETTLE_S,
+                )
+            self.unsent_changes = max(0, len(changed) - OPEN_CHANGED_LIMIT)
         for uri, doc in list(self.documents.items()):
             changed = False
             try:
