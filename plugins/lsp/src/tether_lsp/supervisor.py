@@ -583,6 +583,14 @@ class LspSupervisor:
                 )
         else:
             running_lines.append("Running: none (servers start on first use)")
+        if self.watch is not None:
+            if self.watch.failed is not None:
+                watching = f"not watched ({self.watch.failed}): each query scans its root"
+            elif self.watch.ready:
+                watching = "watched for changes by any process"
+            else:
+                watching = "watch starting: each query scans its root meanwhile"
+            running_lines.append(f"Workdir: {watching}")
         lines[:0] = running_lines
         lines += [results[spec.id] for spec in specs]
         for language in sorted({spec.language for spec in specs}):
