@@ -9,6 +9,7 @@ query must answer for the disk's text.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -104,8 +105,6 @@ def case(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Row, 
     need(row.binary)
     workdir = copy_project(row.project, tmp_path)
     if row.project == "cproj":
-        import json
-
         entries = json.loads((workdir / "compile_commands.json").read_text())
         entries.append(
             {
