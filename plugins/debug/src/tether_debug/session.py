@@ -149,8 +149,6 @@ class DebugSession:
         self.phase = Phase.STARTING
         self.stop: StopPoint | None = None
         self.exit_code: int | None = None
-        self.end_reason: str | None = None
-        self.ended_at: float | None = None
         self.output = OutputLog(config.output_buffer_bytes)
         self.transport = AdapterTransport(
             run=run, adapter=adapter, config=config, output=self.output
@@ -180,6 +178,14 @@ class DebugSession:
         self._finish = anyio.Event()
         self._ended = anyio.Event()
         self._changed = anyio.Event()
+        #: the threads when attached (asked before the program was let go), or None
+        self.attach_threads: list[dict[str, Any]] | None = None
+        self._init_ending()
+
+    def _init_ending(self) -> None:
+        """What says how the session ended and what it left behind."""
+        self.end_reason: str | None = None
+        self.ended_at: float | None = None
         self._end_cause: str | None = None
         self._program_ended = False
         self._tree: set[int] = set()  # the adapter's descendants, for cleanup
@@ -188,8 +194,6 @@ class DebugSession:
         #: the session's processes still alive after its end (a kill that did not take)
         self.left_alive: list[str] = []
         self._scratch: Path | None = None
-        #: the threads when attached (asked before the program was let go), or None
-        self.attach_threads: list[dict[str, Any]] | None = None
         #: requests in a row that timed out, and since when the adapter looks hung (the core's
         #: rule, shared with tether-lsp's servers)
         self.hang = HangWatch()
