@@ -13,11 +13,12 @@ import itertools
 import json
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
 import anyio
+import anyio.abc
 import attrs
 
 from tether.cli.signals import Stop, lines
@@ -26,7 +27,7 @@ from tether.framing import LineTooLong
 from tether.person import Answer
 from tether.plugins import core_version
 from tether.registry import SchemaFormat
-from tether.run import open_run
+from tether.run import Run, open_run
 
 #: The session protocol's version, announced in the ready line (1: ready line, tools request,
 #: cards carry the client's request_id).
@@ -228,25 +229,9 @@ async def run_session(
 ) -> int:
     if stdout is None:
         utf8_stdout()
-    out = stdout or sys.stdout
-    stop = stop or Stop("session")
-
-    def write(obj: dict[str, Any]) -> None:
-        try:
-            line = json_line(obj)
-        except ValueError as exc:
-            line = json_line(
-                _error_line(f"internal error: the reply could not be written: {exc}", obj.get("id"))
-            )
-        try:
-            out.write(line)
-            out.flush()
-        except (BrokenPipeError, ValueError):  # the client went away (a hang-up): nobody reads
-            if not stop.requested:
-                raise
-
-    cards = CardStream(write, interactive=interactive)
-    in_flight: set[Any] = set()
+    session = _Session(stdout or sys.stdout, stop or Stop("session"), surface)
+    cards = CardStream(session.write, interactive=interactive)
+    session.cards = cards
     async with open_run(
         workdir,
         conversation_id=conversation_id,
@@ -257,95 +242,138 @@ async def run_session(
         trust_workdir=trust_workdir,
     ) as run:
         run.surface_tier(surface)
-        write(
-            {
-                "ready": True,
-                "protocol": PROTOCOL_VERSION,
-                "tether": core_version(),
-                "plugins": [
-                    {"name": i.name, "version": i.version, "status": i.status}
-                    for i in run.pm.report
-                    if i.origin == "installed"  # not the CLI's own plugin object
-                ],
-                "surface": surface,
-                "workdir": str(run.workdir),
-                "conversation": conversation_id,
-            }
-        )
-
-        async def serve(request_id: Any, tool: str, args: dict[str, Any]) -> None:
-            _client_request.set(request_id)
-            try:
-                with stop.scope() as scope:
-                    result = await run.call(
-                        tool, args, surface=surface, call_id=f"req_{request_id}"
-                    )
-                if scope.cancelled_caught:
-                    reply = _error_line(stop.reason(f"request {request_id!r} ({tool})"), request_id)
-                else:
-                    reply = {"id": request_id, **result.to_json()}
-            except Exception as exc:  # a bug in a tool: report it, keep the session alive
-                reply = {"id": request_id, **internal_error(tool, exc)}
-            finally:
-                in_flight.discard(request_id)
-            write(reply)
-
+        session.run = run
+        session.write(_ready_line(run, surface, conversation_id))
         # bytes, decoded line by line: one invalid line is answered, it does not end the session;
         # a stop ends the reading at once (no thread blocked on stdin), the calls in flight
         # answer, then the run closes
-        source = stop.until_stopped(
+        source = session.stop.until_stopped(
             stdin
             if stdin is not None
             else lines(sys.stdin.fileno(), max_line_bytes=MAX_REQUEST_LINE_BYTES)
         )
         async with anyio.create_task_group() as tg:
-            while True:
-                try:
-                    line = await source.__anext__()
-                except StopAsyncIteration:
-                    break
-                except LineTooLong as exc:  # skipped; the session reads on from the next line
-                    write(
-                        _error_line(
-                            f"line is over the limit of {MAX_REQUEST_LINE_BYTES} bytes "
-                            f"({MAX_REQUEST_LINE_BYTES >> 20} MiB) for one request or answer "
-                            f"and was skipped; it began {exc.head[:40].decode('utf-8', 'replace')!r}"
-                        )
-                    )
-                    continue
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    message = parse_json(line)
-                except ValueError as exc:
-                    write(_error_line(f"line is not valid JSON: {exc}"))
-                    continue
-                if not isinstance(message, dict):
-                    write(_error_line("line must be a JSON object (a request or an answer)"))
-                    continue
-                if "card" in message and "id" not in message:
-                    problem = cards.deliver(message)
-                    if problem:
-                        write(_error_line(problem, card=message.get("card")))
-                    continue
-                request_id = message.get("id")
-                if "request" in message and "tool" not in message:
-                    write(_answer_request(message, in_flight, run, surface))
-                    continue
-                problem = _request_problem(message, in_flight)
-                if problem:
-                    valid_id = (
-                        request_id
-                        if isinstance(request_id, str | int) and not isinstance(request_id, bool)
-                        else None
-                    )
-                    write(_error_line(problem, valid_id if valid_id not in in_flight else None))
-                    continue
-                in_flight.add(request_id)
-                tg.start_soon(serve, request_id, message["tool"], message.get("args", {}))
+            await session.read(source, tg)
             cards.close_input()
-    return stop.exit_code(0)
+    return session.stop.exit_code(0)
+
+
+def _ready_line(run: Run, surface: str, conversation_id: str) -> dict[str, Any]:
+    """The session's first line: protocol, versions, the installed plugins, where it runs."""
+    return {
+        "ready": True,
+        "protocol": PROTOCOL_VERSION,
+        "tether": core_version(),
+        "plugins": [
+            {"name": i.name, "version": i.version, "status": i.status}
+            for i in run.pm.report
+            if i.origin == "installed"  # not the CLI's own plugin object
+        ],
+        "surface": surface,
+        "workdir": str(run.workdir),
+        "conversation": conversation_id,
+    }
+
+
+class _Session:
+    """One ``tether session``: its output, the requests in flight, and what each input line
+    asks for."""
+
+    def __init__(self, out: TextIO, stop: Stop, surface: str) -> None:
+        self.out = out
+        self.stop = stop
+        self.surface = surface
+        self.in_flight: set[Any] = set()
+        self.cards: CardStream | None = None
+        self.run: Run | None = None
+
+    def write(self, obj: dict[str, Any]) -> None:
+        try:
+            line = json_line(obj)
+        except ValueError as exc:
+            line = json_line(
+                _error_line(f"internal error: the reply could not be written: {exc}", obj.get("id"))
+            )
+        try:
+            self.out.write(line)
+            self.out.flush()
+        except (BrokenPipeError, ValueError):  # the client went away (a hang-up): nobody reads
+            if not self.stop.requested:
+                raise
+
+    async def read(self, source: AsyncIterator[Any], tg: anyio.abc.TaskGroup) -> None:
+        """Answer every input line until the input ends or the session is stopped."""
+        while True:
+            try:
+                line = await source.__anext__()
+            except StopAsyncIteration:
+                break
+            except LineTooLong as exc:  # skipped; the session reads on from the next line
+                self.write(
+                    _error_line(
+                        f"line is over the limit of {MAX_REQUEST_LINE_BYTES} bytes "
+                        f"({MAX_REQUEST_LINE_BYTES >> 20} MiB) for one request or answer "
+                        f"and was skipped; it began {exc.head[:40].decode('utf-8', 'replace')!r}"
+                    )
+                )
+                continue
+            self.dispatch(line, tg)
+
+    def dispatch(self, line: Any, tg: anyio.abc.TaskGroup) -> None:
+        """One input line: a card's answer, a request to the session, or a tool call."""
+        line = line.strip()
+        if not line:
+            return
+        try:
+            message = parse_json(line)
+        except ValueError as exc:
+            self.write(_error_line(f"line is not valid JSON: {exc}"))
+            return
+        if not isinstance(message, dict):
+            self.write(_error_line("line must be a JSON object (a request or an answer)"))
+            return
+        if "card" in message and "id" not in message:
+            assert self.cards is not None
+            problem = self.cards.deliver(message)
+            if problem:
+                self.write(_error_line(problem, card=message.get("card")))
+            return
+        request_id = message.get("id")
+        if "request" in message and "tool" not in message:
+            self.write(_answer_request(message, self.in_flight, self.run, self.surface))
+            return
+        problem = _request_problem(message, self.in_flight)
+        if problem:
+            valid_id = (
+                request_id
+                if isinstance(request_id, str | int) and not isinstance(request_id, bool)
+                else None
+            )
+            self.write(_error_line(problem, valid_id if valid_id not in self.in_flight else None))
+            return
+        self.in_flight.add(request_id)
+        tg.start_soon(self.serve, request_id, message["tool"], message.get("args", {}))
+
+    async def serve(self, request_id: Any, tool: str, args: dict[str, Any]) -> None:
+        """One tool call, answered on its own line (a tool's bug included)."""
+        _client_request.set(request_id)
+        assert self.run is not None
+        try:
+            with self.stop.scope() as scope:
+                result = await self.run.call(
+                    tool, args, surface=self.surface, call_id=f"req_{request_id}"
+                )
+            if scope.cancelled_caught:
+                reply = _error_line(
+                    self.stop.reason(f"request {request_id!r} ({tool})"), request_id
+                )
+            else:
+                reply = {"id": request_id, **result.to_json()}
+        except Exception as exc:  # a bug in a tool: report it, keep the session alive
+            reply = {"id": request_id, **internal_error(tool, exc)}
+        finally:
+            self.in_flight.discard(request_id)
+        self.write(reply)
 
 
 def _answer_request(

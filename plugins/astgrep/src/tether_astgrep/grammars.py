@@ -233,7 +233,10 @@ class Grammar:
         return ts.Parser(self.ts_language)
 
 
-def _lang(module: str, attr: str = "language") -> Callable[[], Any]:
+def lazy_language(module: str, attr: str = "language") -> Callable[[], Any]:
+    """A grammar's ``language``: imports ``module`` only when a search needs it (grammars
+    here, in languages.py and in other plugins)."""
+
     def load() -> Any:
         import importlib
 
@@ -243,21 +246,32 @@ def _lang(module: str, attr: str = "language") -> Callable[[], Any]:
     return load
 
 
-lazy_language = _lang  # for grammars defined in other modules (languages.py, other plugins)
+BRACE_TERMINATORS = ("", ";")
 
 
-def _c_like(prefix_fn: str, member: tuple[str, str], *, semicolon: bool) -> tuple[Scaffold, ...]:
-    terms = ("", ";") if semicolon else ("",)
+def braced_ladder(
+    function: str,
+    expression: tuple[str, str],
+    member: str,
+    *,
+    semicolon: bool,
+    member_end: str = "}",
+) -> tuple[Scaffold, ...]:
+    """The ladder of a language with braces: a function body, an initialiser, a class body
+    and the top level (`function` and `member` are the openings; each closes with `}`)."""
+    terms = BRACE_TERMINATORS if semicolon else ("",)
     return (
-        Scaffold("statement", prefix_fn + " {\n", "\n}", terminators=terms),
-        Scaffold("expression", prefix_fn + " { (\n", "\n); }"),
-        Scaffold("class member", member[0], member[1], terminators=terms),
+        Scaffold(
+            "statement", function + " {\n", "\n}" * (function.count("{") + 1), terminators=terms
+        ),
+        Scaffold("expression", expression[0], expression[1]),
+        Scaffold("class member", member + " {\n", "\n" + member_end, terminators=terms),
         Scaffold("declaration", "", "", terminators=terms),
     )
 
 
 # Possessive (`*+`) so that a run of comments has one way to match: no backtracking blow-up.
-_C_COMMENT = r"//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
+C_COMMENT = r"//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
 _JS_STRINGS = frozenset({"string", "template_string", "regex"})
 _JS_CODE = frozenset({"template_substitution"})
 
@@ -267,12 +281,14 @@ _JS_FILLERS = ("case {0}:",)
 
 def builtin_grammars() -> list[Grammar]:
     """The grammars shipped with tether-astgrep (one PyPI grammar package each)."""
-    js_ladder = _c_like("function _t()", ("class _T {\n", "\n}"), semicolon=True)
+    js_ladder = braced_ladder(
+        "function _t()", ("function _t() { (\n", "\n); }"), "class _T", semicolon=True
+    )
     return [
         Grammar(
             id="python",
             extensions=(".py", ".pyi"),
-            language=_lang("tree_sitter_python"),
+            language=lazy_language("tree_sitter_python"),
             scaffolds=(
                 Scaffold("statement", "", ""),
                 Scaffold("expression", "_ = (\n", "\n)"),
@@ -288,40 +304,40 @@ def builtin_grammars() -> list[Grammar]:
         Grammar(
             id="javascript",
             extensions=(".js", ".mjs", ".cjs", ".jsx"),
-            language=_lang("tree_sitter_javascript"),
+            language=lazy_language("tree_sitter_javascript"),
             scaffolds=js_ladder,
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
         ),
         Grammar(
             id="typescript",
             extensions=(".ts", ".mts", ".cts"),
-            language=_lang("tree_sitter_typescript", "language_typescript"),
+            language=lazy_language("tree_sitter_typescript", "language_typescript"),
             scaffolds=js_ladder,
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
         ),
         Grammar(
             id="tsx",
             extensions=(".tsx",),
-            language=_lang("tree_sitter_typescript", "language_tsx"),
+            language=lazy_language("tree_sitter_typescript", "language_tsx"),
             scaffolds=js_ladder,
             string_kinds=_JS_STRINGS,
             code_in_string_kinds=_JS_CODE,
             optional_trailing=frozenset({";"}),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
         ),
         Grammar(
             id="rust",
             extensions=(".rs",),
-            language=_lang("tree_sitter_rust"),
+            language=lazy_language("tree_sitter_rust"),
             scaffolds=(
                 Scaffold("statement", "fn _t() {\n", "\n}", terminators=("", ";")),
                 Scaffold("expression", "fn _t() { let _ = (\n", "\n); }"),
@@ -334,9 +350,15 @@ def builtin_grammars() -> list[Grammar]:
         Grammar(
             id="c",
             extensions=(".c", ".h"),
-            language=_lang("tree_sitter_c"),
-            scaffolds=_c_like("void _t(void)", ("struct _T {\n", "\n};"), semicolon=True),
-            comment_regex=_C_COMMENT,
+            language=lazy_language("tree_sitter_c"),
+            scaffolds=braced_ladder(
+                "void _t(void)",
+                ("void _t(void) { (\n", "\n); }"),
+                "struct _T",
+                semicolon=True,
+                member_end="};",
+            ),
+            comment_regex=C_COMMENT,
             statement_terminator=";",
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
             item_fillers=("int {0};",),
@@ -344,7 +366,7 @@ def builtin_grammars() -> list[Grammar]:
         Grammar(
             id="go",
             extensions=(".go",),
-            language=_lang("tree_sitter_go"),
+            language=lazy_language("tree_sitter_go"),
             scaffolds=(
                 Scaffold("statement", "package _t\nfunc _t() {\n", "\n}\n"),
                 Scaffold("expression", "package _t\nvar _ = ", "\n"),
@@ -354,13 +376,13 @@ def builtin_grammars() -> list[Grammar]:
             string_kinds=frozenset(
                 {"interpreted_string_literal", "raw_string_literal", "rune_literal"}
             ),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             item_fillers=("case {0}:", "case <-{0}:", '"{0}"', "{0} int"),
         ),
         Grammar(
             id="dart",
             extensions=(".dart",),
-            language=_lang("tree_sitter_dart"),
+            language=lazy_language("tree_sitter_dart"),
             scaffolds=(
                 Scaffold("statement", "void _t() {\n", "\n}", terminators=("", ";")),
                 Scaffold("expression", "var _t = (\n", "\n);"),
@@ -369,7 +391,7 @@ def builtin_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string_literal"}),
             code_in_string_kinds=frozenset({"template_substitution"}),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             continuation_kinds=frozenset(
                 {
                     "selector",

@@ -11,34 +11,16 @@ comment's end depends on its start (Lua's `--[==[ … ]==]`), which a regex cann
 
 from __future__ import annotations
 
-from tether_astgrep.grammars import Grammar, Scaffold, lazy_language
+from tether_astgrep.grammars import (
+    BRACE_TERMINATORS,
+    C_COMMENT,
+    Grammar,
+    Scaffold,
+    braced_ladder,
+    lazy_language,
+)
 
-_C_COMMENT = r"//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/"
 _HASH_COMMENT = r"#[^\n]*+"
-
-
-_SEMI = ("", ";")
-
-
-def _braced(
-    function: str,
-    expression: tuple[str, str],
-    member: str,
-    *,
-    semicolon: bool,
-    member_end: str = "}",
-) -> tuple[Scaffold, ...]:
-    """The ladder of a language with braces: a function body, an initialiser, a class body
-    and the top level (`function` and `member` are the openings; each closes with `}`)."""
-    terms = _SEMI if semicolon else ("",)
-    return (
-        Scaffold(
-            "statement", function + " {\n", "\n}" * (function.count("{") + 1), terminators=terms
-        ),
-        Scaffold("expression", expression[0], expression[1]),
-        Scaffold("class member", member + " {\n", "\n" + member_end, terminators=terms),
-        Scaffold("declaration", "", "", terminators=terms),
-    )
 
 
 def _members_first(ladder: tuple[Scaffold, ...]) -> tuple[Scaffold, ...]:
@@ -86,7 +68,7 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_cpp"),
             extra="cpp",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
-            scaffolds=_braced(
+            scaffolds=braced_ladder(
                 "void _t()",
                 ("void _t() { (\n", "\n); }"),
                 "struct _T",
@@ -96,7 +78,7 @@ def optional_grammars() -> list[Grammar]:
             string_kinds=frozenset(
                 {"string_literal", "char_literal", "raw_string_literal", "system_lib_string"}
             ),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             typed_placeholders=(
                 "{};",
             ),  # a statement: `{ $$$B }` (an enum's `{ $$$V }` needs none)
@@ -110,10 +92,12 @@ def optional_grammars() -> list[Grammar]:
             # A member is a declaration in C#; the statement rung reads `void F() {…}` as a
             # local function, so a method-like fragment is read in a class body first.
             scaffolds=(
-                Scaffold("statement", "class _T { void _t() {\n", "\n}\n}", terminators=_SEMI),
+                Scaffold(
+                    "statement", "class _T { void _t() {\n", "\n}\n}", terminators=BRACE_TERMINATORS
+                ),
                 Scaffold("expression", "class _T { object _t = (\n", "\n); }"),
-                Scaffold("declaration", "class _T {\n", "\n}", terminators=_SEMI),
-                Scaffold("top level", "", "", terminators=_SEMI),
+                Scaffold("declaration", "class _T {\n", "\n}", terminators=BRACE_TERMINATORS),
+                Scaffold("top level", "", "", terminators=BRACE_TERMINATORS),
             ),
             declaration_first={"local_function_statement": "methods, not local functions"},
             string_kinds=frozenset(
@@ -126,7 +110,7 @@ def optional_grammars() -> list[Grammar]:
                 }
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
-            comment_regex=_C_COMMENT + r"|#[^\n]*+",  # `#region`, `#pragma`… lines are extras too
+            comment_regex=C_COMMENT + r"|#[^\n]*+",  # `#region`, `#pragma`… lines are extras too
             # a parameter; a statement (a bare name is none); a member; a switch arm
             typed_placeholders=("_T {}", "{}();", "_T {};", "{} => _"),
         ),
@@ -143,7 +127,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string_value"}),
             optional_trailing=frozenset({";"}),  # `color: red` is the same with its `;` or not
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             statement_terminator=": _",  # `{ $$$D }` reads as `{ D: _ }`, a declaration
         ),
         Grammar(
@@ -193,7 +177,7 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_java"),
             extra="java",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
-            scaffolds=_braced(
+            scaffolds=braced_ladder(
                 "class _T { void _t()",
                 ("class _T { Object _t = (\n", "\n); }"),
                 "class _T",
@@ -201,7 +185,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string_literal", "character_literal"}),
             code_in_string_kinds=frozenset({"string_interpolation"}),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             # a parameter (`void $M($$$P)`); a statement (a bare name is none: `{ $$$B }`);
             # a member (`class $C { $$$B }`)
             typed_placeholders=("_T {}", "{}();", "_T {};"),
@@ -216,7 +200,7 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("value", "", ""),
                 Scaffold("pair", "{\n", "\n}"),
             ),
-            comment_regex=_C_COMMENT,
+            comment_regex=C_COMMENT,
             metavar_template='"{}"',  # JSON has no names: a metavariable stands as a string
         ),
         Grammar(
@@ -226,7 +210,7 @@ def optional_grammars() -> list[Grammar]:
             extra="kotlin",
             # Members first, in an `object`: a `class` body would read `println(x)` as an enum entry.
             scaffolds=_members_first(
-                _braced("fun _t()", ("val _t = (\n", "\n)"), "object _T", semicolon=False)
+                braced_ladder("fun _t()", ("val _t = (\n", "\n)"), "object _T", semicolon=False)
             ),
             string_kinds=frozenset(
                 {"string_literal", "multiline_string_literal", "character_literal"}
@@ -257,10 +241,14 @@ def optional_grammars() -> list[Grammar]:
             extra="php",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
             scaffolds=(
-                Scaffold("statement", "<?php\nfunction _t() {\n", "\n}", terminators=_SEMI),
+                Scaffold(
+                    "statement", "<?php\nfunction _t() {\n", "\n}", terminators=BRACE_TERMINATORS
+                ),
                 Scaffold("expression", "<?php\n$_t = (\n", "\n);"),
-                Scaffold("class member", "<?php\nclass _T {\n", "\n}", terminators=_SEMI),
-                Scaffold("declaration", "<?php\n", "", terminators=_SEMI),
+                Scaffold(
+                    "class member", "<?php\nclass _T {\n", "\n}", terminators=BRACE_TERMINATORS
+                ),
+                Scaffold("declaration", "<?php\n", "", terminators=BRACE_TERMINATORS),
             ),
             string_kinds=frozenset({"string", "encapsed_string", "heredoc", "nowdoc"}),
             code_in_string_kinds=frozenset(
@@ -295,7 +283,7 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".scala", ".sc", ".sbt"),
             language=lazy_language("tree_sitter_scala"),
             extra="scala",
-            scaffolds=_braced(
+            scaffolds=braced_ladder(
                 "object _T { def _t() =", ("val _t = (\n", "\n)"), "class _T", semicolon=False
             ),
             string_kinds=frozenset({"string", "interpolated_string", "character_literal"}),
@@ -309,7 +297,7 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_swift"),
             extra="swift",
             scaffolds=_members_first(
-                _braced("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False)
+                braced_ladder("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False)
             ),
             string_kinds=frozenset(
                 {"line_string_literal", "multi_line_string_literal", "raw_string_literal"}

@@ -178,6 +178,25 @@ class DapClient:
         """Send ``command`` and wait (bounded) for its response body."""
         return await self.response(await self.send_request(command, arguments), timeout_s)
 
+    def collect(
+        self, seq: int, timeout_s: float, task_group: anyio.abc.TaskGroup
+    ) -> tuple[anyio.Event, dict[str, Any]]:
+        """Take the response to ``seq`` in the background: (answered event, outcome), the
+        outcome holding ``body`` or the request's ``error``."""
+        answered = anyio.Event()
+        outcome: dict[str, Any] = {}
+
+        async def take() -> None:
+            try:
+                outcome["body"] = await self.response(seq, timeout_s)
+            except (DapError, DapTimeout, AdapterGone) as exc:
+                outcome["error"] = exc
+            finally:
+                answered.set()
+
+        task_group.start_soon(take)
+        return answered, outcome
+
     async def aclose(self) -> None:
         for stream in (self._send, self._receive):
             try:
@@ -191,3 +210,22 @@ def _format_error(error: dict[str, Any]) -> str:
     for name, value in (error.get("variables") or {}).items():
         text = text.replace("{" + str(name) + "}", str(value))
     return text
+
+
+async def first_of(*events: anyio.Event) -> None:
+    """Return as soon as any of ``events`` is set."""
+    if any(e.is_set() for e in events):
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What went wrong with a request, as the adapter said it (its own message for a refusal)."""
+    return exc.message if isinstance(exc, DapError) else str(exc)

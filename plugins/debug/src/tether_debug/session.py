@@ -1,14 +1,12 @@
-"""One live debug session: the adapter (a run-owned process or a TCP connection), the DAP
-handshake, the program's state as events report it, its output, and a bounded shutdown."""
+"""One live debug session: the DAP handshake, the program's state as events report it, the
+requests that drive and inspect it, its output, and a bounded shutdown. Reaching the adapter
+is :mod:`tether_debug.transport`, the DAP connection :mod:`tether_debug.client`, the text of
+frames, errors and log points :mod:`tether_debug.render`."""
 
 from __future__ import annotations
 
 import enum
-import functools
-import json
-import re
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -20,26 +18,36 @@ import anyio.abc
 import attrs
 
 from tether import ArgumentError, ToolError
-from tether.framing import LineReader, LineTooLong
 from tether.hang import HangWatch, activity
 from tether.process import ManagedProcess, descendants, describe, is_alive
-from tether.reading import UnreadableFile, read_outside
 from tether.text import TailBuffer, clock
 from tether_debug import breakpoints as bp
 from tether_debug import features
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.breakpoints import BreakpointSpec, BreakpointState
-from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
+from tether_debug.client import (
+    AdapterGone,
+    DapClient,
+    DapError,
+    DapTimeout,
+    failure_reason,
+    first_of,
+)
 from tether_debug.config import DebugConfig
+from tether_debug.render import (
+    exception_text,
+    frame_label,
+    logged_text,
+    source_line,
+    traceback_tail,
+)
+from tether_debug.transport import AdapterTransport
 
 if TYPE_CHECKING:
     from tether import Run
 
-_LOCALHOST = "127.0.0.1"
 _SHUTDOWN_S = 3.0
 _PAUSE_RETRY_S = 2.0
-# The adapter's stdout lines read while looking for where it listens (a longer one is skipped).
-_MAX_LISTEN_LINE_BYTES = 1024 * 1024
 
 
 class Phase(enum.Enum):
@@ -141,10 +149,10 @@ class DebugSession:
         self.phase = Phase.STARTING
         self.stop: StopPoint | None = None
         self.exit_code: int | None = None
-        self.end_reason: str | None = None
-        self.ended_at: float | None = None
         self.output = OutputLog(config.output_buffer_bytes)
-        self.process: ManagedProcess | None = None
+        self.transport = AdapterTransport(
+            run=run, adapter=adapter, config=config, output=self.output
+        )
         self.debuggee_pid: int | None = None
         self.capabilities: dict[str, Any] = {}
         self.breakpoints: dict[Path, list[BreakpointState]] = {}
@@ -170,6 +178,14 @@ class DebugSession:
         self._finish = anyio.Event()
         self._ended = anyio.Event()
         self._changed = anyio.Event()
+        #: the threads when attached (asked before the program was let go), or None
+        self.attach_threads: list[dict[str, Any]] | None = None
+        self._init_ending()
+
+    def _init_ending(self) -> None:
+        """What says how the session ended and what it left behind."""
+        self.end_reason: str | None = None
+        self.ended_at: float | None = None
         self._end_cause: str | None = None
         self._program_ended = False
         self._tree: set[int] = set()  # the adapter's descendants, for cleanup
@@ -178,8 +194,6 @@ class DebugSession:
         #: the session's processes still alive after its end (a kill that did not take)
         self.left_alive: list[str] = []
         self._scratch: Path | None = None
-        #: the threads when attached (asked before the program was let go), or None
-        self.attach_threads: list[dict[str, Any]] | None = None
         #: requests in a row that timed out, and since when the adapter looks hung (the core's
         #: rule, shared with tether-lsp's servers)
         self.hang = HangWatch()
@@ -189,6 +203,12 @@ class DebugSession:
         self.hang_reported = False
 
     # --- state ------------------------------------------------------------------------------
+
+    @property
+    def process(self) -> ManagedProcess | None:
+        """The adapter's process when tether started it (None when connected straight to a
+        program's own debug server, or before it started)."""
+        return self.transport.process
 
     @property
     def live(self) -> bool:
@@ -270,14 +290,9 @@ class DebugSession:
 
     def take_logged(self) -> str:
         """What log points printed since the last call, for the next answer ('' if nothing)."""
-        if not self.logged:
-            return ""
-        dropped = self.logged_dropped
-        lines, self.logged, self.logged_dropped = self.logged, [], 0
-        head = "Log points printed (they do not stop):"
-        if dropped:
-            head += f" ({dropped} earlier lines dropped; the last {_MAX_LOGGED} kept)"
-        return "\n".join([head, *(f"  {line}" for line in lines)])
+        lines, dropped = self.logged, self.logged_dropped
+        self.logged, self.logged_dropped = [], 0
+        return logged_text(lines, dropped, _MAX_LOGGED)
 
     def _update_breakpoint(self, info: Mapping[str, Any]) -> None:
         for states in [*self.breakpoints.values(), self.function_breakpoints]:
@@ -345,31 +360,11 @@ class DebugSession:
     async def open(self, *, attach_port: int | None = None) -> None:
         """Start or reach the adapter, start reading, and ``initialize``."""
         adapter = self.adapter
-        receive: anyio.abc.ByteReceiveStream
-        send: anyio.abc.ByteSendStream
         if attach_port is not None and adapter.attach_mode == "connect":
-            stream = await self._connect(_LOCALHOST, attach_port, field="port", process=None)
-            receive, send = stream, stream
+            receive, send = await self.transport.connect(attach_port)
         else:
             assert self.availability is not None
-            command = self.availability.resolution.command
-            assert command is not None
-            cwd = self.availability.root or self.run.workdir
-            if adapter.transport == "tcp" and adapter.listen_pattern:
-                argv = [part.replace("{port}", "0") for part in command]
-                self.process = await self._spawn(argv, cwd, stdin=False, stdout=True)
-                port = await self._listening_port(self.process, adapter.listen_pattern)
-                stream = await self._connect(_LOCALHOST, port, field=None, process=self.process)
-                receive, send = stream, stream
-            elif adapter.transport == "tcp":
-                port = _free_port()
-                argv = [part.replace("{port}", str(port)) for part in command]
-                self.process = await self._spawn(argv, cwd, stdin=False, stdout=False)
-                stream = await self._connect(_LOCALHOST, port, field=None, process=self.process)
-                receive, send = stream, stream
-            else:
-                self.process = await self._spawn(list(command), cwd, stdin=True, stdout=True)
-                receive, send = self.process.stdout, self.process.stdin
+            receive, send = await self.transport.start(self.availability, self.run.workdir)
         self._client = DapClient(
             receive,
             send,
@@ -399,108 +394,8 @@ class DebugSession:
             )
         except (DapError, DapTimeout, AdapterGone) as exc:
             raise ToolError(
-                f"the {adapter.id} adapter did not start: {exc}{self._stderr_note()}"
+                f"the {adapter.id} adapter did not start: {exc}{self.transport.stderr_note()}"
             ) from None
-
-    async def _spawn(
-        self, argv: list[str], cwd: Path, *, stdin: bool, stdout: bool
-    ) -> ManagedProcess:
-        # a debuggee that writes to the adapter's stderr needs the whole output buffer there
-        stderr_bytes = (
-            self.config.output_buffer_bytes if self.adapter.program_output_on_stdio else 16 * 1024
-        )
-        try:
-            process = await self.run.spawn(
-                argv, cwd=cwd, stdin=stdin, stdout=stdout, stderr_bytes=stderr_bytes
-            )
-        except OSError as exc:
-            raise ToolError(
-                f"the {self.adapter.id} adapter cannot start: {argv[0]}: {exc.strerror or exc}"
-            ) from None
-        if self.adapter.program_output_on_stdio:
-            self.output.follow(process.stderr_tail)
-        return process
-
-    async def _listening_port(self, process: ManagedProcess, pattern: str) -> int:
-        """Read the adapter's stdout (bounded by ``start_timeout_s``) until it says where it
-        listens; then keep draining it (into ``output`` when the program writes there)."""
-        regex = re.compile(pattern)
-        lines = LineReader(process.stdout, max_line_bytes=_MAX_LISTEN_LINE_BYTES)
-        printed: list[bytes] = []  # lines before the listen line, for an error message
-        port: int | None = None
-        with anyio.move_on_after(self.config.start_timeout_s):
-            try:
-                while port is None:
-                    try:
-                        line = await lines.receive_line()
-                    except LineTooLong as exc:
-                        printed.append(f"[{exc}]".encode())
-                        continue
-                    found = regex.search(line.decode("utf-8", "replace"))
-                    if found:
-                        port = int(found.group("port"))
-                    else:
-                        printed.append(line)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
-        if port is None:
-            with anyio.move_on_after(1.0):
-                await process.wait()
-            code = process.returncode
-            why = (
-                f"exited with code {code} before saying where it listens"
-                if code is not None
-                else f"did not say where it listens within {self.config.start_timeout_s:g} s"
-            )
-            await process.terminate()
-            pending = lines.stream.buffer  # a line it had begun
-            said = b"\n".join([*printed, pending]).decode("utf-8", "replace").strip()[-500:]
-            raise ToolError(
-                f"the {self.adapter.id} adapter {why}"
-                + (f"\nadapter stdout: {said}" if said else "")
-                + self._stderr_note()
-            )
-        # the rest as it comes, what was read past the listen line first
-        self.run.task_group.start_soon(self._drain_stdout, lines.stream)
-        return port
-
-    async def _drain_stdout(self, stdout: anyio.abc.ByteReceiveStream) -> None:
-        try:
-            async for chunk in stdout:
-                if self.adapter.program_output_on_stdio:
-                    self.output.write(chunk.decode("utf-8", "replace"))
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            pass
-
-    async def _connect(
-        self, host: str, port: int, *, field: str | None, process: ManagedProcess | None
-    ) -> anyio.abc.SocketStream:
-        """Connect to a listening adapter; a spawned one gets ``start_timeout_s`` to listen."""
-        deadline = anyio.current_time() + self.config.start_timeout_s
-        while True:
-            try:
-                return await anyio.connect_tcp(host, port)
-            except OSError as exc:
-                if process is None:
-                    assert field is not None
-                    hint = self.adapter.attach_hint.format(port=port)
-                    raise ArgumentError(
-                        field,
-                        f"nothing accepts connections on {host}:{port} ({exc.strerror or exc}); start "
-                        "the program under a debug server listening there first"
-                        + (f" (e.g. {hint})" if hint else ""),
-                    ) from None
-                if process.returncode is not None or anyio.current_time() > deadline:
-                    await process.terminate()
-                    why = (
-                        f"exited with code {process.returncode}"
-                        if process.returncode is not None
-                        else f"was not listening on {port} after {self.config.start_timeout_s:g} s"
-                    )
-                    raise ToolError(
-                        f"the {self.adapter.id} adapter {why}{self._stderr_note()}"
-                    ) from None
-                await anyio.sleep(0.05)
 
     async def configure(
         self,
@@ -517,21 +412,45 @@ class DebugSession:
         bound = self.config.start_timeout_s
         if command == "launch" and self.adapter.build_output_argument:
             bound += self.config.build_timeout_s  # the adapter builds the program first (dlv)
-        answered, outcome = self._watch(await client.send_request(command, arguments), bound)
+        answered, outcome = client.collect(
+            await client.send_request(command, arguments), bound, self.run.task_group
+        )
         with anyio.move_on_after(bound):
-            await _first(self._initialized, answered, self._finish)
+            await first_of(self._initialized, answered, self._finish)
             if "error" not in outcome:
                 # lldb answers launch first, then sends initialized
-                await _first(self._initialized, self._finish)
+                await first_of(self._initialized, self._finish)
         if "error" in outcome:
-            raise ToolError(f"{command} failed: {_reason(outcome['error'])}{self._stderr_note()}")
+            raise ToolError(
+                f"{command} failed: {failure_reason(outcome['error'])}{self.transport.stderr_note()}"
+            )
         if not self._initialized.is_set():
             if self._finish.is_set():
                 return  # the program came and went before the adapter asked for configuration
             raise ToolError(
                 f"the {self.adapter.id} adapter sent no 'initialized' event within "
-                f"{bound:g} s{self._stderr_note()}"
+                f"{bound:g} s{self.transport.stderr_note()}"
             )
+        await self._send_configuration(command, breakpoints, functions, exception_filters)
+        await first_of(answered, self._finish)
+        if "error" in outcome:
+            raise ToolError(
+                f"{command} failed: {failure_reason(outcome['error'])}{self.transport.stderr_note()}"
+            )
+        self._remember_tree()
+        if self.phase is Phase.STARTING:
+            self.phase = Phase.RUNNING
+            self._notify()
+
+    async def _send_configuration(
+        self,
+        command: str,
+        breakpoints: Mapping[Path, Mapping[int, BreakpointSpec]],
+        functions: Mapping[str, BreakpointSpec],
+        exception_filters: Sequence[str],
+    ) -> None:
+        """Breakpoints, exception filters (and an attached program's threads), then
+        ``configurationDone``."""
         try:
             for path, lines in breakpoints.items():
                 await self.set_breakpoints(path, lines)
@@ -550,15 +469,8 @@ class DebugSession:
         except (DapError, DapTimeout, AdapterGone) as exc:
             why = f" ({self._end_cause})" if self._end_cause else ""
             raise ToolError(
-                f"configuring the {self.adapter.id} adapter failed: {_reason(exc)}{why}"
+                f"configuring the {self.adapter.id} adapter failed: {failure_reason(exc)}{why}"
             ) from None
-        await _first(answered, self._finish)
-        if "error" in outcome:
-            raise ToolError(f"{command} failed: {_reason(outcome['error'])}{self._stderr_note()}")
-        self._remember_tree()
-        if self.phase is Phase.STARTING:
-            self.phase = Phase.RUNNING
-            self._notify()
 
     async def _threads_at_attach(self) -> None:
         """The threads, asked before ``configurationDone`` while the adapter still holds the
@@ -571,31 +483,17 @@ class DebugSession:
         threads = (body or {}).get("threads") or []
         self.attach_threads = [t for t in threads if isinstance(t, dict)]
 
-    def _watch(self, seq: int, timeout_s: float) -> tuple[anyio.Event, dict[str, Any]]:
-        """Collect the response to ``seq`` in the background: (answered event, outcome)."""
-        answered = anyio.Event()
-        outcome: dict[str, Any] = {}
-        client = self.client
-
-        async def take() -> None:
-            try:
-                outcome["body"] = await client.response(seq, timeout_s)
-            except (DapError, DapTimeout, AdapterGone) as exc:
-                outcome["error"] = exc
-            finally:
-                answered.set()
-
-        self.run.task_group.start_soon(take)
-        return answered, outcome
-
     async def _request_or_end(
         self, command: str, arguments: dict[str, Any]
     ) -> dict[str, Any] | None:
         """A request whose answer may never come because the program ended meanwhile."""
-        answered, outcome = self._watch(
-            await self.client.send_request(command, arguments), self.config.request_timeout_s
+        client = self.client
+        answered, outcome = client.collect(
+            await client.send_request(command, arguments),
+            self.config.request_timeout_s,
+            self.run.task_group,
         )
-        await _first(answered, self._finish)
+        await first_of(answered, self._finish)
         if "error" in outcome:
             raise outcome["error"]
         body: dict[str, Any] | None = outcome.get("body")
@@ -618,7 +516,9 @@ class DebugSession:
                 },
             )
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"setting the breakpoints of {path} failed: {_reason(exc)}") from None
+            raise ToolError(
+                f"setting the breakpoints of {path} failed: {failure_reason(exc)}"
+            ) from None
         bp.take_answer(states, body.get("breakpoints") or [])
         if lines:
             self.breakpoints[path] = states
@@ -637,7 +537,7 @@ class DebugSession:
                 body = await self.client.request("setFunctionBreakpoints", {"breakpoints": sent})
             except (DapError, DapTimeout, AdapterGone) as exc:
                 raise ToolError(
-                    f"setting the function breakpoints failed: {_reason(exc)}"
+                    f"setting the function breakpoints failed: {failure_reason(exc)}"
                 ) from None
         bp.take_answer(states, body.get("breakpoints") or [])
         self.function_breakpoints = states
@@ -647,7 +547,9 @@ class DebugSession:
         try:
             await self.client.request("setExceptionBreakpoints", {"filters": list(filters)})
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"setting the exception filters failed: {_reason(exc)}") from None
+            raise ToolError(
+                f"setting the exception filters failed: {failure_reason(exc)}"
+            ) from None
 
     # --- driving ----------------------------------------------------------------------------
 
@@ -673,7 +575,9 @@ class DebugSession:
         except (DapError, DapTimeout, AdapterGone) as exc:
             if self.phase is Phase.RUNNING:
                 self.phase, self.stop = previous_phase, previous_stop
-            raise ToolError(f"{_OP_NAMES.get(command, command)} failed: {_reason(exc)}") from None
+            raise ToolError(
+                f"{_OP_NAMES.get(command, command)} failed: {failure_reason(exc)}"
+            ) from None
         return await self.wait_settled(self.config.stop_timeout_s)
 
     async def pause(self, thread_id: int | None) -> bool:
@@ -685,7 +589,7 @@ class DebugSession:
             try:
                 await self.client.request("pause", {"threadId": tid})
             except (DapError, DapTimeout, AdapterGone) as exc:
-                raise ToolError(f"pause failed: {_reason(exc)}") from None
+                raise ToolError(f"pause failed: {failure_reason(exc)}") from None
             # lldb-vscode resumes asynchronously after configurationDone: a pause that lands
             # before the resume took effect stops nothing, yet is answered with success; so
             # one more pause once the first has produced no stop for a while
@@ -708,7 +612,7 @@ class DebugSession:
         try:
             body = await self.client.request("threads")
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"threads failed: {_reason(exc)}") from None
+            raise ToolError(f"threads failed: {failure_reason(exc)}") from None
         return [t for t in body.get("threads") or [] if isinstance(t, dict)]
 
     async def stack(
@@ -723,16 +627,16 @@ class DebugSession:
                 "stackTrace", {"threadId": tid, "startFrame": start, "levels": levels}
             )
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"stack failed: {_reason(exc)}") from None
+            raise ToolError(f"stack failed: {failure_reason(exc)}") from None
         frames = [f for f in body.get("stackFrames") or [] if isinstance(f, dict)]
         known = self.stop_frames.setdefault(tid, {})
         for position, frame in enumerate(frames, start):
             first = known.get(position)
-            if first is not None and _frame_label(first) == _frame_label(frame):
+            if first is not None and frame_label(first) == frame_label(frame):
                 frame["id"] = first["id"]
             else:
                 known[position] = frame
-            self.frames[int(frame["id"])] = _frame_label(frame)
+            self.frames[int(frame["id"])] = frame_label(frame)
         total = body.get("totalFrames")
         return frames, total if isinstance(total, int) else None
 
@@ -780,11 +684,7 @@ class DebugSession:
                 info = await self.client.request("exceptionInfo", {"threadId": stop.thread_id})
             except (DapError, DapTimeout, AdapterGone):
                 info = {}
-            kind = info.get("exceptionId") or ""
-            text = str(info.get("description") or "")
-            if len(text) > 1 and text[0] == text[-1] == '"':
-                text = _unquote(text)  # delve quotes a panic's string value
-            stop.exception = f"{kind}: {text}".strip(": ") or None
+            stop.exception = exception_text(info)
         return stop
 
     def _in_workdir(self, path: str | None) -> bool:
@@ -804,7 +704,7 @@ class DebugSession:
         try:
             body = await self.client.request("scopes", {"frameId": frame_id})
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"scopes failed: {_reason(exc)}") from None
+            raise ToolError(f"scopes failed: {failure_reason(exc)}") from None
         scopes = [s for s in body.get("scopes") or [] if isinstance(s, dict)]
         self.references.update(
             int(s["variablesReference"]) for s in scopes if s.get("variablesReference")
@@ -815,7 +715,7 @@ class DebugSession:
         try:
             body = await self.client.request("variables", {"variablesReference": reference})
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"variables failed: {_reason(exc)}") from None
+            raise ToolError(f"variables failed: {failure_reason(exc)}") from None
         variables = [v for v in body.get("variables") or [] if isinstance(v, dict)]
         self.references.update(
             int(v["variablesReference"]) for v in variables if v.get("variablesReference")
@@ -829,7 +729,7 @@ class DebugSession:
         try:
             body = await self.client.request("evaluate", arguments)
         except (DapError, DapTimeout, AdapterGone) as exc:
-            why = _traceback_tail(_reason(exc))
+            why = traceback_tail(failure_reason(exc))
             sep = "\n" if "\n" in why else " "
             raise ToolError(f"evaluate failed:{sep}{why}") from None
         if body.get("variablesReference"):
@@ -862,7 +762,7 @@ class DebugSession:
                 "setVariable", {"variablesReference": reference, "name": name, "value": value}
             )
         except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"set_variable failed: {_traceback_tail(_reason(exc))}") from None
+            raise ToolError(f"set_variable failed: {traceback_tail(failure_reason(exc))}") from None
         return body, "setVariable"
 
     async def _must_exist(self, name: str, frame_id: int) -> None:
@@ -871,7 +771,7 @@ class DebugSession:
                 "evaluate", {"expression": name, "frameId": frame_id, "context": "watch"}
             )
         except DapError as exc:
-            why = _traceback_tail(exc.message).strip().splitlines()[-1:]
+            why = traceback_tail(exc.message).strip().splitlines()[-1:]
             raise ArgumentError(
                 "name",
                 f"no variable {name!r} in frame_id {frame_id} ({' '.join(why)}); set_variable "
@@ -940,6 +840,22 @@ class DebugSession:
     async def _shutdown(self, client: DapClient) -> None:
         self._remember_tree()
         hung = self.hang_note is not None
+        await self._let_go(client, hung)
+        if self._end_cause is None:
+            self._end_cause = await self._unexpected_end(client)
+        self.end_reason = self._end_cause
+        await client.aclose()  # debugpy's adapter exits when its stdin closes, not on disconnect
+        if self.process is not None:
+            if not hung:
+                with anyio.move_on_after(_SHUTDOWN_S / 2):
+                    await self.process.wait()
+            await self.process.terminate(grace_s=0.5)
+        await self._end_leftovers()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    async def _let_go(self, client: DapClient, hung: bool) -> None:
+        """Disconnect politely, or kill a hung adapter's processes at once."""
         if hung:
             # a hung adapter gets no polite disconnect and no grace: a stopped process cannot
             # act on SIGTERM, and closing pipes it does not read could wait on it
@@ -958,32 +874,32 @@ class DebugSession:
                     )
                 except (DapError, DapTimeout, AdapterGone):
                     pass
-        if self._end_cause is None:
-            if self._program_ended:
-                self._end_cause = (
-                    f"the program exited with code {self.exit_code}"
-                    if self.exit_code is not None
-                    else "the program ended"
-                )
-            else:
-                code = None
-                if self.process is not None:
-                    with anyio.move_on_after(1.0):
-                        code = await self.process.wait()
-                status = f" (exit code {code})" if code is not None else ""
-                self._end_cause = f"the {self.adapter.id} adapter stopped unexpectedly{status}: {client.closed_reason}"
-                self._end_cause += self._stderr_note()
-        self.end_reason = self._end_cause
-        await client.aclose()  # debugpy's adapter exits when its stdin closes, not on disconnect
+
+    async def _unexpected_end(self, client: DapClient) -> str:
+        """Why the session ended when nobody ended it: the program, or the adapter going."""
+        if self._program_ended:
+            return (
+                f"the program exited with code {self.exit_code}"
+                if self.exit_code is not None
+                else "the program ended"
+            )
+        code = None
         if self.process is not None:
-            if not hung:
-                with anyio.move_on_after(_SHUTDOWN_S / 2):
-                    await self.process.wait()
-            await self.process.terminate(grace_s=0.5)
-        # An adapter that exits by itself orphans its children (debugpy's launcher, the
-        # debuggee). terminate() finds re-parented ones by process group and owner marker; a
-        # debuggee that changed both (its own session, a scrubbed environment) would still
-        # escape, so the pids seen while it ran are checked as well.
+            with anyio.move_on_after(1.0):
+                code = await self.process.wait()
+        status = f" (exit code {code})" if code is not None else ""
+        return (
+            f"the {self.adapter.id} adapter stopped unexpectedly{status}: {client.closed_reason}"
+            + self.transport.stderr_note()
+        )
+
+    async def _end_leftovers(self) -> None:
+        """End what the session started that outlived its adapter.
+
+        An adapter that exits by itself orphans its children (debugpy's launcher, the
+        debuggee). terminate() finds re-parented ones by process group and owner marker; a
+        debuggee that changed both (its own session, a scrubbed environment) would still
+        escape, so the pids seen while it ran are checked as well."""
         owner = self.run.process_owner
         leftovers = {pid for pid in self._tree if is_alive(pid)}
         # A debuggee that double-forked, left its session and emptied its environment is in
@@ -1001,8 +917,6 @@ class DebugSession:
             while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
                 await anyio.sleep(0.02)
         self.left_alive = [describe(pid) for pid in sorted(leftovers) if is_alive(pid)]
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _remember_tree(self) -> None:
         # only what the run owns: the adapter's ``systemProcessId`` is its word, not proof —
@@ -1022,88 +936,9 @@ class DebugSession:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S * 2):
             await self._ended.wait()
 
-    def _stderr_note(self) -> str:
-        if self.process is None:
-            return ""
-        tail = self.process.stderr_tail.text().strip()
-        if not tail:
-            return ""
-        lines = tail.splitlines()[-8:]
-        return "\nadapter stderr (last lines):\n" + "\n".join(lines)
-
 
 _OWN_FRAME_SEARCH = 30
 #: log point lines kept until the next answer (older ones are dropped and counted)
 _MAX_LOGGED = 200
 
 _OP_NAMES = {"next": "step_over", "stepIn": "step_in", "stepOut": "step_out"}
-
-
-async def _first(*events: anyio.Event) -> None:
-    """Return as soon as any of ``events`` is set."""
-    if any(e.is_set() for e in events):
-        return
-    async with anyio.create_task_group() as tg:
-
-        async def wait(event: anyio.Event) -> None:
-            await event.wait()
-            tg.cancel_scope.cancel()
-
-        for event in events:
-            tg.start_soon(wait, event)
-
-
-def _reason(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, DapError) else str(exc)
-
-
-def _traceback_tail(message: str) -> str:
-    """A Python traceback cut to the part about the evaluated code (debugpy includes its own
-    frames); other messages unchanged."""
-    if "Traceback (most recent call last):" not in message:
-        return message
-    lines = message.rstrip().splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith('  File "<string>"')]
-    tail = lines[starts[-1] :] if starts else lines[-1:]
-    return "\n".join(tail)
-
-
-def _unquote(text: str) -> str:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return text
-    return value if isinstance(value, str) else text
-
-
-def _frame_label(frame: Mapping[str, Any]) -> str:
-    source = frame.get("source") or {}
-    where = source.get("path") or source.get("name") or "?"
-    return f"{frame.get('name', '?')} at {where}:{frame.get('line', '?')}"
-
-
-#: the largest source file a stack frame's line is shown from
-SOURCE_LINE_MAX_BYTES = 8 * 1024 * 1024
-
-
-async def source_line(path: str | None, line: int | None) -> str | None:
-    """Line ``line`` of the source file ``path`` a frame points at (the program's or a
-    library's), read off the event loop; None when it is no regular file or over the cap."""
-    if not path or not line:
-        return None
-    try:
-        # never blocks (a FIFO is refused, not opened) and never loads a huge file
-        data = await anyio.to_thread.run_sync(
-            functools.partial(read_outside, path, max_bytes=SOURCE_LINE_MAX_BYTES),
-            abandon_on_cancel=True,
-        )
-    except UnreadableFile:
-        return None
-    lines = data.decode("utf-8", "replace").split("\n")
-    return lines[line - 1].rstrip("\r") if line <= len(lines) else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((_LOCALHOST, 0))
-        return int(sock.getsockname()[1])

@@ -25,7 +25,8 @@ from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
 from tether_debug.anchors import Anchor, follow_all, read_text
 from tether_debug.breakpoints import BreakpointSpec, Requested
 from tether_debug.config import DebugConfig
-from tether_debug.session import DebugSession, Phase, source_line
+from tether_debug.render import source_line
+from tether_debug.session import DebugSession, Phase
 
 if TYPE_CHECKING:
     from tether import Run
