@@ -5,7 +5,6 @@ something else."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -74,7 +73,7 @@ def follow(old_text: str, new_text: str, line: int, symbol: str | None = None) -
     deleted line is found again by its exact text (one place only), or — given ``symbol`` — by
     the symbol on the one line that replaced it; otherwise it is lost."""
     old, new = _lines(old_text), _lines(new_text)
-    opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    opcodes = _opcodes(old, new)
     return _follow(old, new, opcodes, line, symbol)
 
 
@@ -83,8 +82,14 @@ def follow_all(
 ) -> list[Move]:
     """:func:`follow` for each of a file's breakpoint lines (one diff for all of them)."""
     old, new = _lines(old_text), _lines(new_text)
-    opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    opcodes = _opcodes(old, new)
     return [_follow(old, new, opcodes, line, symbols.get(line)) for line in lines]
+
+
+def _opcodes(old: list[str], new: list[str]) -> Sequence[tuple[str, int, int, int, int]]:
+    import difflib  # with the first edit to follow, not when the tool is imported
+
+    return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
 
 
 def _follow(
@@ -100,8 +105,7 @@ def _follow(
     key = text.strip()
     same = [n for n, candidate in enumerate(new, 1) if key and candidate.strip() == key]
     copies_before = sum(1 for candidate in old if key and candidate.strip() == key)
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    tag, i1, _, j1, j2 = next(op for op in matcher.get_opcodes() if op[1] <= line - 1 < op[2])
+    tag, i1, _, j1, j2 = next(op for op in opcodes if op[1] <= line - 1 < op[2])
     if tag == "equal":
         target = j1 + (line - 1 - i1) + 1
         if len(same) > copies_before:

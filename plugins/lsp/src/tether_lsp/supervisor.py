@@ -21,11 +21,11 @@ from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import pin_workspace_loads, refusal, untrusted_args
-from tether_lsp.watch import DiskWatch
 
 if TYPE_CHECKING:
     # the client (the session, its JSON-RPC connection) is imported when the first server starts
     from tether_lsp.client import LspClient
+    from tether_lsp.watch import DiskWatch
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 #: how long `lsp status` waits in all for the servers it starts to answer `initialize`
@@ -400,6 +400,8 @@ class LspSupervisor:
         """The run's watch of the workdir, started with the first server (see
         :mod:`tether_lsp.watch`)."""
         if self.watch is None:
+            from tether_lsp.watch import DiskWatch  # with the first server, not at run open
+
             self.watch = DiskWatch(self.workdir)
             self.run.task_group.start_soon(self.watch.run)
         return self.watch
