@@ -86,3 +86,26 @@ def test_import_tether_does_not_import_psutil_by_default():
     code = "import sys, tether, tether.process; print('psutil' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("portable", [False, True], ids=["proc", "psutil"])
+def test_the_watchdog_kills_marked_processes_with_either_backend(monkeypatch, portable):
+    """The run's process dies (its end of the pipe closes): the watchdog, reading through the
+    backend in use, SIGKILLs the run's marked children."""
+    from tether import watchdog
+
+    monkeypatch.setenv(procinfo.PORTABLE_ENV, "1" if portable else "0")
+    owner = f"procinfo-watchdog-{os.getpid()}-{int(portable)}"
+    child = subprocess.Popen(
+        ["sleep", "60"], env={**os.environ, "TETHER_OWNER": f"{owner}/1"}, start_new_session=True
+    )
+    dog = watchdog.start(owner)
+    assert dog is not None
+    assert (dog.process.args[-1] == "psutil") is portable
+    try:
+        os.close(dog.fd)  # as when the run's process is SIGKILLed
+        assert dog.process.wait(timeout=20) == 0
+        assert child.wait(timeout=5) == -signal.SIGKILL
+    finally:
+        child.kill()
+        child.wait()
