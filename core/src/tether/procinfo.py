@@ -169,7 +169,7 @@ def _ps_cmdline(pid: int) -> list[bytes] | None:
 def _ps_rss() -> int:
     try:
         return int(_psutil().Process().memory_info().rss)
-    except Exception:  # noqa: BLE001 - memory reading is advisory: 0 means "unknown"
+    except Exception:  # memory reading is advisory: 0 means "unknown"
         return 0
 
 

@@ -21,8 +21,8 @@ if not sys.platform.startswith("linux") or procinfo.portable():
         )
     )
 
-import tether  # noqa: E402
-from tether_bwrap.enclosure import BwrapConfig, BwrapEnclosure  # noqa: E402
+import tether
+from tether_bwrap.enclosure import BwrapConfig, BwrapEnclosure
 
 
 @tether.hookimpl
