@@ -634,5 +634,7 @@ def test_call_with_a_plugin_missing_a_dependency_answers_a_result(tmp_path):
     assert out.returncode == 1, out.stderr
     text = json.loads(out.stdout)["content"][0]["text"]
     assert "unknown tool 'echo'" in text
-    assert "plugins that failed to load: echo (import failed: ModuleNotFoundError" in text
+    # other plugins may have failed too (tether-bwrap under TETHER_PORTABLE=1, where installed)
+    assert "plugins that failed to load: " in text
+    assert "echo (import failed: ModuleNotFoundError" in text
     assert "tether_echo.tools" in text
