@@ -109,3 +109,23 @@ def test_the_watchdog_kills_marked_processes_with_either_backend(monkeypatch, po
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize("portable", [False, True], ids=["proc", "psutil"])
+def test_a_leader_reaped_before_its_start_time_was_read_still_owns_its_group(monkeypatch, portable):
+    """The event loop's child watcher may reap a leader that exited at once before its start
+    time is read: the start time floor taken before spawning keeps its group's jobs owned."""
+    from tether.process import Lineage, group_members
+
+    monkeypatch.setenv(procinfo.PORTABLE_ENV, "1" if portable else "0")
+    floor = procinfo.started_floor()
+    leader = subprocess.Popen(["sh", "-c", "sleep 300 & exit 0"], start_new_session=True)
+    leader.wait()  # reaped: no start time to read any more
+    jobs = group_members(leader.pid)
+    try:
+        assert len(jobs) == 1
+        assert not any(Lineage.of(leader.pid).owns(p) for p in jobs)
+        assert all(Lineage.of(leader.pid, floor=floor).owns(p) for p in jobs)
+    finally:
+        for pid in jobs:
+            os.kill(pid, signal.SIGKILL)

@@ -203,10 +203,14 @@ class Lineage:
         self._seen: set[tuple[int, int]] = set()
 
     @classmethod
-    def of(cls, pid: int, marker: str | None = None) -> Lineage:
-        """The lineage of one process the caller started itself (its start time read now)."""
+    def of(cls, pid: int, marker: str | None = None, *, floor: int | None = None) -> Lineage:
+        """The lineage of one process the caller started itself (its start time read now).
+        ``floor``: a start time taken before it was started (:func:`procinfo.started_floor`),
+        the root's when it already exited and was reaped (a leader that left a background job
+        in its group may be gone before anyone reads its start time)."""
         lineage = cls(marker)
-        lineage.add_root(pid)
+        if not lineage.add_root(pid) and floor is not None and pid > 1:
+            lineage._roots[pid] = floor
         return lineage
 
     def add_root(self, pid: int, started: int | None = None) -> bool:
@@ -406,6 +410,7 @@ class ManagedProcess:
         argv: Sequence[str],
         stderr_tail: TailBuffer,
         marker: str | None = None,
+        started_floor: int | None = None,
     ) -> None:
         self.process = process
         self.argv = list(argv)
@@ -416,7 +421,7 @@ class ManagedProcess:
         self._drained = anyio.Event()
         #: what this process may signal: itself (pid and start time, read before anyone could
         #: reap it), its descendants, its group and the processes carrying its marker
-        self.lineage = Lineage.of(process.pid, marker)
+        self.lineage = Lineage.of(process.pid, marker, floor=started_floor)
 
     @property
     def pid(self) -> int:
@@ -484,6 +489,7 @@ async def spawn(
         full_env = {**os.environ, **(env or {})}
         if marker is not None:
             full_env[OWNER_ENV] = marker
+    floor = procinfo.started_floor()  # the child's start time, should it be reaped at once
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
@@ -494,7 +500,7 @@ async def spawn(
         start_new_session=True,
     )
     tail = TailBuffer(stderr_bytes)
-    managed = ManagedProcess(process, argv, tail, marker)
+    managed = ManagedProcess(process, argv, tail, marker, floor)
 
     async def drain() -> None:
         assert process.stderr is not None

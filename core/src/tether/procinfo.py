@@ -197,6 +197,24 @@ def cmdline(pid: int) -> list[bytes] | None:
     return _ps_cmdline(pid) if portable() else _proc_cmdline(pid)
 
 
+def started_floor() -> int:
+    """A start time no process started from now on is below (a little in the past), in the
+    units :func:`stat` reports: for a child whose own start time could not be read because it
+    had already exited and been reaped by the time anyone looked."""
+    import time
+
+    if portable():
+        # psutil's create_time on Linux is boot time (whole seconds) + ticks: up to 1 s early
+        return round((time.time() - 1.0) * 1_000_000)
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * TICKS_PER_S) - 1
+
+
 def rss_bytes() -> int:
     """This process's resident memory in bytes (0 when unknown)."""
     return _ps_rss() if portable() else _proc_rss()
+
+
+if portable():
+    # imported now, not at the first read: a child's start time is read right after it is
+    # spawned, and an import then (tens of ms) lets a short-lived child exit and be reaped first
+    _psutil()
