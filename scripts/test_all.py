@@ -4,6 +4,7 @@ FROM ITS BUILT WHEEL and run from its unpacked sdist (outside the checkout), the
 tests with every wheel installed.
 
     python3 scripts/test_all.py [NAME ...]      # e.g. core lsp files cross; default: all
+    python3 scripts/test_all.py --portable      # core + the kill/orphan attacks, psutil backend
 
 - The archives come from ``TETHER_DISTS`` (a directory ``scripts/build_dists.py`` filled, as CI
   does once), else they are built into ``$TETHER_TEST_ENVS/dist``.
@@ -15,6 +16,11 @@ tests with every wheel installed.
   wheel forgot to declare fails the install.
 - A distribution's tests run from its unpacked sdist, so a test that needs a file the sdist
   does not ship fails here.
+
+- ``--portable`` runs the core suite and the kill/orphan attack family (:data:`PORTABLE_CROSS`)
+  again with ``TETHER_PORTABLE=1``: the psutil backend and no subreaper, as on macOS (see
+  ``tether.procinfo``). It reuses the environments an earlier run of this script left (the same
+  wheels), so after the full run it costs only the tests.
 
 Prints one summary line per environment and a closing "N passed, N failed" line.
 """
@@ -37,6 +43,13 @@ from build_dists import archive_stem, build, distribution_dirs, project
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVS = Path(os.environ.get("TETHER_TEST_ENVS", "/tmp/tether-test-envs"))
+#: the cross tests run again under the portable backend: every way a run's processes must die
+PORTABLE_CROSS = [
+    "tests/attacks/test_kill_attacks.py",
+    "tests/attacks/test_hang_attacks.py",
+    "tests/attacks/test_pid_ownership_attacks.py",
+]
+_reuse_envs = False
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
 MEMBERS_EXCLUDED = set(
     tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["workspace"].get(
@@ -81,8 +94,11 @@ def make_env(label: str, sync_args: list[str], specs: list[str], dists: Path) ->
     """A fresh venv: the third-party packages pinned in the lock (no tether distribution),
     then ``specs`` from the wheels only."""
     env_dir = ENVS / label
-    shutil.rmtree(env_dir, ignore_errors=True)
     python = str(env_dir / "bin" / "python")
+    if _reuse_envs and Path(python).exists():
+        print(f"(reusing {env_dir}, installed from the same wheels)", flush=True)
+        return env_dir
+    shutil.rmtree(env_dir, ignore_errors=True)
     sync = ["sync", "--frozen", "--no-dev", "-q", "--no-install-workspace", "--no-install-local"]
     # --no-cache: uv would reuse a cached wheel of the same file name from an earlier build
     install = [
@@ -156,7 +172,16 @@ def run_tests(env_dir: Path, cwd: Path, test_paths: list[str]) -> tuple[int, dic
 
 
 def main(argv: list[str]) -> int:
-    wanted = set(argv)
+    global _reuse_envs
+    portable = "--portable" in argv
+    wanted = set(argv) - {"--portable"}
+    cross_paths = ["tests"]
+    if portable:
+        os.environ["TETHER_PORTABLE"] = "1"
+        _reuse_envs = True
+        wanted = wanted or {"core", "cross"}
+        cross_paths = PORTABLE_CROSS
+        print("=== portable process backend (TETHER_PORTABLE=1: psutil, no subreaper) ===")
     given = os.environ.get("TETHER_DISTS")
     if given:
         dists = Path(given).resolve()
@@ -197,7 +222,7 @@ def main(argv: list[str]) -> int:
             results.append(("cross", 1, {"error": 1}, time.monotonic() - start))
         else:
             results.append(
-                ("cross", *run_tests(env_dir, ROOT, ["tests"]), time.monotonic() - start)
+                ("cross", *run_tests(env_dir, ROOT, cross_paths), time.monotonic() - start)
             )
     print("\n=== summary ===")
     passed = failed = 0

@@ -10,16 +10,18 @@ resources and register their tools::
 Plugins are pluggy plugins registered under the entry-point group ``tether``; see
 ``docs/plugin-api.md``. What a harness, a plugin and nobody may use: ``docs/api.md``.
 
-tether runs on Linux only: it supervises processes through ``/proc`` and ``prctl``. Elsewhere the
-import fails at once with an error that says so, not with a crash deep inside a plugin.
+tether runs on POSIX systems: Linux (reading ``/proc``, a subreaper strengthening the cleanup)
+and macOS or another POSIX system (through psutil: ``tether.procinfo``). It supervises processes
+through POSIX process groups and signals, which Windows lacks: there the import fails at once
+with an error that says so, not with a crash deep inside a plugin.
 """
 
 import sys as _sys
 
-if not _sys.platform.startswith("linux"):
+if _sys.platform.startswith(("win32", "cygwin")) or not hasattr(__import__("os"), "killpg"):
     raise ImportError(
-        "tether supports Linux only (it supervises processes through /proc and prctl); "
-        f"this platform is {_sys.platform!r}"
+        "tether needs a POSIX system (it supervises processes through POSIX process groups "
+        f"and signals: os.killpg, os.setsid, SIGKILL), which this platform {_sys.platform!r} lacks"
     )
 
 from tether.approval import ApprovalRequest, Approver, Decision

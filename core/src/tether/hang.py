@@ -15,16 +15,16 @@ still calls it healthy. :class:`HangWatch` is that rule, kept by whoever owns th
   (tether-lsp restarts the server, tether-debug ends the session);
 - :meth:`HangWatch.describe` is the wording every ``status`` uses.
 
-Linux: the judgement reads ``/proc``; elsewhere no process looks stopped or busy, so only two
-timeouts in a row without a message count.
+The judgement reads each process's state and CPU time through :mod:`tether.procinfo` (``/proc``
+on Linux, psutil elsewhere).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 
+from tether import procinfo
 from tether.text import clock
 
 STOPPED = "its processes are stopped"
@@ -33,7 +33,7 @@ SILENT = "nothing was heard from it since the first of them"
 #: below what a busy process gets even on a saturated machine (2 cores at load 12: ~1/6),
 #: far above what an idle one spends (a stopped debugpy session: 1 tick in 6 s)
 BUSY_SHARE = 0.02
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_TICKS_PER_S = procinfo.TICKS_PER_S
 
 
 def activity(pids: Iterable[int]) -> tuple[bool, int]:
@@ -42,14 +42,12 @@ def activity(pids: Iterable[int]) -> tuple[bool, int]:
     gone are skipped; when none is left, nothing is stopped."""
     stopped, ticks, seen = True, 0, 0
     for pid in set(pids):
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+        stat = procinfo.stat(pid)
+        if stat is None:
             continue
         seen += 1
-        stopped = stopped and fields[0] in ("T", "t")
-        ticks += int(fields[11]) + int(fields[12])
+        stopped = stopped and stat.stopped
+        ticks += stat.cpu_ticks
     return stopped and seen > 0, ticks
 
 

@@ -17,6 +17,7 @@ import anyio
 import anyio.abc
 import attrs
 
+from tether import procinfo
 from tether.text import TailBuffer
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -24,10 +25,15 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux), so daemonised
-    grandchildren stay findable and killable. Used by the CLI; returns False where unsupported."""
+    grandchildren stay findable and killable. Used by the CLI; returns False where unsupported,
+    and under the portable backend (``TETHER_PORTABLE=1``: Linux behaving as macOS would, see
+    :mod:`tether.procinfo`)."""
     import ctypes  # only the CLI needs it: not paid by every import of tether
 
     global _subreaper
+    if procinfo.portable():
+        _subreaper = False
+        return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
@@ -38,20 +44,15 @@ def become_subreaper() -> bool:
 
 def _parent_map() -> dict[int, int]:
     parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-            parents[int(entry)] = int(stat.rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
+    for pid in procinfo.pids():
+        stat = procinfo.stat(pid)
+        if stat is not None:
+            parents[pid] = stat.ppid
     return parents
 
 
 def descendants(pid: int) -> set[int]:
-    """Every live descendant of ``pid`` (not ``pid`` itself), read from /proc."""
+    """Every live descendant of ``pid`` (not ``pid`` itself)."""
     parents = _parent_map()
     children: dict[int, list[int]] = {}
     for child, parent in parents.items():
@@ -70,26 +71,17 @@ def group_members(pgid: int) -> set[int]:
     """Live pids whose process group is ``pgid`` (they stay in the group after its leader exits
     and they are re-parented, so they are no longer the leader's descendants)."""
     members: set[int] = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] != b"Z":
-                members.add(int(entry))
-        except (OSError, IndexError, ValueError):
-            continue
+    for pid in procinfo.pids():
+        stat = procinfo.stat(pid)
+        if stat is not None and stat.pgid == pgid and not stat.zombie:
+            members.add(pid)
     return members
 
 
 def is_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
+    stat = procinfo.stat(pid)
+    return stat is not None and not stat.zombie
 
 
 #: Environment variable that marks every process a run starts, and so every descendant that keeps
@@ -102,53 +94,38 @@ def owned_by(marker: str, *, prefix: bool = False) -> set[int]:
     needle = f"{OWNER_ENV}={marker}".encode()
     found: set[int] = set()
     me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
+    for pid in procinfo.pids():
+        if pid == me:
             continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                environ = fh.read()
-        except OSError:
-            continue
-        for item in environ.split(b"\0"):
+        for item in procinfo.environ(pid) or ():
             if item == needle or (prefix and item.startswith(needle)):
-                if is_alive(int(entry)):
-                    found.add(int(entry))
+                if is_alive(pid):
+                    found.add(pid)
                 break
     return found
 
 
 def start_time(pid: int) -> int | None:
-    """When ``pid`` started (clock ticks since boot, /proc/<pid>/stat field 22), or None when
-    it is gone. A pid and its start time name one process: a number reused after an exit (and
-    the reaping that frees it) has another start time."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
+    """When ``pid`` started (comparable with other start times only: see
+    :mod:`tether.procinfo`), or None when it is gone. A pid and its start time name one
+    process: a number reused after an exit (and the reaping that frees it) has another."""
+    stat = procinfo.stat(pid)
+    return None if stat is None else stat.started
 
 
 def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    stat = procinfo.stat(pid)
+    return None if stat is None else stat.ppid
 
 
 def _carries(pid: int, marker: str) -> bool:
     """``pid``'s environment holds ``TETHER_OWNER=<marker>`` (a marker ending in ``/`` is a
     prefix: any process of that run)."""
     needle = f"{OWNER_ENV}={marker}".encode()
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            environ = fh.read()
-    except OSError:
-        return False
+    environ = procinfo.environ(pid) or []
     if marker.endswith("/"):
-        return any(item.startswith(needle) for item in environ.split(b"\0"))
-    return needle in environ.split(b"\0")
+        return any(item.startswith(needle) for item in environ)
+    return needle in environ
 
 
 _subreaper = False
@@ -185,12 +162,10 @@ def orphans_here(since: int) -> set[int]:
 
 def describe(pid: int) -> str:
     """``pid`` and its command line, for a message (``1234 sleep 120``)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            argv = fh.read().split(b"\0")
-    except OSError:
+    argv = procinfo.cmdline(pid)
+    if argv is None:
         return str(pid)
-    shown = " ".join(a.decode("utf-8", "replace") for a in argv if a)
+    shown = " ".join(a.decode("utf-8", "replace") for a in argv)
     return f"{pid} `{shown[:80]}`" if shown else str(pid)
 
 
@@ -228,10 +203,14 @@ class Lineage:
         self._seen: set[tuple[int, int]] = set()
 
     @classmethod
-    def of(cls, pid: int, marker: str | None = None) -> Lineage:
-        """The lineage of one process the caller started itself (its start time read now)."""
+    def of(cls, pid: int, marker: str | None = None, *, floor: int | None = None) -> Lineage:
+        """The lineage of one process the caller started itself (its start time read now).
+        ``floor``: a start time taken before it was started (:func:`procinfo.started_floor`),
+        the root's when it already exited and was reaped (a leader that left a background job
+        in its group may be gone before anyone reads its start time)."""
         lineage = cls(marker)
-        lineage.add_root(pid)
+        if not lineage.add_root(pid) and floor is not None and pid > 1:
+            lineage._roots[pid] = floor
         return lineage
 
     def add_root(self, pid: int, started: int | None = None) -> bool:
@@ -270,12 +249,10 @@ class Lineage:
         as a group or session id, so a group named after a root is the root's — unless the
         root's number was reused once its group had emptied: a member must not be older than
         the root, and a live leader must be the root itself."""
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            ids = {int(fields[2]), int(fields[3])}
-        except (OSError, IndexError, ValueError):
+        stat = procinfo.stat(pid)
+        if stat is None:
             return False
+        ids = {stat.pgid, stat.sid}
         for leader in ids - {os.getpid()}:  # this process's own group is not a child's
             root_started = self._roots.get(leader)
             if root_started is None or started < root_started:
@@ -433,6 +410,7 @@ class ManagedProcess:
         argv: Sequence[str],
         stderr_tail: TailBuffer,
         marker: str | None = None,
+        started_floor: int | None = None,
     ) -> None:
         self.process = process
         self.argv = list(argv)
@@ -443,7 +421,7 @@ class ManagedProcess:
         self._drained = anyio.Event()
         #: what this process may signal: itself (pid and start time, read before anyone could
         #: reap it), its descendants, its group and the processes carrying its marker
-        self.lineage = Lineage.of(process.pid, marker)
+        self.lineage = Lineage.of(process.pid, marker, floor=started_floor)
 
     @property
     def pid(self) -> int:
@@ -511,6 +489,7 @@ async def spawn(
         full_env = {**os.environ, **(env or {})}
         if marker is not None:
             full_env[OWNER_ENV] = marker
+    floor = procinfo.started_floor()  # the child's start time, should it be reaped at once
     process = await anyio.open_process(
         list(argv),
         stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
@@ -521,7 +500,7 @@ async def spawn(
         start_new_session=True,
     )
     tail = TailBuffer(stderr_bytes)
-    managed = ManagedProcess(process, argv, tail, marker)
+    managed = ManagedProcess(process, argv, tail, marker, floor)
 
     async def drain() -> None:
         assert process.stderr is not None

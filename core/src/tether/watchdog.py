@@ -10,8 +10,9 @@ closes normally kills its children itself and then stops the watchdog with :func
 
 The script imports only the standard library (it runs with ``-S``: no site-packages), so it
 starts in a few milliseconds and nothing waits for it to be ready: the pipe already exists.
-Linux only (it reads ``/proc``); elsewhere :func:`start` returns None and a killed run's children
-are left to the operating system.
+On Linux it reads ``/proc``. Under the portable backend (macOS and other POSIX systems, or
+``TETHER_PORTABLE=1``: see :mod:`tether.procinfo`) it runs without ``-S`` and reads the same facts
+through psutil (a start-up of some tens of milliseconds more, on another core).
 """
 
 from __future__ import annotations
@@ -37,14 +38,34 @@ def _stat_fields(pid: str) -> list[bytes] | None:
         return None
 
 
-def _sweep(needle: bytes, spare_groups: set[int]) -> int:
+def _scan_psutil(
+    needle: bytes, parents: dict[int, int], groups: dict[int, int], marked: set[int]
+) -> None:
+    import psutil
+
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid == me or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            parents[proc.pid], groups[proc.pid] = proc.ppid(), os.getpgid(proc.pid)
+            environ = proc.environ()
+        except (psutil.Error, OSError):
+            continue
+        if any(f"{k}={v}".encode().startswith(needle) for k, v in environ.items()):
+            marked.add(proc.pid)
+
+
+def _sweep(needle: bytes, spare_groups: set[int], portable: bool = False) -> int:
     """SIGKILL every live marked process, the groups they lead and their descendants; return
     how many marked processes were found alive."""
     me = os.getpid()
     parents: dict[int, int] = {}
     groups: dict[int, int] = {}
     marked: set[int] = set()
-    for entry in os.listdir("/proc"):
+    if portable:
+        _scan_psutil(needle, parents, groups, marked)
+    for entry in [] if portable else os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
         fields = _stat_fields(entry)
@@ -83,17 +104,20 @@ def _sweep(needle: bytes, spare_groups: set[int]) -> int:
     return len(marked)
 
 
-def kill_marked(owner: str, spare_groups: Iterable[int] = ()) -> None:
+def kill_marked(owner: str, spare_groups: Iterable[int] = (), portable: bool = False) -> None:
     """Sweep until no process carries ``TETHER_OWNER=<owner>/…`` (at most ~1.5 s)."""
     needle = f"TETHER_OWNER={owner}/".encode()
     spare = set(spare_groups) | {os.getpgrp()}
     deadline = time.monotonic() + _SWEEP_S
-    while _sweep(needle, spare) and time.monotonic() < deadline:
+    while _sweep(needle, spare, portable) and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
 def _main(argv: list[str]) -> int:
     owner, run_group = argv[1], int(argv[2])
+    portable = argv[3:] == ["psutil"]
+    if portable:
+        import psutil  # noqa: F401 - loaded now, not after the run's process died
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
     while True:
@@ -104,7 +128,7 @@ def _main(argv: list[str]) -> int:
             continue
         except OSError:
             break
-    kill_marked(owner, {run_group})
+    kill_marked(owner, {run_group}, portable)
     return 0
 
 
@@ -119,15 +143,22 @@ class Watchdog:
 def start(owner: str) -> Watchdog | None:
     """Launch the watchdog of the run whose children carry ``TETHER_OWNER=<owner>/…``.
 
-    Returns None where it cannot run (not Linux, no interpreter path)."""
-    if not sys.platform.startswith("linux") or not sys.executable:
+    Returns None where it cannot run (no interpreter path)."""
+    if not sys.executable:
         return None
     import subprocess
+
+    from tether import procinfo
+
+    # the portable backend needs site-packages (psutil): no -S then
+    argv = [sys.executable, "-I", "-S", __file__, owner, str(os.getpgrp())]
+    if procinfo.portable():
+        argv = [sys.executable, "-I", __file__, owner, str(os.getpgrp()), "psutil"]
 
     read_end, write_end = os.pipe()  # both non-inheritable: no child of the run holds them
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-S", __file__, owner, str(os.getpgrp())],
+            argv,
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -112,11 +112,9 @@ def entry_cost(source: bytes) -> int:
 
 
 def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    from tether import procinfo  # /proc on Linux, psutil elsewhere
+
+    return procinfo.rss_bytes()
 
 
 class FileCache:

@@ -51,10 +51,10 @@ def node_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
 
 def _runs_kernel_script(pid: int) -> bool:
     """True for the node process itself (not a wrapper such as bwrap whose argv names it)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            argv = fh.read().split(b"\0")
-    except OSError:
+    from tether import procinfo  # /proc on Linux, psutil elsewhere
+
+    argv = procinfo.cmdline(pid)
+    if not argv:
         return False
     program = os.path.basename(argv[0])
     return program.startswith(b"node") and any(a.endswith(b"node_kernel.js") for a in argv)
