@@ -388,7 +388,7 @@ class Run:
 
     async def _run_handler(self, ctx: CallContext) -> ToolResult:
         # a file the tool declares it writes by its own means: what it held before, read now
-        before = self._declared_before(ctx)
+        before = await self._declared_before(ctx)
         with recording_writes() as log:
             result = await self._run_handler_unrecorded(ctx)
         declared = self._declared_writes(ctx, result) if not result.is_error else []
@@ -402,7 +402,7 @@ class Run:
             before={path: before[path] for path in unique if path in before},
         )
 
-    def _declared_before(self, ctx: CallContext) -> dict[Path, bytes | None]:
+    async def _declared_before(self, ctx: CallContext) -> dict[Path, bytes | None]:
         """What the file named by a ``ToolSpec.writes`` argument holds before the call (None:
         it does not exist); nothing for a callable, which names its files only afterwards."""
         writes = ctx.spec.writes
@@ -411,10 +411,14 @@ class Run:
         value = ctx.raw_args.get(writes)
         if not isinstance(value, str):
             return {}
+        from tether.reading import UnreadableFile, read_bytes
+
         try:
             path = self.confine(value, field=writes)
-            return {path: path.read_bytes() if path.exists() else None}
-        except (ToolError, OSError):
+            return {path: await read_bytes(self.workdir, path, field=writes)}
+        except UnreadableFile as exc:  # a file not there yet held nothing; one unreadable, unknown
+            return {path: None} if exc.reason == "missing" else {}
+        except ToolError:
             return {}
 
     def _declared_writes(self, ctx: CallContext, result: ToolResult) -> list[Path]:

@@ -20,7 +20,7 @@ from tether.availability import (
     resolve_command,
 )
 from tether.paths import relative
-from tether.reading import peek
+from tether.reading import UnreadableFile, peek, read_outside
 
 if TYPE_CHECKING:
     from tether import Run
@@ -537,9 +537,9 @@ def _is_native(path: Path) -> bool:
 
 def _built_by_rustc(path: Path) -> bool:
     """rustc names itself in the ``.comment`` section of what it links ("rustc version 1.x")."""
-    try:
-        return b"rustc version " in path.read_bytes()
-    except OSError:
+    try:  # a program may sit outside the workdir: the non-blocking, capped outside read
+        return b"rustc version " in read_outside(path, field="program", max_bytes=512 << 20)
+    except UnreadableFile:
         return False
 
 

@@ -45,12 +45,25 @@ class Move:
         return f"{what}: moved from line {self.old} to {self.new} ({self.why})"
 
 
-def read_text(path: Path) -> str | None:
-    """The file's text now, or None when it is gone or unreadable."""
+#: a breakpoint's file larger than this is not followed (its breakpoints stay where they are)
+MAX_FOLLOWED_BYTES = 16 << 20
+
+
+def read_text(path: Path, workdir: Path) -> str | None:
+    """The file's text now, or None when it is gone or unreadable: a workdir file through the
+    core's reader (no symlink followed, regular files only), a library file (outside the
+    workdir) by the capped, non-blocking outside read."""
+    from tether.reading import Reader, UnreadableFile, read_outside
+
     try:
-        return path.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
+        if path.is_relative_to(workdir):  # as written: a symlink in the workdir is refused
+            with Reader(workdir) as reader:
+                data = reader.read(path, field="file", max_bytes=MAX_FOLLOWED_BYTES)
+        else:
+            data = read_outside(path, field="file", max_bytes=MAX_FOLLOWED_BYTES)
+    except UnreadableFile:
         return None
+    return data.decode("utf-8", errors="surrogateescape")
 
 
 def _lines(text: str) -> list[str]:

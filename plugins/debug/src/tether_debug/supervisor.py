@@ -188,7 +188,7 @@ class DebugSupervisor:
     ) -> Anchor | None:
         """The text the file's breakpoints are set on now (checking ``symbol`` on each line),
         keeping the symbols of the lines this call leaves alone; None for an unreadable file."""
-        text = read_text(path)
+        text = read_text(path, self.run.workdir)
         if text is None:
             return None
         known = self.requested.anchors.get(path)
@@ -213,7 +213,7 @@ class DebugSupervisor:
             anchor = self.requested.anchors.get(path)
             if anchor is None:
                 continue
-            text = read_text(path)
+            text = read_text(path, self.run.workdir)
             if text == anchor.text:
                 continue
             name = self._rel(path)

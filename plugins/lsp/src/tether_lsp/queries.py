@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 import tether
-from tether.reading import UnreadableFile, off_loop
+from tether.reading import Reader, UnreadableFile, off_loop
 from tether.text import cap, truncate
 from tether_lsp import crosscheck
 from tether_lsp.client import OPEN_CHANGED_LIMIT, LspClient
@@ -424,7 +424,9 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
     await client.refresh_documents()
     opened = ""
     if client.spec.workspace_needs_open_file and not client.documents:
-        first = _first_source_file(client, choice.root)
+        first = await off_loop(
+            choice.root, lambda reader: _first_source_file(client, choice.root, reader)
+        )
         if first is not None:
             doc, _ = await client.sync_document(first)
             # its diagnostics come once the server has loaded the file's project
@@ -445,15 +447,15 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
     return with_indexing(section, client, before)
 
 
-def _first_source_file(client: LspClient, root: Path) -> Path | None:
+def _first_source_file(client: LspClient, root: Path, reader: Reader) -> Path | None:
     """A file the server's project includes, to open so it loads that project: the first of
     ``compile_commands.json``, the first of tsconfig's ``files`` or under its ``include``; else
     the first source file (a file no project covers loads an inferred project, and tsserver's
     workspace symbols then find nothing)."""
-    return _project_file(client.spec, root) or _first_source_file_in(client.spec, root)
+    return _project_file(client.spec, root, reader) or _first_source_file_in(client.spec, root)
 
 
-def _project_file(spec: ServerSpec, root: Path) -> Path | None:
+def _project_file(spec: ServerSpec, root: Path, reader: Reader) -> Path | None:
     import json
     import re
 
@@ -461,8 +463,8 @@ def _project_file(spec: ServerSpec, root: Path) -> Path | None:
     database = root / "compile_commands.json"
     if database.is_file():
         try:
-            entries = json.loads(database.read_text())
-        except (OSError, ValueError):
+            entries = json.loads(reader.read_text(database, field="compile_commands.json"))
+        except (UnreadableFile, tether.ToolError, ValueError):
             entries = []
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
@@ -474,9 +476,10 @@ def _project_file(spec: ServerSpec, root: Path) -> Path | None:
     if config.is_file():
         try:
             # tsconfig allows comments and trailing commas
-            text = re.sub(r"(?m)^\s*//[^\n]*|/\*[\s\S]*?\*/", "", config.read_text())
+            raw = reader.read_text(config, field="tsconfig.json")
+            text = re.sub(r"(?m)^\s*//[^\n]*|/\*[\s\S]*?\*/", "", raw)
             data = json.loads(re.sub(r",(\s*[}\]])", r"\1", text))
-        except (OSError, ValueError):
+        except (UnreadableFile, tether.ToolError, ValueError):
             data = {}
         for name in data.get("files") or [] if isinstance(data, dict) else []:
             path = root / str(name)
