@@ -259,7 +259,6 @@ def test_status_and_reload(py: Caller) -> None:
     py.ok(action="hover", file="pkg/use.py", line=3, symbol="make_square")
     status = py.ok(action="status")
     assert "basedpyright for . (pid" in status and "): ready" in status
-    assert "Workdir: watched for changes by any process" in status
     assert "basedpyright [python] can answer" in status
     # a server the checkout could make run code is unavailable untrusted, and says how to allow it
     assert (

@@ -8,7 +8,6 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 import anyio
@@ -29,7 +28,6 @@ from tether_lsp.documents import (
 from tether_lsp.rpc import MethodNotFound, RequestTimedOut, RpcConnection
 from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import untrusted_env
-from tether_lsp.watch import Inbox
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {
     "general": {"positionEncodings": ["utf-8", "utf-16"]},
@@ -124,8 +122,6 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 FILE_EVENTS_SETTLE_S = 3.0
 #: files changed on disk sent as open documents, per query, to a server that watches no files
 OPEN_CHANGED_LIMIT = 20
-#: file events per ``workspace/didChangeWatchedFiles`` message (a git checkout sends thousands)
-FILE_EVENTS_PER_MESSAGE = 1_000
 
 
 class LspClient:
@@ -189,8 +185,6 @@ class LspClient:
         self.crash_counted = False
         self._seq = 0
         self._snapshot: dict[str, tuple[int, int]] = {}
-        #: the paths the run's watcher saw change under the root (None: none watches, scan)
-        self.inbox: Inbox | None = None
         self._sync_lock = anyio.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -374,47 +368,6 @@ class LspClient:
         suffixes = frozenset(self.spec.extensions)
         return await reading.off_loop(self.root, lambda reader: scan_root(reader, suffixes))
 
-    async def _changed_on_disk(self) -> dict[str, tuple[int, int]]:
-        """The root's source files as :meth:`_scan` gives them: from the watcher's changed
-        paths when it has them (only those are looked at), else a scan of the root."""
-        inbox = self.inbox
-        if inbox is None:
-            return await self._scan()
-        paths, rescan = inbox.take()
-        if rescan:
-            return await self._scan()
-        current = dict(self._snapshot)
-        if not paths:
-            return current
-        suffixes = frozenset(self.spec.extensions)
-
-        def look(reader: reading.Reader) -> bool:
-            holding: set[str] = set()  # directories holding known files, once needed
-            for path in paths:
-                reader.check()
-                try:
-                    info = os.stat(path, follow_symlinks=False)
-                except OSError:
-                    info = None
-                if info is not None and S_ISDIR(info.st_mode):
-                    return False  # a directory moved in: its files were not each reported
-                if os.path.splitext(path)[1] not in suffixes:
-                    if info is None:
-                        if not holding:
-                            holding.update(str(p) for k in current for p in Path(k).parents)
-                        if path in holding:
-                            return False  # a directory removed or moved away
-                    continue
-                if info is not None and S_ISREG(info.st_mode):
-                    current[path] = (info.st_mtime_ns, info.st_size)
-                else:
-                    current.pop(path, None)
-            return True
-
-        if await reading.off_loop(self.root, look):
-            return current
-        return await self._scan()
-
     async def _sync(self, path: Path) -> tuple[OpenDocument, bool]:
         uri = path_to_uri(path)
         doc = self.documents.get(uri)
@@ -509,16 +462,12 @@ class LspClient:
         """Sync every open document with the disk (a shell or git may have changed it), and
         tell a server that watches files which other files appeared, changed or vanished.
         True when anything was sent."""
-        if self.inbox is not None:
-            await self.inbox.watch.settle()
         async with self._sync_lock:
             return await self._refresh()
 
     async def sync_for_query(self, path: Path) -> tuple[OpenDocument, bool, bool]:
         """:meth:`refresh_documents` then :meth:`sync_document` of ``path``, under one hold of
         the lock: (the document, anything refreshed, the document opened or changed now)."""
-        if self.inbox is not None:
-            await self.inbox.watch.settle()
         async with self._sync_lock:
             refreshed = await self._refresh()
             doc, sent = await self._sync(path)
@@ -526,43 +475,28 @@ class LspClient:
 
     async def _refresh(self) -> bool:
         sent = False
-        current = await self._changed_on_disk()
+        current = await self._scan()
         # open documents travel as didChange below, not as file events
         for doc in self.documents.values():
             current.pop(str(doc.path), None)
         events = file_events(self._snapshot, current)
-        watches = "workspace/didChangeWatchedFiles" in self.registered
-        appeared = [event for event in events if event["type"] != 3]
-        later = [] if watches else appeared[OPEN_CHANGED_LIMIT:]
-        for event in later:
-            # left for the next query: the snapshot keeps what the server was last told
-            key = str(uri_to_path(event["uri"]))
-            if (old := self._snapshot.get(key)) is None:
-                current.pop(key, None)
-            else:
-                current[key] = old
-            if self.inbox is not None:
-                self.inbox.add(key)
-        self.unsent_changes = len(later)
         self._snapshot = current
-        if events and watches:
+        if events and "workspace/didChangeWatchedFiles" in self.registered:
             seq, settled = self._seq, self.settled
-            for start in range(0, len(events), FILE_EVENTS_PER_MESSAGE):
-                chunk = events[start : start + FILE_EVENTS_PER_MESSAGE]
-                await self.notify("workspace/didChangeWatchedFiles", {"changes": chunk})
+            await self.notify("workspace/didChangeWatchedFiles", {"changes": events})
             sent = True
             added_or_removed = any(event["type"] != 2 for event in events)
             if added_or_removed and self.spec.settles_after_file_events and self.documents:
                 await self.wait_until(
                     lambda: self._seq > seq or self.settled > settled, FILE_EVENTS_SETTLE_S
                 )
-        elif appeared:
+        elif events:
             # a server that watches no files (clangd, typescript-language-server) ignores file
             # events and answers from its index of the old text: it is sent the files that
-            # appeared or changed as open documents (their disk text), a bounded number per
-            # query (the rest wait for the next one, and the answer says so)
+            # appeared or changed as open documents (their disk text), a bounded number
+            touched = [event for event in events if event["type"] != 3]
             opened: list[OpenDocument] = []
-            for event in appeared[:OPEN_CHANGED_LIMIT]:
+            for event in touched[:OPEN_CHANGED_LIMIT]:
                 path = uri_to_path(event["uri"])
                 if path is None:
                     continue
@@ -578,6 +512,7 @@ class LspClient:
                     lambda: all(self.fresh_published(doc) for doc in opened),
                     FILE_EVENTS_SETTLE_S,
                 )
+            self.unsent_changes = max(0, len(touched) - OPEN_CHANGED_LIMIT)
         for uri, doc in list(self.documents.items()):
             changed = False
             try:

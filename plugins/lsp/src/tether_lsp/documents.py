@@ -52,7 +52,7 @@ def uri_to_path(uri: str) -> Path | None:
     return Path(unquote(parsed.path))
 
 
-SCAN_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
+_SCAN_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"}
 SCAN_LIMIT = 50_000
 
 
@@ -71,7 +71,7 @@ def scan_root(reader: Reader, suffixes: frozenset[str]) -> dict[str, tuple[int, 
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SCAN_SKIP and not entry.name.startswith("."):
+                    if entry.name not in _SCAN_SKIP and not entry.name.startswith("."):
                         stack.append(entry.path)
                 elif os.path.splitext(entry.name)[1] in suffixes:
                     info = entry.stat(follow_symlinks=False)

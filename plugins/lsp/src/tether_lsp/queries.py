@@ -13,7 +13,7 @@ import tether
 from tether.reading import Reader, UnreadableFile, off_loop
 from tether.text import cap, truncate
 from tether_lsp import crosscheck
-from tether_lsp.client import OPEN_CHANGED_LIMIT, LspClient
+from tether_lsp.client import LspClient
 from tether_lsp.documents import OpenDocument, uri_to_path
 from tether_lsp.ledger import diagnostic_key
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
@@ -187,12 +187,6 @@ async def session_on(
 ) -> Session:
     before = Busy.of(client)
     doc, refreshed, opened_now = await client.sync_for_query(path)
-    if client.unsent_changes:
-        supervisor.notes.append(
-            f"({client.unsent_changes} more files changed on disk are not yet known to "
-            f"{client.spec.id}: it watches no files and is sent at most {OPEN_CHANGED_LIMIT} "
-            "changed files per query; the next query sends more)"
-        )
     config = supervisor.config
     if opened_now and client.spec.open_waits_for_diagnostics:
         await client.diagnostics_for(doc, config.ready_timeout_s)

@@ -25,7 +25,6 @@ from tether_lsp.trust import pin_workspace_loads, refusal, untrusted_args
 if TYPE_CHECKING:
     # the client (the session, its JSON-RPC connection) is imported when the first server starts
     from tether_lsp.client import LspClient
-    from tether_lsp.watch import DiskWatch
 
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 #: how long `lsp status` waits in all for the servers it starts to answer `initialize`
@@ -75,8 +74,6 @@ class LspSupervisor:
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
         self._closed = False
         self.ledger = DiagnosticLedger()
-        #: the workdir's watch, from the first server on (:meth:`_disk_watch`)
-        self.watch: DiskWatch | None = None
         #: servers whose fallback root was said already (see :meth:`root_note`)
         self._root_said: set[tuple[str, Path]] = set()
         #: lines the next result carries (a hung server restarted on the way)
@@ -372,7 +369,6 @@ class LspSupervisor:
                 on_progress=self._progress_changed,
             )
             self._clients[key] = client
-            client.inbox = self._disk_watch().subscribe(root)
             try:
                 await client.start(self.config.start_timeout_s)
             except OSError as exc:
@@ -393,18 +389,6 @@ class LspSupervisor:
         """Drop ``client`` from the running ones, if it is still the one there: a reload or the
         close may have replaced it or emptied the table while it was starting or closing."""
         forget_entry(self._clients, key, client)
-        if client.inbox is not None:
-            client.inbox.watch.unsubscribe(client.inbox)
-
-    def _disk_watch(self) -> DiskWatch:
-        """The run's watch of the workdir, started with the first server (see
-        :mod:`tether_lsp.watch`)."""
-        if self.watch is None:
-            from tether_lsp.watch import DiskWatch  # with the first server, not at run open
-
-            self.watch = DiskWatch(self.workdir)
-            self.run.task_group.start_soon(self.watch.run)
-        return self.watch
 
     def _refuse_when_closed(self) -> None:
         if self._closed:
@@ -449,8 +433,6 @@ class LspSupervisor:
                 self._crashes.pop(key, None)
                 old = self._clients.pop(key, None)
                 if old is not None:
-                    if old.inbox is not None:
-                        old.inbox.watch.unsubscribe(old.inbox)
                     await old.close()
             spec = self.specs[key[0]]
             started = time.monotonic()
@@ -466,8 +448,6 @@ class LspSupervisor:
             async with anyio.create_task_group() as group:
                 for client in clients:
                     group.start_soon(client.close)
-                if self.watch is not None:
-                    group.start_soon(self.watch.aclose)
 
     # -- status ----------------------------------------------------------------------------
 
@@ -585,14 +565,6 @@ class LspSupervisor:
                 )
         else:
             running_lines.append("Running: none (servers start on first use)")
-        if self.watch is not None:
-            if self.watch.failed is not None:
-                watching = f"not watched ({self.watch.failed}): each query scans its root"
-            elif self.watch.ready:
-                watching = "watched for changes by any process"
-            else:
-                watching = "watch starting: each query scans its root meanwhile"
-            running_lines.append(f"Workdir: {watching}")
         lines[:0] = running_lines
         lines += [results[spec.id] for spec in specs]
         for language in sorted({spec.language for spec in specs}):
