@@ -18,11 +18,16 @@ swap against every tool that reads; ``leaked`` in the swap race). ``survivors(ma
 from __future__ import annotations
 
 import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# the attack modules import their helpers (attack_cli) as siblings, whichever of them a run
+# collects (the portable CI step runs only the kill/orphan files)
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 class Tally:
