@@ -776,6 +776,28 @@ EDIT_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         },
         "fn f() {\n    run(k(1), h(2), k(3));\n}\n",
     ),
+    (
+        "typescript",
+        "transform convert snakeCase keeps # and $",
+        "class A {\n  m() {\n    this.#fooBar();\n    this.XMLHttpGet();\n    this.a_b$c();\n  }\n}\n",
+        {
+            "rule": {"pattern": "this.$M($$$A)"},
+            "transform": {"N": "convert($M, toCase=snakeCase)"},
+            "fix": "this.$N($$$A)",
+        },
+        "class A {\n  m() {\n    this.#foo_bar();\n    this.xml_http_get();\n    this.a_b$c();\n  }\n}\n",
+    ),
+    (
+        "typescript",
+        "transform convert pascalCase keeps # and $",
+        "class A {\n  m() {\n    this.#fooBar();\n    this.XMLHttpGet();\n    this.a_b$c();\n  }\n}\n",
+        {
+            "rule": {"pattern": "this.$M($$$A)"},
+            "transform": {"N": "convert($M, toCase=pascalCase)"},
+            "fix": "this.$N($$$A)",
+        },
+        "class A {\n  m() {\n    this.#fooBar();\n    this.XMLHttpGet();\n    this.AB$c();\n  }\n}\n",
+    ),
 ]
 
 

@@ -178,22 +178,51 @@ def _convert(text: str, to_case: str, separators: tuple[str, ...]) -> str:
         return text.upper()
     if to_case == "capitalize":
         return text[:1].upper() + text[1:]
-    chars = "".join(re.escape(_SEPARATOR_RE[s]) for s in separators if s in _SEPARATOR_RE)
-    words = re.split(f"[{chars}]+", text) if chars else [text]
-    if "caseChange" in separators:
-        split: list[str] = []
-        for word in words:
-            split.extend(re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[A-Z]+", word) or [word])
-        words = split
-    words = [w for w in words if w]
+    words = _split_words(text, separators)
     if to_case == "snakeCase":
         return "_".join(w.lower() for w in words)
     if to_case == "kebabCase":
         return "-".join(w.lower() for w in words)
     if to_case == "pascalCase":
-        return "".join(w[:1].upper() + w[1:].lower() for w in words)
-    head, *rest = words or [""]
-    return head.lower() + "".join(w[:1].upper() + w[1:].lower() for w in rest)
+        return "".join(w[:1].upper() + w[1:] for w in words)
+    return "".join(w.lower() if i == 0 else w[:1].upper() + w[1:] for i, w in enumerate(words))
+
+
+def _split_words(text: str, separators: tuple[str, ...]) -> list[str]:
+    """ast-grep's word split (its `Delimiter`): at each separator character, and with
+    `caseChange` where a lower-case letter meets an upper-case one (`aB`) or a run of
+    upper-case letters meets a lower-case one (`XMLHttp`: XML, Http). Every other character,
+    `#` or `$` included, stays in its word."""
+    delimiters = {_SEPARATOR_RE[s] for s in separators if s in _SEPARATOR_RE}
+    state = "lower" if "caseChange" in separators else "ignore"
+    words: list[str] = []
+    left = right = 0
+    for c in text:
+        if c in delimiters:
+            words.append(text[left:right])
+            left = right = right + 1
+            if state != "ignore":
+                state = "lower"
+            continue
+        if state == "lower" and c.isupper():
+            words.append(text[left:right])
+            left, right, state = right, right + 1, "one_upper"
+            continue
+        if state == "multi_upper" and c.islower():
+            words.append(text[left : right - 1])
+            left, right, state = right - 1, right + 1, "lower"
+            continue
+        right += 1
+        if state == "ignore":
+            continue
+        if c.islower():
+            state = "lower"
+        elif state == "lower":
+            state = "one_upper"
+        else:
+            state = "multi_upper"
+    words.append(text[left:right])
+    return [w for w in words if w]
 
 
 def _rust_replacement(by: str) -> str:
