@@ -74,7 +74,8 @@ RULE_DOC = (
     '{"kind": "call", "inside": {"kind": "for_statement", "stopBy": "end"}} (keys: pattern, '
     "kind, regex, nthChild, inside, has, follows, precedes with stopBy and field, all, any, "
     'not, matches), or an ast-grep rule config {"rule": {...}, "constraints": {"X": {...}}, '
-    '"utils": {"name": {...}}, "fix": "..."} (fix: ast_edit only)'
+    '"utils": {"name": {...}}, "transform": {...}, "rewriters": [...], "fix": "..." or '
+    '{"template", "expandStart", "expandEnd"}} (fix, transform, rewriters: ast_edit only)'
 )
 
 
