@@ -798,6 +798,16 @@ EDIT_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         },
         "class A {\n  m() {\n    this.#fooBar();\n    this.XMLHttpGet();\n    this.AB$c();\n  }\n}\n",
     ),
+    (
+        "python",
+        "fix expandStart overlapping an earlier edit: skipped",
+        "f(a, b)\n",
+        {
+            "rule": {"kind": "identifier", "inside": {"kind": "argument_list"}},
+            "fix": {"template": "X", "expandStart": {"regex": "^a$", "stopBy": "end"}},
+        },
+        "f(X, b)\n",
+    ),
 ]
 
 
@@ -896,6 +906,15 @@ def test_a_rewrite_landing_indented_keeps_its_lines_relative(registry) -> None:
                 "rewriters": [{"id": "r", "rule": {"kind": "intger"}, "fix": "1"}],
             },
             'rule.rewriters[r].rule.kind: unknown kind "intger"',
+        ),
+        (
+            {
+                "rule": {"pattern": "$X = $V"},
+                "transform": {"U": "convert($V, toCase=upperCase)"},
+                "rewriters": [{"id": "r", "rule": {"kind": "integer"}, "fix": "$U"}],
+            },
+            "rule.rewriters[r].fix: uses $U, a transform of the rule; a rewriter sees the rule's "
+            "captures",
         ),
         (
             {"rule": {"kind": "call"}, "fix": [{"template": "a", "title": "t"}]},

@@ -185,7 +185,7 @@ def apply_matches(
     used = set(template_vars(template))
     trailing = [t.encode() for t in grammar.optional_trailing]
     for m in sorted(matches, key=lambda m: (m.start_byte, -m.end_byte)):
-        if m.start_byte < pos:
+        if m.start_byte < pos or 0 <= m.edit_start < pos:  # edit_start: a fix's expandStart
             skipped += 1
             continue
         if m.lossy_line is not None:

@@ -778,7 +778,7 @@ def compile_rule(
     names = frozenset(v for p in compiler.patterns for v in p.var_names)
     transforms = _transforms(config.get("transform", {}), names, edit)
     fix, expand_start, expand_end = _fix(compiler, config.get("fix"), "rule.fix")
-    rewriters = _rewriters(compiler, config.get("rewriters"), names | frozenset(transforms), utils)
+    rewriters = _rewriters(compiler, config.get("rewriters"), names, frozenset(transforms), utils)
     tables = [
         ("rule", transforms),
         *((f"rewriter {r.id}", r.transforms) for r in rewriters.values()),
@@ -887,7 +887,11 @@ def _fix(
 
 
 def _rewriters(
-    compiler: _Compiler, raw: Any, upper: frozenset[str], utils: dict[str, Rule]
+    compiler: _Compiler,
+    raw: Any,
+    upper: frozenset[str],
+    upper_transforms: frozenset[str],
+    utils: dict[str, Rule],
 ) -> dict[str, Rewriter]:
     """The `rewriters` list: each a rule config with an `id` and a `fix`, whose matches
     inherit the enclosing rule's metavariables (`upper`, which its fix may use too)."""
@@ -929,6 +933,14 @@ def _rewriters(
         assert fix is not None
         known = names | upper | frozenset(transforms)
         unbound = [v for v in template_vars(fix) if v not in known]
+        if unbound and unbound[0] in upper_transforms:
+            # ast-grep accepts it and inserts nothing: a rewriter runs before the rule's
+            # transforms are all computed, with the rule's captures only
+            raise RuleError(
+                f"{path}.fix",
+                f"uses ${unbound[0]}, a transform of the rule; a rewriter sees the rule's "
+                "captures, not its transforms (transform the capture in the rewriter)",
+            )
         if unbound:
             raise RuleError(
                 f"{path}.fix",
