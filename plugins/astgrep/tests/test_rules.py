@@ -808,6 +808,18 @@ EDIT_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         },
         "f(X, b)\n",
     ),
+    (
+        "python",
+        "transform of a multi-line capture lands re-indented",
+        "def f():\n    if x:\n        y = [\n            1,\n            2,\n        ]\n",
+        {
+            "rule": {"pattern": "$Y = $V"},
+            "transform": {"B": {"substring": {"source": "$V"}}},
+            "fix": "z = foo(\n    $B)",
+        },
+        "def f():\n    if x:\n        z = foo(\n            [\n                1,\n"
+        "                2,\n            ])\n",
+    ),
 ]
 
 
@@ -857,7 +869,8 @@ def test_a_rewrite_landing_indented_keeps_its_lines_relative(registry) -> None:
         ),
         (
             {"rule": {"pattern": "$X = $V"}, "transform": {"N": "upper($V, a=1)"}, "fix": "$N"},
-            "rule.transform.N: unknown key",
+            "rule.transform.N: unknown transformation 'upper'; known: substring, replace, "
+            "convert, rewrite",
         ),
         (
             {"rule": {"pattern": "$X = $V"}, "transform": {"N": "substring($V, startChar=x)"}},
@@ -985,3 +998,41 @@ async def test_ast_edit_applies_rewriters_and_a_fix_object(
     assert (tether_workdir / "a.py").read_text() == (
         "def f():\n    log(a)\n    log(b)\n    g(x,  z)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("spelling", "expected"),
+    [
+        # the spellings of ast-grep's own parser tests (crates/config/src/transform/parse.rs)
+        ("substring($A, startChar=1, endChar=2)", ("substring", "A", {"start": 1, "end": 2})),
+        ("substring(   $A, startChar=1)", ("substring", "A", {"start": 1, "end": None})),
+        ("substring(  $A,)", ("substring", "A", {"start": None, "end": None})),
+        ("replace($A, replace= ^.+, by=', ')", ("replace", "A", {"by": ", "})),
+        ("replace($A, replace= ^.+, by =  '[')", ("replace", "A", {"by": "["})),
+        (
+            "convert($A, toCase=camelCase, separatedBy=[underscore, dash])",
+            ("convert", "A", {"to_case": "camelCase", "separators": ("underscore", "dash")}),
+        ),
+        ("convert($A, toCase=camelCase, separatedBy=[])", ("convert", "A", {"separators": ()})),
+        (
+            "rewrite($$$B, rewriters=[r1, 'r2'], joinBy = ',,,,')",
+            ("rewrite", "B", {"rewriters": ("r1", "r2"), "join_by": ",,,,"}),
+        ),
+        ("replace($A, replace='it''s', by=\"a\\tb\")", ("replace", "A", {"by": "a\tb"})),
+    ],
+)
+def test_transform_string_form_reads_ast_grep_spellings(registry, spelling, expected) -> None:
+    config = {
+        "rule": {"pattern": "$A = f($$$B)"},
+        "rewriters": [
+            {"id": "r1", "rule": {"kind": "integer"}, "fix": "1"},
+            {"id": "r2", "rule": {"kind": "integer"}, "fix": "2"},
+        ],
+        "transform": {"N": spelling},
+        "fix": "$N",
+    }
+    t = compile_rule(config, registry.get("python"), edit=True).transforms["N"]
+    op, source, fields = expected
+    assert (t.op, t.source) == (op, source)
+    for name, value in fields.items():
+        assert getattr(t, name) == value, name

@@ -300,7 +300,9 @@ def _transform(op: Any, args: Any, path: str, names: frozenset[str]) -> Transfor
     """One transformation from its arguments (the object form's, or the string form's)."""
     known = _TRANSFORM_ARGS
     if op not in known:
-        raise RuleError(path, _unknown_key(str(op), tuple(known)))
+        close = difflib.get_close_matches(str(op), list(known), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise RuleError(path, f"unknown transformation {op!r}; {hint}known: {', '.join(known)}")
     if not isinstance(args, Mapping):
         raise RuleError(path, f"expected an object with {', '.join(known[op])}")
     unknown = [k for k in args if k not in known[op]]
