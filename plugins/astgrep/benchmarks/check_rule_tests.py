@@ -21,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 import test_rules as T
 
-EXT = {"python": "py", "rust": "rs", "typescript": "ts"}
+EXT = {"python": "py", "rust": "rs", "typescript": "ts", "go": "go", "javascript": "js"}
 
 
 def astgrep_texts(binary: str, lang: str, config: dict[str, Any], source: str) -> list[str]:

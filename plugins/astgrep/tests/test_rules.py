@@ -820,6 +820,54 @@ EDIT_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
         "def f():\n    if x:\n        z = foo(\n            [\n                1,\n"
         "                2,\n            ])\n",
     ),
+    (
+        "go",
+        "fix expandEnd",
+        "package main\n\nfunc f() {\n\tg(a, b, c)\n}\n",
+        {
+            "rule": {"kind": "identifier", "regex": "^b$", "inside": {"kind": "argument_list"}},
+            "fix": {"template": "", "expandEnd": {"regex": ","}},
+        },
+        "package main\n\nfunc f() {\n\tg(a,  c)\n}\n",
+    ),
+    (
+        "go",
+        "rewrite (string form)",
+        "package main\n\nfunc f() {\n\th(1, x, 2)\n}\n",
+        {
+            "rule": {"pattern": "h($$$A)"},
+            "rewriters": [{"id": "zero", "rule": {"kind": "int_literal"}, "fix": "0"}],
+            "transform": {"B": "rewrite($$$A, rewriters=[zero])"},
+            "fix": "h($B)",
+        },
+        "package main\n\nfunc f() {\n\th(0, x, 0)\n}\n",
+    ),
+    (
+        "javascript",
+        "rewrite joinBy",
+        "const xs = [a, b];\n",
+        {
+            "rule": {"pattern": "[$$$E]"},
+            "rewriters": [
+                {"id": "wrap", "rule": {"kind": "identifier", "pattern": "$X"}, "fix": "f($X)"}
+            ],
+            "transform": {
+                "R": {"rewrite": {"source": "$$$E", "rewriters": ["wrap"], "joinBy": " | "}}
+            },
+            "fix": "[$R]",
+        },
+        "const xs = [f(a) | f(b)];\n",
+    ),
+    (
+        "javascript",
+        "fix expandStart",
+        "call(a, b);\n",
+        {
+            "rule": {"kind": "identifier", "regex": "^b$", "inside": {"kind": "arguments"}},
+            "fix": {"template": "", "expandStart": {"regex": ","}},
+        },
+        "call(a);\n",
+    ),
 ]
 
 
