@@ -34,6 +34,7 @@ def optional_grammars() -> list[Grammar]:
     return [
         Grammar(
             id="bash",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".sh", ".bash", ".zsh", ".ksh", ".bats"),
             language=lazy_language("tree_sitter_bash"),
             extra="bash",
@@ -129,9 +130,11 @@ def optional_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),  # `color: red` is the same with its `;` or not
             comment_regex=C_COMMENT,
             statement_terminator=": _",  # `{ $$$D }` reads as `{ D: _ }`, a declaration
+            item_fillers=("from {{ {0}: _ }}",),  # `@keyframes $N { $$$F }`: F the keyframes
         ),
         Grammar(
             id="elixir",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".ex", ".exs"),
             language=lazy_language("tree_sitter_elixir"),
             extra="elixir",
@@ -154,8 +157,9 @@ def optional_grammars() -> list[Grammar]:
             ),
             string_kinds=frozenset({"string", "char"}),
             comment_regex=None,  # `{- {- -} -}` nests
-            # a `case` alternative; a name that must be upper-case (a module, type, constructor)
-            typed_placeholders=("{} -> _", "T{}"),
+            # a `case` alternative; a name that must be upper-case (a module, type, constructor);
+            # a binding (`instance $C $T where $$$B`)
+            typed_placeholders=("{} -> _", "T{}", "{} = _"),
         ),
         Grammar(
             id="html",
@@ -202,6 +206,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             comment_regex=C_COMMENT,
             metavar_template='"{}"',  # JSON has no names: a metavariable stands as a string
+            typed_placeholders=('"{}": null',),  # a pair: `"k": { $$$P }`, `{ "k": $V, $$$R }`
         ),
         Grammar(
             id="kotlin",
@@ -264,6 +269,7 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="ruby",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".rb", ".rbw", ".rake", ".gemspec"),
             language=lazy_language("tree_sitter_ruby"),
             extra="ruby",
@@ -280,6 +286,7 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="scala",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".scala", ".sc", ".sbt"),
             language=lazy_language("tree_sitter_scala"),
             extra="scala",
