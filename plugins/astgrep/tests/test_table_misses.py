@@ -120,6 +120,24 @@ def test_a_pattern_on_several_lines_matches_the_code_on_one(
 
 
 @pytest.mark.parametrize(
+    ("language", "pattern", "code", "found"),
+    [
+        ("css", "border: $$$V", "a { border: 1px solid red; }", ["border: 1px solid red;"]),
+        ("css", "font-family: $$$F", "a { font-family: 'A', serif }", ["font-family: 'A', serif"]),
+        ("css", "$S { $$$D }", "a { color: red }", ["a { color: red }"]),
+        ("json", "[$$$A]", '{"a": [1, 2]}', ["[1, 2]"]),
+        ("json", '"a": $V', '{"a": {"b": 1}}', ['"a": {"b": 1}']),
+    ],
+)
+def test_the_item_spellings_leave_other_readings_alone(
+    registry: GrammarRegistry, language: str, pattern: str, code: str, found: list[str]
+) -> None:
+    # A keyframe spelled for every `$$$` after a `:` read `border: $$$V` as a rule with the
+    # selector `border:from` and found no declaration (51 in the CSS table before).
+    assert find(registry, language, pattern, code) == found
+
+
+@pytest.mark.parametrize(
     ("language", "pattern", "code", "expected"),
     [
         (
@@ -158,3 +176,24 @@ def test_a_run_of_items_the_grammar_spells_its_own_way(
     # keyframe, pair or binding; each grammar spells one (`item_fillers`/`typed_placeholders`).
     got = captures(registry, language, pattern, code)
     assert [{k: re.sub(r"\n +", "\n", v) for k, v in c.items()} for c in got] == expected
+
+
+CSS_UNITS = "a { width: 100%; margin: 0 10px; transform: rotate(45deg); }\nb { width: 50%; margin: 0 12px; transform: rotate(90deg); }\n"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "found"),
+    [
+        ("width: 100%", ["width: 100%;"]),
+        ("margin: 0 10px", ["margin: 0 10px;"]),
+        ("transform: rotate(45deg)", ["transform: rotate(45deg);"]),
+        ("width: $W", ["width: 100%;", "width: 50%;"]),
+    ],
+)
+def test_a_number_with_its_unit_is_one_literal(
+    registry: GrammarRegistry, pattern: str, found: list[str]
+) -> None:
+    # tree-sitter-css's `100%` is an `integer_value` whose only child is the unit: every
+    # pattern with a dimension was refused ("the grammar drops '100'"), and compared by its
+    # children alone `100%` would equal `50%`.
+    assert find(registry, "css", pattern, CSS_UNITS) == found

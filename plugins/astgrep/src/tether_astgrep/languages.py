@@ -130,7 +130,9 @@ def optional_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),  # `color: red` is the same with its `;` or not
             comment_regex=C_COMMENT,
             statement_terminator=": _",  # `{ $$$D }` reads as `{ D: _ }`, a declaration
-            item_fillers=("from {{ {0}: _ }}",),  # `@keyframes $N { $$$F }`: F the keyframes
+            # a keyframe: `@keyframes $N { $$$F }` (spelled `from {…}`, `border: $$$V` would
+            # read as a rule whose selector is `border:from`)
+            item_fillers=("0% {{ {0}: _ }}",),
         ),
         Grammar(
             id="elixir",
