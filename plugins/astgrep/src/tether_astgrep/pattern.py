@@ -203,8 +203,8 @@ def whole_literal(node: ts.Node) -> bool:
         return True
     if not node.child_count:
         return False
-    head = (node.text or b"")[: node.children[0].start_byte - node.start_byte]
-    return bool(head) and _UNSEEN.fullmatch(head) is None
+    gap = node.children[0].start_byte - node.start_byte
+    return gap > 0 and _UNSEEN.fullmatch((node.text or b"")[:gap]) is None
 
 
 def lost_text(
