@@ -197,3 +197,14 @@ def test_a_number_with_its_unit_is_one_literal(
     # pattern with a dimension was refused ("the grammar drops '100'"), and compared by its
     # children alone `100%` would equal `50%`.
     assert find(registry, "css", pattern, CSS_UNITS) == found
+
+
+def test_haskell_let_finds_do_lets_and_let_expressions(registry: GrammarRegistry) -> None:
+    # A `do` block's `let` and a `let … in …` expression are two kinds; the pattern is read
+    # as both (ast-grep found the 4 `let … in` of sol/hpack that tether missed).
+    code = "f = do\n  let x = 1\n  g x\nh = let y = 2 in y\nk = let (a, b) = p\n    in a\n"
+    assert find(registry, "haskell", "let $X = $Y", code) == [
+        "let x = 1",
+        "let y = 2",
+        "let (a, b) = p",
+    ]

@@ -156,7 +156,11 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("declaration", "", ""),
                 Scaffold("statement", "_t = do\n", "\n", indent="  "),
                 Scaffold("expression", "_t =\n", "\n", indent="  "),
+                # `let` binds the same way before `in`: read so, it is the `let` and the
+                # bindings that open a `let … in …` expression (another kind than a `do` let)
+                Scaffold("let expression", "_t =\n", "\n  in _", indent="  "),
             ),
+            also_read={"let": ("let expression",)},  # `let $X = $Y` finds both
             string_kinds=frozenset({"string", "char"}),
             comment_regex=None,  # `{- {- -} -}` nests
             # a `case` alternative; a name that must be upper-case (a module, type, constructor);
