@@ -11,11 +11,13 @@ import shutil
 import sys
 from pathlib import Path
 
+import anyio
 import attrs
 import pytest
 
 import tether
 from tether.testing import require_real
+from tether_lsp.tools import SUPERVISOR
 
 pytestmark = pytest.mark.anyio
 
@@ -114,6 +116,14 @@ async def test_a_staged_ast_edit_reports_the_errors_it_would_introduce_and_write
         assert staged.meta["diagnostics_preview"]["preview_by"] == ["lsp"]
         # nothing touched the disk
         assert (tmp_path / case.path).read_bytes() == original
+        # every server was given the disk's text back, or forgot a file opened for the preview
+        uri = (run.workdir / case.path).as_uri()
+        for client in run.resource(SUPERVISOR).clients:
+            doc = client.documents.get(uri)
+            if opened_first:
+                assert doc is not None and doc.text.encode() == original, client.spec.id
+            else:
+                assert doc is None, client.spec.id
         # and the server answers for the disk's text again
         after = await run.call("lsp", {"action": "diagnostics", "file": case.path})
         assert not after.is_error, after.text_content
@@ -140,3 +150,46 @@ async def test_a_preview_of_a_file_no_server_handles_says_nobody_checked_it(
         note = await run.preview_diagnostics(change)
     assert note.meta["preview_by"] == []
     assert "none of the plugins that preview diagnostics ('lsp') checks these files" in note.text
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.server) for c in CASES])
+async def test_queries_during_a_preview_answer_for_the_disk_and_do_not_undo_it(
+    case: Case, tmp_path: Path
+) -> None:
+    """A query and a preview at once: the query never sees the staged text, and the preview
+    is not cut short by the query putting the disk's text back halfway."""
+    _need(case.binary)
+    for rel, text in case.files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    config = {"core": {"approval": {"write": "auto"}}, "lsp": {"diagnostics_timeout_s": 60}}
+    edit = {
+        "pattern": case.pattern,
+        "rewrite": case.rewrite,
+        "path": case.path,
+        "language": case.language,
+    }
+    async with tether.open_run(tmp_path, conversation_id="c", config=config) as run:
+        first = await run.call("lsp", {"action": "diagnostics", "file": case.path})
+        assert case.existing in first.text_content, first.text_content
+        for _ in range(3):
+            answers: list[tether.ToolResult] = []
+            staged: list[tether.ToolResult] = []
+
+            async def query() -> None:
+                for _ in range(6):
+                    answers.append(
+                        await run.call("lsp", {"action": "diagnostics", "file": case.path})
+                    )
+
+            async def stage() -> None:
+                staged.append(await run.call("ast_edit", edit))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(query)
+                group.start_soon(stage)
+            assert case.error in staged[0].text_content, staged[0].text_content
+            for answer in answers:
+                assert not answer.is_error, answer.text_content
+                assert case.error not in answer.text_content, answer.text_content
+            await run.call("resolve", {"edit_id": staged[0].meta["edit_id"], "action": "discard"})
