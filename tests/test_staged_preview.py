@@ -110,7 +110,8 @@ async def test_a_staged_ast_edit_reports_the_errors_it_would_introduce_and_write
         assert f"{case.path}: would introduce, from {case.server} (1):" in text, text
         assert case.error in text, text
         # the error already there is not called new
-        assert case.existing not in text.split("Diagnostics preview")[1], text
+        preview = text.split("Diagnostics preview")[1].split("\n--- a/")[0]
+        assert case.existing not in preview, text
         found = staged.meta["diagnostics_preview"]["would_introduce"][case.path]
         assert len(found) == 1 and found[0]["severity"] == 1, found
         assert staged.meta["diagnostics_preview"]["preview_by"] == ["lsp"]
@@ -172,22 +173,20 @@ async def test_queries_during_a_preview_answer_for_the_disk_and_do_not_undo_it(
     async with tether.open_run(tmp_path, conversation_id="c", config=config) as run:
         first = await run.call("lsp", {"action": "diagnostics", "file": case.path})
         assert case.existing in first.text_content, first.text_content
+
+        async def query(answers: list[tether.ToolResult]) -> None:
+            for _ in range(6):
+                answers.append(await run.call("lsp", {"action": "diagnostics", "file": case.path}))
+
+        async def stage(staged: list[tether.ToolResult]) -> None:
+            staged.append(await run.call("ast_edit", edit))
+
         for _ in range(3):
             answers: list[tether.ToolResult] = []
             staged: list[tether.ToolResult] = []
-
-            async def query() -> None:
-                for _ in range(6):
-                    answers.append(
-                        await run.call("lsp", {"action": "diagnostics", "file": case.path})
-                    )
-
-            async def stage() -> None:
-                staged.append(await run.call("ast_edit", edit))
-
             async with anyio.create_task_group() as group:
-                group.start_soon(query)
-                group.start_soon(stage)
+                group.start_soon(query, answers)
+                group.start_soon(stage, staged)
             assert case.error in staged[0].text_content, staged[0].text_content
             for answer in answers:
                 assert not answer.is_error, answer.text_content

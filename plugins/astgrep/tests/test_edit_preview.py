@@ -18,9 +18,9 @@ async def test_without_a_checking_family_the_preview_says_there_is_none(astgrep_
     async with astgrep_run({"a.py": "print(1)\n"}) as run:
         staged = await run.call("ast_edit", {"pattern": "print($X)", "rewrite": "log($X)"})
     assert not staged.is_error, staged.text_content
-    assert staged.text_content.endswith(
-        "(no diagnostics preview: no installed plugin checks staged changes; tether-lsp does, "
-        "with the project's language servers)"
+    assert (
+        "\n(no diagnostics preview: no installed plugin checks staged changes; tether-lsp does, "
+        "with the project's language servers)\n--- a/a.py" in staged.text_content
     ), staged.text_content
     assert staged.meta["diagnostics_preview"] == {"preview_by": []}
 
@@ -50,5 +50,5 @@ async def test_any_family_answering_the_core_hook_previews_a_staged_edit(
     (change,) = checker.seen
     assert change.origin == f"ast_edit {staged.meta['edit_id']}"
     assert change.files == (tether.StagedFile(tether_workdir / "a.py", b"print(1)\n", b"log(1)\n"),)
-    assert staged.text_content.endswith("a.py:1: would call an undefined `log`")
+    assert "\na.py:1: would call an undefined `log`\n--- a/a.py" in staged.text_content
     assert staged.meta["diagnostics_preview"]["checked"] == 1

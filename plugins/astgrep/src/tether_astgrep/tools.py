@@ -367,6 +367,10 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
+    # what the project's checkers (any family answering the core's hook) say the edit would
+    # introduce, before resolve writes it; above the diff, which a cap may cut
+    checked = await call.run.preview_diagnostics(staged_change(staged))
+    lines.append(checked.text)
     import difflib  # only a preview pays for it
 
     diff: list[str] = []
@@ -382,10 +386,6 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         )
     preview = "".join(d if d.endswith("\n") else d + "\n" for d in diff)
     lines.append(truncate(preview, service.config.preview_chars))
-    # what the project's checkers (any family answering the core's hook) say the edit would
-    # introduce, before resolve writes it
-    checked = await call.run.preview_diagnostics(staged_change(staged))
-    lines.append(checked.text)
     return tether.ToolResult.text(
         "\n".join(lines),
         edit_id=staged.edit_id,
