@@ -2,11 +2,12 @@
 introduce before ``resolve`` writes it — computed by the project's language servers on unsaved
 versions of the files (the core's ``tether_preview_diagnostics``, answered by tether-lsp), new
 against the current text's diagnostics, and with the servers given the disk's text back after.
-Parametrised over basedpyright (pulls diagnostics) and typescript-language-server (tsserver's
-passes)."""
+Parametrised over basedpyright (pulls diagnostics), typescript-language-server (tsserver's
+passes) and clangd (pushes them, versioned)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -70,7 +71,32 @@ CASES = [
         "[2345]",
         "[2322]",
     ),
+    # a server that pushes its diagnostics, with versions
+    Case(
+        "clangd",
+        "clangd",
+        {
+            "util.c": "int add(int a, int b) {\n    return a + b + missing_one;\n}\n\n"
+            "int twice(int x) {\n    return add(x, x);\n}\n",
+        },
+        "util.c",
+        "c",
+        "add($A, $B)",
+        "add($A, $B, 3)",
+        "Too many arguments",
+        "missing_one",
+    ),
 ]
+
+
+def _write_project(case: Case, workdir: Path) -> None:
+    for rel, text in case.files.items():
+        (workdir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / rel).write_text(text)
+    if case.server == "clangd":
+        entry = {"directory": str(workdir), "file": str(workdir / case.path)}
+        entry["arguments"] = ["cc", "-c", case.path]  # type: ignore[assignment]
+        (workdir / "compile_commands.json").write_text(json.dumps([entry]))
 
 
 def _need(binary: str) -> None:
@@ -83,12 +109,9 @@ def _need(binary: str) -> None:
 async def test_a_staged_ast_edit_reports_the_errors_it_would_introduce_and_writes_nothing(
     case: Case, opened_first: bool, tmp_path: Path
 ) -> None:
-    """The server had the file open (it gets the disk's text back) or not (it is closed
-    again, and reopened later without taking the previewed text's diagnostics for its own)."""
+    """Whether the server had the file open before or not, it has the disk's text after."""
     _need(case.binary)
-    for rel, text in case.files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write_project(case, tmp_path)
     original = (tmp_path / case.path).read_bytes()
     config = {"core": {"approval": {"write": "auto"}}, "lsp": {"diagnostics_timeout_s": 60}}
     async with tether.open_run(tmp_path, conversation_id="c", config=config) as run:
@@ -117,14 +140,12 @@ async def test_a_staged_ast_edit_reports_the_errors_it_would_introduce_and_write
         assert staged.meta["diagnostics_preview"]["preview_by"] == ["lsp"]
         # nothing touched the disk
         assert (tmp_path / case.path).read_bytes() == original
-        # every server was given the disk's text back, or forgot a file opened for the preview
+        # every server was given the disk's text back
         uri = (run.workdir / case.path).as_uri()
         for client in run.resource(SUPERVISOR).clients:
-            doc = client.documents.get(uri)
-            if opened_first:
-                assert doc is not None and doc.text.encode() == original, client.spec.id
-            else:
-                assert doc is None, client.spec.id
+            doc = client.documents[uri]
+            assert doc.text.encode() == original, client.spec.id
+            assert (doc.mtime_ns, doc.size) != (0, -1), f"{client.spec.id}: the disk's text is due"
         # and the server answers for the disk's text again
         after = await run.call("lsp", {"action": "diagnostics", "file": case.path})
         assert not after.is_error, after.text_content
@@ -160,9 +181,7 @@ async def test_queries_during_a_preview_answer_for_the_disk_and_do_not_undo_it(
     """A query and a preview at once: the query never sees the staged text, and the preview
     is not cut short by the query putting the disk's text back halfway."""
     _need(case.binary)
-    for rel, text in case.files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
+    _write_project(case, tmp_path)
     config = {"core": {"approval": {"write": "auto"}}, "lsp": {"diagnostics_timeout_s": 60}}
     edit = {
         "pattern": case.pattern,

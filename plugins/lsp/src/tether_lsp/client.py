@@ -453,11 +453,11 @@ class LspClient:
     async def unsaved(self) -> AsyncIterator[Unsaved]:
         """Texts the disk does not hold, shown to the server for a moment (a preview): inside,
         :meth:`Unsaved.send` gives it a file's text as a new unsaved version; on the way out
-        every document touched is given the disk's text again, or closed when it was opened
-        only for this. The documents stay locked meanwhile: no query, write or refresh syncs
-        one in between, so none is answered on the unsaved text and none undoes it halfway."""
+        every document touched is given the disk's text again (:meth:`Unsaved.restore`). The
+        documents stay locked meanwhile: no query, write or refresh syncs one in between, so
+        none is answered on the unsaved text and none undoes it halfway."""
         async with self._sync_lock:
-            handle = Unsaved(self, set(self.documents))
+            handle = Unsaved(self)
             try:
                 yield handle
             finally:
@@ -627,9 +627,8 @@ class LspClient:
 class Unsaved:
     """The documents a preview showed the server (:meth:`LspClient.unsaved`), to restore."""
 
-    def __init__(self, client: LspClient, open_before: set[str]) -> None:
+    def __init__(self, client: LspClient) -> None:
         self.client = client
-        self._open_before = open_before
         self._touched: dict[str, OpenDocument] = {}
 
     async def send(self, path: Path, text: str) -> OpenDocument:
@@ -643,15 +642,16 @@ class Unsaved:
         await self.client._resend(doc)
 
     async def restore(self) -> None:
+        """Every document touched gets the disk's text as a new version; one whose file is
+        not there (the change would create it) is closed. A document opened for the preview
+        stays open: closed and opened again, clangd's empty publish for the close arrives
+        after the new ``didOpen`` and passes for the reopened text's diagnostics."""
         client = self.client
         for uri, doc in self._touched.items():
             if client.documents.get(uri) is not doc:
                 continue
-            if uri not in self._open_before:
-                await client._close_document(doc)
-                continue
             try:
-                await client._sync(doc.path)  # the disk's text, as a new version
+                await client._sync(doc.path)
             except reading.UnreadableFile:
                 await client._close_document(doc)
         self._touched.clear()
