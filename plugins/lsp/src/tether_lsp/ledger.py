@@ -33,21 +33,30 @@ class DiagnosticLedger:
     def seed(self, path: Path, diagnostics: list[dict[str, Any]]) -> None:
         """What the server said about ``path``'s text before this run's first write to it."""
         if path not in self._known:
-            self._known[path] = Counter(diagnostic_key(d) for d in diagnostics)
+            self._known[path] = key_counts(diagnostics)
 
     def new_since_last(self, path: Path, diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The diagnostics not reported before for ``path``; remembers the current set."""
-        current = Counter(diagnostic_key(d) for d in diagnostics)
-        known = self._known.get(path, Counter())
-        budget = {key: count - known.get(key, 0) for key, count in current.items()}
-        fresh: list[dict[str, Any]] = []
-        # a second copy is usually the later one in the file: report from the end
-        for diagnostic in reversed(diagnostics):
-            key = diagnostic_key(diagnostic)
-            if budget[key] > 0:
-                budget[key] -= 1
-                fresh.append(diagnostic)
-        fresh.reverse()
+        fresh = new_against(self._known.get(path, Counter()), diagnostics)
         # a fixed diagnostic is forgotten, so breaking it again is reported again
-        self._known[path] = current
+        self._known[path] = key_counts(diagnostics)
         return fresh
+
+
+def key_counts(diagnostics: list[dict[str, Any]]) -> Counter[Key]:
+    return Counter(diagnostic_key(d) for d in diagnostics)
+
+
+def new_against(known: Counter[Key], diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The diagnostics beyond ``known`` (counts per key): a key whose count grew is new."""
+    current = key_counts(diagnostics)
+    budget = {key: count - known.get(key, 0) for key, count in current.items()}
+    fresh: list[dict[str, Any]] = []
+    # a second copy is usually the later one in the file: report from the end
+    for diagnostic in reversed(diagnostics):
+        key = diagnostic_key(diagnostic)
+        if budget[key] > 0:
+            budget[key] -= 1
+            fresh.append(diagnostic)
+    fresh.reverse()
+    return fresh

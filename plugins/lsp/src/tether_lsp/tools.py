@@ -78,6 +78,13 @@ class RenameArgs:
             "(listed in the refusal); those are left as they are"
         ),
     )
+    preview: bool = tether.arg(
+        False,
+        description=(
+            "Write nothing: show the rename's edits and the diagnostics the language servers "
+            "say it would introduce"
+        ),
+    )
 
 
 LSP_DESCRIPTION = (
@@ -86,7 +93,8 @@ LSP_DESCRIPTION = (
 )
 RENAME_DESCRIPTION = (
     "Rename a symbol across the project through its language server; every file is written "
-    "or none is."
+    "or none is. With preview: true nothing is written: the edits and the diagnostics the "
+    "rename would introduce."
 )
 
 
@@ -188,7 +196,12 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     with supervisor.forwarding_progress(call.report_progress):
         session = await queries.open_session(supervisor, path, "rename")
         text = await rename.rename(
-            session, args.line, args.symbol, args.new_name, leave_outside=args.leave_outside
+            session,
+            args.line,
+            args.symbol,
+            args.new_name,
+            leave_outside=args.leave_outside,
+            preview=args.preview,
         )
     return _with_notes(supervisor, session.with_indexing(text))
 
