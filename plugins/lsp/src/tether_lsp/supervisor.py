@@ -17,6 +17,7 @@ from tether.contributions import collect
 from tether.paths import relative
 from tether.resources import forget_entry
 from tether.text import show_path
+from tether_lsp.checkpoints import Checkpoints
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
@@ -74,6 +75,8 @@ class LspSupervisor:
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
         self._closed = False
         self.ledger = DiagnosticLedger()
+        #: marked by `lsp checkpoint`, compared with by `lsp diagnostics` `since`
+        self.checkpoints = Checkpoints()
         #: servers whose fallback root was said already (see :meth:`root_note`)
         self._root_said: set[tuple[str, Path]] = set()
         #: lines the next result carries (a hung server restarted on the way)
