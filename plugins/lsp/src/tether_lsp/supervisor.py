@@ -21,7 +21,7 @@ from tether_lsp.checkpoints import Checkpoints
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
-from tether_lsp.trust import pin_workspace_loads, refusal, untrusted_args
+from tether_lsp.trust import pin_workspace_loads, project_settings, refusal, untrusted_args
 
 if TYPE_CHECKING:
     # the client (the session, its JSON-RPC connection) is imported when the first server starts
@@ -359,6 +359,8 @@ class LspSupervisor:
             argv = [binary, *spec.command[1:], *untrusted_args(spec.untrusted, self.run)]
             # an untrusted workdir: what the server would load from it is pinned outside it
             pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
+            # a trusted workdir: the root's own environment answers for its libraries
+            pinned_settings = deep_merge(pinned_settings, project_settings(spec, root, self.run))
             from tether_lsp.client import LspClient
 
             client = LspClient(
