@@ -18,12 +18,10 @@ import pytest
 from lsp_testkit import Caller, need, open_lsp_run
 
 from tether.testing import require_real
+from tether_lsp import BUILTIN_SERVERS
 
 #: (server, its binary): every built-in server with a setting for the project's interpreter
-SERVERS = [
-    ("basedpyright", "basedpyright-langserver"),
-    ("pyright", "pyright-langserver"),
-]
+SERVERS = [(spec.id, spec.command[0]) for spec in BUILTIN_SERVERS if spec.project_python_settings]
 
 LOCAL_ATTRS = '"""The project\'s own attrs (a stand-in)."""\n\n\ndef define(cls):\n    return cls\n'
 
