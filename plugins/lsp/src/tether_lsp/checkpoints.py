@@ -22,7 +22,6 @@ import attrs
 import tether
 from tether.reading import Reader, UnreadableFile, off_loop
 from tether.text import cap
-from tether_lsp.documents import scan_root
 from tether_lsp.ledger import Seen, Stamp, diagnostic_key
 
 if TYPE_CHECKING:
@@ -102,6 +101,8 @@ def _stamps(reader: Reader, paths: list[Path]) -> dict[Path, Stamp]:
 
 def _changed_since(reader: Reader, suffixes: frozenset[str], since_ns: int) -> list[str]:
     """Source files under the reader's root modified at or after ``since_ns``."""
+    from tether_lsp.documents import scan_root  # with the first server, not when a run opens
+
     return [
         path
         for path, (mtime_ns, _) in scan_root(reader, suffixes).items()

@@ -394,6 +394,7 @@ class LspSupervisor:
         """Drop ``client`` from the running ones, if it is still the one there: a reload or the
         close may have replaced it or emptied the table while it was starting or closing."""
         forget_entry(self._clients, key, client)
+        client.close_watch()  # a crashed one is not closed: its watch ends here
 
     def _refuse_when_closed(self) -> None:
         if self._closed:
