@@ -116,3 +116,15 @@ def test_each_query_answers_for_the_text_another_process_just_wrote(tmp_path: Pa
 
 
 INSERT = "import pathlib, sys\npathlib.Path(sys.argv[1]).write_text(sys.argv[2])\n"
+
+
+def test_a_watch_closed_while_a_query_holds_it_is_closed_after_and_never_read_again(
+    tree: Path,
+) -> None:
+    watch = TreeWatch(str(tree), skipped_dir)
+    watch._lock.acquire()  # a query in another thread, inside changed()
+    watch.close()  # the event loop does not wait for it
+    assert watch._fd >= 0
+    watch._lock.release()
+    assert watch.changed() is None  # closed now: the caller scans
+    assert watch._fd < 0 and not Path(watch._barrier).exists()

@@ -89,6 +89,7 @@ class TreeWatch:
         self.root = root
         self._skip = skip
         self._lock = threading.Lock()
+        self._closing = False
         fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
             raise WatchUnavailable(os.strerror(ctypes.get_errno()))
@@ -99,10 +100,20 @@ class TreeWatch:
             self._barrier_wd = self._add(self._barrier)
             self._watch_tree(root, into=None)
         except BaseException:
-            self.close()
+            self._close_now()
             raise
 
     def close(self) -> None:
+        """Closed now, or by the :meth:`changed` in progress in another thread when it ends
+        (the event loop never waits for a barrier)."""
+        self._closing = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._close_now()
+            finally:
+                self._lock.release()
+
+    def _close_now(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -148,12 +159,17 @@ class TreeWatch:
         call included; None when only a scan of the whole root can say (and the watch is
         rebuilt for the next call)."""
         with self._lock:
+            if self._closing:
+                self._close_now()  # closed while another call held the watch
             if self._fd < 0:
                 return None
             try:
                 found = self._read_to_barrier()
-            except WatchUnavailable:
+            except (WatchUnavailable, OSError):
                 found = None
+            if self._closing:
+                self._close_now()
+                return None
             if found is None:
                 self._rebuild()
             return found
