@@ -10,6 +10,7 @@ another process before the checkpoint (its last seen diagnostics are not its tex
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,47 @@ def test_an_unknown_checkpoint_is_refused_naming_the_field(tmp_path: Path) -> No
     assert "since:" in refused and "none yet" in refused, refused
     assert "'cp1'" in still, still
     assert "file:" in neither and "since" in neither, neither
+
+
+def test_a_checkpoint_through_tether_session(tmp_path: Path) -> None:
+    """The action is the `lsp` tool's, so every transport has it: here `tether session`'s JSON
+    lines, with a write by another process between the mark and the question."""
+    need("basedpyright-langserver")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "s"\nversion = "0"\n')
+    (tmp_path / "a.py").write_text('x: int = "old"\n')
+    session = subprocess.Popen(
+        [sys.executable, "-m", "tether.cli", "session", "--workdir", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert session.stdin is not None and session.stdout is not None
+
+    def ask(request_id: int, args: dict[str, str]) -> str:
+        assert session.stdin is not None and session.stdout is not None
+        session.stdin.write(json.dumps({"id": request_id, "tool": "lsp", "args": args}) + "\n")
+        session.stdin.flush()
+        while True:
+            reply = json.loads(session.stdout.readline())
+            if reply.get("id") == request_id:
+                assert not reply["is_error"], reply
+                return "".join(block.get("text", "") for block in reply["content"])
+
+    try:
+        ask(1, {"action": "diagnostics", "file": "a.py"})
+        assert 'checkpoint "cp1" marked' in ask(2, {"action": "checkpoint"})
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _WRITE_ONE,
+                str(tmp_path / "a.py"),
+                'x: int = "old"\ny: str = 2\n',
+            ],
+            check=True,
+        )
+        answer = ask(3, {"action": "diagnostics", "since": "cp1"})
+    finally:
+        session.stdin.close()
+        session.wait(timeout=60)
+    assert "a.py (basedpyright): 1 introduced, 0 fixed, 1 already there" in answer, answer
