@@ -13,6 +13,7 @@ import os
 import stat as stat_mode
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,11 +120,8 @@ async def changed_files(supervisor: LspSupervisor, since_ns: int) -> set[Path]:
     for root, suffixes in roots.items():
         if root != supervisor.workdir and supervisor.workdir not in root.parents:
             continue
-        wanted = frozenset(suffixes)
-        changed = await off_loop(
-            root,
-            lambda reader, wanted=wanted: _changed_since(reader, wanted, since_ns),  # type: ignore[misc]
-        )
+        look = partial(_changed_since, suffixes=frozenset(suffixes), since_ns=since_ns)
+        changed = await off_loop(root, look)
         found.update(Path(path) for path in changed)
     return found
 
