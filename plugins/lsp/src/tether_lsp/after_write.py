@@ -23,10 +23,15 @@ from tether.text import cap
 from tether_lsp.client import LspClient
 from tether_lsp.documents import OpenDocument
 from tether_lsp.ledger import DiagnosticLedger
-from tether_lsp.queries import Answers, format_merged, merge_diagnostics
+from tether_lsp.queries import (
+    REPORTED_SEVERITIES,
+    Answers,
+    format_merged,
+    merge_diagnostics,
+    seen_of,
+)
 from tether_lsp.supervisor import LspSupervisor
 
-REPORTED_SEVERITIES = (1, 2)  # errors and warnings; hints and infos are noise after a write
 CAP = 30
 
 
@@ -39,6 +44,8 @@ class _Answer:
     #: diagnostics of the text written (None: not reported in time)
     items: list[dict[str, Any]] | None = None
     text: str = ""
+    #: the document the diagnostics are about (its text and disk stamp)
+    doc: OpenDocument | None = None
     failure: str | None = None
 
 
@@ -103,6 +110,7 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
                 answer = answers[(id(client), path)]
                 answer.items = items
                 answer.text = doc.text
+                answer.doc = doc
         except tether.ToolError as exc:
             for path in files:
                 answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
@@ -194,13 +202,16 @@ def _describe(
     """The note for one written file: its new diagnostics, and why any server is missing."""
     rel = supervisor.relative(path)
     notes = list(notes)
+    complete = not notes  # every server answered: what the run saw is the whole picture
     current: Answers = []
     baselines: Answers = []
     baseline_missing = False
     text = ""
+    doc: OpenDocument | None = None
     for client, answer in got:
         if answer.failure is not None:
             notes.append(answer.failure)
+            complete = False
             continue
         if answer.items is None:
             # not "nothing new": the answer is on its way and the next question gets it
@@ -209,12 +220,14 @@ def _describe(
                 f"{timeout:g} s: not computed yet for the text just written; `lsp diagnostics` "
                 f"for {rel} gives them once it is done"
             )
+            complete = False
             continue
         current.append((client, [d for d in answer.items if is_reported(d)]))
         root_note = supervisor.root_note(client)
         if root_note:
             notes.append(root_note)
         text = answer.text
+        doc = doc or answer.doc
         if answer.baseline is None:
             baseline_missing = True
         else:
@@ -227,6 +240,9 @@ def _describe(
     merged = merge_diagnostics(current)
     known = ledger.knows(path)
     fresh = ledger.new_since_last(path, [d for _, items in merged for d in items])
+    if doc is not None and complete:
+        # what the run was told of the text just written: a checkpoint's baseline
+        ledger.record(path, seen_of(merged, rel, doc))
     fresh_ids = {id(d) for d in fresh}
     news = [(client, [d for d in items if id(d) in fresh_ids]) for client, items in merged]
     if not fresh:

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import anyio
@@ -24,11 +25,13 @@ from tether_lsp.documents import (
     file_events,
     path_to_uri,
     scan_root,
+    skipped_dir,
     uri_to_path,
 )
 from tether_lsp.rpc import MethodNotFound, RequestTimedOut, RpcConnection
 from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import untrusted_env
+from tether_lsp.watch import TreeWatch, WatchUnavailable
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {
     "general": {"positionEncodings": ["utf-8", "utf-16"]},
@@ -186,6 +189,9 @@ class LspClient:
         self.crash_counted = False
         self._seq = 0
         self._snapshot: dict[str, tuple[int, int]] = {}
+        #: the root's inotify watch (Linux), so a query stats only the files changed since the
+        #: last one; None: each query scans the root
+        self.watch: TreeWatch | None = None
         self._sync_lock = anyio.Lock()
         #: the last version of each document closed: reopened, it goes on from there, so a
         #: late publish for the closed text is never taken for the reopened one
@@ -227,6 +233,8 @@ class LspClient:
         result = await self.request("initialize", params, timeout_s=timeout_s)
         self.capabilities = (result or {}).get("capabilities", {}) or {}
         self.encoding = self.capabilities.get("positionEncoding") or "utf-16"
+        # watched before the first scan: a change made between the two is in both
+        self.watch = await anyio.to_thread.run_sync(self._start_watch)
         self._snapshot = await self._scan()
         await self.notify("initialized", {})
         if self.settings or self.spec.waits_for_configuration:
@@ -243,6 +251,18 @@ class LspClient:
         """Polite shutdown, bounded; the process tree is killed and the reader ended in any
         case before this returns."""
         await self.rpc.aclose()
+        self.close_watch()
+
+    def close_watch(self) -> None:
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.close()
+
+    def _start_watch(self) -> TreeWatch | None:
+        try:
+            return TreeWatch(str(self.root), skipped_dir)
+        except WatchUnavailable:
+            return None
 
     # -- the server's requests and notifications -------------------------------------------
 
@@ -371,6 +391,38 @@ class LspClient:
     async def _scan(self) -> dict[str, tuple[int, int]]:
         suffixes = frozenset(self.spec.extensions)
         return await reading.off_loop(self.root, lambda reader: scan_root(reader, suffixes))
+
+    async def _changed_on_disk(self) -> dict[str, tuple[int, int]]:
+        """The root's source files as :meth:`_scan` gives them: from the snapshot and the files
+        the watch says changed (only those are looked at), else by a scan of the root."""
+        watch = self.watch
+        if watch is None:
+            return await self._scan()
+        suffixes = frozenset(self.spec.extensions)
+        snapshot = self._snapshot
+
+        def look(reader: reading.Reader) -> dict[str, tuple[int, int]] | None:
+            paths = watch.changed()
+            if paths is None:
+                return None
+            current = dict(snapshot)
+            for path in paths:
+                reader.check()
+                if os.path.splitext(path)[1] not in suffixes:
+                    continue
+                try:
+                    info = os.stat(path, follow_symlinks=False)
+                except OSError:
+                    current.pop(path, None)
+                    continue
+                if S_ISREG(info.st_mode):
+                    current[path] = (info.st_mtime_ns, info.st_size)
+                else:
+                    current.pop(path, None)
+            return current
+
+        current = await reading.off_loop(self.root, look)
+        return current if current is not None else await self._scan()
 
     async def _sync(self, path: Path) -> tuple[OpenDocument, bool]:
         uri = path_to_uri(path)
@@ -511,7 +563,7 @@ class LspClient:
 
     async def _refresh(self) -> bool:
         sent = False
-        current = await self._scan()
+        current = await self._changed_on_disk()
         # open documents travel as didChange below, not as file events
         for doc in self.documents.values():
             current.pop(str(doc.path), None)
