@@ -1,6 +1,6 @@
 """tether's matcher vs the ast-grep CLI, per optional grammar, on real code (not a test; not in CI).
 
-    uv run python plugins/astgrep/benchmarks/compare_languages.py CORPUS
+    uv run python plugins/astgrep/benchmarks/compare_languages.py CORPUS [LANGUAGE ...]
 
 CORPUS holds one folder per language id (`CORPUS/kotlin/*.kt`, …) of real code assembled at run
 time (never committed): files already on the machine or from fetched public repositories. For
@@ -24,19 +24,126 @@ from tether_astgrep.pattern import PatternError, compile_pattern
 PATTERNS: dict[str, list[str]] = {
     "bash": ["echo $$$A", "[ -z $X ]", "export $$$A"],
     "cpp": ["return $X;", "if ($C) { $$$B }", "$F($$$A);"],
-    "csharp": ["if ($C) { $$$B }", "new $T($$$A)", "$X.Add($Y)", "public $T $M($$$P) { $$$B }"],
+    "csharp": [
+        "if ($C) { $$$B }",
+        "new $T($$$A)",
+        "$X.Add($Y)",
+        "public $T $M($$$P) { $$$B }",
+        "using $N;",
+        "throw new $E($$$A);",
+        "return $X;",
+        "var $X = $Y;",
+        "await $X",
+        "foreach (var $X in $Y) { $$$B }",
+        "nameof($X)",
+        "$X ?? $Y",
+    ],
     "css": ["color: $C", "$S { $$$D }", "border: $$$V"],
     "elixir": ["def $F($$$A) do $$$B end", "{:ok, $V}", "$X |> $F($$$A)"],
     "haskell": ["$F :: $T", "import $M", "$X <$> $Y"],
     "html": ['<link rel="stylesheet" href="$H" $$$A>', '<script src="$S"></script>', 'id="$I"'],
-    "java": ["$A.equals($B)", "new $T($$$A)", "public $T $M($$$P) { $$$B }"],
+    "java": [
+        "$A.equals($B)",
+        "new $T($$$A)",
+        "public $T $M($$$P) { $$$B }",
+        "throw new $E($$$A);",
+        "if ($X == null) { $$$B }",
+        "return $X;",
+        "import $N;",
+        "for ($T $X : $Y) { $$$B }",
+        "try { $$$A } catch ($E $V) { $$$B }",
+        "Objects.requireNonNull($$$A)",
+        "$X.length()",
+        "$X instanceof $T",
+    ],
     "json": ['"name": $V', "[$$$A]", '"version": $V'],
-    "kotlin": ["val $X = $Y", "fun $F($$$P): $T { $$$B }", "$X?.let { $$$B }"],
+    "kotlin": [
+        "val $X = $Y",
+        "fun $F($$$P): $T { $$$B }",
+        "$X?.let { $$$B }",
+        "when ($X) { $$$B }",
+        "$X != null",
+        "$X == null",
+        "require($$$A)",
+        "check($$$A)",
+        "listOf($$$A)",
+        "import $N",
+        "return $X",
+        "throw $E",
+    ],
     "lua": ["local $X = $Y", "return $X", "error($$$A)"],
-    "php": ["isset($X)", "$A = $B;", "function $F($$$P) { $$$B }"],
+    "php": [
+        "isset($X)",
+        "$A = $B;",
+        "function $F($$$P) { $$$B }",
+        "$this->$M($$$A)",
+        "new $C($$$A)",
+        "throw new $E($$$A);",
+        "return $X;",
+        "foreach ($X as $K => $V) { $$$B }",
+        "if ($C) { $$$B }",
+        "use $N;",
+        "$X instanceof $C",
+        "\\count($X)",
+    ],
     "ruby": ["require $X", "$X.each do |$V|\n  $$$B\nend", "def $M($$$A)\n  $$$B\nend"],
     "scala": ["val $X = $Y", "case $P => $E", "def $F($$$P): $T = $B"],
-    "swift": ["guard let $X else { $$$B }", "self.$P = $V", "func $F($$$P) { $$$B }"],
+    "swift": [
+        "guard let $X else { $$$B }",
+        "self.$P = $V",
+        "func $F($$$P) { $$$B }",
+        "if let $X = $Y { $$$B }",
+        "let $X = $Y",
+        "switch $X { $$$C }",
+        "return $X",
+        "$X.append($Y)",
+        "import $M",
+        "struct $S { $$$B }",
+        "throw $E",
+        "do { $$$A } catch { $$$B }",
+    ],
+    "python": [
+        "def $F($$$P): $$$B",
+        "if $C: $$$B",
+        "isinstance($X, $T)",
+        "raise $E",
+        "return $X",
+        "import $M",
+        "from $M import $$$N",
+        "with $X as $Y: $$$B",
+        "for $X in $Y: $$$B",
+        "$A.append($B)",
+        "assert $X",
+        "await $X",
+    ],
+    "typescript": [
+        "import { $$$I } from $M",
+        "const $X = $Y",
+        "function $F($$$P) { $$$B }",
+        "if ($C) { $$$B }",
+        "throw new $E($$$A)",
+        "await $X",
+        "return $X",
+        "$A.push($B)",
+        "export function $F($$$P) { $$$B }",
+        "typeof $X === $T",
+        "interface $I { $$$B }",
+        "type $T = $V",
+    ],
+    "javascript": [
+        "require($M)",
+        "const $X = require($M)",
+        "function $F($$$P) { $$$B }",
+        "if ($C) { $$$B }",
+        "throw new $E($$$A)",
+        "return $X",
+        "$X.then($$$A)",
+        "new Promise($$$A)",
+        "typeof $X === $T",
+        "import $X from $M",
+        "module.exports = $X",
+        "await $X",
+    ],
     "yaml": ["name: $N", "- $X", "run: $R"],
 }
 
@@ -87,7 +194,10 @@ def main() -> None:
     print(
         f"{'language':<9} {'pattern':<34} {'tether':>6} {'ast-grep':>8} {'only t':>6} {'only ag':>7}"
     )
+    only = set(sys.argv[2:])
     for lang, patterns in PATTERNS.items():
+        if only and lang not in only:
+            continue
         grammar = registry.get(lang)
         assert grammar is not None
         files = sorted(p for p in (corpus / lang).glob("*") if p.is_file())
