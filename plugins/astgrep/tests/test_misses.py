@@ -5,6 +5,8 @@ a pattern whose first reading is not the one a person means."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tether_astgrep.grammars import GrammarRegistry, all_grammars
@@ -263,3 +265,29 @@ def test_tokens_written_side_by_side_still_admit_nothing_between(
     assert find(registry, "python", "def $F($$$P): $$$B", "def f() -> int:\n    pass\n") == []
     assert find(registry, "javascript", "f($X)", "f(this, y)") == []
     assert find(registry, "javascript", "f(x)", "f(null, x)") == []
+
+
+@pytest.mark.anyio
+async def test_csharp_using_through_the_tool_names_both_readings_and_how_to_choose(
+    astgrep_run: Any,
+) -> None:
+    if "csharp" not in INSTALLED:
+        pytest.skip("the csharp grammar is not installed")
+    async with astgrep_run({"src/a.cs": CSHARP_USINGS}) as run:
+        result = await run.call("ast_grep", {"pattern": "using $N;"})
+        assert not result.is_error, result.text_content
+        text = result.text_content
+        assert "using directive (as a top level): finds using directives" in text
+        assert "also readable as local declaration statement" in text
+        assert "selector: local_declaration_statement" in text
+        assert [m["line"] for m in result.meta["matches"]] == [1, 2, 5]
+        # the way the result names: the other reading, chosen with a rule
+        rule = {
+            "pattern": {
+                "context": "class C { void M() { using $N; } }",
+                "selector": "local_declaration_statement",
+            }
+        }
+        chosen = await run.call("ast_grep", {"rule": rule, "language": "csharp"})
+        assert not chosen.is_error, chosen.text_content
+        assert [m["line"] for m in chosen.meta["matches"]] == [8]

@@ -545,8 +545,9 @@ def compile_readings(
                     there[0],
                     interpretation=(
                         f"{there[0].interpretation}: finds {finds}; also readable as "
-                        f"{compiled.interpretation}, which a pattern only that reading "
-                        "parses searches"
+                        f"{compiled.interpretation}: to search that reading, give `rule` "
+                        "`{pattern: {context: <the code around it>, selector: "
+                        f"{_root_kind(compiled)}}}}}`"
                     ),
                 )
         for also_rung in grammar.also_read.get(kind, ()):
