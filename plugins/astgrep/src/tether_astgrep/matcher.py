@@ -445,7 +445,11 @@ class Matcher:
                 return None
             c = cs[j]
             # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too.
-            token = not c.is_named or (c.child_count == 0 and c.text == c.type.encode())
+            token = not c.is_named or (
+                c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
+                and c.child_count == 0
+                and c.text == c.type.encode()
+            )
             goal_token = self.skip_goal_tokens and p.text is not None and not p.named
             # Smart never skips code between two tokens the pattern writes side by side
             # (`for (` does not match `for await (`), which keeps its prefilter sound.
