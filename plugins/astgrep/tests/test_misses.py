@@ -141,6 +141,21 @@ EARLIER_CLAUSES: dict[str, tuple[str, str, str]] = {
         "func f() {\n  do { try g() } catch MyErr.a { h() } catch MyErr.b { k() }\n}\n",
         "k()",
     ),
+    "dart": (
+        "try { $$$A } finally { $$$B }",
+        "void f() { try { x(); } catch (e) { y(); } finally { z(); } }\n",
+        "z();",
+    ),
+    "php  ": (
+        "if ($C) { $$$A } else { $$$B }",
+        "<?php\nif ($a) { x(); } elseif ($b) { y(); } else { z(); }\n",
+        "z();",
+    ),
+    "elixir": (
+        "try do\n  $$$A\nafter\n  $$$B\nend",
+        "try do\n  x()\nrescue\n  e -> y()\nafter\n  z()\nend\n",
+        "z()",
+    ),
     "rust": (
         "if $C { $$$A } else { $$$B }",
         "fn m() { if a { x() } else if b { y() } else { z() } }\n",
@@ -164,6 +179,60 @@ def test_clauses_the_pattern_does_not_mention_do_not_prevent_a_match(
     found = captures(registry, language, pattern, code)
     assert len(found) == 1, found
     assert found[0]["B"] == last
+
+
+# Where `else if` is an `if` inside an `else`, a chain holds one `if … else`: the innermost.
+ELSE_IF_CHAINS: dict[str, tuple[str, str]] = {
+    "javascript": (
+        "if ($C) { $$$A } else { $$$B }",
+        "if (a) { x() } else if (b) { y() } else { z() }",
+    ),
+    "typescript": (
+        "if ($C) { $$$A } else { $$$B }",
+        "if (a) { x() } else if (b) { y() } else { z() }",
+    ),
+    "java": (
+        "if ($C) { $$$A } else { $$$B }",
+        "class C { void m() { if (a) { x(); } else if (b) { y(); } else { z(); } } }",
+    ),
+    "csharp": (
+        "if ($C) { $$$A } else { $$$B }",
+        "class C { void M() { if (a) { x(); } else if (b) { y(); } else { z(); } } }",
+    ),
+    "kotlin": (
+        "if ($C) { $$$A } else { $$$B }",
+        "fun m() { if (a) { x() } else if (b) { y() } else { z() } }",
+    ),
+    "swift": (
+        "if $C { $$$A } else { $$$B }",
+        "func m() { if a { x() } else if b { y() } else { z() } }",
+    ),
+    "go": (
+        "if $C { $$$A } else { $$$B }",
+        "package p\nfunc m() { if a { x() } else if b { y() } else { z() } }",
+    ),
+    "c": (
+        "if ($C) { $$$A } else { $$$B }",
+        "void m() { if (a) { x(); } else if (b) { y(); } else { z(); } }",
+    ),
+    "cpp": (
+        "if ($C) { $$$A } else { $$$B }",
+        "void m() { if (a) { x(); } else if (b) { y(); } else { z(); } }",
+    ),
+    "php": (
+        "if ($C) { $$$A } else { $$$B }",
+        "<?php\nif ($a) { x(); } else if ($b) { y(); } else { z(); }",
+    ),
+}
+
+
+@pytest.mark.parametrize(("language", "case"), _installed(ELSE_IF_CHAINS))
+def test_an_else_if_chain_holds_one_if_else(
+    registry: GrammarRegistry, language: str, case: tuple[str, str]
+) -> None:
+    pattern, code = case
+    found = captures(registry, language, pattern, code)
+    assert [c["C"].strip("$") for c in found] == ["b"]
 
 
 # language -> (pattern with a metavariable where the grammar wants a string, code, capture)

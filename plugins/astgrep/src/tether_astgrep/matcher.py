@@ -481,15 +481,30 @@ class Matcher:
                 if goal_token:
                     i += 1
                 j += 1
+                if clause:
+                    # A clause whose body the grammar puts after it (Dart's `catch (e)` then
+                    # its block): the body goes with the unmentioned clause.
+                    while (
+                        j < len(cs)
+                        and cs[j].is_named
+                        and cs[j].kind_id not in self.clause_ids
+                        and self._node(p, cs[j], env) is None
+                    ):
+                        if self.track:
+                            env = self._skipped(
+                                env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1
+                            )
+                        j += 1
+                    continue
                 if (
                     self.any_trailing
                     and token
-                    and not any(ch.isalnum() for ch in (c.text or b"x").decode("latin-1"))
                     and p.text is None
                     and i > 0
                     and not isinstance(ps[i - 1], MetaVar)
                     and j < len(cs)
                     and cs[j].is_named
+                    and not any(ch.isalnum() for ch in (c.text or b"x").decode("latin-1"))
                     and self._node(p, cs[j], env) is None
                 ):
                     # The node an unmentioned punctuation token introduces, before a node
