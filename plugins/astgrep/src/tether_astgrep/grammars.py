@@ -80,6 +80,15 @@ class Grammar:
     # local function), so the declaration rung is tried first; the value is what that reading
     # finds, for the result's "interpreted as".
     declaration_first: Mapping[str, str] = attrs.field(factory=dict)
+    # Like `declaration_first`, for other rungs: a fragment an earlier rung reads as one of
+    # these kinds is read at the rung named first, when that rung reads it as another kind
+    # (C#'s `using $N;` is a using declaration in a method, a using directive at the top
+    # level: a person means the directives). The value: (rung, what that reading finds).
+    # The result names the earlier reading too ("also readable as …").
+    read_first_at: Mapping[str, tuple[str, str]] = attrs.field(factory=dict)
+    # Clauses beyond the kinds named `…_clause` (Kotlin's `catch_block`, Ruby's `elsif`): a
+    # clause the pattern does not mention may stand before one it does.
+    clause_kinds: frozenset[str] = frozenset()
     # Candidate nodes a pattern looks through when they wrap one significant node of another
     # kind (Dart's `method_signature` around a method's `function_signature`), so a function
     # pattern also finds methods.

@@ -101,6 +101,9 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("top level", "", "", terminators=BRACE_TERMINATORS),
             ),
             declaration_first={"local_function_statement": "methods, not local functions"},
+            read_first_at={
+                "local_declaration_statement": ("top level", "using directives, not statements")
+            },
             string_kinds=frozenset(
                 {
                     "string_literal",
@@ -145,6 +148,7 @@ def optional_grammars() -> list[Grammar]:
             string_kinds=frozenset({"string", "charlist", "sigil"}),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=_HASH_COMMENT,
+            clause_kinds=frozenset({"else_block", "rescue_block", "catch_block", "after_block"}),
         ),
         Grammar(
             id="haskell",
@@ -228,6 +232,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=None,  # `/* /* */ */` nests
+            clause_kinds=frozenset({"catch_block", "finally_block"}),
             # a parameter; a `when` entry; a class member; one alone in a one-line body
             # (`object $O { $$$B }`), which Kotlin ends with a line break
             typed_placeholders=("{}: _T", "{} -> _", "val {}: _T", "val {}: _T\n"),
@@ -261,9 +266,25 @@ def optional_grammars() -> list[Grammar]:
                 ),
                 Scaffold("declaration", "<?php\n", "", terminators=BRACE_TERMINATORS),
             ),
-            string_kinds=frozenset({"string", "encapsed_string", "heredoc", "nowdoc"}),
+            string_kinds=frozenset(
+                {"string", "encapsed_string", "heredoc", "heredoc_body", "nowdoc", "nowdoc_body"}
+            ),
+            # PHP's interpolations have no wrapper node: the expression stands in the string
+            # itself (`"{$this->f($x)}"`, `"$a->b"`), so every kind that may stand there is code.
             code_in_string_kinds=frozenset(
-                {"variable_name", "member_access_expression", "subscript_expression"}
+                {
+                    "variable_name",
+                    "dynamic_variable_name",
+                    "member_access_expression",
+                    "nullsafe_member_access_expression",
+                    "member_call_expression",
+                    "nullsafe_member_call_expression",
+                    "scoped_property_access_expression",
+                    "scoped_call_expression",
+                    "class_constant_access_expression",
+                    "subscript_expression",
+                    "function_call_expression",
+                }
             ),
             # comments, and `?> html <?php` (also an extra of the tree)
             comment_regex=(
@@ -288,6 +309,7 @@ def optional_grammars() -> list[Grammar]:
                 {"string", "heredoc_body", "regex", "delimited_symbol", "subshell", "character"}
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
+            clause_kinds=frozenset({"elsif", "else", "rescue", "ensure"}),
             comment_regex=r"#[^\n]*+|=begin\b(?:[^\n]|\n(?!=end\b))*+\n=end\b[^\n]*+",
         ),
         Grammar(
@@ -316,6 +338,7 @@ def optional_grammars() -> list[Grammar]:
                 {"line_string_literal", "multi_line_string_literal", "raw_string_literal"}
             ),
             code_in_string_kinds=frozenset({"interpolated_expression"}),
+            clause_kinds=frozenset({"catch_block"}),
             comment_regex=None,  # `/* /* */ */` nests
             query_candidates=False,  # compiling one query for `guard let …` took 90 s
             # a parameter; a case; a member

@@ -164,7 +164,9 @@ class Matcher:
         # Clauses (`except_clause`, `elif_clause`, `else_clause`…) the pattern does not mention
         # may come before the one it does, as trailing ones may come after.
         self.clause_ids = frozenset(
-            i for i, n in enumerate(grammar.kind_names) if n.endswith("_clause")
+            i
+            for i, n in enumerate(grammar.kind_names)
+            if n.endswith("_clause") or n in grammar.clause_kinds
         )
         # Leading modifiers the pattern does not mention (`pub`, Dart's `abstract`): named
         # kinds called `…modifier…`, and those the grammar lists in `modifier_kinds`.
@@ -283,7 +285,16 @@ class Matcher:
             if node.is_named and node != root:
                 yield node
             if node.kind_id in string_ids:
-                stack.extend(reversed([c for c in node.children if c.kind_id in code_ids]))
+                # the string's code, and its parts that hold code (PHP's `heredoc_body`)
+                stack.extend(
+                    reversed(
+                        [
+                            c
+                            for c in node.children
+                            if c.kind_id in code_ids or c.kind_id in string_ids
+                        ]
+                    )
+                )
             else:
                 stack.extend(reversed(node.children))
 
@@ -433,6 +444,12 @@ class Matcher:
             if self.strict or isinstance(p, MetaVar):
                 return None
             c = cs[j]
+            # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too.
+            token = not c.is_named or (
+                c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
+                and c.child_count == 0
+                and c.text == c.type.encode()
+            )
             goal_token = self.skip_goal_tokens and p.text is not None and not p.named
             # Smart never skips code between two tokens the pattern writes side by side
             # (`for (` does not match `for await (`), which keeps its prefilter sound.
@@ -443,9 +460,17 @@ class Matcher:
                 and isinstance(ps[i - 1], _N)
                 and ps[i - 1].text is not None
             )
+            clause = c.kind_id in self.clause_ids and not p.ids.isdisjoint(self.clause_ids)
+            if clause:
+                # A chain that nests its last clause (Ruby's `elsif … else`): the clause the
+                # pattern names may end the one it does not.
+                nested = self._chained_clause(p, c, env)
+                if nested is not None:
+                    env, i, j = nested, i + 1, j + 1
+                    continue
             if (
-                (not c.is_named and not between_tokens)
-                or (c.kind_id in self.clause_ids and c.kind_id in p.ids)
+                (token and not between_tokens)
+                or clause
                 or (i == 0 and c.kind_id in self.modifier_ids)
             ):
                 # A keyword or punctuation the pattern does not have (`async`), a clause
@@ -456,11 +481,64 @@ class Matcher:
                 if goal_token:
                     i += 1
                 j += 1
+                if clause:
+                    # A clause whose body the grammar puts after it (Dart's `catch (e)` then
+                    # its block): the body goes with the unmentioned clause.
+                    while (
+                        j < len(cs)
+                        and cs[j].is_named
+                        and cs[j].kind_id not in self.clause_ids
+                        and self._node(p, cs[j], env) is None
+                    ):
+                        if self.track:
+                            env = self._skipped(
+                                env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1
+                            )
+                        j += 1
+                    continue
+                if (
+                    self.any_trailing
+                    and token
+                    and p.text is None
+                    and i > 0
+                    and not isinstance(ps[i - 1], MetaVar)
+                    and j < len(cs)
+                    and cs[j].is_named
+                    and not any(ch.isalnum() for ch in (c.text or b"x").decode("latin-1"))
+                    and self._node(p, cs[j], env) is None
+                ):
+                    # The node an unmentioned punctuation token introduces, before a node
+                    # the pattern names (Swift's `-> Double` before a function body, `: P`
+                    # before a struct's body): unmentioned too. Not after a word: Rust's
+                    # `impl $T {…}` does not find `impl T for U {…}`; nor right after a
+                    # metavariable, which could then bind the wrong part (Kotlin's
+                    # `fun A.f()`: `$F` would be the receiver type).
+                    if self.track:
+                        env = self._skipped(
+                            env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1
+                        )
+                    j += 1
                 continue
             if goal_token:
                 i += 1
                 continue
             return None
+
+    def _chained_clause(self, p: Any, c: ts.Node, env: Env) -> Env | None:
+        """`p` matched against the clause that ends clause `c`, nested as deep as it goes."""
+        node = c
+        while True:
+            kids = self._sig(node)
+            if not kids or kids[-1].kind_id not in self.clause_ids:
+                return None
+            node = kids[-1]
+            if node.kind_id in p.ids:
+                found = self._node(p, node, env)
+                if found is not None and self.track:
+                    found = self._skipped(
+                        found, c.start_byte, node.start_byte, c.start_point[0] + 1
+                    )
+                return found
 
     def _absorbing(
         self,

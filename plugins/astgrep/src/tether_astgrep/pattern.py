@@ -542,14 +542,35 @@ def compile_readings(
                         f"finds {finds})"
                     ),
                 )
+        earlier: CompiledPattern | None = None
+        first_at = grammar.read_first_at.get(kind)
+        if first_at is not None and first_at[0] != scaffold.rung:
+            rung, finds = first_at
+            other = next((s for s in scaffolds if s.rung == rung), None)
+            there = other and (
+                _read(other, text, variants, grammar, parser, {})
+                or _respelled(text, grammar, other, parser)
+            )
+            if there and _root_kind(there[0]) != _root_kind(compiled):
+                earlier = compiled
+                compiled = attrs.evolve(
+                    there[0],
+                    interpretation=(
+                        f"{there[0].interpretation}: finds {finds}; also readable as "
+                        f"{compiled.interpretation}: to search that reading, give `rule` "
+                        "`{pattern: {context: <the code around it>, selector: "
+                        f"{_root_kind(compiled)}}}}}`"
+                    ),
+                )
         for also_rung in grammar.also_read.get(kind, ()):
             other = next((s for s in grammar.scaffolds if s.rung == also_rung), None)
             if other is not None and other is not scaffold:
                 extra = _read(other, text, variants, grammar, parser, {})
                 if extra is not None:
                     compiled = _union(compiled, extra[0])
-        if all(compiled.items != f.items for f in found):
-            found.append(compiled)
+        for reading in (compiled, earlier):
+            if reading is not None and all(reading.items != f.items for f in found):
+                found.append(reading)
     if not found and as_names:
         found.append(as_names[0][0])
     if not found:
@@ -562,6 +583,11 @@ def compile_readings(
             "write one complete statement, expression, member or declaration"
         )
     return [_with_strictness(c, strictness) for c in found]
+
+
+def _root_kind(compiled: CompiledPattern) -> str:
+    root = compiled.root
+    return "" if isinstance(root, MetaVar) else root.kind
 
 
 def _union(first: CompiledPattern, extra: CompiledPattern) -> CompiledPattern:
@@ -577,6 +603,11 @@ def _union(first: CompiledPattern, extra: CompiledPattern) -> CompiledPattern:
     )
 
 
+# Where a grammar wants a string literal (`import { $$$I } from $M`, Go's `import $M`), a
+# metavariable is spelled as one, in every grammar, after its own typed placeholders; it then
+# stands for the whole literal, quotes included (`"$M"` captures the text inside them).
+STRING_PLACEHOLDER = '"{}"'
+
 # Respellings tried in a rung that does not read the plain fragment: at most this many
 # metavariables at once, and this many choices in all (so an unparseable pattern fails fast).
 MAX_RESPELLED = 2
@@ -589,6 +620,8 @@ def _respelled(
     """The fragment read in `scaffold` with some metavariables spelled as typed items
     (`$$$P` in Kotlin's `fun $F($$$P)` as `P: _T`, a parameter), fewest respelled first."""
     spellings = grammar.typed_placeholders
+    if grammar.metavar_template != STRING_PLACEHOLDER:
+        spellings = (*spellings, STRING_PLACEHOLDER)
     found = list(METAVAR_RE.finditer(text))
     count = len(found)
     if not spellings or not count:
