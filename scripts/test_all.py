@@ -19,7 +19,7 @@ tests with every wheel installed.
 
 - ``--portable`` runs the core suite and the kill/orphan attack family (:data:`PORTABLE_CROSS`)
   again with ``TETHER_PORTABLE=1``: the psutil backend and no subreaper, as on macOS (see
-  ``tether.procinfo``). It reuses the environments an earlier run of this script left (the same
+  ``tether.procinfo``), and astgrep's worker-pool tests, whose workers are spawned there. It reuses the environments an earlier run of this script left (the same
   wheels), so after the full run it costs only the tests.
 
 Prints one summary line per environment and a closing "N passed, N failed" line.
@@ -48,6 +48,12 @@ PORTABLE_CROSS = [
     "tests/attacks/test_kill_attacks.py",
     "tests/attacks/test_hang_attacks.py",
     "tests/attacks/test_pid_ownership_attacks.py",
+    # astgrep's worker pool, which spawns instead of forking there: same results, no orphan,
+    # adopted and released, a stalled worker replaced
+    "plugins/astgrep/tests/test_worker_start.py",
+    "plugins/astgrep/tests/test_ownership.py",
+    "plugins/astgrep/tests/test_scale.py::"
+    "test_a_worker_that_stays_stopped_is_replaced_and_the_others_keep_their_cache",
 ]
 _reuse_envs = False
 SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")

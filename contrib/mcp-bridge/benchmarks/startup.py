@@ -2,7 +2,12 @@
 tool: from starting the process to the ``initialize`` reply, and to the first ``tools/list``
 reply (2025-11-25, the revision Codex and Claude Code start with).
 
-    uv run python contrib/mcp-bridge/benchmarks/startup.py [--starts 7]
+    uv run python contrib/mcp-bridge/benchmarks/startup.py [--starts 7] [--before DIR]
+
+``--before DIR`` adds a third server, interleaved with the others: ``tether mcp`` with the core
+and the bridge imported from another checkout's sources (``git archive main core/src
+contrib/mcp-bridge/src | tar -x -C DIR``), the rest from this environment — a before/after
+under the same load.
 
 A client that lists tools right after ``initialize`` (Codex does, with a start-up timeout) gets
 tether's tools only once the run is open; the bare server is the floor any SDK server pays
@@ -61,6 +66,7 @@ def one_start(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--starts", type=int, default=7)
+    parser.add_argument("--before", type=Path, help="a checkout whose core and bridge to time too")
     ns = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,13 +76,17 @@ def main() -> None:
         bare = Path(tmp) / "bare_server.py"
         bare.write_text(BARE_SERVER)
         servers = {
-            "bare mcp SDK server": [sys.executable, str(bare)],
-            "tether mcp": mcp_argv(str(workdir)),
+            "bare mcp SDK server": ([sys.executable, str(bare)], env),
+            "tether mcp": (mcp_argv(str(workdir)), env),
         }
+        if ns.before is not None:
+            src = [ns.before / "core" / "src", ns.before / "contrib" / "mcp-bridge" / "src"]
+            path = os.pathsep.join(str(p.resolve()) for p in src)
+            servers["tether mcp (before)"] = (mcp_argv(str(workdir)), {**env, "PYTHONPATH": path})
         results: dict[str, list[tuple[float, float, int]]] = {k: [] for k in servers}
-        for _ in range(ns.starts):  # interleaved, so load drifts hit both alike
-            for name, argv in servers.items():
-                results[name].append(one_start(argv, env))
+        for _ in range(ns.starts):  # interleaved, so load drifts hit every server alike
+            for name, (argv, server_env) in servers.items():
+                results[name].append(one_start(argv, server_env))
     load = os.getloadavg()[0]
     print(f"start -> reply, median of {ns.starts} starts (load average {load:.1f}):")
     medians = {
@@ -87,7 +97,7 @@ def main() -> None:
     for name, (init, listed) in medians.items():
         tools = results[name][0][2]
         print(
-            f"  {name:<20} initialize {init * 1000:6.0f} ms (x{init / base_init:.2f})   "
+            f"  {name:<21} initialize {init * 1000:6.0f} ms (x{init / base_init:.2f})   "
             f"tools/list {listed * 1000:6.0f} ms (x{listed / base_list:.2f}, {tools} tools)"
         )
 

@@ -359,3 +359,83 @@ def test_pydantic_ai_lists_the_tools_and_calls_one(client_envs, workdir):
     assert {"ast_grep", "lsp", "echo"} <= set(seen["tools"])
     assert "from pai" in json.dumps(seen["results"])
     assert server.wait_gone() == []
+
+
+#: how long the gated test plugin's import waits for the client's sign that `initialize` was
+#: answered (a server that imports every plugin before answering meets this deadline instead)
+GATE_WAIT_S = 15
+
+GATED_PLUGIN = f"""
+import os, time
+from pathlib import Path
+
+import attrs
+import tether
+
+# the import waits until the client says `initialize` was answered (the gate file), at most
+# {GATE_WAIT_S} s: a server that answers only after importing every plugin never opens it
+_gate = Path(os.environ["TETHER_TEST_GATE"])
+_deadline = time.monotonic() + {GATE_WAIT_S}
+while not _gate.exists() and time.monotonic() < _deadline:
+    time.sleep(0.05)
+OPENED = _gate.exists()
+
+
+@attrs.frozen
+class Args:
+    message: str = tether.arg("", description="ignored")
+
+
+async def gated(call, args):
+    return "loaded"
+
+
+@tether.hookimpl
+def tether_tools(run):
+    return [tether.ToolSpec("gated_tool", "read", Args, gated, f"gate opened: {{OPENED}}")]
+"""
+
+
+def gated_server(tmp_path: Path, workdir: Path, *flags: str) -> tuple[Server, Path]:
+    """A server with one more installed plugin (a dist-info on PYTHONPATH) whose hooks module
+    takes until the client has its `initialize` answer to import."""
+    site = tmp_path / "site"
+    dist = site / "gated_plugin-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gated-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[tether]\ngated = gated_plugin\n")
+    (site / "gated_plugin.py").write_text(GATED_PLUGIN)
+    gate = tmp_path / "initialize-answered"
+    server = Server(workdir, *flags)
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+    server.env.update(PYTHONPATH=path, TETHER_TEST_GATE=str(gate))
+    return server, gate
+
+
+@pytest.mark.parametrize("client", LEGACY)
+def test_initialize_is_answered_before_the_plugins_are_loaded(
+    client_envs, workdir, tmp_path, client
+):
+    """`initialize` does not wait for the plugins (Codex lists tools right after it, with a
+    start-up timeout); `tools/list` waits for all of them: every tool, never a partial list."""
+    server, gate = gated_server(tmp_path, workdir)
+    seen = run_client(client_envs, client, server, "tools", gate=str(gate))
+    tools = {t["name"]: t for t in seen["tools"]}
+    assert tools["gated_tool"]["description"] == "gate opened: True"
+    assert {"ast_grep", "lsp", "eval", "debug", "ask_user", "echo_write"} <= set(tools)
+
+
+@pytest.mark.parametrize("client", LEGACY)
+def test_a_run_that_cannot_open_is_an_error_of_tools_list_not_an_empty_list(
+    client_envs, workdir, tmp_path, client
+):
+    """The run opens in the background after `initialize`: what stops it (here a key the eval
+    family does not know, found only once the plugins are loaded) answers the requests that
+    need the run, by name."""
+    config = tmp_path / "harness.toml"
+    config.write_text("[eval]\nno_such_key = 1\n")
+    server, gate = gated_server(tmp_path, workdir, "--config", str(config))
+    seen = run_client(client_envs, client, server, "tools", gate=str(gate))
+    assert "tools" not in seen
+    assert "the run did not open" in seen["mcp_error"], seen
+    assert "no_such_key" in seen["mcp_error"], seen

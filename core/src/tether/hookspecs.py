@@ -92,7 +92,9 @@ def tether_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add subcommands to the ``tether`` command line (after llm's ``register_commands``).
 
     Called only when the command line names a command the core does not own (or asks for the
-    list of commands), so ``tether call``/``session``/``tools``/``plugins`` never pay for it.
+    list of commands), so ``tether call``/``session``/``tools``/``plugins`` never pay for it; a
+    command indexed in the ``tether.commands`` entry-point group is looked for in its plugin
+    alone first (see ``tether.plugins.COMMANDS_GROUP``).
     Add ``parser = subparsers.add_parser(NAME, help=…)`` and its flags
     (``tether.cli.add_run_options(parser)`` gives the shared ``--workdir``, ``--config``,
     ``--conversation``, ``--vibe``, ``--surface``, ``--approve``), then

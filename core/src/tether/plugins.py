@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from importlib.metadata import Distribution
 
 ENTRY_POINT_GROUP = "tether"
+#: an index for the CLI: ``<command> = "<a plugin's module>"`` names the plugin whose
+#: ``tether_cli_commands`` adds ``tether <command>``, so that command starts with that plugin
+#: alone (``tether mcp`` answers its client before every other plugin is imported)
+COMMANDS_GROUP = "tether.commands"
 CORE_DISTRIBUTION = "tether"
 #: the name at the head of a PEP 508 requirement: only a requirement whose name is the core's is
 #: handed to ``packaging`` (a plugin's other requirements are never parsed)
@@ -83,12 +87,14 @@ def make_plugin_manager(
     *,
     entry_points_group: str | None = ENTRY_POINT_GROUP,
     plugins: Iterable[object] = (),
+    only: Collection[str] | None = None,
 ) -> TetherPluginManager:
-    """A fresh plugin manager: entry-point plugins (unless ``entry_points_group`` is None) and
+    """A fresh plugin manager: entry-point plugins (unless ``entry_points_group`` is None;
+    only those named in ``only`` when given, within what ``TETHER_LOAD_PLUGINS`` allows) and
     the given plugin objects (a harness's own hooks). Never a global."""
     pm = TetherPluginManager()
     if entry_points_group:
-        _load_entry_points(pm, entry_points_group)
+        _load_entry_points(pm, entry_points_group, only)
     for index, plugin in enumerate(plugins):
         name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{index}"
         try:
@@ -111,7 +117,21 @@ def make_plugin_manager(
     return pm
 
 
-def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
+def indexed_command_plugins(command: str) -> set[str]:
+    """The plugins (entry-point names) the ``tether.commands`` index names for ``command``:
+    those whose ``tether`` entry point is the module the index gives (empty: not indexed)."""
+    import importlib.metadata
+
+    found = importlib.metadata.entry_points()
+    modules = {ep.value for ep in found.select(group=COMMANDS_GROUP, name=command)}
+    if not modules:
+        return set()
+    return {ep.name for ep in found.select(group=ENTRY_POINT_GROUP) if ep.value in modules}
+
+
+def _load_entry_points(
+    pm: TetherPluginManager, group: str, subset: Collection[str] | None = None
+) -> None:
     import importlib.metadata
 
     only = _env_list("TETHER_LOAD_PLUGINS")
@@ -122,7 +142,9 @@ def _load_entry_points(pm: TetherPluginManager, group: str) -> None:
         if ep.name in seen:
             continue
         seen.add(ep.name)
-        if only is not None and ep.name not in only:
+        if (only is not None and ep.name not in only) or (
+            subset is not None and ep.name not in subset
+        ):
             continue
         dist: Distribution | None = ep.dist
         # the metadata is parsed once (each of Distribution's properties parses it again)

@@ -1,65 +1,72 @@
-"""What a worker of ast_grep's pool would cost to start with ``spawn`` instead of ``fork`` (not a
-test; not run in CI). macOS does not make ``fork`` safe in a threaded process; a spawned worker
-starts a fresh interpreter and must import the engine and rebuild the grammar registry (its
-grammars' loaders are closures, not picklable), then load a grammar to parse.
+"""What ast_grep's worker pool costs to start with ``fork`` (Linux) and with ``spawn`` (macOS,
+where fork is unsafe in a threaded process, and Linux under ``TETHER_PORTABLE=1``). Not a
+test; not run in CI.
 
-    uv run python plugins/astgrep/benchmarks/spawn_cost.py [--samples 7]
+    uv run python plugins/astgrep/benchmarks/spawn_cost.py [--samples 7] [--workers 2]
 
-Prints the median wall time from start to "ready" (engine imported, registry rebuilt, Python's
-grammar loaded) for a forked child and a spawned one.
+Per start method: the median wall time from a new pool to the end of its first search of two
+one-line files (every worker started and ready — a spawned one is a fresh interpreter that
+imports the engine and rebuilds the grammars sent to it pickled — and Python's grammar loaded
+in it), then a second search on the same pool (the workers already running). The run's own
+process has searched once before, as a run that reaches the pool has.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import statistics
+import tempfile
 import time
+from pathlib import Path
+
+from tether_astgrep.engine import ProcessState, StartMethod, Task, WorkerPool
+from tether_astgrep.grammars import GrammarRegistry, all_grammars
+from tether_astgrep.pattern import compile_pattern
 
 
-def _registry_and_parse() -> None:
-    import tether
-    from tether_astgrep.grammars import GrammarRegistry
-
-    registry = GrammarRegistry()
-    for found in tether.make_plugin_manager().hook.tether_grammars():
-        for grammar in found:
-            registry.add(grammar)
-    python = registry.get("python")
-    assert python is not None
-    python.language()
-
-
-def _child(conn, rebuild: bool) -> None:  # type: ignore[no-untyped-def]
-    if rebuild:
-        _registry_and_parse()
-    conn.send("ready")
-    conn.close()
-
-
-def once(method: str) -> float:
-    ctx = multiprocessing.get_context(method)
-    parent, child = ctx.Pipe()
-    start = time.perf_counter()
-    # a forked child inherits what the parent imported; a spawned one starts from nothing
-    proc = ctx.Process(target=_child, args=(child, method != "fork"))
-    proc.start()
-    assert parent.recv() == "ready"
-    took = time.perf_counter() - start
-    proc.join()
-    return took
+def once(
+    method: StartMethod, registry: GrammarRegistry, task: Task, root: str, workers: int
+) -> tuple[float, float]:
+    files = ["a.py", "b.py"]
+    pool = WorkerPool(registry, workers, 64 * 2**20, start=method)
+    try:
+        start = time.perf_counter()
+        first = pool.run(task, root, files, stall_s=120)
+        cold = time.perf_counter() - start
+        start = time.perf_counter()
+        second = pool.run(task, root, files, stall_s=120)
+        warm = time.perf_counter() - start
+    finally:
+        pool.stop()
+    assert sum(r.count for r in first.results) == 2 == sum(r.count for r in second.results)
+    return cold, warm
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=7)
+    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    _registry_and_parse()  # the parent, as a run that searched once: what fork inherits
-    print(f"load average {os.getloadavg()[0]:.2f}; median of {args.samples}, wall to ready")
-    for method in ("fork", "forkserver", "spawn"):
-        times = [once(method) for _ in range(args.samples)]
-        print(f"{method:<11} {statistics.median(times) * 1000:8.1f} ms per worker")
+    registry = GrammarRegistry(all_grammars())
+    python = registry.get("python")
+    assert python is not None
+    task = Task("search", compile_pattern("f($A)", python), None, 1 << 20)
+    with tempfile.TemporaryDirectory() as root:
+        for name in ("a.py", "b.py"):
+            (Path(root) / name).write_text("f(1)\n")
+        ProcessState(registry, 0).run(task, root, ["a.py"])  # the run has searched once
+        print(
+            f"load average {os.getloadavg()[0]:.2f}; {args.workers} workers, median of "
+            f"{args.samples}: new pool -> first search done, then a second search"
+        )
+        methods: tuple[StartMethod, ...] = ("fork", "spawn")
+        for method in methods:
+            times = [once(method, registry, task, root, args.workers) for _ in range(args.samples)]
+            cold = statistics.median(t[0] for t in times)
+            warm = statistics.median(t[1] for t in times)
+            print(f"{method:<6} first {cold * 1000:8.1f} ms   second {warm * 1000:6.1f} ms")
+        print(f"load average {os.getloadavg()[0]:.2f} after")
 
 
 if __name__ == "__main__":

@@ -55,3 +55,14 @@ def astgrep_run(
             yield run
 
     return factory
+
+
+@pytest.fixture(params=["fork", "spawn"])
+def worker_start(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each worker start method in turn: ``fork`` (Linux's) and ``spawn`` (where fork is unsafe:
+    macOS, and ``TETHER_PORTABLE=1``), whatever this machine would choose."""
+    from tether_astgrep import engine
+
+    start: str = request.param
+    monkeypatch.setattr(engine, "default_start_method", lambda: start)
+    return start

@@ -34,7 +34,9 @@ async def test_git_runs_as_a_child_of_the_run(astgrep_run, tether_workdir, tmp_p
         assert owners and all(o.startswith(f"{run.owner}/") for o in owners), owners
 
 
-async def test_workers_are_adopted_while_they_run_and_released_once_reaped(astgrep_run):
+async def test_workers_are_adopted_while_they_run_and_released_once_reaped(
+    astgrep_run, worker_start
+):
     files = {f"m{i:02}.py": f"f({i})\n" for i in range(20)}
     async with astgrep_run(files, config={"astgrep": WORKERS}) as run:
         await run.call("ast_grep", {"pattern": "f($A)"})

@@ -54,7 +54,7 @@ def _cont(pid: int) -> None:
 
 
 async def test_a_worker_that_stays_stopped_is_replaced_and_the_others_keep_their_cache(
-    astgrep_run,
+    astgrep_run, worker_start
 ) -> None:
     files = {f"m{i:02}.py": f"f({i})\n" for i in range(40)}
     config = {"astgrep": {**WORKERS, "search_timeout_s": 1.5}}

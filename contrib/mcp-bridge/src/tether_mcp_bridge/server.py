@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlparse
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import anyio.to_thread
 import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -194,13 +195,15 @@ def _root_dir(uri: str) -> Path | None:
 
 
 class Bridge:
-    """The server's state: the run (opened at the first request that needs it) and the calls."""
+    """The server's state: the run (opened in the background once the workdir is known) and
+    the calls."""
 
     def __init__(self, ns: argparse.Namespace, tg: anyio.abc.TaskGroup) -> None:
         self.ns = ns
         self.tg = tg
         self.cards = ElicitationCards()
         self.run: tether.Run | None = None
+        self._imported = anyio.Event()
         self._opened = anyio.Event()
         self._opening = False
         self._open_error: BaseException | None = None
@@ -211,7 +214,26 @@ class Bridge:
 
     # --- the run ------------------------------------------------------------------------
 
+    async def load(self) -> None:
+        """Started with the server, which answers ``initialize`` meanwhile: import every
+        plugin in a worker thread (the event loop keeps serving), then, when the workdir is
+        known already (``--workdir``), open the run. A request that needs the run awaits it."""
+        try:
+            await anyio.to_thread.run_sync(tether.make_plugin_manager)
+        except Exception as exc:  # a bug: every request that needs the run says it
+            self._open_error = exc
+            log.exception("tether mcp: loading the plugins failed")
+        finally:
+            self._imported.set()
+        async with self._lock:
+            if self._close.is_set() or self.ns.workdir is None:
+                return
+            if self.run is None and self._open_error is None:
+                self.tg.start_soon(self._own_run)
+                await self._opened.wait()
+
     async def get_run(self, ctx: Any) -> tether.Run:
+        await self._imported.wait()
         async with self._lock:
             if self.run is None and self._open_error is None:
                 workdir = await self._workdir(ctx)
@@ -501,6 +523,7 @@ async def serve(ns: argparse.Namespace) -> int:
 
         serving, listening = anyio.CancelScope(), anyio.CancelScope()
         tg.start_soon(on_signals, serving, listening)
+        tg.start_soon(bridge.load)
         with serving:
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())

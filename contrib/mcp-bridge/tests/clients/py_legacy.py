@@ -3,7 +3,7 @@
     python py_legacy.py CONFIG_JSON
 
 CONFIG: {"server": [argv], "env": {...}, "scenario": NAME, "answers": [ELICIT_RESULT...],
-"elicitation": bool}. Prints one JSON object of observations on stdout.
+"elicitation": bool, "gate": a file to create once initialize is answered}. Prints one JSON object of observations on stdout.
 """
 
 import json
@@ -50,13 +50,19 @@ async def main() -> None:
             init = await s.initialize()
             seen["protocol"] = init.protocolVersion
             seen["server"] = init.serverInfo.name
+            if "gate" in config:  # tells the server's test plugin that initialize was answered
+                await anyio.Path(config["gate"]).touch()
             scenario = config["scenario"]
             if scenario == "tools":
-                tools = await s.list_tools()
-                seen["tools"] = [
-                    tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-                    for tool in tools.tools
-                ]
+                try:
+                    tools = await s.list_tools()
+                except Exception as exc:  # an MCP error reply
+                    seen["mcp_error"] = str(exc)
+                else:
+                    seen["tools"] = [
+                        tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        for tool in tools.tools
+                    ]
             elif scenario == "calls":
                 seen["results"] = []
                 for name, args in config["calls"]:

@@ -3,6 +3,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { writeFileSync } from "node:fs";
 
 const config = JSON.parse(process.argv[2]);
 const seen = { elicitations: [] };
@@ -24,8 +25,13 @@ if (config.elicitation !== false) {
 await client.connect(transport);
 seen.protocol = transport._protocolVersion ?? client.getServerVersion()?.name;
 seen.server = client.getServerVersion()?.name;
+if (config.gate) writeFileSync(config.gate, ""); // initialize was answered: tell the test plugin
 if (config.scenario === "tools") {
-  seen.tools = (await client.listTools()).tools;
+  try {
+    seen.tools = (await client.listTools()).tools;
+  } catch (err) {
+    seen.mcp_error = String(err);
+  }
 } else if (config.scenario === "calls") {
   seen.results = [];
   for (const [name, args] of config.calls) {

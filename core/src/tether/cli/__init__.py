@@ -31,7 +31,12 @@ from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.journal import WorkdirBusy, recover
 from tether.person import CARD_STREAM, TERMINAL
-from tether.plugins import core_version, make_plugin_manager
+from tether.plugins import (
+    TetherPluginManager,
+    core_version,
+    indexed_command_plugins,
+    make_plugin_manager,
+)
 from tether.process import become_subreaper, kill_orphans
 from tether.registry import SchemaFormat
 from tether.run import Run, open_run
@@ -99,7 +104,8 @@ class _VersionAction(argparse.Action):
         parser.exit(0)
 
 
-def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
+def _parser(plugins: TetherPluginManager | None = None) -> argparse.ArgumentParser:
+    """The parser of the core's commands, and of the commands ``plugins`` add."""
     parser = argparse.ArgumentParser(
         prog="tether", description="Tools bound to the live resources of one run."
     )
@@ -133,15 +139,35 @@ def _parser(*, plugin_commands: bool = False) -> argparse.ArgumentParser:
             p.add_argument(
                 "--interactive", action="store_true", help="a person answers cards on this stream"
             )
-    if plugin_commands:
-        make_plugin_manager().hook.tether_cli_commands(subparsers=sub)
+    if plugins is not None:
+        plugins.hook.tether_cli_commands(subparsers=sub)
     return parser
 
 
-def _names_a_builtin(argv: list[str]) -> bool:
-    """Whether the command line names a core command (then plugins' commands are not loaded)."""
+def _command_parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser for this command line. A core command needs no plugin; a plugin's command
+    indexed in ``tether.commands`` is looked for in its plugin alone first (its start-up pays
+    for that plugin's hooks, not every plugin's); otherwise every plugin adds its commands."""
     first = next((a for a in argv if not a.startswith("-")), None)
-    return first in BUILTIN_COMMANDS and "-h" not in argv[: argv.index(first)]
+    if first is None or "-h" in argv[: argv.index(first)] or "--help" in argv[: argv.index(first)]:
+        return _parser(make_plugin_manager())
+    if first in BUILTIN_COMMANDS:
+        return _parser()
+    indexed = indexed_command_plugins(first)
+    if indexed:
+        parser = _parser(make_plugin_manager(only=indexed))
+        if first in _subcommands(parser):
+            return parser
+    return _parser(make_plugin_manager())
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    return {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
 
 
 def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, Any]]:
@@ -321,7 +347,7 @@ def leave_no_thread(command: str, code: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    ns = _parser(plugin_commands=not _names_a_builtin(args)).parse_args(args)
+    ns = _command_parser(args).parse_args(args)
     become_subreaper()
     try:
         if ns.command == "plugins":

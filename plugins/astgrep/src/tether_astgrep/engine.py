@@ -1,8 +1,10 @@
 """The search engine: a per-process parse cache, a literal prefilter, and worker processes.
 
-Parsing holds the GIL, so large searches are sharded over forked worker processes by a
-stable hash of the path; each worker keeps its own bounded cache of parsed trees, so a later
-search in the same run finds most trees already parsed where it needs them.
+Parsing holds the GIL, so large searches are sharded over worker processes by a stable hash
+of the path; each worker keeps its own bounded cache of parsed trees, so a later search in the
+same run finds most trees already parsed where it needs them. Workers are forked on Linux;
+where fork is unsafe in a threaded process (macOS, and under ``TETHER_PORTABLE=1``) each is a
+fresh interpreter (``spawn``) that rebuilds the grammars from their pickled references.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import tree_sitter as ts
@@ -421,6 +423,61 @@ def _worker_main(
             conn.send(("stats", msg[1], 0, state.cache.stats(), None))
 
 
+#: what a spawned worker runs: ``python -c SPAWNED_WORKER FD``, its pipe on descriptor FD; the
+#: first message is the run's ``sys.path`` (so that it imports what the run imports)
+SPAWNED_WORKER = """
+import sys
+from multiprocessing.connection import Connection
+conn = Connection(int(sys.argv[1]))
+sys.path[:] = conn.recv()
+from tether_astgrep.engine import spawned_worker_main
+spawned_worker_main(conn)
+"""
+
+
+def spawned_worker_main(conn: Connection) -> None:
+    """A spawned worker, once its imports can be found: the grammars (pickled references),
+    then its cache budget, then it serves like a forked one."""
+    try:
+        grammars = conn.recv()
+        cache_bytes, cache_from_search = conn.recv()
+        conn.send(READY)
+    except (EOFError, OSError):
+        return  # the run's process is gone before it could say anything
+    _worker_main(conn, GrammarRegistry(grammars), cache_bytes, cache_from_search)
+
+
+#: what a spawned worker says once it can serve (its imports done, the grammars rebuilt)
+READY = ("ready", 0, 0, None, None)
+#: how long a spawned worker may take to say it: a fresh interpreter importing the engine
+#: takes a fraction of a second on an idle machine; the stall timeout counts only from then
+SPAWN_READY_S = 60.0
+
+
+StartMethod = Literal["fork", "spawn"]
+
+
+def default_start_method() -> StartMethod:
+    """``fork`` where the core uses /proc (Linux: the cheapest start by far, see the README),
+    ``spawn`` where it uses its portable backend (macOS, where fork is unsafe in a threaded
+    process, and Linux under ``TETHER_PORTABLE=1``, to run that path here)."""
+    from tether import procinfo
+
+    return "spawn" if procinfo.portable() else "fork"
+
+
+def shippable(grammar: Grammar) -> bool:
+    """Whether a spawned worker can rebuild ``grammar``: its ``language`` pickles (a
+    ``lazy_language`` or a module-level function does; a lambda or a closure does not)."""
+    import pickle
+
+    try:
+        pickle.dumps(grammar)
+    except Exception:  # pickle raises several kinds (PicklingError, AttributeError, TypeError)
+        return False
+    return True
+
+
 def chunked(paths: Sequence[str], takers: int) -> list[list[str]]:
     """`paths` in chunks for `takers` workers: up to `CHUNK_FILES` files each, shrinking
     towards the end (a quarter of what is left per taker), so that when the last chunk comes
@@ -468,7 +525,7 @@ class PoolResult:
 
 
 class WorkerPool:
-    """Forked worker processes, each owning the files whose path hashes to it.
+    """Worker processes, each owning the files whose path hashes to it.
 
     Work goes out in chunks of files, at most two in flight per worker, so the run sees
     progress as each chunk comes back. A search stops only when no worker has finished a
@@ -476,6 +533,12 @@ class WorkerPool:
     still owed work (it made no progress for that long: stopped, hung, or swapping) is killed,
     reaped and replaced by a new one, so the next search is whole. The workers that had
     finished their share keep their processes and their caches.
+
+    ``start`` is how a worker starts (:func:`default_start_method`): ``fork`` inherits the
+    run's grammars; ``spawn`` runs a fresh interpreter that is sent them pickled, so it
+    serves only the grammars that pickle (:meth:`serves`); the run searches the others
+    itself. Either way a worker is a direct child of the run's process, adopted by its
+    process owner, and exits when its pipe closes (the run's process gone).
     """
 
     def __init__(
@@ -485,6 +548,7 @@ class WorkerPool:
         cache_bytes: int,
         on_start: Callable[[int], object] | None = None,
         on_exit: Callable[[int], None] | None = None,
+        start: StartMethod | None = None,
     ) -> None:
         # told each worker's pid as it starts, and once it is reaped (the run's process owner
         # kills what is still running at close, and leaves alone a pid that may be reused)
@@ -495,11 +559,23 @@ class WorkerPool:
         self.cache_bytes = cache_bytes
         self._procs: list[int] = []
         self._conns: list[Connection] = []
+        self._starting: set[int] = set()  # slots of spawned workers not ready yet
         self._outstanding: list[int] = []  # replies each worker still owes, of any task
         self._lock = threading.Lock()
         self._next_id = 0
         self.replaced = 0  # workers killed for making no progress, and started anew
         self._searches = 0
+        self.start_method: StartMethod = start or default_start_method()
+        self._shipped: list[Grammar] | None = None  # spawn: the grammars the workers get
+
+    def serves(self, grammar_id: str) -> bool:
+        """Whether the workers can search this grammar (with ``spawn``, only those that
+        pickle: a grammar whose ``language`` is a lambda is searched by the run itself)."""
+        if self.start_method == "fork":
+            return True
+        if self._shipped is None:
+            self._shipped = [g for g in self.registry if shippable(g)]
+        return any(g.id == grammar_id for g in self._shipped)
 
     @property
     def pids(self) -> list[int]:
@@ -523,6 +599,14 @@ class WorkerPool:
         # A worker started after the run's first search (a replacement) caches at once.
         cache_from = 2 if self._searches == 0 else 1
         parent, child = Pipe(duplex=True)
+        if self.start_method == "spawn":
+            try:
+                pid = self._spawn_interpreter(parent, child, per_worker, cache_from)
+            finally:
+                child.close()
+            self._started(i, pid, parent)
+            self._starting.add(i)
+            return
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the worker
             code = 0
@@ -539,11 +623,71 @@ class WorkerPool:
             finally:
                 os._exit(code)
         child.close()
+        self._started(i, pid, parent)
+
+    def _started(self, i: int, pid: int, conn: Connection) -> None:
         self._procs[i] = pid
         if self.on_start is not None:
             self.on_start(pid)
-        self._conns[i] = parent
+        self._conns[i] = conn
         self._outstanding[i] = 0
+
+    def _spawn_interpreter(
+        self, parent: Connection, child: Connection, cache_bytes: int, cache_from: int
+    ) -> int:
+        """A fresh interpreter (no fork of this threaded process: posix_spawn), its pipe on
+        one descriptor and stdin/stdout on /dev/null like a forked worker's; then what it
+        needs to serve, sent down the pipe: sys.path, the grammars, its cache budget."""
+        import sys
+
+        fd = 3 if child.fileno() != 3 else 4  # dup2 onto itself would keep close-on-exec
+        devnull = os.open(os.devnull, os.O_RDWR)
+        try:
+            pid = os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-c", SPAWNED_WORKER, str(fd)],
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, devnull, 0),
+                    (os.POSIX_SPAWN_DUP2, devnull, 1),
+                    (os.POSIX_SPAWN_DUP2, child.fileno(), fd),
+                ],
+            )
+        finally:
+            os.close(devnull)
+        if self._shipped is None:
+            self._shipped = [g for g in self.registry if shippable(g)]
+        try:
+            parent.send(list(sys.path))
+            parent.send(self._shipped)
+            parent.send((cache_bytes, cache_from))
+        except OSError:
+            pass  # it died at once: the search that sends it work says so
+        return pid
+
+    def _await_ready(self) -> None:
+        """Wait for the spawned workers still starting (a fork is ready at once), so that a
+        search's stall timeout measures searching, not an interpreter's start."""
+        from multiprocessing.connection import wait
+
+        deadline = time.monotonic() + SPAWN_READY_S
+        while self._starting:
+            by_conn = {self._conns[i]: i for i in self._starting}
+            ready = wait(list(by_conn), max(0.0, deadline - time.monotonic()))
+            if not ready:
+                self._stop_locked()
+                raise WorkerError(f"a search worker did not start in {SPAWN_READY_S:.0f} s")
+            for conn in ready:
+                i = by_conn[conn]  # type: ignore[index]
+                try:
+                    msg = self._conns[i].recv()
+                except (EOFError, OSError) as exc:
+                    self._stop_locked()
+                    raise WorkerError(
+                        f"a search worker died as it started ({type(exc).__name__})"
+                    ) from exc
+                assert msg == READY, f"a starting worker said {msg!r}"
+                self._starting.discard(i)
 
     def _replace(self, i: int) -> None:
         """Kill and reap the worker of slot ``i`` (it made no progress), start a new one.
@@ -573,6 +717,7 @@ class WorkerPool:
         with self._lock:
             if not self._procs:
                 self._start()
+            self._await_ready()
             self._next_id += 1
             task_id = self._next_id
             # Each worker owns the files whose path hashes to it, so a later search finds its
@@ -650,6 +795,7 @@ class WorkerPool:
         with self._lock:
             if not self._procs:
                 return []
+            self._await_ready()
             self._next_id += 1
             req = self._next_id
             out: list[dict[str, int] | None] = [None] * self.size
@@ -688,6 +834,7 @@ class WorkerPool:
         self._procs.clear()
         self._conns.clear()
         self._outstanding.clear()
+        self._starting.clear()
 
     def _exited(self, pid: int) -> None:
         if self.on_exit is not None:

@@ -249,17 +249,25 @@ class Grammar:
         return ts.Parser(self.ts_language)
 
 
-def lazy_language(module: str, attr: str = "language") -> Callable[[], Any]:
-    """A grammar's ``language``: imports ``module`` only when a search needs it (grammars
-    here, in languages.py and in other plugins)."""
+@attrs.frozen
+class LazyLanguage:
+    """``module.attr()``, imported when first called: a reference by name, so it pickles and a
+    worker started without fork (``spawn``) rebuilds the grammar from it."""
 
-    def load() -> Any:
+    module: str
+    attr: str = "language"
+
+    def __call__(self) -> Any:
         import importlib
 
-        return getattr(importlib.import_module(module), attr)()
+        return getattr(importlib.import_module(self.module), self.attr)()
 
-    load.__qualname__ = f"load_{module}_{attr}"
-    return load
+
+def lazy_language(module: str, attr: str = "language") -> Callable[[], Any]:
+    """A grammar's ``language``: imports ``module`` only when a search needs it (grammars
+    here, in languages.py and in other plugins). Prefer it (or a module-level function) to a
+    lambda or closure, which workers started without fork cannot rebuild."""
+    return LazyLanguage(module, attr)
 
 
 BRACE_TERMINATORS = ("", ";")

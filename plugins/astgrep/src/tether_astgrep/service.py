@@ -316,7 +316,11 @@ class AstgrepService:
         root = str(self.workdir)
         stall = self.config.search_timeout_s
         local, pool = self._engine()
-        if pool is not None and len(files) >= self.config.parallel_min_files:
+        if (
+            pool is not None
+            and len(files) >= self.config.parallel_min_files
+            and pool.serves(task.pattern.grammar_id)
+        ):
             try:
                 done = await anyio.to_thread.run_sync(
                     lambda: pool.run(task, root, files, stall), abandon_on_cancel=True
