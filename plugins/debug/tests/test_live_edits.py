@@ -52,7 +52,7 @@ def _edit(text: str, at: int, insert: list[str] | None = None, delete: int = 0) 
     return "\n".join(lines) + "\n"
 
 
-#: Both fixtures have the same shape: line 2 is blank, line T=4 (C) / 5 (Python) computes
+#: The fixtures have the same shape: line 2 is blank, line T=4 (C) / 5 (Python) computes
 #: `result` in a function the loop calls, line T+1 returns it.
 @attrs.frozen
 class Program:
@@ -67,6 +67,7 @@ class Program:
 
 PYTHON = Program("loop.py", "loop.py", 5, 15, "add", "# a note", "    result = b + a")
 C = Program("prog.c", "prog", 4, 12, "square", "// a note", "    int result = x + x;")
+GO = Program("main.go", "main.go", 11, 48, "main.square", "// a note", "\tresult := x + x")
 
 
 @attrs.frozen
@@ -193,6 +194,18 @@ async def test_lldb_a_breakpoint_set_after_an_edit_lands_on_the_code_the_program
         await _edited_live(dbg, run, c_workdir, C, EDITS[edit], how)
 
 
+#: delve builds the program at each launch: the edits that move, refuse and shift the line
+DELVE_EDITS = ["insert_3_above", "insert_at_the_line", "delete_the_line"]
+
+
+@pytest.mark.parametrize("edit", DELVE_EDITS)
+async def test_delve_a_breakpoint_set_after_an_edit_lands_on_the_code_the_program_runs(
+    dbg, debug_run, go_workdir: Path, edit: str
+) -> None:
+    async with debug_run(go_workdir) as run:
+        await _edited_live(dbg, run, go_workdir, GO, EDITS[edit], "disk")
+
+
 MAIN = """\
 import helper
 
@@ -263,11 +276,11 @@ async def test_run_to_a_line_that_did_not_exist_is_refused_by_name(
         assert "at loop.py:5 (line 5 in the text the program runs; line 6 in the file now)" in text
 
 
-@pytest.mark.parametrize("program", [PYTHON, C], ids=["python", "c"])
+@pytest.mark.parametrize("program", [PYTHON, C, GO], ids=["python", "c", "go"])
 def test_the_fixtures_have_the_shape_the_edits_assume(program: Program) -> None:
-    fixture = Path(__file__).parent / "fixtures" / program.file
+    fixture = Path(__file__).parent / "fixtures" / ("go/" if program is GO else "") / program.file
     lines = fixture.read_text().splitlines()
     assert lines[1] == ""
-    assert "result = " in lines[program.target - 1]
+    assert "result :=" in lines[program.target - 1] or "result = " in lines[program.target - 1]
     assert lines[program.target].strip().startswith("return result")
-    assert f"{program.function}(" in lines[program.loop - 1]
+    assert f"{program.function.removeprefix('main.')}(" in lines[program.loop - 1]
