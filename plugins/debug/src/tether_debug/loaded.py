@@ -48,10 +48,16 @@ class LoadedTexts:
     texts: dict[Path, str | None] = attrs.field(factory=dict)
     #: per file, the text now as last read, with the (mtime, size) it was read at
     _now: dict[Path, tuple[tuple[int, int] | None, str | None]] = attrs.field(factory=dict)
+    #: the real path of each name asked about (asked at every stop: resolved once)
+    _keys: dict[Path | str, Path] = attrs.field(factory=dict)
 
-    @staticmethod
-    def key(path: Path | str) -> Path:
-        return Path(os.path.realpath(path))
+    def key(self, path: Path | str) -> Path:
+        key = self._keys.get(path)
+        if key is None:
+            if len(self._keys) > 4096:
+                self._keys.clear()
+            key = self._keys[path] = Path(os.path.realpath(path))
+        return key
 
     def saw_before_write(self, path: Path, before: bytes | None) -> None:
         """A tether write is about to change, or has just changed, ``path``: what it held before
