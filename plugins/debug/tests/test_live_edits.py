@@ -284,3 +284,41 @@ def test_the_fixtures_have_the_shape_the_edits_assume(program: Program) -> None:
     assert "result :=" in lines[program.target - 1] or "result = " in lines[program.target - 1]
     assert lines[program.target].strip().startswith("return result")
     assert f"{program.function.removeprefix('main.')}(" in lines[program.loop - 1]
+
+
+async def test_a_step_in_an_edited_file_sends_no_more_requests_than_one_in_an_unedited_one(
+    dbg, debug_run, py_workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mapping is tether's own work: a step still sends `next` and one `stackTrace`, the
+    first breakpoints after an edit one `setPydevdSourceMap` more (once per file)."""
+    from tether_debug.client import DapClient
+
+    sent: list[str] = []
+    send_request = DapClient.send_request
+
+    async def counting(self: DapClient, command: str, arguments: object = None) -> int:
+        sent.append(command)
+        return await send_request(self, command, arguments)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DapClient, "send_request", counting)
+    source = py_workdir / "loop.py"
+    async with debug_run(py_workdir) as run:
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[5])
+        await dbg.ok(run, op="launch", program="loop.py")
+        sent.clear()
+        await dbg.ok(run, op="step_over")
+        assert sent == ["next", "stackTrace"], sent
+        source.write_text("# one\n# two\n" + source.read_text())
+        sent.clear()
+        text = await dbg.ok(run, op="step_over")
+        assert sent == ["next", "stackTrace"], sent
+        # back in main's loop from `return result`
+        assert "at loop.py:14 (line 14 in the text the program runs; line 16 in the file now)" in (
+            text
+        ), text
+        sent.clear()
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[17])
+        assert sent == ["setPydevdSourceMap", "setBreakpoints"], sent
+        sent.clear()
+        await dbg.ok(run, op="breakpoints", file="loop.py", lines=[16])
+        assert sent == ["setBreakpoints"], sent
