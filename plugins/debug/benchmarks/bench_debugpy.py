@@ -6,6 +6,9 @@ DAP traffic per operation:
   configurationDone, wait for ``stopped``, one ``stackTrace`` to learn where it stopped;
 - step: ``next``, wait for ``stopped``, one ``stackTrace``.
 
+Each side also counts the DAP requests it sends per launch and per step (the tether side by
+wrapping ``DapClient.send_request``): a count the machine's load cannot change.
+
 Not a test and not run in CI. Run: ``uv run python plugins/debug/benchmarks/bench_debugpy.py``.
 """
 
@@ -30,6 +33,10 @@ import tether
 import tether_debug.hooks
 from tether.availability import CommandProbe
 from tether_debug.adapters import Debugpy, Resolution
+from tether_debug.client import DapClient
+
+#: every DAP request sent, in order, by whichever side is running (``None``: not counting)
+SENT: list[str] = []
 
 PROGRAM = """\
 def work():
@@ -75,6 +82,7 @@ class DirectDap:
                 self.events.put(message)
 
     def send(self, command: str, arguments: dict[str, Any] | None = None) -> int:
+        SENT.append(command)
         self.seq += 1
         body = json.dumps(
             {"seq": self.seq, "type": "request", "command": command, "arguments": arguments or {}}
@@ -110,9 +118,16 @@ class DirectDap:
             self.proc.wait(10)
 
 
+def counted(during: list[list[str]]) -> None:
+    """Move what was sent since the last call into ``during`` (one list per launch or step)."""
+    during.append(list(SENT))
+    SENT.clear()
+
+
 def direct_run(
-    command: list[str], launch: dict[str, Any], program: Path, steps: int
+    command: list[str], launch: dict[str, Any], program: Path, steps: int, sent: Sent
 ) -> tuple[float, list[float]]:
+    SENT.clear()
     start = time.perf_counter()
     dap = DirectDap(command)
     dap.request(
@@ -135,6 +150,7 @@ def direct_run(
     thread = dap.event("stopped")["body"]["threadId"]
     dap.request("stackTrace", {"threadId": thread, "levels": 1})
     first_stop = time.perf_counter() - start
+    counted(sent.launch)
     times = []
     for _ in range(steps):
         began = time.perf_counter()
@@ -142,11 +158,38 @@ def direct_run(
         dap.event("stopped")
         dap.request("stackTrace", {"threadId": thread, "levels": 1})
         times.append(time.perf_counter() - began)
+        counted(sent.step)
     dap.close()
     return first_stop, times
 
 
-async def tether_run(workdir: Path, steps: int) -> tuple[float, list[float]]:
+class Sent:
+    """The requests of each launch (spawn -> first stop reported) and of each step."""
+
+    def __init__(self) -> None:
+        self.launch: list[list[str]] = []
+        self.step: list[list[str]] = []
+
+    def summary(self) -> str:
+        def one(runs: list[list[str]]) -> str:
+            shapes = {" ".join(run) for run in runs}
+            counts = sorted({len(run) for run in runs})
+            return f"{'/'.join(map(str, counts))} ({' | '.join(sorted(shapes))})"
+
+        return f"launch {one(self.launch)}; step {one(self.step)}"
+
+
+_send_request = DapClient.send_request
+
+
+async def _counting_send_request(
+    self: DapClient, command: str, arguments: dict[str, Any] | None = None
+) -> int:
+    SENT.append(command)
+    return await _send_request(self, command, arguments)
+
+
+async def tether_run(workdir: Path, steps: int, sent: Sent) -> tuple[float, list[float]]:
     config = {"core": {"approval": {"exec": "auto"}}}
     async with tether.open_run(
         workdir,
@@ -157,15 +200,18 @@ async def tether_run(workdir: Path, steps: int) -> tuple[float, list[float]]:
     ) as run:
         await run.call("debug", {"op": "adapters"})  # resolves and caches the interpreter probe
         await run.call("debug", {"op": "breakpoints", "file": "prog.py", "lines": [BREAK_LINE]})
+        SENT.clear()
         start = time.perf_counter()
         result = await run.call("debug", {"op": "launch", "program": "prog.py"})
         first_stop = time.perf_counter() - start
+        counted(sent.launch)
         assert "Stopped (breakpoint)" in result.text_content, result.text_content
         times = []
         for _ in range(steps):
             began = time.perf_counter()
             result = await run.call("debug", {"op": "step_over"})
             times.append(time.perf_counter() - began)
+            counted(sent.step)
             assert result.text_content.startswith("Stopped (step)"), result.text_content
         await run.call("debug", {"op": "terminate"})
     return first_stop, times
@@ -194,11 +240,15 @@ def main() -> None:
         launch = adapter.launch_arguments(program, [], workdir, resolution, [program])
 
         rows: dict[str, tuple[list[float], list[float]]] = {"direct": ([], []), "tether": ([], [])}
+        sent = {"direct": Sent(), "tether": Sent()}
+        DapClient.send_request = _counting_send_request  # type: ignore[method-assign]
         for _ in range(options.launches):
-            first, steps = direct_run(list(resolution.command), launch, program, options.steps)
+            first, steps = direct_run(
+                list(resolution.command), launch, program, options.steps, sent["direct"]
+            )
             rows["direct"][0].append(first)
             rows["direct"][1].extend(steps)
-            first, steps = anyio.run(tether_run, workdir, options.steps)
+            first, steps = anyio.run(tether_run, workdir, options.steps, sent["tether"])
             rows["tether"][0].append(first)
             rows["tether"][1].extend(steps)
 
@@ -212,6 +262,9 @@ def main() -> None:
     step_delta = medians["tether"][1] - medians["direct"][1]
     print(f"tether/direct launch->stop: {launch_ratio:.3f}x ({(launch_ratio - 1) * 100:+.1f}%)")
     print(f"tether - direct per step: {step_delta:+.2f} ms")
+    for name, counts in sent.items():
+        print(f"DAP requests {name:6}: {counts.summary()}")
+    print(f"load average: {' '.join(f'{n:.2f}' for n in os.getloadavg())}")
     print(f"(pid {os.getpid()}, python {sys.version.split()[0]})")
 
 

@@ -208,6 +208,13 @@ class DebugAdapter:
         source = body.get("source")
         return isinstance(source, Mapping) and bool(source.get("path")) and "line" in body
 
+    def changed_source_requests(self, path: Path, loaded_lines: int) -> list[tuple[str, Any]]:
+        """DAP requests sent once per session for a source file that changed since the program
+        loaded it (``loaded_lines`` long), before its breakpoints, so the adapter places them by
+        the code the program runs rather than by the file's text now. None by default: an
+        adapter that checks lines against the program's own code (lldb, delve) needs nothing."""
+        return []
+
     async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
         """Directories outside the workdir whose files the program loads (its interpreter's
         standard library and packages, a toolchain, a module cache): breakpoints may go there.
@@ -348,6 +355,20 @@ class Debugpy(DebugAdapter):
 
     def pid_attach_needs(self) -> str:
         return _ptrace_needs("debugpy injects its debug server into the process with gdb")
+
+    def changed_source_requests(self, path: Path, loaded_lines: int) -> list[tuple[str, Any]]:
+        # pydevd checks a breakpoint's line against the file on disk and moves a line that holds
+        # no code there to the code line before it: once the file changed, that is other code of
+        # the running program. A source map of the file onto itself, line for line, is pydevd's
+        # own way to skip that check (the lines sent are already the running text's)
+        whole = {"line": 1, "endLine": max(1, loaded_lines), "runtimeLine": 1}
+        source = {"path": str(path)}
+        return [
+            (
+                "setPydevdSourceMap",
+                {"source": source, "pydevdSourceMaps": [{**whole, "runtimeSource": source}]},
+            )
+        ]
 
     def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
         # pydevd tags a log point's message with a source (empty); the program's output has none

@@ -4,7 +4,7 @@ adapter's capabilities, turned into DAP requests, and reported back line by line
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import attrs
 from tether import ArgumentError
 from tether_debug import features
 from tether_debug.anchors import Anchor
+from tether_debug.loaded import Placed
 
 
 @attrs.frozen
@@ -72,6 +73,9 @@ class BreakpointState:
     message: str | None = None
     #: not sent: the adapter's capabilities lack what the spec asks (the refusal)
     refused: str | None = None
+    #: the line sent, when the program runs an earlier text of the file than the one
+    #: ``requested`` is a line of (the file changed since it started); None: the same line
+    loaded: int | None = None
 
 
 @attrs.define
@@ -187,17 +191,29 @@ def check_arguments(
 
 
 def source_breakpoints(
-    specs: Mapping[int, BreakpointSpec], capabilities: Mapping[str, Any], adapter_id: str
+    specs: Mapping[int, BreakpointSpec],
+    capabilities: Mapping[str, Any],
+    adapter_id: str,
+    place: Callable[[int], Placed] | None = None,
 ) -> tuple[list[BreakpointState], list[dict[str, Any]]]:
     """Every line's state, and the DAP breakpoints to send (those the adapter can honour: one
-    it cannot is not sent, so it never stops where it should not, and its state says why)."""
+    it cannot is not sent, so it never stops where it should not, and its state says why).
+
+    ``place`` gives each line's line in the text the program runs (see loaded.py): a line it
+    has none for is refused by name, never sent as it is."""
     states, sent = [], []
     for line, spec in specs.items():
         state = BreakpointState(line, spec)
         state.refused = spec.unsupported(capabilities, adapter_id)
+        if state.refused is None and place is not None:
+            placed = place(line)
+            if placed.line is None:
+                state.refused = f"{placed.why}; restart the program to break there"
+            elif placed.line != line:
+                state.loaded = placed.line
         states.append(state)
         if state.refused is None:
-            sent.append({"line": line, **spec.dap()})
+            sent.append({"line": state.loaded or line, **spec.dap()})
     return states, sent
 
 
@@ -246,6 +262,8 @@ def render(states: Sequence[BreakpointState], source: str | None = None) -> str:
             else f"line {state.requested}"
         )
         what += state.spec.describe()
+        if state.loaded is not None:
+            what += f" (line {state.loaded} in the text the program runs)"
         if state.refused is not None:
             out.append(f"  {what}: NOT set: {state.refused}")
         elif state.verified is None:

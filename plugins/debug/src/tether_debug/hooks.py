@@ -42,3 +42,14 @@ def tether_resources(run: Run) -> dict[Any, Any] | None:
 @tether.hookimpl
 def tether_tools(run: Run) -> list[tether.ToolSpec]:
     return [debug_tool(run.config("debug", DebugConfig))]
+
+
+@tether.hookimpl
+def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -> None:
+    """A live session keeps what each file tether writes held before (the text its program
+    loaded, when the session had not taken it yet); it adds nothing to the result."""
+    if not result.before:
+        return
+    supervisor = call.run.resource(SUPERVISOR, None)
+    if supervisor is not None:
+        supervisor.saw_writes(result.before)

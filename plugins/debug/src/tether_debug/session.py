@@ -34,6 +34,7 @@ from tether_debug.client import (
     first_of,
 )
 from tether_debug.config import DebugConfig
+from tether_debug.loaded import LoadedTexts, Placed
 from tether_debug.render import (
     exception_text,
     frame_label,
@@ -145,6 +146,8 @@ class DebugSession:
         self.target = target
         self.config = config
         self.started_at = time.time()
+        #: what the program loaded of each source file: a live session's lines are in it
+        self.loaded = LoadedTexts(run.workdir, time.time_ns())
         self.deadline = anyio.current_time() + config.ttl_s
         self.phase = Phase.STARTING
         self.stop: StopPoint | None = None
@@ -156,6 +159,8 @@ class DebugSession:
         self.debuggee_pid: int | None = None
         self.capabilities: dict[str, Any] = {}
         self.breakpoints: dict[Path, list[BreakpointState]] = {}
+        #: files that changed since the program loaded them, told to the adapter
+        self._changed_sources: set[Path] = set()
         self.function_breakpoints: list[BreakpointState] = []
         #: the exception filters in force, and those asked for that the adapter does not offer
         self.exceptions_set: list[str] = []
@@ -295,12 +300,26 @@ class DebugSession:
         return logged_text(lines, dropped, _MAX_LOGGED)
 
     def _update_breakpoint(self, info: Mapping[str, Any]) -> None:
-        for states in [*self.breakpoints.values(), self.function_breakpoints]:
+        for path, states in [*self.breakpoints.items(), (None, self.function_breakpoints)]:
             for state in states:
                 if state.id is not None and state.id == info.get("id"):
                     state.verified = bool(info.get("verified", state.verified))
-                    state.line = info.get("line", state.line)
+                    if "line" in info:
+                        state.line = info["line"]
+                        if path is not None:
+                            self._line_now(path, state)
                     state.message = info.get("message", state.message)
+
+    def _line_now(self, path: Path, state: BreakpointState) -> None:
+        """The adapter answers in the text the program runs: its line, in the file now."""
+        if state.line is None or not isinstance(state.line, int):
+            return
+        if state.line == (state.loaded or state.requested):
+            state.line = state.requested
+        elif state.loaded is not None or self.loaded.changed(path):
+            now = self.loaded.to_now(path, state.line).line
+            if now is not None:
+                state.line = now
 
     async def wait_settled(self, timeout_s: float) -> bool:
         """Wait until the program is stopped or the session ended; False if still running."""
@@ -500,12 +519,22 @@ class DebugSession:
         return body
 
     async def set_breakpoints(
-        self, path: Path, lines: Mapping[int, BreakpointSpec]
+        self,
+        path: Path,
+        lines: Mapping[int, BreakpointSpec],
+        symbols: Mapping[int, str] | None = None,
     ) -> list[BreakpointState]:
-        """Send one file's breakpoints; keep what the adapter says about each (one whose settings
-        the adapter's capabilities lack is not sent, and says so)."""
-        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter.id)
+        """Send one file's breakpoints, given as lines of the file now: each goes to its line in
+        the text the program loaded (``symbols`` help find an edited line), or is refused when
+        that text has none; keep what the adapter says about each (one whose settings the
+        adapter's capabilities lack is not sent, and says so)."""
+
+        def place(line: int) -> Placed:
+            return self.loaded.to_loaded(path, line, (symbols or {}).get(line))
+
+        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter.id, place)
         try:
+            await self._changed_source(path)
             body = await self.client.request(
                 "setBreakpoints",
                 {
@@ -520,11 +549,27 @@ class DebugSession:
                 f"setting the breakpoints of {path} failed: {failure_reason(exc)}"
             ) from None
         bp.take_answer(states, body.get("breakpoints") or [])
+        for state in states:
+            self._line_now(path, state)
         if lines:
             self.breakpoints[path] = states
         else:
             self.breakpoints.pop(path, None)
         return states
+
+    async def _changed_source(self, path: Path) -> None:
+        """Once per file that changed since the program loaded it: what the adapter needs to
+        place lines by the program's code (see ``DebugAdapter.changed_source_requests``)."""
+        if path in self._changed_sources or not self.loaded.changed(path):
+            return
+        loaded = self.loaded.loaded(path)
+        if loaded is None:
+            return  # nothing is sent to this file (its lines are refused)
+        self._changed_sources.add(path)
+        for command, arguments in self.adapter.changed_source_requests(
+            path, len(loaded.splitlines())
+        ):
+            await self.client.request(command, arguments)
 
     async def set_function_breakpoints(
         self, functions: Mapping[str, BreakpointSpec]
@@ -660,7 +705,7 @@ class DebugSession:
             stop.frame_name = str(top.get("name", "?"))
             stop.path = (top.get("source") or {}).get("path")
             stop.line = top.get("line")
-            stop.source_line = await source_line(stop.path, stop.line)
+            stop.source_line = await self.line_text(stop.path, stop.line)
         if frames and not self._in_workdir(stop.path):
             # stopped inside the runtime or a library (delve stops a panic in
             # runtime.fatalpanic, a pause in runtime.gopark or libc): the nearest frame of the
@@ -686,6 +731,13 @@ class DebugSession:
                 info = {}
             stop.exception = exception_text(info)
         return stop
+
+    async def line_text(self, path: str | None, line: int | None) -> str | None:
+        """Line ``line`` of ``path`` as the program runs it: from the text it loaded when the
+        file changed since (None when that text is unknown), else read from the file."""
+        if path and line and self.loaded.changed(path):
+            return self.loaded.line_text(path, line)
+        return await source_line(path, line)
 
     def _in_workdir(self, path: str | None) -> bool:
         if not path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable, Collection, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,6 @@ from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
 from tether_debug.anchors import Anchor, follow_all, read_text
 from tether_debug.breakpoints import BreakpointSpec, Requested
 from tether_debug.config import DebugConfig
-from tether_debug.render import source_line
 from tether_debug.session import DebugSession, Phase
 
 if TYPE_CHECKING:
@@ -160,7 +159,8 @@ class DebugSupervisor:
         name = self._rel(path) + (f" ({library})" if library else "")
         anchor = self._anchor(path, name, wanted, lines, symbol, remove)
         if session is not None:
-            states = await session.set_breakpoints(path, wanted)
+            symbols = anchor.symbols if anchor is not None else None
+            states = await session.set_breakpoints(path, wanted, symbols)
             self.requested.commit_lines(path, wanted, anchor)
             if not wanted:
                 return f"Cleared every breakpoint in {name} (sent to the running {session.adapter.id} session)."
@@ -247,6 +247,15 @@ class DebugSupervisor:
             self._moved.append(
                 f"{name} changed since its breakpoints were set:{later}\n" + "\n".join(said)
             )
+
+    def saw_writes(self, before: Mapping[Path, bytes | None]) -> None:
+        """Files a tether call wrote, with what they held before: a live session takes that as
+        the text its program loaded of each file it had not seen yet (see loaded.py)."""
+        session = self.session
+        if session is None or not session.live:
+            return
+        for path, content in before.items():
+            session.loaded.saw_before_write(path, content)
 
     async def _source_file(self, file: str) -> tuple[Path, str | None]:
         """A breakpoint's file: in the workdir, or — a breakpoint writes nothing — under one of
@@ -630,12 +639,12 @@ class DebugSupervisor:
             source = frame.get("source") or {}
             line = frame.get("line")
             if source.get("path"):
-                where = self._location(source["path"], line)
+                where = self._location(source["path"], line, session)
             else:
                 where = f"{show_path(source.get('name') or '?')}:{line}"
             lines.append(f"frame_id {frame['id']}: {frame.get('name', '?')} at {where}")
             if index == 0:
-                text = await source_line(source.get("path"), line)
+                text = await session.line_text(source.get("path"), line)
                 if text is not None:
                     lines.append(f"    {line} | {text.strip()}")
         if len(frames) > MAX_FRAMES:
@@ -766,11 +775,15 @@ class DebugSupervisor:
         if session.phase is not Phase.STOPPED and session.phase is not Phase.RUNNING:
             raise ToolError(f"run_to needs a started program; it is {session.describe_phase()}")
         own = self.requested.files.get(path, {})
+        known = self.requested.anchors.get(path)
+        symbols = known.symbols if known is not None else None
         # the line stops unconditionally this once, whatever breakpoint it has of its own
-        states = await session.set_breakpoints(path, {**own, line: BreakpointSpec()})
+        states = await session.set_breakpoints(path, {**own, line: BreakpointSpec()}, symbols)
         target = next(s for s in states if s.requested == line)
         name = self._rel(path)
         try:
+            if target.refused is not None:
+                raise ArgumentError("line", f"line {line} of {name}: {target.refused}")
             if target.verified is False:
                 raise ArgumentError(
                     "line",
@@ -781,13 +794,14 @@ class DebugSupervisor:
         finally:
             if session.live:
                 with anyio.CancelScope(shield=True):
-                    await session.set_breakpoints(path, own)
+                    await session.set_breakpoints(path, own, symbols)
         where = await self._where(session, settled)
         stop = session.stop
         aimed = target.line or line
         if session.phase is Phase.STOPPED and stop is not None:
             reached = stop.path is not None and Path(stop.path).resolve() == path.resolve()
-            if reached and stop.line == aimed:
+            # the stop is a line of the text the program runs; ``aimed`` one of the file now
+            if reached and stop.line and session.loaded.to_now(path, stop.line).line == aimed:
                 return f"Ran to {name}:{aimed}.\n{where}"
             return f"Stopped before reaching {name}:{aimed} (the one-shot breakpoint is removed).\n{where}"
         return f"Did not reach {name}:{aimed} (the one-shot breakpoint is removed).\n{where}"
@@ -901,7 +915,7 @@ class DebugSupervisor:
             if stop.line is None:
                 where = "an unknown location"
             else:
-                where = self._location(stop.path, stop.line)
+                where = self._location(stop.path, stop.line, session)
                 if stop.line == 0:
                     where += " (before its first line)"
             in_frame = f" in {stop.frame_name}" if stop.frame_name else ""
@@ -913,10 +927,10 @@ class DebugSupervisor:
             if stop.own_frame is not None:
                 frame_id, name, path, line = stop.own_frame
                 lines.append(
-                    f"In the program's own code: {self._location(path, line)} in {name} "
+                    f"In the program's own code: {self._location(path, line, session)} in {name} "
                     f"(frame_id {frame_id})."
                 )
-                own_line = await source_line(path, line)
+                own_line = await session.line_text(path, line)
                 if own_line is not None:
                     lines.append(f"    {line} | {own_line.strip()}")
             if stop.frame_id is not None:
@@ -940,11 +954,17 @@ class DebugSupervisor:
     def _rel_str(self, path: str | None) -> str | None:
         return relative(self.run.workdir, path) if path else None
 
-    def _location(self, path: str | None, line: Any) -> str:
+    def _location(self, path: str | None, line: Any, session: DebugSession | None = None) -> str:
         """``file:line`` as shown: relative to the workdir, or absolute and marked as outside
-        it (the interpreter's, a library's: its lines are not the checkout's)."""
+        it (the interpreter's, a library's: its lines are not the checkout's). A line the
+        program reports is in the text it runs: when the file changed since, ``session`` says
+        where that line is now."""
         where = f"{self._rel_str(path) or '?'}:{line}"
-        return where + OUTSIDE if path and not is_inside(self.run.workdir, path) else where
+        if path and not is_inside(self.run.workdir, path):
+            where += OUTSIDE
+        if session is not None and path and isinstance(line, int) and line > 0:
+            where += session.loaded.note(path, line)
+        return where
 
     async def aclose(self) -> None:
         if self.session is not None and self.session.live:

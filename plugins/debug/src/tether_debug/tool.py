@@ -52,7 +52,9 @@ allowed before launch. With condition / hit_condition / log_message the listed l
 or updated with that setting (a log point does not stop: its output comes with the next \
 answer); remove: true takes lines out. When a file with breakpoints changes (any write), \
 they move with their lines (a symbol helps find an edited line) or are reported lost or \
-ambiguous, never left on a line that now says something else. breakpoints(function) sets a function breakpoint \
+ambiguous, never left on a line that now says something else; while a program runs, lines \
+of a file edited since it started go to the same code in the text it runs, or are refused. \
+breakpoints(function) sets a function breakpoint \
 ("pkg.f"); breakpoints(exceptions[]) chooses the exception filters. A setting the adapter does \
 not support is refused by name (see the README's table)
 - launch(program, args[]?, adapter?): start the program stopped at your breakpoints
