@@ -333,7 +333,7 @@ def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
 
 def check_hookspecs(module: Any, docs: str, tests: Path) -> list[str]:
     """Every hook specified in ``module`` (a family's ``hookspecs``) is documented in ``docs``
-    with its real signature (``tether_enclosure(run)``) and has a ``test_hook_<name>`` somewhere
+    with its real signature (``tether_eval_enclosure(run)``) and has a ``test_hook_<name>`` somewhere
     under ``tests`` — so the docs and tests cannot drift from the specs (datasette's rule).
     Returns the hook names checked."""
     import inspect
