@@ -23,7 +23,7 @@ def _registry_and_parse() -> None:
     from tether_astgrep.grammars import GrammarRegistry
 
     registry = GrammarRegistry()
-    for found in tether.make_plugin_manager().hook.tether_grammars():
+    for found in tether.make_plugin_manager().hook.tether_astgrep_grammars():
         for grammar in found:
             registry.add(grammar)
     python = registry.get("python")
