@@ -189,6 +189,7 @@ def test_every_core_hook_is_documented_and_tested():
     assert names == [
         "tether_addhooks",
         "tether_cli_commands",
+        "tether_preview_diagnostics",
         "tether_process_result",
         "tether_resources",
         "tether_tools",

@@ -466,6 +466,64 @@ async def test_a_post_processor_cannot_replace_break_or_stall_a_result(tmp_path)
         assert failed["Replaces-2"].count("returned a ToolResult") == 1  # reported once
 
 
+async def test_hook_tether_preview_diagnostics(tmp_path):
+    """A staged change goes to every plugin that previews diagnostics; what they say is the
+    preview, and a preview is never silent: nobody installed, nobody checking these files, one
+    that breaks or stalls — each is said."""
+    change = tether.StagedChange(
+        (tether.StagedFile(tmp_path / "a.py", b"x = 1\n", b"x = y\n"),), origin="a test"
+    )
+    seen = []
+
+    class Checks:
+        @tether.hookimpl
+        def tether_preview_diagnostics(self, run, change):
+            seen.append(change)
+
+            async def later():
+                await anyio.lowlevel.checkpoint()
+                return tether.ResultNote("a.py:1: `y` is undefined", {"new": 1})
+
+            return later()
+
+    class Passes:
+        @tether.hookimpl
+        def tether_preview_diagnostics(self, run, change):
+            return None  # checks none of these files
+
+    class Breaks:
+        @tether.hookimpl
+        def tether_preview_diagnostics(self, run, change):
+            raise ValueError("broken checker")
+
+    class Stalls:
+        @tether.hookimpl
+        def tether_preview_diagnostics(self, run, change):
+            return anyio.sleep(30)
+
+    async with hermetic_run(tmp_path) as run:
+        note = await run.preview_diagnostics(change)
+        assert note.text == tether.preview.NO_PREVIEWER
+        assert note.meta == {"preview_by": []}
+    async with hermetic_run(tmp_path, plugins=[Passes()]) as run:
+        note = await run.preview_diagnostics(change)
+        assert note.text == (
+            "(no diagnostics preview: none of the plugins that preview diagnostics "
+            "('Passes-2') checks these files)"
+        )
+    plugins = [Checks(), Passes(), Breaks(), Stalls()]
+    config = {"core": {"post_process_timeout_s": 0.2}}
+    async with hermetic_run(tmp_path, plugins=plugins, config=config) as run:
+        note = await run.preview_diagnostics(change)
+        assert seen == [change]
+        lines = note.text.splitlines()
+        assert "a.py:1: `y` is undefined" in lines
+        assert "(diagnostics preview by 'Stalls-5' gave no answer within 0.2 s)" in lines
+        failed = {i.name: i.reason for i in run.pm.report if i.status == "failed"}
+        assert "ValueError: broken checker" in failed["Breaks-4"]
+        assert note.meta == {"new": 1, "preview_by": ["Checks-2"]}
+
+
 async def test_host_tools_get_the_same_gates_and_post_processing(tmp_path):
     seen = []
 

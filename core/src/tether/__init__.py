@@ -38,6 +38,7 @@ from tether.errors import (
 )
 from tether.hookspecs import hookimpl, hookspec
 from tether.plugins import PluginInfo, make_plugin_manager
+from tether.preview import StagedChange, StagedFile
 from tether.run import Run, SyncRun, open_run, open_run_sync
 from tether.tiers import Tier
 from tether.tools import (
@@ -70,6 +71,8 @@ __all__ = [
     "PluginInfo",
     "ResultNote",
     "Run",
+    "StagedChange",
+    "StagedFile",
     "SyncRun",
     "TetherError",
     "Text",

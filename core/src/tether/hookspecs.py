@@ -10,6 +10,7 @@ import pluggy
 if TYPE_CHECKING:
     import argparse
 
+    from tether.preview import StagedChange
     from tether.resources import ResourceKey
     from tether.run import Run
     from tether.tools import CallContext, ToolResult, ToolSpec
@@ -66,6 +67,23 @@ def tether_process_result(call: CallContext, result: ToolResult) -> Any:
 
     :param call: the call being answered (tool name, arguments, run, surface).
     :param result: the handler's result.
+    """
+
+
+@hookspec
+def tether_preview_diagnostics(run: Run, change: StagedChange) -> Any:
+    """The diagnostics ``change`` would introduce, computed without writing it.
+
+    Return None (this plugin checks none of its files), a text, or a :class:`tether.ResultNote`
+    — or an awaitable of one. "Introduce" follows the rule of diagnostics on write: new against
+    the diagnostics of each file's current text (``StagedFile.current``), and "baseline unknown"
+    said when that is not known. Nothing may touch the disk, and whatever the plugin showed its
+    checkers (unsaved document versions) is restored before it returns. Called by
+    :meth:`tether.Run.preview_diagnostics`, every implementation, each bounded by
+    ``[core] post_process_timeout_s``.
+
+    :param run: the run whose workdir holds the files.
+    :param change: the staged change: each file's current and proposed content.
     """
 
 

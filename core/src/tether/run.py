@@ -17,6 +17,7 @@ import anyio.abc
 import attrs
 
 from tether import journal as _journal
+from tether import preview as _preview
 from tether import process as _process
 from tether import watchdog as _watchdog
 from tether.args import structure_args, structure_config
@@ -37,6 +38,8 @@ from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_resul
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
+
+    from tether.preview import StagedChange
 
 
 def _warn(message: str, *args: object) -> None:
@@ -331,21 +334,54 @@ class Run:
     async def _post_process(self, ctx: CallContext, result: ToolResult) -> ToolResult:
         """Every ``tether_process_result`` in the collector's order, each bounded in time and
         attributed; each sees the handler's result and can only add to the final one."""
-        hook = "tether_process_result"
+        notes, meta, _ = await self._gather_notes(
+            "tether_process_result", "post-processing", call=ctx, result=result
+        )
+        if not notes and not meta:
+            return result
+        for note in notes:
+            result = result.with_text_appended(note)
+        return result.with_meta(**meta) if meta else result
+
+    async def preview_diagnostics(self, change: StagedChange) -> ResultNote:
+        """The diagnostics ``change`` would introduce, from every plugin that answers
+        ``tether_preview_diagnostics`` (tether-lsp: the project's language servers), each
+        bounded by ``[core] post_process_timeout_s``. Nothing is written. When no plugin
+        checks the change the text says so; it is never empty. ``meta["preview_by"]`` names
+        the plugins that answered."""
+        hook = "tether_preview_diagnostics"
+        notes, meta, answered = await self._gather_notes(
+            hook, "diagnostics preview", run=self, change=change
+        )
+        if not answered:
+            from tether.contributions import plugin_name
+
+            plugins = [
+                plugin_name(self.pm, impl.plugin)
+                for impl in reversed(getattr(self.pm.hook, hook).get_hookimpls())
+            ]
+            notes.append(_preview.nobody_checked(plugins) if plugins else _preview.NO_PREVIEWER)
+        return ResultNote(text="\n".join(notes), meta={**meta, "preview_by": answered})
+
+    async def _gather_notes(
+        self, hook: str, what: str, **kwargs: Any
+    ) -> tuple[list[str], dict[str, Any], list[str]]:
+        """Every implementation of ``hook`` in the collector's order, each bounded by
+        ``[core] post_process_timeout_s``: their texts, merged meta, and the plugins that
+        answered. One that raises or times out is a line naming it (``what`` says of what)."""
         timeout = self.core.post_process_timeout_s
         notes: list[str] = []
         meta: dict[str, Any] = {}
-        for plugin, value in call_each(self.pm, hook, call=ctx, result=result):
+        answered: list[str] = []
+        for plugin, value in call_each(self.pm, hook, **kwargs):
             try:
                 with anyio.fail_after(timeout):
                     added = await value if inspect.isawaitable(value) else value
             except TimeoutError:
-                notes.append(
-                    f"(post-processing by {plugin!r} gave no answer within {duration(timeout)})"
-                )
+                notes.append(f"({what} by {plugin!r} gave no answer within {duration(timeout)})")
                 continue
             except (ToolError, Exception) as exc:
-                notes.append(f"(post-processing by {plugin!r} failed: {type(exc).__name__}: {exc})")
+                notes.append(f"({what} by {plugin!r} failed: {type(exc).__name__}: {exc})")
                 continue
             if added is None:
                 continue
@@ -356,18 +392,15 @@ class Run:
                     self.pm,
                     plugin,
                     hook,
-                    f"returned a {type(added).__name__}; a post-processor adds text or a "
-                    "tether.ResultNote, it never replaces the result",
+                    f"returned a {type(added).__name__}; it adds text or a tether.ResultNote, "
+                    "it never replaces the result",
                 )
                 continue
+            answered.append(plugin)
             if added.text:
                 notes.append(added.text)
             meta.update(added.meta)
-        if not notes and not meta:
-            return result
-        for note in notes:
-            result = result.with_text_appended(note)
-        return result.with_meta(**meta) if meta else result
+        return notes, meta, answered
 
     async def _run_serialised(self, ctx: CallContext) -> ToolResult:
         spec = ctx.spec

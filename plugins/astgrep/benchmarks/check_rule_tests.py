@@ -3,7 +3,9 @@
     uv run python plugins/astgrep/benchmarks/check_rule_tests.py
 
 Runs every snippet case of the test file through `ast-grep scan --inline-rules` and prints
-DIFF for any case whose matched texts differ from what the test expects of tether.
+DIFF for any case whose matched texts differ from what the test expects of tether; each edit
+case (`EDIT_CASES`: fix objects, string transforms, rewriters) through `--update-all`, DIFF
+when the file ast-grep writes is not the one the test expects.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 import test_rules as T
 
-EXT = {"python": "py", "rust": "rs", "typescript": "ts"}
+EXT = {"python": "py", "rust": "rs", "typescript": "ts", "go": "go", "javascript": "js"}
 
 
 def astgrep_texts(binary: str, lang: str, config: dict[str, Any], source: str) -> list[str]:
@@ -36,6 +38,19 @@ def astgrep_texts(binary: str, lang: str, config: dict[str, Any], source: str) -
     found = [json.loads(line) for line in out.stdout.splitlines()]
     found.sort(key=lambda m: (m["range"]["byteOffset"]["start"], -m["range"]["byteOffset"]["end"]))
     return [m["text"] for m in found]
+
+
+def astgrep_edit(binary: str, lang: str, config: dict[str, Any], source: str) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"a.{EXT[lang]}"
+        path.write_text(source)
+        inline = json.dumps({"id": "check", "language": lang, **config})
+        subprocess.run(
+            [binary, "scan", "--inline-rules", inline, "--update-all", str(path)],
+            capture_output=True,
+            check=False,
+        )
+        return path.read_text()
 
 
 def main() -> int:
@@ -63,7 +78,17 @@ def main() -> int:
             + f" {name}"
             + ("" if got == expected else f": ast-grep {got}")
         )
-    print(f"{len(checks) - bad} of {len(checks)} cases: ast-grep finds what the test expects")
+    for lang, feature, source, config, expected_file in T.EDIT_CASES:
+        got_file = astgrep_edit(binary, lang, config, source)
+        bad += got_file != expected_file
+        same = got_file == expected_file
+        print(
+            ("ok  " if same else "DIFF")
+            + f" {lang} {feature} (edit)"
+            + ("" if same else f": ast-grep wrote {got_file!r}")
+        )
+    total = len(checks) + len(T.EDIT_CASES)
+    print(f"{total - bad} of {total} cases: ast-grep finds (or writes) what the test expects")
     return 1 if bad else 0
 
 

@@ -1,44 +1,257 @@
-"""tether's matcher vs the ast-grep CLI, per optional grammar, on real code (not a test; not in CI).
+"""tether's matcher vs the ast-grep CLI, per grammar, on real code (not a test; not in CI).
 
-    uv run python plugins/astgrep/benchmarks/compare_languages.py CORPUS
+    uv run python plugins/astgrep/benchmarks/compare_languages.py CORPUS [--only rust,go] [--show 3]
 
 CORPUS holds one folder per language id (`CORPUS/kotlin/*.kt`, …) of real code assembled at run
-time (never committed): files already on the machine or from fetched public repositories. For
-each language and each of its typical patterns it prints the matches tether finds, those
-ast-grep finds (`ast-grep run -p P -l LANG --json`), and how many start lines only one of them
-reports. A pattern tether refuses is shown as "refused" with the reason.
+time (never committed): files copied from fetched public repositories. For each language and
+each pattern an agent would ask for, the same file list goes to tether's search engine (the
+path the `ast_grep` tool takes) and to `ast-grep run -p P -l LANG --json=stream`; matches are
+compared by their start (file:line:column). It prints both counts, how many start at the same
+place, and examples of each side's extras, to be judged by hand (the README's table says which
+side is right). A pattern tether refuses is shown as "refused" with the reason.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+from tether_astgrep.engine import ProcessState, Task
 from tether_astgrep.grammars import GrammarRegistry, all_grammars
-from tether_astgrep.matcher import Matcher
 from tether_astgrep.pattern import PatternError, compile_pattern
 
 PATTERNS: dict[str, list[str]] = {
-    "bash": ["echo $$$A", "[ -z $X ]", "export $$$A"],
-    "cpp": ["return $X;", "if ($C) { $$$B }", "$F($$$A);"],
-    "csharp": ["if ($C) { $$$B }", "new $T($$$A)", "$X.Add($Y)", "public $T $M($$$P) { $$$B }"],
-    "css": ["color: $C", "$S { $$$D }", "border: $$$V"],
-    "elixir": ["def $F($$$A) do $$$B end", "{:ok, $V}", "$X |> $F($$$A)"],
-    "haskell": ["$F :: $T", "import $M", "$X <$> $Y"],
-    "html": ['<link rel="stylesheet" href="$H" $$$A>', '<script src="$S"></script>', 'id="$I"'],
-    "java": ["$A.equals($B)", "new $T($$$A)", "public $T $M($$$P) { $$$B }"],
-    "json": ['"name": $V', "[$$$A]", '"version": $V'],
-    "kotlin": ["val $X = $Y", "fun $F($$$P): $T { $$$B }", "$X?.let { $$$B }"],
-    "lua": ["local $X = $Y", "return $X", "error($$$A)"],
-    "php": ["isset($X)", "$A = $B;", "function $F($$$P) { $$$B }"],
-    "ruby": ["require $X", "$X.each do |$V|\n  $$$B\nend", "def $M($$$A)\n  $$$B\nend"],
-    "scala": ["val $X = $Y", "case $P => $E", "def $F($$$P): $T = $B"],
-    "swift": ["guard let $X else { $$$B }", "self.$P = $V", "func $F($$$P) { $$$B }"],
-    "yaml": ["name: $N", "- $X", "run: $R"],
+    "rust": [
+        "fn $F($$$P) -> $R { $$$B }",
+        "impl $T { $$$B }",
+        "impl $T for $U { $$$B }",
+        "match $X { $$$A }",
+        "$X.unwrap()",
+        "if let Some($X) = $Y { $$$B }",
+        "let $X = $Y;",
+        "use $P;",
+        "#[derive($$$D)]",
+        "Ok($X)",
+        "$X.clone()",
+        "$X?",
+    ],
+    "go": [
+        "if err != nil { $$$B }",
+        "func $F($$$P) error { $$$B }",
+        "for $K, $V := range $X { $$$B }",
+        "$X := $Y",
+        "return $X, nil",
+        "fmt.Errorf($$$A)",
+        "switch $X { $$$C }",
+        "defer $F()",
+        "type $T struct { $$$F }",
+        "if $X == nil { $$$B }",
+        "$X = append($X, $Y)",
+        "strings.$F($$$A)",
+    ],
+    "c": [
+        "if ($X == NULL) { $$$B }",
+        "return $X;",
+        "free($X);",
+        "for ($I = 0; $C; $U) { $$$B }",
+        "switch ($X) { $$$C }",
+        "case $V: $$$B",
+        "#define $N $V",
+        "#include $H",
+        "sizeof($T)",
+        "static $T $F($$$P) { $$$B }",
+        "while ($C) { $$$B }",
+        "$X->$F = $V;",
+    ],
+    "cpp": [
+        "return $X;",
+        "if ($C) { $$$B }",
+        "for (const auto& $X : $Y) { $$$B }",
+        "throw $E($$$A);",
+        "static_cast<$T>($X)",
+        "class $C { $$$B };",
+        "namespace $N { $$$B }",
+        "#include $H",
+        "EXPECT_EQ($A, $B);",
+        "$X.size()",
+        "template <typename $T> $$$D",
+        "$F($$$A);",
+    ],
+    "ruby": [
+        "require $X",
+        "def $M($$$A)\n  $$$B\nend",
+        "$X.each do |$V|\n  $$$B\nend",
+        "raise $$$A",
+        "if $C\n  $$$B\nend",
+        "class $C < $P\n  $$$B\nend",
+        "module $M\n  $$$B\nend",
+        "attr_reader $$$A",
+        "$X.nil?",
+        "return $X if $C",
+        "$H[$K] = $V",
+        "$X.must_equal $Y",
+    ],
+    "lua": [
+        "local $X = $Y",
+        "local function $F($$$A) $$$B end",
+        "function $F($$$A) $$$B end",
+        "return $X",
+        "error($$$A)",
+        "if $C then $$$B end",
+        "for $K, $V in pairs($T) do $$$B end",
+        "for $I, $V in ipairs($T) do $$$B end",
+        "require($M)",
+        "table.insert($T, $V)",
+        "if not $X then return nil, $E end",
+        "$X:$M($$$A)",
+    ],
+    "elixir": [
+        "def $F($$$A) do $$$B end",
+        "defp $F($$$A) do $$$B end",
+        "{:ok, $V}",
+        "$X |> $F($$$A)",
+        "case $X do $$$C end",
+        "defmodule $M do $$$B end",
+        "@doc $D",
+        "import $M",
+        "alias $M",
+        "assert $X == $Y",
+        "Enum.map($L, $F)",
+        "raise $E, $$$A",
+    ],
+    "bash": [
+        "echo $$$A",
+        "[[ -n $X ]]",
+        "export $$$A",
+        "local $$$A",
+        "if $C; then $$$B; fi",
+        "for $X in $$$L; do $$$B; done",
+        "case $X in $$$C esac",
+        "return $X",
+        "printf $$$A",
+        "run $$$A",
+        "source $F",
+        "$F() { $$$B }",
+    ],
+    "yaml": [
+        "name: $N",
+        "- $X",
+        "run: $R",
+        "uses: $U",
+        "runs-on: $R",
+        "with: $W",
+        "if: $C",
+        "- name: $N",
+        "steps: $S",
+        "env: $E",
+        "on: $X",
+    ],
+    "css": [
+        "color: $C",
+        "$S { $$$D }",
+        "border: $$$V",
+        "display: flex",
+        "@media $Q { $$$R }",
+        "@keyframes $N { $$$F }",
+        "transform: $T",
+        "background-color: $C",
+        "@import $U;",
+        ".container { $$$D }",
+        "margin: 0",
+        "font-family: $$$F",
+    ],
+    "html": [
+        '<link rel="stylesheet" href="$H" $$$A>',
+        '<link rel="stylesheet" href="$H" />',
+        '<script src="$S"></script>',
+        'id="$I"',
+        'class="$C"',
+        "<button $$$A>$$$C</button>",
+        '<div class="$C">$$$B</div>',
+        "<meta $$$A>",
+        '<img src="$S" $$$A>',
+        "<input $$$A>",
+        '<a href="$H">$$$C</a>',
+        "<title>$T</title>",
+    ],
+    "json": [
+        '"name": $V',
+        "[$$$A]",
+        '"version": $V',
+        '"version_added": $V',
+        '"flags": [$$$F]',
+        '{ "version_added": $V }',
+        '"support": { $$$S }',
+        '"__compat": $C',
+        '"mdn_url": $U',
+        '"spec_url": $U',
+        "true",
+        "null",
+    ],
+    "scala": [
+        "val $X = $Y",
+        "case $P => $E",
+        "def $F($$$P): $T = $B",
+        "$X match { $$$C }",
+        "import $I",
+        "class $C($$$P) extends $B",
+        "object $O { $$$B }",
+        "trait $T { $$$B }",
+        "new $C($$$A)",
+        "if ($C) $A else $B",
+        "assertEquals($A, $B)",
+        "lazy val $X = $Y",
+    ],
+    "dart": [
+        "final $T $N;",
+        "class $C { $$$B }",
+        "return $X;",
+        "throw $E;",
+        "$X.add($Y)",
+        "void $F($$$P) { $$$B }",
+        "import $I;",
+        "test($N, () { $$$B });",
+        "expect($A, $B);",
+        "if ($C) { $$$B }",
+        "for (var $X in $Y) { $$$B }",
+        "switch ($X) { $$$C }",
+    ],
+    "tsx": [
+        "const $X = $Y",
+        "useState($X)",
+        "const [$A, $B] = useState($$$I)",
+        "useEffect(() => { $$$B }, [$$$D])",
+        "<div>$$$C</div>",
+        "onClick={$H}",
+        "it($N, async () => { $$$B })",
+        "expect($A).toBe($B)",
+        "await $X",
+        "function $F($$$P) { $$$B }",
+        "$X.getState()",
+        "create<$T>()($$$A)",
+    ],
+    "haskell": [
+        "$F :: $T",
+        "import $M",
+        "$X <$> $Y",
+        "data $T = $$$C",
+        "module $M where",
+        "newtype $T = $C $X",
+        "$X >>= $F",
+        "import qualified $M as $A",
+        "instance $C $T where $$$B",
+        "let $X = $Y",
+        "case $X of $$$A",
+        "$F $X = $B",
+    ],
 }
+
+Key = tuple[str, int, int]  # file, 1-based line, 1-based column
 
 
 def ast_grep() -> str:
@@ -50,64 +263,94 @@ def ast_grep() -> str:
     return found
 
 
-def run_ast_grep(binary: str, pattern: str, lang: str, files: list[Path]) -> set[tuple[str, int]]:
+def run_ast_grep(
+    binary: str, pattern: str, lang: str, root: Path, files: list[str]
+) -> tuple[Counter[Key], dict[Key, str]]:
     proc = subprocess.run(
-        [binary, "run", "-p", pattern, "-l", lang, "--json=compact", *map(str, files)],
+        [binary, "run", f"--pattern={pattern}", "-l", lang, "--json=stream", *files],
+        cwd=root,
         capture_output=True,
         text=True,
         check=False,
     )
-    if proc.returncode not in (0, 1):
-        return set()
-    return {
-        (Path(m["file"]).name, m["range"]["start"]["line"] + 1) for m in json.loads(proc.stdout)
-    }
+    found: Counter[Key] = Counter()
+    text: dict[Key, str] = {}
+    if proc.returncode not in (0, 1):  # 1: no match; otherwise it refused the pattern
+        return found, {("refused", 0, 0): proc.stderr.strip()[:200]}
+    for line in proc.stdout.splitlines():
+        m = json.loads(line)
+        start = m["range"]["start"]
+        key = (m["file"], start["line"] + 1, start["column"] + 1)
+        found[key] += 1
+        text[key] = m["text"]
+    return found, text
 
 
 def run_tether(
-    registry: GrammarRegistry, pattern: str, lang: str, files: list[Path]
-) -> tuple[set[tuple[str, int]], str]:
-    grammar = registry.get(lang)
+    state: ProcessState, pattern: str, lang: str, root: Path, files: list[str]
+) -> tuple[Counter[Key], dict[Key, str]]:
+    grammar = state.registry.get(lang)
     assert grammar is not None
-    compiled = compile_pattern(pattern, grammar)
-    matcher = Matcher(compiled, grammar)
-    parser = grammar.parser()
-    out: set[tuple[str, int]] = set()
-    for f in files:
-        source = f.read_bytes()
-        for m in matcher.find(parser.parse(source), source):
-            out.add((f.name, m.start_point[0] + 1))
-    return out, compiled.interpretation
+    try:
+        compiled = compile_pattern(pattern, grammar)
+    except PatternError as exc:
+        return Counter(), {("refused", 0, 0): str(exc)}
+    found: Counter[Key] = Counter()
+    text: dict[Key, str] = {}
+    for r in state.run(Task("search", compiled, None, 2_000_000), str(root), files):
+        for line, col, _el, _ec, matched, _caps in r.matches:
+            key = (r.path, line, col)
+            found[key] += 1
+            text[key] = matched
+    return found, text
 
 
 def main() -> None:
-    corpus = Path(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--only", default="", help="comma-separated language ids to run")
+    parser.add_argument("--show", type=int, default=3, help="examples of each side's extras")
+    args = parser.parse_args()
     binary = ast_grep()
     registry = GrammarRegistry(all_grammars())
-    print(
-        f"{'language':<9} {'pattern':<34} {'tether':>6} {'ast-grep':>8} {'only t':>6} {'only ag':>7}"
-    )
+    state = ProcessState(registry, 0)
+    rows = []
     for lang, patterns in PATTERNS.items():
-        grammar = registry.get(lang)
-        assert grammar is not None
-        files = sorted(p for p in (corpus / lang).glob("*") if p.is_file())
-        if not files:
-            print(f"{lang:<9} (no files in {corpus / lang})")
+        if args.only and lang not in args.only.split(","):
             continue
+        root = args.corpus / lang
+        files = sorted(p.name for p in root.glob("*") if p.is_file())
+        if not files:
+            print(f"{lang}: no files in {root}")
+            continue
+        print(f"\n## {lang} ({len(files)} files)")
         for pattern in patterns:
-            ag = run_ast_grep(binary, pattern, lang, files)
-            try:
-                tc, _ = run_tether(registry, pattern, lang, files)
-            except PatternError as exc:
-                print(f"{lang:<9} {pattern!r:<34} refused: {exc}")
-                continue
+            shown = pattern.replace("\n", "\\n")
+            mine, mine_text = run_tether(state, pattern, lang, root, files)
+            theirs, their_text = run_ast_grep(binary, pattern, lang, root, files)
+            n_t = "refused" if ("refused", 0, 0) in mine_text else str(sum(mine.values()))
+            n_a = "refused" if ("refused", 0, 0) in their_text else str(sum(theirs.values()))
+            same = sum((mine & theirs).values())
+            only_t, only_a = mine - theirs, theirs - mine
             print(
-                f"{lang:<9} {pattern!r:<34} {len(tc):>6} {len(ag):>8} "
-                f"{len(tc - ag):>6} {len(ag - tc):>7}"
+                f"{shown!r}: tether {n_t}, ast-grep {n_a}, same {same}, "
+                f"only tether {sum(only_t.values())}, only ast-grep {sum(only_a.values())}"
             )
-            for only, side in ((tc - ag, "tether"), (ag - tc, "ast-grep")):
-                for name, line in sorted(only)[:3]:
-                    print(f"{'':<9}   only {side}: {name}:{line}")
+            for side, texts in (("tether", mine_text), ("ast-grep", their_text)):
+                if ("refused", 0, 0) in texts:
+                    print(f"    {side} refused: {texts[('refused', 0, 0)][:300]}")
+            for label, extra, texts in (
+                ("tether", only_t, mine_text),
+                ("ast-grep", only_a, their_text),
+            ):
+                for key in sorted(extra)[: args.show]:
+                    snippet = texts[key].replace("\n", "\\n")[:140]
+                    print(f"    only {label}: {key[0]}:{key[1]}:{key[2]}: {snippet}")
+            rows.append((lang, shown, n_t, n_a, same))
+    print("\n| language | pattern | tether | ast-grep | same start |")
+    print("|---|---|---:|---:|---:|")
+    for lang, shown, n_t, n_a, same in rows:
+        print(f"| {lang} | `{shown}` | {n_t} | {n_a} | {same} |")
 
 
 if __name__ == "__main__":

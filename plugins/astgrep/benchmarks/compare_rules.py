@@ -251,6 +251,17 @@ CASES: list[tuple[str, str, str, list[tuple[str, dict[str, Any]]]]] = [
 ]
 
 
+# Repositories for the rewrite features only (fix object, string-form transforms, rewriters)
+CASES += [
+    ("pallets/markupsafe", "python", "python", [("kind", {"rule": {"kind": "call"}})]),
+    (
+        "sindresorhus/p-queue",
+        "typescript",
+        "typescript",
+        [("kind", {"rule": {"kind": "call_expression"}})],
+    ),
+]
+
 # (repository, tether grammar id, ast-grep language, (feature, rule config with a fix)): the
 # files each side rewrites are compared byte for byte (ast-grep: `scan --update-all` on a copy)
 EDITS: list[tuple[str, str, str, list[tuple[str, dict[str, Any]]]]] = [
@@ -302,6 +313,80 @@ EDITS: list[tuple[str, str, str, list[tuple[str, dict[str, Any]]]]] = [
                         "N": {"replace": {"source": "$M", "replace": "^to(\\w)", "by": "as$1"}}
                     },
                     "fix": "$O.$N($$$A)",
+                },
+            ),
+        ],
+    ),
+]
+
+
+EDITS += [
+    (
+        "pallets/markupsafe",
+        "python",
+        "python",
+        [
+            (
+                "fix expandEnd",
+                {
+                    "rule": {"kind": "keyword_argument"},
+                    "fix": {"template": "", "expandEnd": {"regex": ","}},
+                },
+            ),
+            (
+                "transform string form",
+                {
+                    "rule": {"pattern": "$F($$$A)"},
+                    "constraints": {"F": {"kind": "identifier", "regex": "^_"}},
+                    "transform": {
+                        "N": "replace($F, replace='^_+', by='')",
+                        "U": "convert($N, toCase=pascalCase)",
+                    },
+                    "fix": "$U($$$A)",
+                },
+            ),
+            (
+                "rewriters",
+                {
+                    "rule": {"pattern": "return $E"},
+                    "rewriters": [{"id": "s", "rule": {"kind": "string"}, "fix": "S"}],
+                    "transform": {"R": "rewrite($E, rewriters=[s])"},
+                    "fix": "return $R",
+                },
+            ),
+        ],
+    ),
+    (
+        "sindresorhus/p-queue",
+        "typescript",
+        "typescript",
+        [
+            (
+                "fix expandStart",
+                {
+                    "rule": {"kind": "pair", "nthChild": {"position": 1, "reverse": True}},
+                    "fix": {"template": "", "expandStart": {"regex": ","}},
+                },
+            ),
+            (
+                "transform string form",
+                {
+                    "rule": {"pattern": "this.$M($$$A)"},
+                    "transform": {"N": "convert($M, toCase=snakeCase)"},
+                    "fix": "this.$N($$$A)",
+                },
+            ),
+            (
+                "rewriters joinBy",
+                {
+                    "rule": {"pattern": "[$$$E]"},
+                    "rewriters": [
+                        {"id": "q", "rule": {"kind": "identifier", "pattern": "$X"}, "fix": "q($X)"}
+                    ],
+                    "transform": {
+                        "R": {"rewrite": {"source": "$$$E", "rewriters": ["q"], "joinBy": ", "}}
+                    },
+                    "fix": "[$R]",
                 },
             ),
         ],

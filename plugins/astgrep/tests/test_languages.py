@@ -41,6 +41,7 @@ RUNG_CASES: dict[tuple[str, str], tuple[str, str]] = {
     ("haskell", "declaration"): ("$F :: $T", "signature"),
     ("haskell", "statement"): ("$X <- $Y", "bind"),
     ("haskell", "expression"): ("\\$X -> $Y", "lambda"),
+    ("haskell", "let expression"): ("let $X = $Y", "sequence of 'let', local binds"),
     ("html", "attribute"): ('class="$C"', "attribute"),
     ("html", "element"): ('<a href="$H">$$$T</a>', "element"),
     ("java", "statement"): ("throw new $E($$$A);", "throw statement"),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tether_astgrep.grammars import GrammarRegistry
+from tether_astgrep.rewrite import apply_matches
 from tether_astgrep.rules import RuleError, RuleMatcher, compile_rule
 
 PY = """\
@@ -583,3 +584,503 @@ def test_range_columns_count_characters_as_ast_grep_does(registry) -> None:
     where = {"start": {"line": 0, "column": 9}, "end": {"line": 0, "column": 10}}
     rule = {"kind": "identifier", "range": where}
     assert texts(registry, "python", rule, "print(é, y)\n") == ["y"]
+
+
+# -- fix object, string-form transforms, rewriters (ast_edit) --------------------------------
+
+# (language, feature, source, rule config, the file after the edit); each expected file is
+# what `ast-grep scan --inline-rules … --update-all` 0.51.1 writes (benchmarks/check_rule_tests.py)
+EDIT_CASES: list[tuple[str, str, str, dict[str, Any], str]] = [
+    (
+        "python",
+        "fix expandStart",
+        "xs = [a, b, c]\n",
+        {
+            "rule": {"kind": "identifier", "regex": "^c$", "inside": {"kind": "list"}},
+            "fix": {"template": "", "expandStart": {"regex": ","}},
+        },
+        "xs = [a, b]\n",
+    ),
+    (
+        "python",
+        "fix expandEnd stopBy end",
+        "f(a, b, c)\n",
+        {
+            "rule": {"kind": "identifier", "regex": "^b$", "inside": {"kind": "argument_list"}},
+            "fix": {"template": "", "expandEnd": {"regex": ",", "stopBy": "end"}},
+        },
+        "f(a,  c)\n",
+    ),
+    (
+        "rust",
+        "fix expandEnd",
+        "struct S {\n    a: i32,\n    b: i32,\n    c: i32,\n}\n",
+        {
+            "rule": {"kind": "field_declaration", "has": {"field": "name", "regex": "^b$"}},
+            "fix": {"template": "d: u8,", "expandEnd": {"regex": ","}},
+        },
+        "struct S {\n    a: i32,\n    d: u8,\n    c: i32,\n}\n",
+    ),
+    (
+        "typescript",
+        "fix expandEnd",
+        "var a = { b: 123, c: 4 }\n",
+        {
+            "rule": {"kind": "pair", "has": {"field": "key", "regex": "^b$"}},
+            "fix": {"template": "", "expandEnd": {"regex": ","}},
+        },
+        "var a = {  c: 4 }\n",
+    ),
+    (
+        "python",
+        "transform string form",
+        "x = _foo\ny = _bar_baz\n",
+        {
+            "rule": {"pattern": "$X = $V"},
+            "transform": {
+                "S": "substring($U, startChar=1, endChar=-1)",
+                "U": "convert($N, toCase=upperCase)",
+                "N": "replace($V, replace='^_', by='')",
+            },
+            "fix": "$X = $S",
+        },
+        "x = O\ny = AR_BA\n",
+    ),
+    (
+        "rust",
+        "transform string form",
+        "fn f() {\n    let user_name = get_it();\n}\n",
+        {
+            "rule": {"pattern": "let $N = $V;"},
+            "transform": {
+                "C": "convert($N, toCase=camelCase, separatedBy=[underscore])",
+                "R": "replace($V, replace='get_(\\w+)', by='fetch_$1')",
+            },
+            "fix": "let $C = $R;",
+        },
+        "fn f() {\n    let userName = fetch_it();\n}\n",
+    ),
+    (
+        "typescript",
+        "transform string form",
+        "const x = 'a,b';\n",
+        {
+            "rule": {"pattern": "const $X = $V"},
+            "transform": {"Q": "replace($V, replace=',', by=\", \")"},
+            "fix": "const $X = $Q",
+        },
+        "const x = 'a, b'\n",
+    ),
+    (
+        "typescript",
+        "rewrite",
+        "log(t(1, 2, 3))\n",
+        {
+            "rule": {"pattern": "log($A)"},
+            "rewriters": [{"id": "num", "rule": {"kind": "number"}, "fix": "810"}],
+            "transform": {"B": {"rewrite": {"source": "$A", "rewriters": ["num"]}}},
+            "fix": "log($B)",
+        },
+        "log(t(810, 810, 810))\n",
+    ),
+    (
+        "typescript",
+        "rewrite joinBy (string form)",
+        "log(t(1, 2, 3))\n",
+        {
+            "rule": {"pattern": "log($A)"},
+            "rewriters": [{"id": "num", "rule": {"kind": "number"}, "fix": "810"}],
+            "transform": {"B": "rewrite($A, rewriters=[num], joinBy=' + ')"},
+            "fix": "log($B)",
+        },
+        "log(810 + 810 + 810)\n",
+    ),
+    (
+        "typescript",
+        "rewrite first rewriter wins",
+        "log(t(1, 2, 3))\n",
+        {
+            "rule": {"pattern": "log($A)"},
+            "rewriters": [
+                {"id": "two", "rule": {"regex": "^2$"}, "fix": "1919"},
+                {"id": "num", "rule": {"kind": "number"}, "fix": "810"},
+            ],
+            "transform": {"B": {"rewrite": {"source": "$A", "rewriters": ["two", "num"]}}},
+            "fix": "log($B)",
+        },
+        "log(t(810, 1919, 810))\n",
+    ),
+    (
+        "typescript",
+        "rewrite recursive",
+        "x = [1, [2, [3, [4]]]]\n",
+        {
+            "rule": {"pattern": "x = $A"},
+            "rewriters": [
+                {
+                    "id": "flat",
+                    "rule": {"pattern": "[$$$C]"},
+                    "transform": {"D": {"rewrite": {"source": "$$$C", "rewriters": ["flat"]}}},
+                    "fix": "$D",
+                }
+            ],
+            "transform": {"B": {"rewrite": {"source": "$A", "rewriters": ["flat"]}}},
+            "fix": "x = $B",
+        },
+        "x = 1, 2, 3, 4\n",
+    ),
+    (
+        "typescript",
+        "rewrite inherits the rule's captures",
+        "f([1, 2]); f([1, 1]);\n",
+        {
+            "rule": {"pattern": "f([$A, $C])"},
+            "rewriters": [{"id": "same", "rule": {"pattern": "$C"}, "fix": "123"}],
+            "transform": {"B": {"rewrite": {"source": "$A", "rewriters": ["same"]}}},
+            "fix": "g($B)",
+        },
+        "g(1); g(123);\n",
+    ),
+    (
+        "python",
+        "rewrite joinBy over $$$",
+        "def f():\n    print(a, b)\n",
+        {
+            "rule": {"pattern": "print($$$A)"},
+            "rewriters": [
+                {"id": "each", "rule": {"pattern": "$X", "kind": "identifier"}, "fix": "log($X)"}
+            ],
+            "transform": {
+                "B": {"rewrite": {"source": "$$$A", "rewriters": ["each"], "joinBy": "\n"}}
+            },
+            "fix": "$B",
+        },
+        "def f():\n    log(a)\n    log(b)\n",
+    ),
+    (
+        "rust",
+        "rewrite with utils",
+        "fn f() {\n    run(g(1), h(2), g(3));\n}\n",
+        {
+            "rule": {"pattern": "run($$$A)"},
+            "rewriters": [
+                {
+                    "id": "gh",
+                    "utils": {"is_g": {"pattern": "g($X)"}},
+                    "rule": {"matches": "is_g"},
+                    "fix": "k($X)",
+                }
+            ],
+            "transform": {"B": "rewrite($$$A, rewriters=[gh])"},
+            "fix": "run($B)",
+        },
+        "fn f() {\n    run(k(1), h(2), k(3));\n}\n",
+    ),
+    (
+        "typescript",
+        "transform convert snakeCase keeps # and $",
+        "class A {\n  m() {\n    this.#fooBar();\n    this.XMLHttpGet();\n    this.a_b$c();\n  }\n}\n",
+        {
+            "rule": {"pattern": "this.$M($$$A)"},
+            "transform": {"N": "convert($M, toCase=snakeCase)"},
+            "fix": "this.$N($$$A)",
+        },
+        "class A {\n  m() {\n    this.#foo_bar();\n    this.xml_http_get();\n    this.a_b$c();\n  }\n}\n",
+    ),
+    (
+        "typescript",
+        "transform convert pascalCase keeps # and $",
+        "class A {\n  m() {\n    this.#fooBar();\n    this.XMLHttpGet();\n    this.a_b$c();\n  }\n}\n",
+        {
+            "rule": {"pattern": "this.$M($$$A)"},
+            "transform": {"N": "convert($M, toCase=pascalCase)"},
+            "fix": "this.$N($$$A)",
+        },
+        "class A {\n  m() {\n    this.#fooBar();\n    this.XMLHttpGet();\n    this.AB$c();\n  }\n}\n",
+    ),
+    (
+        "python",
+        "fix expandStart overlapping an earlier edit: skipped",
+        "f(a, b)\n",
+        {
+            "rule": {"kind": "identifier", "inside": {"kind": "argument_list"}},
+            "fix": {"template": "X", "expandStart": {"regex": "^a$", "stopBy": "end"}},
+        },
+        "f(X, b)\n",
+    ),
+    (
+        "python",
+        "transform of a multi-line capture lands re-indented",
+        "def f():\n    if x:\n        y = [\n            1,\n            2,\n        ]\n",
+        {
+            "rule": {"pattern": "$Y = $V"},
+            "transform": {"B": {"substring": {"source": "$V"}}},
+            "fix": "z = foo(\n    $B)",
+        },
+        "def f():\n    if x:\n        z = foo(\n            [\n                1,\n"
+        "                2,\n            ])\n",
+    ),
+    (
+        "go",
+        "fix expandEnd",
+        "package main\n\nfunc f() {\n\tg(a, b, c)\n}\n",
+        {
+            "rule": {"kind": "identifier", "regex": "^b$", "inside": {"kind": "argument_list"}},
+            "fix": {"template": "", "expandEnd": {"regex": ","}},
+        },
+        "package main\n\nfunc f() {\n\tg(a,  c)\n}\n",
+    ),
+    (
+        "go",
+        "rewrite (string form)",
+        "package main\n\nfunc f() {\n\th(1, x, 2)\n}\n",
+        {
+            "rule": {"pattern": "h($$$A)"},
+            "rewriters": [{"id": "zero", "rule": {"kind": "int_literal"}, "fix": "0"}],
+            "transform": {"B": "rewrite($$$A, rewriters=[zero])"},
+            "fix": "h($B)",
+        },
+        "package main\n\nfunc f() {\n\th(0, x, 0)\n}\n",
+    ),
+    (
+        "javascript",
+        "rewrite joinBy",
+        "const xs = [a, b];\n",
+        {
+            "rule": {"pattern": "[$$$E]"},
+            "rewriters": [
+                {"id": "wrap", "rule": {"kind": "identifier", "pattern": "$X"}, "fix": "f($X)"}
+            ],
+            "transform": {
+                "R": {"rewrite": {"source": "$$$E", "rewriters": ["wrap"], "joinBy": " | "}}
+            },
+            "fix": "[$R]",
+        },
+        "const xs = [f(a) | f(b)];\n",
+    ),
+    (
+        "javascript",
+        "fix expandStart",
+        "call(a, b);\n",
+        {
+            "rule": {"kind": "identifier", "regex": "^b$", "inside": {"kind": "arguments"}},
+            "fix": {"template": "", "expandStart": {"regex": ","}},
+        },
+        "call(a);\n",
+    ),
+]
+
+
+def edited(registry: GrammarRegistry, language: str, config: dict[str, Any], source: str) -> str:
+    grammar = registry.get(language)
+    assert grammar is not None
+    compiled = compile_rule(config, grammar, edit=True)
+    assert compiled.fix is not None
+    code = source.encode()
+    tree = grammar.parser().parse(code)
+    found = RuleMatcher(compiled, grammar).find(tree, code)
+    return apply_matches(compiled.fix, found, code, tree, grammar).new.decode()
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "config", "expected"),
+    [
+        pytest.param(lang, src, cfg, exp, id=f"{lang}-{feat}")
+        for lang, feat, src, cfg, exp in EDIT_CASES
+    ],
+)
+def test_rule_edit_feature(registry, language, source, config, expected) -> None:
+    assert edited(registry, language, config, source) == expected
+
+
+def test_a_rewrite_landing_indented_keeps_its_lines_relative(registry) -> None:
+    """A multi-line transform is de-indented from where it was and indented where it lands."""
+    source = "def f():\n    if x:\n        y = [\n            1,\n            2,\n        ]\n"
+    config = {
+        "rule": {"pattern": "$Y = $V"},
+        "rewriters": [{"id": "n", "rule": {"kind": "integer"}, "fix": "N"}],
+        "transform": {"B": {"rewrite": {"source": "$V", "rewriters": ["n"]}}},
+        "fix": "z = foo(\n    $B)",
+    }
+    assert edited(registry, "python", config, source) == (
+        "def f():\n    if x:\n        z = foo(\n            [\n                N,\n"
+        "                N,\n            ])\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"rule": {"pattern": "$X = $V"}, "transform": {"N": "replace $V"}, "fix": "$N"},
+            "rule.transform.N: expected `op($SOURCE, key=value, …)`",
+        ),
+        (
+            {"rule": {"pattern": "$X = $V"}, "transform": {"N": "upper($V, a=1)"}, "fix": "$N"},
+            "rule.transform.N: unknown transformation 'upper'; known: substring, replace, "
+            "convert, rewrite",
+        ),
+        (
+            {"rule": {"pattern": "$X = $V"}, "transform": {"N": "substring($V, startChar=x)"}},
+            "rule.transform.N.startChar: expected an integer, got 'x'",
+        ),
+        (
+            {"rule": {"pattern": "$X = $V"}, "transform": {"N": "replace($V, by='')"}},
+            "rule.transform.N.replace: expected a regular expression string",
+        ),
+        (
+            {"rule": {"pattern": "$X = $V"}, "transform": {"N": "replace($Q, replace=a, by=b)"}},
+            "rule.transform.N.source: expected a captured metavariable",
+        ),
+        (
+            {
+                "rule": {"pattern": "$X = $V"},
+                "transform": {"A": "substring($B)", "B": {"substring": {"source": "$A"}}},
+            },
+            "rule.transform.A: depends on itself ($A -> $B -> $A)",
+        ),
+        (
+            {"rule": {"pattern": "$X = $V"}, "transform": {"X": "substring($V)"}},
+            "rule.transform.X: $X is already a metavariable of the rule",
+        ),
+        (
+            {"rule": {"pattern": "$X = $V"}, "transform": {"B": "rewrite($V, rewriters=[nope])"}},
+            "rule.transform.B.rewriters: unknown rewriter 'nope' (rewriters: none are defined)",
+        ),
+        (
+            {
+                "rule": {"pattern": "$X = $V"},
+                "rewriters": [{"id": "r", "rule": {"kind": "integer"}}],
+            },
+            "rule.rewriters[r].fix: required",
+        ),
+        (
+            {
+                "rule": {"pattern": "$X = $V"},
+                "rewriters": [{"id": "r", "rule": {"kind": "integer"}, "fix": "$Z"}],
+            },
+            "rule.rewriters[r].fix: uses $Z, which neither this rewriter nor the rule binds",
+        ),
+        (
+            {
+                "rule": {"pattern": "$X = $V"},
+                "rewriters": [{"id": "r", "rule": {"kind": "intger"}, "fix": "1"}],
+            },
+            'rule.rewriters[r].rule.kind: unknown kind "intger"',
+        ),
+        (
+            {
+                "rule": {"pattern": "$X = $V"},
+                "transform": {"U": "convert($V, toCase=upperCase)"},
+                "rewriters": [{"id": "r", "rule": {"kind": "integer"}, "fix": "$U"}],
+            },
+            "rule.rewriters[r].fix: uses $U, a transform of the rule; a rewriter sees the rule's "
+            "captures",
+        ),
+        (
+            {"rule": {"kind": "call"}, "fix": [{"template": "a", "title": "t"}]},
+            "rule.fix: a list of fixes offers alternatives",
+        ),
+        (
+            {"rule": {"kind": "call"}, "fix": {"expandEnd": {"regex": ","}}},
+            "rule.fix.template: required",
+        ),
+        (
+            {"rule": {"kind": "call"}, "fix": {"template": "", "expandEnd": {"regex": "("}}},
+            "rule.fix.expandEnd.regex: invalid regular expression",
+        ),
+        (
+            {"rule": {"kind": "call"}, "fix": {"template": "", "expand_end": {}}},
+            "rule.fix.expand_end: unknown key; did you mean expandEnd?",
+        ),
+        (
+            {"rule": {"kind": "call"}, "message": "no calls", "fix": "x"},
+            "rule.message: not supported: text of `scan`'s diagnostic",
+        ),
+        (
+            {"rule": {"kind": "call"}, "files": ["src/**"], "fix": "x"},
+            "rule.files: not supported: file selection of `scan`; give the tool's `path`",
+        ),
+    ],
+)
+def test_fix_transform_and_rewriter_errors_name_the_rule_path(registry, config, message) -> None:
+    with pytest.raises(RuleError) as info:
+        compile_rule(config, registry.get("python"), edit=True)
+    assert message in str(info.value)
+
+
+def test_rewriters_are_for_ast_edit_only(registry) -> None:
+    config = {"rule": {"kind": "call"}, "rewriters": [{"id": "r", "rule": {"kind": "call"}}]}
+    with pytest.raises(RuleError) as info:
+        compile_rule(config, registry.get("python"))
+    assert "rule.rewriters: only ast_edit uses them" in str(info.value)
+
+
+@pytest.mark.anyio
+async def test_ast_edit_applies_rewriters_and_a_fix_object(
+    astgrep_run, tether_workdir: Path
+) -> None:
+    source = "def f():\n    print(a, b)\n    g(x, y, z)\n"
+    async with astgrep_run({"a.py": source}) as run:
+        config = {
+            "rule": {"pattern": "print($$$A)"},
+            "rewriters": [
+                {"id": "each", "rule": {"kind": "identifier", "pattern": "$X"}, "fix": "log($X)"}
+            ],
+            # a double-quoted value takes escapes (a single-quoted one would keep `\\n` as is)
+            "transform": {"B": 'rewrite($$$A, rewriters=[each], joinBy="\\n")'},
+            "fix": "$B",
+        }
+        staged = await run.call("ast_edit", {"rule": config})
+        assert not staged.is_error, staged.text_content
+        done = await run.call("resolve", {"edit_id": staged.meta["edit_id"], "action": "accept"})
+        assert not done.is_error, done.text_content
+        drop_y = {
+            "rule": {"kind": "identifier", "regex": "^y$", "inside": {"kind": "argument_list"}},
+            "fix": {"template": "", "expandEnd": {"regex": ",", "stopBy": "end"}},
+        }
+        staged = await run.call("ast_edit", {"rule": drop_y})
+        assert not staged.is_error, staged.text_content
+        done = await run.call("resolve", {"edit_id": staged.meta["edit_id"], "action": "accept"})
+        assert not done.is_error, done.text_content
+    assert (tether_workdir / "a.py").read_text() == (
+        "def f():\n    log(a)\n    log(b)\n    g(x,  z)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spelling", "expected"),
+    [
+        # the spellings of ast-grep's own parser tests (crates/config/src/transform/parse.rs)
+        ("substring($A, startChar=1, endChar=2)", ("substring", "A", {"start": 1, "end": 2})),
+        ("substring(   $A, startChar=1)", ("substring", "A", {"start": 1, "end": None})),
+        ("substring(  $A,)", ("substring", "A", {"start": None, "end": None})),
+        ("replace($A, replace= ^.+, by=', ')", ("replace", "A", {"by": ", "})),
+        ("replace($A, replace= ^.+, by =  '[')", ("replace", "A", {"by": "["})),
+        (
+            "convert($A, toCase=camelCase, separatedBy=[underscore, dash])",
+            ("convert", "A", {"to_case": "camelCase", "separators": ("underscore", "dash")}),
+        ),
+        ("convert($A, toCase=camelCase, separatedBy=[])", ("convert", "A", {"separators": ()})),
+        (
+            "rewrite($$$B, rewriters=[r1, 'r2'], joinBy = ',,,,')",
+            ("rewrite", "B", {"rewriters": ("r1", "r2"), "join_by": ",,,,"}),
+        ),
+        ("replace($A, replace='it''s', by=\"a\\tb\")", ("replace", "A", {"by": "a\tb"})),
+    ],
+)
+def test_transform_string_form_reads_ast_grep_spellings(registry, spelling, expected) -> None:
+    config = {
+        "rule": {"pattern": "$A = f($$$B)"},
+        "rewriters": [
+            {"id": "r1", "rule": {"kind": "integer"}, "fix": "1"},
+            {"id": "r2", "rule": {"kind": "integer"}, "fix": "2"},
+        ],
+        "transform": {"N": spelling},
+        "fix": "$N",
+    }
+    t = compile_rule(config, registry.get("python"), edit=True).transforms["N"]
+    op, source, fields = expected
+    assert (t.op, t.source) == (op, source)
+    for name, value in fields.items():
+        assert getattr(t, name) == value, name

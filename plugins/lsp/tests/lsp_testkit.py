@@ -77,13 +77,14 @@ class Ask:
 
 
 def action_forms() -> list[str]:
-    """Every form the ``lsp`` tool takes: each action, symbols and diagnostics twice."""
+    """Every form the ``lsp`` tool takes: each action, symbols twice and diagnostics three
+    times (a file, the checker, since a checkpoint)."""
     forms = []
     for action in get_args(Action):
         if action == "symbols":
             forms += ["symbols query", "symbols file"]
         elif action == "diagnostics":
-            forms += ["diagnostics file", 'diagnostics "*"']
+            forms += ["diagnostics file", 'diagnostics "*"', "diagnostics since"]
         else:
             forms.append(action)
     return forms
@@ -97,12 +98,17 @@ def action_matrix(server: str, asks: Mapping[str, Ask]) -> list[Any]:
         if form.startswith(("symbols", "diagnostics")):
             assert ("query" in ask.args) == (form == "symbols query"), form
             assert (ask.args.get("file") == "*") == (form == 'diagnostics "*"'), form
+            assert ("since" in ask.args) == (form == "diagnostics since"), form
     return [pytest.param(ask, id=form.replace('"', "")) for form, ask in asks.items()]
 
 
 def check_action(caller: Caller, server: str, ask: Ask) -> None:
     """A real answer, or an error that says what the server lacks: never an empty answer."""
     workdir: Path = caller.run.run.workdir
+    if "since" in ask.args:
+        # the checkpoint it asks about, marked first with the files as they are (whatever
+        # order the forms run in)
+        caller.ok(action="checkpoint", name=ask.args["since"])
     for rel, text in ask.files.items():
         (workdir / rel).write_text(text)
     result = caller.run.call("lsp", dict(ask.args))

@@ -130,6 +130,12 @@ CLANGD = {
         "no project checker: the server(s) for this checkout (clangd) name none",
         refused=True,
     ),
+    "diagnostics since": Ask(
+        {"action": "diagnostics", "since": "before-since", "file": "since.c"},
+        "since.c (clangd): baseline unknown (the run had not seen its diagnostics): 1 now",
+        files={"since.c": MISSING_SEMI},
+    ),
+    "checkpoint": Ask({"action": "checkpoint", "name": "m"}, 'checkpoint "m" marked'),
     "status": Ask({"action": "status"}, "clangd [c] can answer — usable"),
     "reload": Ask({"action": "reload", "file": "main.c"}, "restarted clangd for ."),
 }

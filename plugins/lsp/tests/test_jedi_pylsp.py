@@ -120,6 +120,13 @@ JEDI = {
         "no project checker: the server(s) for this checkout (jedi-language-server) name none",
         refused=True,
     ),
+    "diagnostics since": Ask(
+        {"action": "diagnostics", "since": "before-since", "file": "pkg/since.py"},
+        "pkg/since.py (jedi-language-server): baseline unknown (the run had not seen its "
+        "diagnostics): 1 now",
+        files={"pkg/since.py": "print(1\n"},
+    ),
+    "checkpoint": Ask({"action": "checkpoint", "name": "m"}, 'checkpoint "m" marked'),
     "status": Ask({"action": "status"}, "jedi-language-server for . (pid"),
     "reload": Ask(
         {"action": "reload", "file": "pkg/use.py"}, "restarted jedi-language-server for ."

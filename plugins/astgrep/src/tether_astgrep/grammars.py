@@ -60,6 +60,10 @@ class Grammar:
     # Tokens that are insignificant as the last child of a node (JavaScript's `;`, which
     # automatic semicolon insertion makes optional).
     optional_trailing: frozenset[str] = frozenset()
+    # Statement separators a line end stands for in the same place (bash's, Go's, Ruby's `;`:
+    # `if $C; then $$$B; fi` is the `if` written on several lines too). Like commas, they
+    # never count on either side.
+    separators: frozenset[str] = frozenset()
     # A regex for one comment, used by the prefilter that skips files before parsing them
     # (adjacent pattern tokens may be separated only by whitespace, commas, `;` and comments).
     # None turns that prefilter off for the grammar (e.g. nested comments a regex cannot span).
@@ -184,11 +188,13 @@ class Grammar:
 
     @cached_property
     def comma_ids(self) -> frozenset[int]:
+        """Tokens that never count: commas and the grammar's `separators`."""
         lang = self.ts_language
+        skipped = {",", *self.separators}
         return frozenset(
             i
             for i in range(lang.node_kind_count)
-            if self.kind_names[i] == "," and not lang.node_kind_is_named(i)
+            if self.kind_names[i] in skipped and not lang.node_kind_is_named(i)
         )
 
     @cached_property
@@ -201,7 +207,8 @@ class Grammar:
         )
 
     def significant(self, node: ts.Node) -> list[ts.Node]:
-        """Children that take part in matching: no comments, no commas, no optional `;` last."""
+        """Children that take part in matching: no comments, no commas or separators, no
+        optional `;` last."""
         comma = self.comma_ids
         kids = [c for c in node.children if not c.is_extra and c.kind_id not in comma]
         if kids and kids[-1].kind_id in self.trailing_ids:
@@ -287,6 +294,7 @@ def builtin_grammars() -> list[Grammar]:
     return [
         Grammar(
             id="python",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".py", ".pyi"),
             language=lazy_language("tree_sitter_python"),
             scaffolds=(
@@ -365,6 +373,7 @@ def builtin_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="go",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".go",),
             language=lazy_language("tree_sitter_go"),
             scaffolds=(

@@ -34,6 +34,7 @@ def optional_grammars() -> list[Grammar]:
     return [
         Grammar(
             id="bash",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".sh", ".bash", ".zsh", ".ksh", ".bats"),
             language=lazy_language("tree_sitter_bash"),
             extra="bash",
@@ -129,9 +130,13 @@ def optional_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),  # `color: red` is the same with its `;` or not
             comment_regex=C_COMMENT,
             statement_terminator=": _",  # `{ $$$D }` reads as `{ D: _ }`, a declaration
+            # a keyframe: `@keyframes $N { $$$F }` (spelled `from {…}`, `border: $$$V` would
+            # read as a rule whose selector is `border:from`)
+            item_fillers=("0% {{ {0}: _ }}",),
         ),
         Grammar(
             id="elixir",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".ex", ".exs"),
             language=lazy_language("tree_sitter_elixir"),
             extra="elixir",
@@ -151,11 +156,16 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("declaration", "", ""),
                 Scaffold("statement", "_t = do\n", "\n", indent="  "),
                 Scaffold("expression", "_t =\n", "\n", indent="  "),
+                # `let` binds the same way before `in`: read so, it is the `let` and the
+                # bindings that open a `let … in …` expression (another kind than a `do` let)
+                Scaffold("let expression", "_t =\n", "\n  in _", indent="  "),
             ),
+            also_read={"let": ("let expression",)},  # `let $X = $Y` finds both
             string_kinds=frozenset({"string", "char"}),
             comment_regex=None,  # `{- {- -} -}` nests
-            # a `case` alternative; a name that must be upper-case (a module, type, constructor)
-            typed_placeholders=("{} -> _", "T{}"),
+            # a `case` alternative; a name that must be upper-case (a module, type, constructor);
+            # a binding (`instance $C $T where $$$B`)
+            typed_placeholders=("{} -> _", "T{}", "{} = _"),
         ),
         Grammar(
             id="html",
@@ -202,6 +212,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             comment_regex=C_COMMENT,
             metavar_template='"{}"',  # JSON has no names: a metavariable stands as a string
+            typed_placeholders=('"{}": null',),  # a pair: `"k": { $$$P }`, `{ "k": $V, $$$R }`
         ),
         Grammar(
             id="kotlin",
@@ -264,6 +275,7 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="ruby",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".rb", ".rbw", ".rake", ".gemspec"),
             language=lazy_language("tree_sitter_ruby"),
             extra="ruby",
@@ -280,6 +292,7 @@ def optional_grammars() -> list[Grammar]:
         ),
         Grammar(
             id="scala",
+            separators=frozenset({";"}),  # a line end is the same separator
             extensions=(".scala", ".sc", ".sbt"),
             language=lazy_language("tree_sitter_scala"),
             extra="scala",

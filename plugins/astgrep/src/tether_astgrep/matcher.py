@@ -23,7 +23,7 @@ from tether_astgrep.pattern import (
     MetaVar,
     PItem,
     PNode,
-    quoted_literal,
+    whole_literal,
 )
 
 Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
@@ -224,7 +224,7 @@ class Matcher:
                 leaf is not None
                 and leaf.start_byte == pos
                 and leaf.end_byte == pos + size
-                and (leaf.child_count == 0 or quoted_literal(leaf))
+                and (leaf.child_count == 0 or whole_literal(leaf))
             ):
                 for depth in depths:
                     node: ts.Node | None = leaf
@@ -351,7 +351,7 @@ class Matcher:
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
             # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
-            if (n.child_count == 0 or quoted_literal(n)) and (
+            if (n.child_count == 0 or whole_literal(n)) and (
                 not p.named or n.text == p.text or (self.kind_only and n.is_named)
             ):
                 return self._took(env, n.start_byte, n.end_byte) if self.track else env

@@ -195,6 +195,18 @@ def quoted_literal(node: ts.Node) -> bool:
     )
 
 
+def whole_literal(node: ts.Node) -> bool:
+    """A node compared by its whole text: a quoted literal, or a node whose own text begins
+    before its first child (CSS's `100%` is an `integer_value` whose only child is the unit
+    `%`: the number is no child, so comparing the children alone would equal `50%`)."""
+    if quoted_literal(node):
+        return True
+    if not node.child_count:
+        return False
+    gap = node.children[0].start_byte - node.start_byte
+    return gap > 0 and _UNSEEN.fullmatch((node.text or b"")[:gap]) is None
+
+
 def lost_text(
     root: ts.Node, src: bytes, start: int, end: int, opaque: frozenset[int] = frozenset()
 ) -> str | None:
@@ -208,7 +220,7 @@ def lost_text(
         node = stack.pop()
         if node.end_byte <= covered or node.start_byte >= end:
             continue
-        if node.child_count and node.kind_id not in opaque and not quoted_literal(node):
+        if node.child_count and node.kind_id not in opaque and not whole_literal(node):
             stack.extend(reversed(node.children))
             continue
         if node.start_byte > covered and not _UNSEEN.fullmatch(src, covered, node.start_byte):
@@ -262,8 +274,8 @@ def _convert(
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
         return mv
-    if node.child_count == 0 or (quoted_literal(node) and b"__tmv" not in text):
-        # (a quoted literal whose text is no child, YAML's `"name"`, is compared whole)
+    if node.child_count == 0 or (whole_literal(node) and b"__tmv" not in text):
+        # (a literal whose text is no child, YAML's `"name"`, CSS's `100%`, is compared whole)
         if not node.is_named and text.startswith(b"#"):
             # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
             literals.append((b"", 0, 0, None))

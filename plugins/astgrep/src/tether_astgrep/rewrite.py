@@ -110,17 +110,20 @@ def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: G
         name = (m.group(1) if multi else m.group(2)) or b""
         span = match.captures.get(name.decode())
         computed = getattr(match, "texts", {}).get(name.decode())  # a rule's `transform`
+        line_start = body.rfind(b"\n", 0, m.start()) + 1
+        landing = body[line_start : m.start()]
+        if line_start == 0:
+            landing = before_match + landing
+        column = _INDENT.match(landing)
+        column_bytes = column.group(0) if column else b""
         if computed is not None:
-            pieces.append(computed)
+            # computed de-indented (ast-grep's rule): its lines take the landing line's indent
+            pieces.append(
+                computed.replace(b"\n", b"\n" + column_bytes) if column_bytes else computed
+            )
         elif span is None or span[0] < 0:
             pieces.append(b"")
         else:
-            line_start = body.rfind(b"\n", 0, m.start()) + 1
-            landing = body[line_start : m.start()]
-            if line_start == 0:
-                landing = before_match + landing
-            column = _INDENT.match(landing)
-            column_bytes = column.group(0) if column else b""
             alone = not landing.strip()
             ref = _line_indent(source, span[0]) if alone else indent
             pieces.append(
@@ -182,7 +185,7 @@ def apply_matches(
     used = set(template_vars(template))
     trailing = [t.encode() for t in grammar.optional_trailing]
     for m in sorted(matches, key=lambda m: (m.start_byte, -m.end_byte)):
-        if m.start_byte < pos:
+        if m.start_byte < pos or 0 <= m.edit_start < pos:  # edit_start: a fix's expandStart
             skipped += 1
             continue
         if m.lossy_line is not None:

@@ -9,6 +9,7 @@ by the pattern engine; every rule error names its path (`rule.inside.pattern: �
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -26,6 +27,7 @@ from tether_astgrep.pattern import (
     PNode,
     compile_pattern,
 )
+from tether_astgrep.rewrite import render, template_vars
 
 Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi), as the matcher's
 
@@ -34,7 +36,23 @@ RELATIONAL = ("inside", "has", "follows", "precedes")
 COMPOSITE = ("all", "any", "not", "matches")
 RULE_KEYS = (*ATOMIC, *RELATIONAL, *COMPOSITE)
 RELATION_KEYS = ("stopBy", "field")
-CONFIG_KEYS = ("rule", "constraints", "utils", "fix", "transform")
+CONFIG_KEYS = ("rule", "constraints", "utils", "fix", "transform", "rewriters")
+REWRITER_KEYS = ("id", "rule", "constraints", "utils", "transform", "fix")
+FIX_KEYS = ("template", "expandStart", "expandEnd", "title")
+# Keys of an ast-grep rule file that are about `scan`'s reporting and file selection: why each
+# is refused (an accepted key that did nothing would be a silent guess).
+SCAN_KEYS = {
+    "id": "names a rule in `scan`'s report; ast_grep reports matches, it needs no id",
+    "language": "give the tool's `language` argument (or a `path`) instead",
+    "message": "text of `scan`'s diagnostic; ast_grep reports matches, not diagnostics",
+    "note": "text of `scan`'s diagnostic; ast_grep reports matches, not diagnostics",
+    "severity": "level of `scan`'s diagnostic; ast_grep reports matches, not diagnostics",
+    "labels": "highlights of `scan`'s diagnostic; ast_grep reports each match's captures",
+    "url": "a link in `scan`'s diagnostic; ast_grep reports matches, not diagnostics",
+    "metadata": "data carried into `scan`'s report; ast_grep has no report to carry it",
+    "files": "file selection of `scan`; give the tool's `path` (a file or directory) instead",
+    "ignores": "file selection of `scan`; give the tool's `path` (a file or directory) instead",
+}
 
 
 class RuleError(Exception):
@@ -96,11 +114,29 @@ class CompiledRule:
     fix: str | None = None
     # ast_edit: new metavariables computed from captures, in order (`transform`)
     transforms: Mapping[str, Transform] = attrs.field(factory=dict)
+    # the fix object's `expandStart`/`expandEnd`: siblings the replaced range grows to
+    expand_start: Relation | None = None
+    expand_end: Relation | None = None
+    rewriters: Mapping[str, Rewriter] = attrs.field(factory=dict)
+
+
+@attrs.frozen(eq=False)
+class Rewriter:
+    """One of the config's `rewriters`: a rule with its own fix, applied by `rewrite`."""
+
+    id: str
+    rule: Rule
+    constraints: Mapping[str, Rule]
+    transforms: Mapping[str, Transform]
+    fix: str
+    expand_start: Relation | None = None
+    expand_end: Relation | None = None
 
 
 @attrs.frozen
 class Transform:
-    """One `transform` entry: `op` (substring, replace, convert) applied to `source`'s text."""
+    """One `transform` entry: `op` (substring, replace, convert) applied to `source`'s text,
+    or `rewrite`: the `rewriters` applied to the source's nodes (by the matcher)."""
 
     op: str
     source: str  # a metavariable name (single or multi) or an earlier transform's
@@ -110,6 +146,8 @@ class Transform:
     by: str = ""
     to_case: str = ""  # convert
     separators: tuple[str, ...] = ()
+    rewriters: tuple[str, ...] = ()  # rewrite: ids tried in order on each node, first wins
+    join_by: str | None = None  # rewrite: the rewrites alone, joined (else spliced in place)
 
     def apply(self, text: str) -> str:
         if self.op == "substring":
@@ -140,22 +178,51 @@ def _convert(text: str, to_case: str, separators: tuple[str, ...]) -> str:
         return text.upper()
     if to_case == "capitalize":
         return text[:1].upper() + text[1:]
-    chars = "".join(re.escape(_SEPARATOR_RE[s]) for s in separators if s in _SEPARATOR_RE)
-    words = re.split(f"[{chars}]+", text) if chars else [text]
-    if "caseChange" in separators:
-        split: list[str] = []
-        for word in words:
-            split.extend(re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[A-Z]+", word) or [word])
-        words = split
-    words = [w for w in words if w]
+    words = _split_words(text, separators)
     if to_case == "snakeCase":
         return "_".join(w.lower() for w in words)
     if to_case == "kebabCase":
         return "-".join(w.lower() for w in words)
     if to_case == "pascalCase":
-        return "".join(w[:1].upper() + w[1:].lower() for w in words)
-    head, *rest = words or [""]
-    return head.lower() + "".join(w[:1].upper() + w[1:].lower() for w in rest)
+        return "".join(w[:1].upper() + w[1:] for w in words)
+    return "".join(w.lower() if i == 0 else w[:1].upper() + w[1:] for i, w in enumerate(words))
+
+
+def _split_words(text: str, separators: tuple[str, ...]) -> list[str]:
+    """ast-grep's word split (its `Delimiter`): at each separator character, and with
+    `caseChange` where a lower-case letter meets an upper-case one (`aB`) or a run of
+    upper-case letters meets a lower-case one (`XMLHttp`: XML, Http). Every other character,
+    `#` or `$` included, stays in its word."""
+    delimiters = {_SEPARATOR_RE[s] for s in separators if s in _SEPARATOR_RE}
+    state = "lower" if "caseChange" in separators else "ignore"
+    words: list[str] = []
+    left = right = 0
+    for c in text:
+        if c in delimiters:
+            words.append(text[left:right])
+            left = right = right + 1
+            if state != "ignore":
+                state = "lower"
+            continue
+        if state == "lower" and c.isupper():
+            words.append(text[left:right])
+            left, right, state = right, right + 1, "one_upper"
+            continue
+        if state == "multi_upper" and c.islower():
+            words.append(text[left : right - 1])
+            left, right, state = right - 1, right + 1, "lower"
+            continue
+        right += 1
+        if state == "ignore":
+            continue
+        if c.islower():
+            state = "lower"
+        elif state == "lower":
+            state = "one_upper"
+        else:
+            state = "multi_upper"
+    words.append(text[left:right])
+    return [w for w in words if w]
 
 
 def _rust_replacement(by: str) -> str:
@@ -170,79 +237,197 @@ def _group_ref(m: re.Match[str]) -> str:
     return "$" if name is None else f"\\g<{name}>"
 
 
-def _transforms(raw: Any, names: frozenset[str], edit: bool) -> dict[str, Transform]:
+def _transforms(
+    raw: Any, names: frozenset[str], edit: bool, base: str = "rule"
+) -> dict[str, Transform]:
+    """The `transform` table, in the order its entries depend on each other (a transform may
+    use another defined before or after it, as in ast-grep; a cycle is refused)."""
     if not raw:
         return {}
     if not edit:
-        raise RuleError("rule.transform", "only ast_edit uses it (in the fix); ast_grep searches")
+        raise RuleError(
+            f"{base}.transform", "only ast_edit uses it (in the fix); ast_grep searches"
+        )
     if not isinstance(raw, Mapping):
-        raise RuleError("rule.transform", "expected an object: new name -> transformation")
-    out: dict[str, Transform] = {}
+        raise RuleError(f"{base}.transform", "expected an object: new name -> transformation")
+    parsed: dict[str, Transform] = {}
     for name, spec in raw.items():
-        path = f"rule.transform.{name}"
+        path = f"{base}.transform.{name}"
+        if name in names:
+            raise RuleError(path, f"${name} is already a metavariable of the rule")
+        if isinstance(spec, str):
+            op, args = _parse_transform_string(spec, path)
+            parsed[name] = _transform(op, args, path, names | frozenset(raw))
+            continue
         if not isinstance(spec, Mapping) or len(spec) != 1:
             raise RuleError(
                 path,
-                "expected an object with one of substring, replace, convert "
-                "(the string form `replace($A, …)` is not supported)",
+                "expected an object with one of substring, replace, convert, rewrite, or a "
+                "string such as `replace($A, replace='^_', by='')`",
             )
         ((op, args),) = spec.items()
-        path = f"{path}.{op}"
-        known = {
-            "substring": ("source", "startChar", "endChar"),
-            "replace": ("source", "replace", "by"),
-            "convert": ("source", "toCase", "separatedBy"),
-        }
-        if op not in known:
-            raise RuleError(path, _unknown_key(op, tuple(known)))
-        if not isinstance(args, Mapping):
-            raise RuleError(path, f"expected an object with {', '.join(known[op])}")
-        unknown = [k for k in args if k not in known[op]]
-        if unknown:
-            raise RuleError(f"{path}.{unknown[0]}", _unknown_key(unknown[0], known[op]))
-        source = args.get("source")
-        var = (
-            re.fullmatch(r"\$(?:\$\$)?([A-Z_][A-Z0-9_]*)", source)
-            if isinstance(source, str)
-            else None
-        )
-        if var is None or (var.group(1) not in names and var.group(1) not in out):
-            raise RuleError(
-                f"{path}.source",
-                f"expected a captured metavariable ($NAME) or an earlier transform, got {source!r}",
-            )
-        if op == "substring":
-            bounds = [args.get("startChar"), args.get("endChar")]
-            for key, value in zip(("startChar", "endChar"), bounds, strict=True):
-                if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                    raise RuleError(f"{path}.{key}", "expected an integer (negative: from the end)")
-            out[name] = Transform(op, var.group(1), start=bounds[0], end=bounds[1])
-        elif op == "replace":
-            if not isinstance(args.get("by"), str):
-                raise RuleError(f"{path}.by", "required: the replacement text")
-            regex = _regex(args.get("replace"), f"{path}.replace")
-            out[name] = Transform(op, var.group(1), regex=regex, by=_rust_replacement(args["by"]))
-        else:
-            to_case = args.get("toCase")
-            if to_case not in CASES:
-                raise RuleError(f"{path}.toCase", f"expected one of {', '.join(CASES)}")
-            seps = args.get("separatedBy", list(SEPARATORS))
-            if not isinstance(seps, list) or any(s not in SEPARATORS for s in seps):
-                raise RuleError(
-                    f"{path}.separatedBy", f"expected a list of {', '.join(SEPARATORS)}"
-                )
-            out[name] = Transform(op, var.group(1), to_case=to_case, separators=tuple(seps))
+        parsed[name] = _transform(op, args, f"{path}.{op}", names | frozenset(raw))
+    out: dict[str, Transform] = {}
+    visiting: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in out:
+            return
+        if name in visiting:
+            cycle = " -> ".join(f"${n}" for n in (*visiting[visiting.index(name) :], name))
+            raise RuleError(f"{base}.transform.{name}", f"depends on itself ({cycle})")
+        visiting.append(name)
+        source = parsed[name].source
+        if source in parsed:
+            visit(source)
+        visiting.pop()
+        out[name] = parsed[name]
+
+    for name in parsed:
+        visit(name)
     return out
+
+
+_TRANSFORM_ARGS = {
+    "substring": ("source", "startChar", "endChar"),
+    "replace": ("source", "replace", "by"),
+    "convert": ("source", "toCase", "separatedBy"),
+    "rewrite": ("source", "rewriters", "joinBy"),
+}
+
+
+def _transform(op: Any, args: Any, path: str, names: frozenset[str]) -> Transform:
+    """One transformation from its arguments (the object form's, or the string form's)."""
+    known = _TRANSFORM_ARGS
+    if op not in known:
+        close = difflib.get_close_matches(str(op), list(known), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise RuleError(path, f"unknown transformation {op!r}; {hint}known: {', '.join(known)}")
+    if not isinstance(args, Mapping):
+        raise RuleError(path, f"expected an object with {', '.join(known[op])}")
+    unknown = [k for k in args if k not in known[op]]
+    if unknown:
+        raise RuleError(f"{path}.{unknown[0]}", _unknown_key(unknown[0], known[op]))
+    source = args.get("source")
+    var = re.fullmatch(r"\$(\$\$)?([A-Z_][A-Z0-9_]*)", source) if isinstance(source, str) else None
+    if var is None or var.group(2) not in names:
+        raise RuleError(
+            f"{path}.source",
+            f"expected a captured metavariable ($NAME) or another transform, got {source!r}",
+        )
+    name = var.group(2)
+    if op == "substring":
+        bounds = [args.get("startChar"), args.get("endChar")]
+        for key, value in zip(("startChar", "endChar"), bounds, strict=True):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise RuleError(f"{path}.{key}", "expected an integer (negative: from the end)")
+        return Transform(op, name, start=bounds[0], end=bounds[1])
+    if op == "replace":
+        if not isinstance(args.get("by"), str):
+            raise RuleError(f"{path}.by", "required: the replacement text")
+        regex = _regex(args.get("replace"), f"{path}.replace")
+        return Transform(op, name, regex=regex, by=_rust_replacement(args["by"]))
+    if op == "rewrite":
+        ids = args.get("rewriters")
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            raise RuleError(f"{path}.rewriters", "required: a list of rewriter ids")
+        join_by = args.get("joinBy")
+        if join_by is not None and not isinstance(join_by, str):
+            raise RuleError(f"{path}.joinBy", "expected a string put between the rewrites")
+        return Transform(op, name, rewriters=tuple(ids), join_by=join_by)
+    to_case = args.get("toCase")
+    if to_case not in CASES:
+        raise RuleError(f"{path}.toCase", f"expected one of {', '.join(CASES)}")
+    seps = args.get("separatedBy", list(SEPARATORS))
+    if not isinstance(seps, list) or any(s not in SEPARATORS for s in seps):
+        raise RuleError(f"{path}.separatedBy", f"expected a list of {', '.join(SEPARATORS)}")
+    return Transform(op, name, to_case=to_case, separators=tuple(seps))
+
+
+def _parse_transform_string(text: str, path: str) -> tuple[str, dict[str, Any]]:
+    """ast-grep's string form, `op($SOURCE, key=value, ...)`, as (op, arguments).
+
+    A value is quoted (`'…'` with `''` for a quote, or `"…"` with backslash escapes), a list
+    (`[a, 'b']`), or bare up to the next comma (a number for startChar/endChar).
+    """
+    form = "expected `op($SOURCE, key=value, …)`, e.g. `replace($A, replace='^_', by='')`"
+    m = re.fullmatch(r"\s*(\w+)\s*\(\s*(\$[$\w]*)\s*(.*?)\s*\)\s*", text, re.S)
+    if m is None:
+        raise RuleError(path, f"{form}; got {text!r}")
+    op, source, rest = m.groups()
+    args: dict[str, Any] = {"source": source}
+    pos = 0
+    while pos < len(rest):
+        if rest[pos] == ",":
+            pos += 1
+        key_match = re.compile(r"\s*(\w+)\s*=\s*").match(rest, pos)
+        if key_match is None:
+            if not rest[pos:].strip():
+                break
+            raise RuleError(path, f"{form}; cannot read {rest[pos:]!r}")
+        key = key_match.group(1)
+        pos = key_match.end()
+        value, pos = _string_form_value(rest, pos, f"{path}.{key}")
+        if key in args:
+            raise RuleError(f"{path}.{key}", "given twice")
+        if key in ("startChar", "endChar") and isinstance(value, str):
+            if not re.fullmatch(r"[+-]?\d+", value):
+                raise RuleError(f"{path}.{key}", f"expected an integer, got {value!r}")
+            value = int(value)
+        args[key] = value
+        pos = len(rest) - len(rest[pos:].lstrip())
+        if pos < len(rest) and rest[pos] != ",":
+            raise RuleError(path, f"{form}; expected `,` before {rest[pos:]!r}")
+    return op, args
+
+
+def _string_form_value(text: str, pos: int, path: str) -> tuple[Any, int]:
+    """One value of the string form starting at `pos`: (value, position after it)."""
+    if pos >= len(text):
+        raise RuleError(path, "a value is missing after `=`")
+    first = text[pos]
+    if first == "[":
+        close = text.find("]", pos)
+        if close < 0:
+            raise RuleError(path, "a list is not closed with `]`")
+        items = [i.strip() for i in text[pos + 1 : close].split(",")]
+        return [_unquote(i, path) for i in items if i], close + 1
+    if first == "'":
+        m = re.compile(r"'((?:[^']|'')*)'").match(text, pos)
+        if m is None:
+            raise RuleError(path, "a quoted value is not closed with `'`")
+        return m.group(1).replace("''", "'"), m.end()
+    if first == '"':
+        m = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S).match(text, pos)
+        if m is None:
+            raise RuleError(path, 'a quoted value is not closed with `"`')
+        return _unquote(m.group(0), path), m.end()
+    end = text.find(",", pos)
+    end = len(text) if end < 0 else end
+    return text[pos:end].strip(), end
+
+
+def _unquote(item: str, path: str) -> str:
+    if item.startswith("'") and item.endswith("'") and len(item) >= 2:
+        return item[1:-1].replace("''", "'")
+    if item.startswith('"'):
+        try:
+            value = json.loads(item)
+        except ValueError:
+            raise RuleError(path, f"cannot read the quoted value {item}") from None
+        if isinstance(value, str):
+            return value
+    return item
 
 
 # -- compiling -------------------------------------------------------------------------------
 
 
 class _Compiler:
-    def __init__(self, grammar: Grammar, strictness: str, util_names: frozenset[str]) -> None:
+    def __init__(self, grammar: Grammar, strictness: str, utils: Mapping[str, str]) -> None:
         self.grammar = grammar
         self.strictness = strictness
-        self.util_names = util_names
+        self.utils = utils  # a name `matches` may use -> its key in the compiled utils
         self.patterns: list[CompiledPattern] = []
         lang = grammar.ts_language
         self.kinds: dict[str, set[int]] = {}
@@ -251,6 +436,14 @@ class _Compiler:
                 self.kinds.setdefault(name, set()).add(i)
         fields = (lang.field_name_for_id(i) for i in range(1, lang.field_count + 1))
         self.fields = {f for f in fields if f is not None}
+
+    def scoped(self, utils: Mapping[str, str]) -> _Compiler:
+        """A compiler for a rewriter: its own utilities beside the rule's, its own patterns."""
+        child = object.__new__(_Compiler)
+        child.__dict__.update(self.__dict__)
+        child.utils = {**self.utils, **utils}
+        child.patterns = []
+        return child
 
     def rule(self, raw: Any, path: str) -> Rule:
         if not isinstance(raw, Mapping):
@@ -284,12 +477,12 @@ class _Compiler:
             out["not_"] = self.rule(raw["not"], f"{path}.not")
         if "matches" in raw:
             name = raw["matches"]
-            if not isinstance(name, str) or name not in self.util_names:
-                known = ", ".join(sorted(self.util_names)) or "none are defined"
+            if not isinstance(name, str) or name not in self.utils:
+                known = ", ".join(sorted(self.utils)) or "none are defined"
                 raise RuleError(
                     f"{path}.matches", f"unknown utility rule {name!r} (utils: {known})"
                 )
-            out["matches"] = name
+            out["matches"] = self.utils[name]
         return Rule(**out)
 
     def pattern(self, raw: Any, path: str) -> CompiledPattern:
@@ -559,30 +752,48 @@ def compile_rule(
     raw: Mapping[str, Any], grammar: Grammar, strictness: str = "smart", *, edit: bool = False
 ) -> CompiledRule:
     """Compile the `rule` argument: a rule object, or an ast-grep rule config
-    (`{"rule": …, "constraints": …, "utils": …, "fix": …}`)."""
-    import json
-
+    (`{"rule": …, "constraints": …, "utils": …, "transform": …, "fix": …, "rewriters": …}`)."""
     if "rule" in raw:
-        unknown = [k for k in raw if k not in CONFIG_KEYS]
-        if unknown:
-            raise RuleError(f"rule.{unknown[0]}", _unknown_key(unknown[0], CONFIG_KEYS))
+        for key in raw:
+            if key in SCAN_KEYS:
+                raise RuleError(f"rule.{key}", f"not supported: {SCAN_KEYS[key]}")
+            if key not in CONFIG_KEYS:
+                raise RuleError(f"rule.{key}", _unknown_key(key, CONFIG_KEYS))
         body, base = raw["rule"], "rule.rule"
         config = raw
     else:
         body, base, config = raw, "rule", {}
-    fix = config.get("fix")
-    if fix is not None:
-        if not edit:
-            raise RuleError("rule.fix", "only ast_edit rewrites; ast_grep searches")
-        if not isinstance(fix, str):
-            raise RuleError(
-                "rule.fix", "expected a template string (an object fix is not supported)"
-            )
+    if not edit:
+        for key, why in (
+            ("fix", "only ast_edit rewrites; ast_grep searches"),
+            ("rewriters", "only ast_edit uses them (in a transform); ast_grep searches"),
+        ):
+            if config.get(key) is not None:
+                raise RuleError(f"rule.{key}", why)
     utils_raw = config.get("utils", {})
     if not isinstance(utils_raw, Mapping):
         raise RuleError("rule.utils", "expected an object of named rules")
-    compiler = _Compiler(grammar, strictness, frozenset(utils_raw))
+    compiler = _Compiler(grammar, strictness, {name: name for name in utils_raw})
     utils = {name: compiler.rule(r, f"rule.utils.{name}") for name, r in utils_raw.items()}
+    rule = compiler.rule(body, base)
+    constraints = _constraints(compiler, config, "rule", utils)
+    names = frozenset(v for p in compiler.patterns for v in p.var_names)
+    transforms = _transforms(config.get("transform", {}), names, edit)
+    fix, expand_start, expand_end = _fix(compiler, config.get("fix"), "rule.fix")
+    rewriters = _rewriters(compiler, config.get("rewriters"), names, frozenset(transforms), utils)
+    tables = [
+        ("rule", transforms),
+        *((f"rewriter {r.id}", r.transforms) for r in rewriters.values()),
+    ]
+    for where, table in tables:
+        for name, t in table.items():
+            missing = [i for i in t.rewriters if i not in rewriters]
+            if missing:
+                known = ", ".join(rewriters) or "none are defined"
+                raise RuleError(
+                    _transform_path(where, name) + ".rewriters",
+                    f"unknown rewriter {missing[0]!r} (rewriters: {known})",
+                )
     for name in utils:
         cycle = _direct_cycle(name, utils, (name,))
         if cycle:
@@ -591,28 +802,14 @@ def compile_rule(
                 "matches itself on the same node (" + " -> ".join(cycle) + "); a utility may "
                 "recurse only through a relation (inside, has, follows, precedes)",
             )
-    rule = compiler.rule(body, base)
     if not _is_positive(rule, utils, frozenset()):
         raise RuleError(
             base,
             "needs a positive part: a pattern or a kind (directly, in all, or in every any "
             "branch); regex, nthChild, range, not and relations alone would test every node",
         )
-    constraints_raw = config.get("constraints", {})
-    if not isinstance(constraints_raw, Mapping):
-        raise RuleError("rule.constraints", "expected an object: metavariable name -> rule")
-    constraints = {
-        name.lstrip("$"): compiler.rule(r, f"rule.constraints.{name}")
-        for name, r in constraints_raw.items()
-    }
-    names = frozenset(v for p in compiler.patterns for v in p.var_names)
-    for name in constraints:
-        if name not in names:
-            raise RuleError(
-                f"rule.constraints.{name}", f"${name} is not a metavariable of any pattern"
-            )
-    transforms = _transforms(config.get("transform", {}), names, edit)
     what = ", ".join(k for k in RULE_KEYS if k in body) if isinstance(body, Mapping) else ""
+    patterns = compiler.patterns
     return CompiledRule(
         source=json.dumps(raw, sort_keys=True),
         grammar_id=grammar.id,
@@ -621,15 +818,138 @@ def compile_rule(
         constraints=constraints,
         interpretation=f"rule ({what})"
         + (
-            "; patterns read as " + "; ".join(p.interpretation for p in compiler.patterns)
-            if compiler.patterns
+            "; patterns read as " + "; ".join(p.interpretation for p in patterns)
+            if patterns
             else ""
         ),
         literals=tuple(sorted(_required_literals(rule, utils, frozenset()))),
         var_names=names | frozenset(transforms),
         fix=fix,
         transforms=transforms,
+        expand_start=expand_start,
+        expand_end=expand_end,
+        rewriters=rewriters,
     )
+
+
+def _transform_path(where: str, name: str) -> str:
+    if where == "rule":
+        return f"rule.transform.{name}"
+    return f"rule.rewriters[{where.removeprefix('rewriter ')}].transform.{name}"
+
+
+def _constraints(
+    compiler: _Compiler, config: Mapping[str, Any], base: str, utils: Mapping[str, Rule]
+) -> dict[str, Rule]:
+    """The `constraints` table; each name must be a metavariable of the rule's patterns."""
+    raw = config.get("constraints", {})
+    if not isinstance(raw, Mapping):
+        raise RuleError(f"{base}.constraints", "expected an object: metavariable name -> rule")
+    constraints = {
+        name.lstrip("$"): compiler.rule(r, f"{base}.constraints.{name}") for name, r in raw.items()
+    }
+    names = frozenset(v for p in compiler.patterns for v in p.var_names)
+    for name in constraints:
+        if name not in names:
+            raise RuleError(
+                f"{base}.constraints.{name}", f"${name} is not a metavariable of any pattern"
+            )
+    return constraints
+
+
+def _fix(
+    compiler: _Compiler, raw: Any, path: str
+) -> tuple[str | None, Relation | None, Relation | None]:
+    """A `fix`: a template string, or an object {template, expandStart, expandEnd, title}
+    whose expansions grow the replaced range to the nearest sibling each matches."""
+    if raw is None or isinstance(raw, str):
+        return raw, None, None
+    if isinstance(raw, list):
+        raise RuleError(
+            path,
+            "a list of fixes offers alternatives for an editor to pick from; ast_edit applies "
+            "one: give a template string or one {template, expandStart, expandEnd} object",
+        )
+    if not isinstance(raw, Mapping):
+        raise RuleError(path, "expected a template string or {template, expandStart, expandEnd}")
+    unknown = [k for k in raw if k not in FIX_KEYS]
+    if unknown:
+        raise RuleError(f"{path}.{unknown[0]}", _unknown_key(unknown[0], FIX_KEYS))
+    template = raw.get("template")
+    if not isinstance(template, str):
+        raise RuleError(f"{path}.template", "required: the template string")
+    if raw.get("title") is not None and not isinstance(raw["title"], str):
+        raise RuleError(f"{path}.title", "expected a string")
+    start = end = None
+    if raw.get("expandStart") is not None:
+        start = compiler.relation(raw["expandStart"], f"{path}.expandStart", "expandStart")
+    if raw.get("expandEnd") is not None:
+        end = compiler.relation(raw["expandEnd"], f"{path}.expandEnd", "expandEnd")
+    return template, start, end
+
+
+def _rewriters(
+    compiler: _Compiler,
+    raw: Any,
+    upper: frozenset[str],
+    upper_transforms: frozenset[str],
+    utils: dict[str, Rule],
+) -> dict[str, Rewriter]:
+    """The `rewriters` list: each a rule config with an `id` and a `fix`, whose matches
+    inherit the enclosing rule's metavariables (`upper`, which its fix may use too)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise RuleError("rule.rewriters", "expected a list of rewriters {id, rule, fix, …}")
+    out: dict[str, Rewriter] = {}
+    for i, item in enumerate(raw):
+        path = f"rule.rewriters[{i}]"
+        if not isinstance(item, Mapping):
+            raise RuleError(path, "expected a rewriter object {id, rule, fix, …}")
+        unknown = [k for k in item if k not in REWRITER_KEYS]
+        if unknown:
+            raise RuleError(f"{path}.{unknown[0]}", _unknown_key(unknown[0], REWRITER_KEYS))
+        rid = item.get("id")
+        if not isinstance(rid, str) or not rid:
+            raise RuleError(f"{path}.id", "required: the name `rewrite` refers to")
+        if rid in out:
+            raise RuleError(f"{path}.id", f"{rid!r} is defined twice")
+        path = f"rule.rewriters[{rid}]"
+        if "rule" not in item:
+            raise RuleError(f"{path}.rule", "required: the rule a node must match")
+        if item.get("fix") is None:
+            raise RuleError(f"{path}.fix", "required: what a matching node is rewritten to")
+        own_raw = item.get("utils", {})
+        if not isinstance(own_raw, Mapping):
+            raise RuleError(f"{path}.utils", "expected an object of named rules")
+        scope = {name: f"{rid}/{name}" for name in own_raw}
+        sub = compiler.scoped(scope)
+        for name, r in own_raw.items():
+            utils[scope[name]] = sub.rule(r, f"{path}.utils.{name}")
+        # no positive part needed: a rewriter is tried only on the nodes under a capture
+        rule = sub.rule(item["rule"], f"{path}.rule")
+        constraints = _constraints(sub, item, path, utils)
+        names = frozenset(v for p in sub.patterns for v in p.var_names)
+        transforms = _transforms(item.get("transform", {}), names | upper, True, path)
+        fix, start, end = _fix(sub, item["fix"], f"{path}.fix")
+        assert fix is not None
+        known = names | upper | frozenset(transforms)
+        unbound = [v for v in template_vars(fix) if v not in known]
+        if unbound and unbound[0] in upper_transforms:
+            # ast-grep accepts it and inserts nothing: a rewriter runs before the rule's
+            # transforms are all computed, with the rule's captures only
+            raise RuleError(
+                f"{path}.fix",
+                f"uses ${unbound[0]}, a transform of the rule; a rewriter sees the rule's "
+                "captures, not its transforms (transform the capture in the rewriter)",
+            )
+        if unbound:
+            raise RuleError(
+                f"{path}.fix",
+                f"uses ${unbound[0]}, which neither this rewriter nor the rule binds",
+            )
+        out[rid] = Rewriter(rid, rule, constraints, transforms, fix, start, end)
+    return out
 
 
 # -- matching --------------------------------------------------------------------------------
@@ -694,8 +1014,120 @@ class RuleMatcher:
             out.append((node, env))
         out.sort(key=lambda r: (r[0].start_byte, -r[0].end_byte))
         built = out if keep is None else out[:keep]
-        transforms = self.compiled.transforms
-        return [_build(node, env, transforms, f.source) for node, env in built], len(out)
+        c = self.compiled
+        made = [
+            self._build(node, env, env, c.transforms, c.expand_start, c.expand_end, f)
+            for node, env in built
+        ]
+        return made, len(out)
+
+    # Building a match: its captures, transforms and the range its fix replaces -------------
+
+    def _build(
+        self,
+        node: ts.Node,
+        env: Env,
+        enclosing: Env,
+        transforms: Mapping[str, Transform],
+        expand_start: Relation | None,
+        expand_end: Relation | None,
+        f: _File,
+    ) -> Match:
+        caps: dict[str, tuple[int, int]] = {}
+        for name, value in env.items():
+            if isinstance(value, list):
+                caps[name] = _run_span(value) if value else (-1, -1)
+            else:
+                caps[name] = (value.start_byte, value.end_byte)
+        start: tuple[int, int] = tuple(node.start_point)  # type: ignore[assignment]
+        end: tuple[int, int] = tuple(node.end_point)  # type: ignore[assignment]
+        # ast-grep's fix object: the replaced range grows to the nearest sibling before
+        # (expandStart) or after (expandEnd) that matches, searched as follows/precedes search
+        edit_start = edit_end = -1
+        if expand_start is not None:
+            for other in self._follows(expand_start, node, f):
+                if self._match(expand_start.rule, other, env, f) is not None:
+                    edit_start = other.start_byte
+                    break
+        if expand_end is not None:
+            for other in self._precedes(expand_end, node, f):
+                if self._match(expand_end.rule, other, env, f) is not None:
+                    edit_end = other.end_byte
+                    break
+        if not transforms:
+            return Match(node.start_byte, node.end_byte, start, end, caps, edit_start, edit_end)
+        texts = self._texts(transforms, env, enclosing, f)
+        return RuleMatch(
+            node.start_byte, node.end_byte, start, end, caps, edit_start, edit_end, texts=texts
+        )
+
+    def _texts(
+        self, transforms: Mapping[str, Transform], env: Env, enclosing: Env, f: _File
+    ) -> dict[str, bytes]:
+        """Each transform's text, in dependency order. A transform of a multi-line capture is
+        de-indented like the capture (its lines relative to the capture's line), as ast-grep
+        does; `render` indents it again where it lands."""
+        texts: dict[str, bytes] = {}
+        for name, t in transforms.items():
+            value = env.get(t.source)
+            if t.source in texts:
+                text, anchor = texts[t.source], None
+            elif value is None or (isinstance(value, list) and not value):
+                text, anchor = b"", None
+            else:
+                a, b = (
+                    _run_span(value)
+                    if isinstance(value, list)
+                    else (value.start_byte, value.end_byte)
+                )
+                text, anchor = f.source[a:b], a
+            if t.op == "rewrite":
+                out = self._rewrite(t, value, env, enclosing, f) if anchor is not None else b""
+            else:
+                out = t.apply(text.decode("utf-8", "replace")).encode()
+            if anchor is not None and b"\n" in out:
+                out = _deindent(out, _indent_width(f.source, anchor))
+            texts[name] = out
+        return texts
+
+    def _rewrite(self, t: Transform, value: Any, env: Env, enclosing: Env, f: _File) -> bytes:
+        """ast-grep's `rewrite`: every node under the source (itself first, then in document
+        order) is tried with each rewriter in turn, the first that matches rewrites it; an
+        edit inside one already made is dropped (the outer node wins). Without `joinBy` the
+        edits are spliced into the source's text; with it, only the rewrites, joined."""
+        nodes: list[ts.Node] = value if isinstance(value, list) else [value]
+        rewriters = [self.compiled.rewriters[i] for i in t.rewriters]
+        edits: list[tuple[int, int, bytes]] = []
+        for top in nodes:
+            for node in _walk(top):
+                for rw in rewriters:
+                    # the rewriter's captures start from the enclosing rule's (a name bound
+                    # there must capture the same code here); they are not passed further down
+                    found = self._match(rw.rule, node, dict(enclosing), f)
+                    if found is None or not self._constrained(found, f, rw.constraints):
+                        continue
+                    m = self._build(
+                        node, found, enclosing, rw.transforms, rw.expand_start, rw.expand_end, f
+                    )
+                    a = m.edit_start if m.edit_start >= 0 else m.start_byte
+                    b = m.edit_end if m.edit_end >= 0 else m.end_byte
+                    edits.append((a, b, render(rw.fix, m, f.source, f.tree, self.grammar)))
+                    break
+        start, stop = nodes[0].start_byte, nodes[-1].end_byte
+        out: list[bytes] = []
+        pos = start
+        for a, b, text in edits:
+            if a < pos and (t.join_by is None or out):
+                continue  # inside (or overlapping) an edit already made
+            if t.join_by is None:
+                out.append(f.source[pos:a])
+            elif out:
+                out.append(t.join_by.encode())
+            out.append(text)
+            pos = b
+        if t.join_by is None:
+            out.append(f.source[pos:stop])
+        return b"".join(out)
 
     def _candidates(self, rule: Rule, f: _File) -> Iterator[ts.Node]:
         """Nodes that may match: a pattern's matches when the rule needs that pattern,
@@ -734,8 +1166,11 @@ class RuleMatcher:
                 self._queries[kinds] = None
         return self._queries[kinds]
 
-    def _constrained(self, env: Env, f: _File) -> bool:
-        for name, rule in self.compiled.constraints.items():
+    def _constrained(
+        self, env: Env, f: _File, constraints: Mapping[str, Rule] | None = None
+    ) -> bool:
+        table = self.compiled.constraints if constraints is None else constraints
+        for name, rule in table.items():
             value = env.get(name)
             if isinstance(value, list) and len(value) == 1:
                 value = value[0]
@@ -914,6 +1349,21 @@ def _text(value: Any, source: bytes) -> bytes:
     return source[value.start_byte : value.end_byte]
 
 
+def _indent_width(source: bytes, offset: int) -> int:
+    """The spaces that begin the line holding `offset` (ast-grep counts spaces only)."""
+    line = source[source.rfind(b"\n", 0, offset) + 1 : offset]
+    return len(line) - len(line.lstrip(b" "))
+
+
+def _deindent(text: bytes, width: int) -> bytes:
+    """`text` with `width` leading spaces taken off each line after the first that has them."""
+    if not width:
+        return text
+    pad = b" " * width
+    first, *rest = text.split(b"\n")
+    return b"\n".join([first, *(line.removeprefix(pad) for line in rest)])
+
+
 def _merge(env: Env, found: Env, source: bytes) -> Env | None:
     """`env` with `found`'s captures; a name captured twice must capture the same code."""
     out = dict(env)
@@ -931,26 +1381,3 @@ class RuleMatch(Match):
     """A rule's match, with the text of its transformed metavariables (`transform`)."""
 
     texts: Mapping[str, bytes] = attrs.field(factory=dict)
-
-
-def _build(node: ts.Node, env: Env, transforms: Mapping[str, Transform], source: bytes) -> Match:
-    caps: dict[str, tuple[int, int]] = {}
-    for name, value in env.items():
-        if isinstance(value, list):
-            caps[name] = _run_span(value) if value else (-1, -1)
-        else:
-            caps[name] = (value.start_byte, value.end_byte)
-    start: tuple[int, int] = tuple(node.start_point)  # type: ignore[assignment]
-    end: tuple[int, int] = tuple(node.end_point)  # type: ignore[assignment]
-    if not transforms:
-        return Match(node.start_byte, node.end_byte, start, end, caps)
-    values: dict[str, str] = {}
-    for name, t in transforms.items():
-        if t.source in values:
-            text = values[t.source]
-        else:
-            a, b = caps.get(t.source, (-1, -1))
-            text = "" if a < 0 else source[a:b].decode("utf-8", "replace")
-        values[name] = t.apply(text)
-    texts = {k: v.encode() for k, v in values.items()}
-    return RuleMatch(node.start_byte, node.end_byte, start, end, caps, texts=texts)

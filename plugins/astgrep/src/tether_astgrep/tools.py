@@ -13,7 +13,7 @@ from tether.resources import ResourceKey
 from tether.text import duration, plural, show_path, shown_note, truncate
 from tether_astgrep.config import AstgrepConfig
 from tether_astgrep.grammars import Grammar, GrammarRegistry
-from tether_astgrep.service import AstgrepService, SearchOutcome
+from tether_astgrep.service import AstgrepService, SearchOutcome, StagedEdit
 
 if TYPE_CHECKING:
     from tether_astgrep.engine import FileResult
@@ -76,7 +76,8 @@ RULE_DOC = (
     '{"kind": "call", "inside": {"kind": "for_statement", "stopBy": "end"}} (keys: pattern, '
     "kind, regex, nthChild, inside, has, follows, precedes with stopBy and field, all, any, "
     'not, matches), or an ast-grep rule config {"rule": {...}, "constraints": {"X": {...}}, '
-    '"utils": {"name": {...}}, "fix": "..."} (fix: ast_edit only)'
+    '"utils": {"name": {...}}, "transform": {...}, "rewriters": [...], "fix": "..." or '
+    '{"template", "expandStart", "expandEnd"}} (fix, transform, rewriters: ast_edit only)'
 )
 
 
@@ -369,6 +370,10 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
+    # what the project's checkers (any family answering the core's hook) say the edit would
+    # introduce, before resolve writes it; above the diff, which a cap may cut
+    checked = await call.run.preview_diagnostics(staged_change(staged))
+    lines.append(checked.text)
     import difflib  # only a preview pays for it
 
     diff: list[str] = []
@@ -387,6 +392,7 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
     return tether.ToolResult.text(
         "\n".join(lines),
         edit_id=staged.edit_id,
+        diagnostics_preview=dict(checked.meta),
         replacements=replaced,
         files=[r.path for r in changed],
         new_syntax_errors={r.path: list(r.new_error_lines) for r in broken},
@@ -406,6 +412,12 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         unsearchable=unsearchable_meta,
         unreadable_ignores=outcome.unreadable_ignores,
     )
+
+
+def staged_change(staged: StagedEdit) -> tether.StagedChange:
+    """A staged edit as the core's staged change, for the diagnostics preview."""
+    files = tuple(tether.StagedFile(path, old, new) for path, old, new in staged.changes)
+    return tether.StagedChange(files, origin=f"ast_edit {staged.edit_id}")
 
 
 def _stopped(outcome: SearchOutcome, stall_s: float) -> str | None:
@@ -531,7 +543,8 @@ EDIT_DOC = (
     "($NAME substituted, multi-line captures keeping their shape). Code the pattern does not "
     "mention before or after the matched parts (an else branch, a trailing ;) is kept verbatim. "
     "Writes nothing; returns a diff preview, which syntax check ran on each file (Python: "
-    "compile()), and an edit_id for resolve."
+    "compile()), the diagnostics the project's language servers say the edit would introduce "
+    "(when tether-lsp is installed), and an edit_id for resolve."
 )
 RESOLVE_DOC = (
     "Accept or discard an edit staged by ast_edit. Accept writes every file or none: if any file "

@@ -11,6 +11,7 @@ half-applied change. And an answer is only the server's report on the text just 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,15 @@ from tether.text import cap
 from tether_lsp.client import LspClient
 from tether_lsp.documents import OpenDocument
 from tether_lsp.ledger import DiagnosticLedger
-from tether_lsp.queries import Answers, format_merged, merge_diagnostics
+from tether_lsp.queries import (
+    REPORTED_SEVERITIES,
+    Answers,
+    format_merged,
+    merge_diagnostics,
+    seen_of,
+)
 from tether_lsp.supervisor import LspSupervisor
 
-REPORTED_SEVERITIES = (1, 2)  # errors and warnings; hints and infos are noise after a write
 CAP = 30
 
 
@@ -38,6 +44,8 @@ class _Answer:
     #: diagnostics of the text written (None: not reported in time)
     items: list[dict[str, Any]] | None = None
     text: str = ""
+    #: the document the diagnostics are about (its text and disk stamp)
+    doc: OpenDocument | None = None
     failure: str | None = None
 
 
@@ -81,11 +89,11 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
             config = supervisor.config
             deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
             if previous:
-                await client.wait_ready(_left(deadline), index=False)
+                await client.wait_ready(time_left(deadline), index=False)
             for path, doc in previous.items():
                 if doc is not None:
-                    got = await client.current_diagnostics(doc, _left(deadline))
-                    baseline = None if got is None else [d for d in got if _reported(d)]
+                    got = await client.current_diagnostics(doc, time_left(deadline))
+                    baseline = None if got is None else [d for d in got if is_reported(d)]
                     answers[(id(client), path)].baseline = baseline
                 elif path in result.before:
                     answers[(id(client), path)].baseline = []  # created by the call
@@ -97,21 +105,12 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
                 await client.save(doc)
                 docs.append(doc)
             deadline = anyio.current_time() + timeout
-            if len(docs) > 1 and client.pushes_diagnostics:
-                # a pushing server may have diagnosed the first files before the rest arrived
-                # (clangd: a source before its edited header): each is sent again, after all
-                for doc in docs:
-                    await client.resend(doc)
-                # and a version's first push may still be on the old state (clangd publishes
-                # main.c once with its stale preamble, then again ~0.1 s later): its pushes
-                # are taken once it has been quiet for a moment
-                for doc in docs:
-                    await client.diagnostics_for(doc, _left(deadline))
-                await _quiet(client, deadline)
-            for path, doc in zip(files, docs, strict=True):
+            got_all = await diagnose_change(client, docs, deadline, client.resend)
+            for path, doc, items in zip(files, docs, got_all, strict=True):
                 answer = answers[(id(client), path)]
-                answer.items = await client.current_diagnostics(doc, _left(deadline))
+                answer.items = items
                 answer.text = doc.text
+                answer.doc = doc
         except tether.ToolError as exc:
             for path in files:
                 answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
@@ -134,6 +133,28 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
 SETTLE_S = 0.5
 
 
+async def diagnose_change(
+    client: LspClient,
+    docs: list[OpenDocument],
+    deadline: float,
+    resend: Callable[[OpenDocument], Awaitable[None]],
+) -> list[list[dict[str, Any]] | None]:
+    """The diagnostics of every document of a change, each sent already (None: not in time),
+    taken once the whole change has reached the server."""
+    if len(docs) > 1 and client.pushes_diagnostics:
+        # a pushing server may have diagnosed the first files before the rest arrived
+        # (clangd: a source before its edited header): each is sent again, after all
+        for doc in docs:
+            await resend(doc)
+        # and a version's first push may still be on the old state (clangd publishes
+        # main.c once with its stale preamble, then again ~0.1 s later): its pushes
+        # are taken once it has been quiet for a moment
+        for doc in docs:
+            await client.diagnostics_for(doc, time_left(deadline))
+        await _quiet(client, deadline)
+    return [await client.current_diagnostics(doc, time_left(deadline)) for doc in docs]
+
+
 async def _quiet(client: LspClient, deadline: float) -> None:
     """Until ``client`` has published nothing for :data:`SETTLE_S` (bounded by ``deadline``)."""
     while anyio.current_time() < deadline:
@@ -143,7 +164,7 @@ async def _quiet(client: LspClient, deadline: float) -> None:
             return
 
 
-def _left(deadline: float) -> float:
+def time_left(deadline: float) -> float:
     """What remains of one wait shared by several files (a little, when nothing does)."""
     return max(0.05, deadline - anyio.current_time())
 
@@ -166,7 +187,7 @@ async def _send_previous(client: LspClient, path: Path, before: Any) -> OpenDocu
     return await client.send_text(path, text)
 
 
-def _reported(diagnostic: dict[str, Any]) -> bool:
+def is_reported(diagnostic: dict[str, Any]) -> bool:
     return (diagnostic.get("severity") or 1) in REPORTED_SEVERITIES
 
 
@@ -181,13 +202,16 @@ def _describe(
     """The note for one written file: its new diagnostics, and why any server is missing."""
     rel = supervisor.relative(path)
     notes = list(notes)
+    complete = not notes  # every server answered: what the run saw is the whole picture
     current: Answers = []
     baselines: Answers = []
     baseline_missing = False
     text = ""
+    doc: OpenDocument | None = None
     for client, answer in got:
         if answer.failure is not None:
             notes.append(answer.failure)
+            complete = False
             continue
         if answer.items is None:
             # not "nothing new": the answer is on its way and the next question gets it
@@ -196,12 +220,14 @@ def _describe(
                 f"{timeout:g} s: not computed yet for the text just written; `lsp diagnostics` "
                 f"for {rel} gives them once it is done"
             )
+            complete = False
             continue
-        current.append((client, [d for d in answer.items if _reported(d)]))
+        current.append((client, [d for d in answer.items if is_reported(d)]))
         root_note = supervisor.root_note(client)
         if root_note:
             notes.append(root_note)
         text = answer.text
+        doc = doc or answer.doc
         if answer.baseline is None:
             baseline_missing = True
         else:
@@ -214,6 +240,9 @@ def _describe(
     merged = merge_diagnostics(current)
     known = ledger.knows(path)
     fresh = ledger.new_since_last(path, [d for _, items in merged for d in items])
+    if doc is not None and complete:
+        # what the run was told of the text just written: a checkpoint's baseline
+        ledger.record(path, seen_of(merged, rel, doc))
     fresh_ids = {id(d) for d in fresh}
     news = [(client, [d for d in items if id(d) in fresh_ids]) for client, items in merged]
     if not fresh:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import anyio
@@ -23,11 +25,13 @@ from tether_lsp.documents import (
     file_events,
     path_to_uri,
     scan_root,
+    skipped_dir,
     uri_to_path,
 )
 from tether_lsp.rpc import MethodNotFound, RequestTimedOut, RpcConnection
 from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import untrusted_env
+from tether_lsp.watch import TreeWatch, WatchUnavailable
 
 _CLIENT_CAPABILITIES: dict[str, Any] = {
     "general": {"positionEncodings": ["utf-8", "utf-16"]},
@@ -185,7 +189,13 @@ class LspClient:
         self.crash_counted = False
         self._seq = 0
         self._snapshot: dict[str, tuple[int, int]] = {}
+        #: the root's inotify watch (Linux), so a query stats only the files changed since the
+        #: last one; None: each query scans the root
+        self.watch: TreeWatch | None = None
         self._sync_lock = anyio.Lock()
+        #: the last version of each document closed: reopened, it goes on from there, so a
+        #: late publish for the closed text is never taken for the reopened one
+        self._closed_versions: dict[str, int] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -223,6 +233,8 @@ class LspClient:
         result = await self.request("initialize", params, timeout_s=timeout_s)
         self.capabilities = (result or {}).get("capabilities", {}) or {}
         self.encoding = self.capabilities.get("positionEncoding") or "utf-16"
+        # watched before the first scan: a change made between the two is in both
+        self.watch = await anyio.to_thread.run_sync(self._start_watch)
         self._snapshot = await self._scan()
         await self.notify("initialized", {})
         if self.settings or self.spec.waits_for_configuration:
@@ -239,6 +251,18 @@ class LspClient:
         """Polite shutdown, bounded; the process tree is killed and the reader ended in any
         case before this returns."""
         await self.rpc.aclose()
+        self.close_watch()
+
+    def close_watch(self) -> None:
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.close()
+
+    def _start_watch(self) -> TreeWatch | None:
+        try:
+            return TreeWatch(str(self.root), skipped_dir)
+        except WatchUnavailable:
+            return None
 
     # -- the server's requests and notifications -------------------------------------------
 
@@ -368,6 +392,38 @@ class LspClient:
         suffixes = frozenset(self.spec.extensions)
         return await reading.off_loop(self.root, lambda reader: scan_root(reader, suffixes))
 
+    async def _changed_on_disk(self) -> dict[str, tuple[int, int]]:
+        """The root's source files as :meth:`_scan` gives them: from the snapshot and the files
+        the watch says changed (only those are looked at), else by a scan of the root."""
+        watch = self.watch
+        if watch is None:
+            return await self._scan()
+        suffixes = frozenset(self.spec.extensions)
+        snapshot = self._snapshot
+
+        def look(reader: reading.Reader) -> dict[str, tuple[int, int]] | None:
+            paths = watch.changed()
+            if paths is None:
+                return None
+            current = dict(snapshot)
+            for path in paths:
+                reader.check()
+                if os.path.splitext(path)[1] not in suffixes:
+                    continue
+                try:
+                    info = os.stat(path, follow_symlinks=False)
+                except OSError:
+                    current.pop(path, None)
+                    continue
+                if S_ISREG(info.st_mode):
+                    current[path] = (info.st_mtime_ns, info.st_size)
+                else:
+                    current.pop(path, None)
+            return current
+
+        current = await reading.off_loop(self.root, look)
+        return current if current is not None else await self._scan()
+
     async def _sync(self, path: Path) -> tuple[OpenDocument, bool]:
         uri = path_to_uri(path)
         doc = self.documents.get(uri)
@@ -388,12 +444,13 @@ class LspClient:
         text = data.decode("utf-8", errors="replace")
         if doc is None:
             language_id = self.spec.language_id(path.suffix) or self.spec.language
+            version = self._closed_versions.pop(uri, 0) + 1
             doc = OpenDocument(
-                path, uri, language_id, 1, text, stat.st_mtime_ns, stat.st_size, self._seq
+                path, uri, language_id, version, text, stat.st_mtime_ns, stat.st_size, self._seq
             )
             self.documents[uri] = doc
             self._snapshot.pop(str(path), None)
-            item = {"uri": uri, "languageId": language_id, "version": 1, "text": text}
+            item = {"uri": uri, "languageId": language_id, "version": version, "text": text}
             await self.notify("textDocument/didOpen", {"textDocument": item})
             return doc, True
         doc.mtime_ns, doc.size = stat.st_mtime_ns, stat.st_size
@@ -417,28 +474,56 @@ class LspClient:
         the disk holds: the text a file had before a write, for the diagnostics to compare
         with. The next sync sends the disk's content again."""
         async with self._sync_lock:
-            uri = path_to_uri(path)
-            doc = self.documents.get(uri)
-            if doc is None:
-                language_id = self.spec.language_id(path.suffix) or self.spec.language
-                doc = OpenDocument(path, uri, language_id, 1, text, 0, -1, self._seq)
-                self.documents[uri] = doc
-                self._snapshot.pop(str(path), None)
-                item = {"uri": uri, "languageId": language_id, "version": 1, "text": text}
-                await self.notify("textDocument/didOpen", {"textDocument": item})
-                return doc
-            doc.mtime_ns, doc.size = 0, -1  # not the disk's: the next sync sends the disk's
-            if text != doc.text:
-                doc.version += 1
-                doc.text = text
-                doc.sent_seq = self._seq
-                await self.rpc.drop_kept(uri)
-                params = {
-                    "textDocument": {"uri": uri, "version": doc.version},
-                    "contentChanges": [{"text": text}],
-                }
-                await self.notify("textDocument/didChange", params)
+            return await self._send_text(path, text)
+
+    async def _send_text(self, path: Path, text: str) -> OpenDocument:
+        uri = path_to_uri(path)
+        doc = self.documents.get(uri)
+        if doc is None:
+            language_id = self.spec.language_id(path.suffix) or self.spec.language
+            version = self._closed_versions.pop(uri, 0) + 1
+            doc = OpenDocument(path, uri, language_id, version, text, 0, -1, self._seq)
+            self.documents[uri] = doc
+            self._snapshot.pop(str(path), None)
+            item = {"uri": uri, "languageId": language_id, "version": version, "text": text}
+            await self.notify("textDocument/didOpen", {"textDocument": item})
             return doc
+        doc.mtime_ns, doc.size = 0, -1  # not the disk's: the next sync sends the disk's
+        if text != doc.text:
+            doc.version += 1
+            doc.text = text
+            doc.sent_seq = self._seq
+            await self.rpc.drop_kept(uri)
+            params = {
+                "textDocument": {"uri": uri, "version": doc.version},
+                "contentChanges": [{"text": text}],
+            }
+            await self.notify("textDocument/didChange", params)
+        return doc
+
+    @asynccontextmanager
+    async def unsaved(self) -> AsyncIterator[Unsaved]:
+        """Texts the disk does not hold, shown to the server for a moment (a preview): inside,
+        :meth:`Unsaved.send` gives it a file's text as a new unsaved version; on the way out
+        every document touched is given the disk's text again (:meth:`Unsaved.restore`). The
+        documents stay locked meanwhile: no query, write or refresh syncs one in between, so
+        none is answered on the unsaved text and none undoes it halfway."""
+        async with self._sync_lock:
+            handle = Unsaved(self)
+            try:
+                yield handle
+            finally:
+                # cancelled or not, the server must not keep texts the disk does not have
+                with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                    await handle.restore()
+
+    async def _close_document(self, doc: OpenDocument) -> None:
+        """The server forgets ``doc``; its diagnostics are forgotten too."""
+        self.documents.pop(doc.uri, None)
+        self.published.pop(doc.uri, None)
+        self._closed_versions[doc.uri] = doc.version
+        await self.rpc.drop_kept(doc.uri)
+        await self.notify("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
 
     @property
     def pushes_diagnostics(self) -> bool:
@@ -449,14 +534,17 @@ class LspClient:
         """Send ``doc``'s text again as a new version: a pushing server diagnoses it anew, with
         everything sent before it (the rest of a multi-file change)."""
         async with self._sync_lock:
-            doc.version += 1
-            doc.sent_seq = self._seq
-            await self.rpc.drop_kept(doc.uri)
-            params = {
-                "textDocument": {"uri": doc.uri, "version": doc.version},
-                "contentChanges": [{"text": doc.text}],
-            }
-            await self.notify("textDocument/didChange", params)
+            await self._resend(doc)
+
+    async def _resend(self, doc: OpenDocument) -> None:
+        doc.version += 1
+        doc.sent_seq = self._seq
+        await self.rpc.drop_kept(doc.uri)
+        params = {
+            "textDocument": {"uri": doc.uri, "version": doc.version},
+            "contentChanges": [{"text": doc.text}],
+        }
+        await self.notify("textDocument/didChange", params)
 
     async def refresh_documents(self) -> bool:
         """Sync every open document with the disk (a shell or git may have changed it), and
@@ -475,7 +563,7 @@ class LspClient:
 
     async def _refresh(self) -> bool:
         sent = False
-        current = await self._scan()
+        current = await self._changed_on_disk()
         # open documents travel as didChange below, not as file events
         for doc in self.documents.values():
             current.pop(str(doc.path), None)
@@ -513,15 +601,13 @@ class LspClient:
                     FILE_EVENTS_SETTLE_S,
                 )
             self.unsent_changes = max(0, len(touched) - OPEN_CHANGED_LIMIT)
-        for uri, doc in list(self.documents.items()):
+        for doc in list(self.documents.values()):
             changed = False
             try:
                 _, changed = await self._sync(doc.path)
             except reading.UnreadableFile:
                 # gone, or no longer a regular file: the server forgets it
-                del self.documents[uri]
-                await self.rpc.drop_kept(uri)
-                await self.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+                await self._close_document(doc)
                 changed = True
             sent = sent or changed
         return sent
@@ -588,3 +674,36 @@ class LspClient:
             got = self.fresh_published(doc)
             return None if got is None else got.items
         return None
+
+
+class Unsaved:
+    """The documents a preview showed the server (:meth:`LspClient.unsaved`), to restore."""
+
+    def __init__(self, client: LspClient) -> None:
+        self.client = client
+        self._touched: dict[str, OpenDocument] = {}
+
+    async def send(self, path: Path, text: str) -> OpenDocument:
+        """Give the server ``text`` as ``path``'s content, a new version, saved nowhere."""
+        doc = await self.client._send_text(path, text)
+        self._touched[doc.uri] = doc
+        return doc
+
+    async def resend(self, doc: OpenDocument) -> None:
+        """:meth:`LspClient.resend`, inside the preview's hold of the documents."""
+        await self.client._resend(doc)
+
+    async def restore(self) -> None:
+        """Every document touched gets the disk's text as a new version; one whose file is
+        not there (the change would create it) is closed. A document opened for the preview
+        stays open: closed and opened again, clangd's empty publish for the close arrives
+        after the new ``didOpen`` and passes for the reopened text's diagnostics."""
+        client = self.client
+        for uri, doc in self._touched.items():
+            if client.documents.get(uri) is not doc:
+                continue
+            try:
+                await client._sync(doc.path)
+            except reading.UnreadableFile:
+                await client._close_document(doc)
+        self._touched.clear()

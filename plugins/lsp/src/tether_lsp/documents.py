@@ -56,6 +56,11 @@ _SCAN_SKIP = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".
 SCAN_LIMIT = 50_000
 
 
+def skipped_dir(name: str) -> bool:
+    """A directory neither scanned nor watched (a VCS's, a dependency tree, caches)."""
+    return name in _SCAN_SKIP or name.startswith(".")
+
+
 def scan_root(reader: Reader, suffixes: frozenset[str]) -> dict[str, tuple[int, int]]:
     """path -> (mtime_ns, size) of the regular source files under the reader's root (bounded;
     run in the reader's thread: :func:`tether.reading.off_loop`). Nothing is read; symlinks are
@@ -71,7 +76,7 @@ def scan_root(reader: Reader, suffixes: frozenset[str]) -> dict[str, tuple[int, 
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in _SCAN_SKIP and not entry.name.startswith("."):
+                    if not skipped_dir(entry.name):
                         stack.append(entry.path)
                 elif os.path.splitext(entry.name)[1] in suffixes:
                     info = entry.stat(follow_symlinks=False)

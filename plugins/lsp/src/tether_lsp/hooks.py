@@ -46,3 +46,14 @@ def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -
     from tether_lsp.after_write import new_diagnostics_note
 
     return new_diagnostics_note(supervisor, result)
+
+
+@tether.hookimpl
+def tether_preview_diagnostics(run: tether.Run, change: tether.StagedChange) -> Any:
+    """A staged change's diagnostics, from the running servers, before it is written."""
+    supervisor = run.resource(RESOURCE, None)
+    if supervisor is None:
+        return None
+    from tether_lsp.preview import preview_note
+
+    return preview_note(supervisor, change)

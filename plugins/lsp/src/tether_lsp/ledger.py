@@ -1,7 +1,9 @@
 """Which diagnostics a run has already been told about.
 
 Keyed on (severity, code, message) per file — the position is deliberately left out, so a
-diagnostic that merely moved is not new; a key whose count grows is new.
+diagnostic that merely moved is not new; a key whose count grows is new. Beside the keys, the
+last set seen of each file (with its rendered rows and the disk stamp of the text it was computed
+on) is kept for checkpoints (:mod:`tether_lsp.checkpoints`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 Key = tuple[int, str, str]
+#: (mtime_ns, size) of the file on disk when its text was sent to the server
+Stamp = tuple[int, int]
+
+
+@attrs.frozen
+class Seen:
+    """The diagnostics the run last saw of a file: each with its row as it was shown then, and
+    the stamp of the disk text they were computed on (None: not the disk's text)."""
+
+    items: tuple[tuple[dict[str, Any], str], ...]
+    stamp: Stamp | None
 
 
 def diagnostic_key(diagnostic: dict[str, Any]) -> Key:
@@ -25,6 +40,17 @@ def diagnostic_key(diagnostic: dict[str, Any]) -> Key:
 class DiagnosticLedger:
     def __init__(self) -> None:
         self._known: dict[Path, Counter[Key]] = {}
+        self._seen: dict[Path, Seen] = {}
+
+    def record(self, path: Path, seen: Seen) -> None:
+        """The run was told ``seen`` of ``path`` (an answer or a write's note): it is what is
+        known now, for the next write's "new" and for the next checkpoint."""
+        self._known[path] = Counter(diagnostic_key(item) for item, _ in seen.items)
+        self._seen[path] = seen
+
+    def seen(self) -> dict[Path, Seen]:
+        """What the run last saw of each file (a copy: a checkpoint keeps it as it is now)."""
+        return dict(self._seen)
 
     def knows(self, path: Path) -> bool:
         """Whether ``path`` has a baseline: what the run was told of it before."""
@@ -33,21 +59,30 @@ class DiagnosticLedger:
     def seed(self, path: Path, diagnostics: list[dict[str, Any]]) -> None:
         """What the server said about ``path``'s text before this run's first write to it."""
         if path not in self._known:
-            self._known[path] = Counter(diagnostic_key(d) for d in diagnostics)
+            self._known[path] = key_counts(diagnostics)
 
     def new_since_last(self, path: Path, diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The diagnostics not reported before for ``path``; remembers the current set."""
-        current = Counter(diagnostic_key(d) for d in diagnostics)
-        known = self._known.get(path, Counter())
-        budget = {key: count - known.get(key, 0) for key, count in current.items()}
-        fresh: list[dict[str, Any]] = []
-        # a second copy is usually the later one in the file: report from the end
-        for diagnostic in reversed(diagnostics):
-            key = diagnostic_key(diagnostic)
-            if budget[key] > 0:
-                budget[key] -= 1
-                fresh.append(diagnostic)
-        fresh.reverse()
+        fresh = new_against(self._known.get(path, Counter()), diagnostics)
         # a fixed diagnostic is forgotten, so breaking it again is reported again
-        self._known[path] = current
+        self._known[path] = key_counts(diagnostics)
         return fresh
+
+
+def key_counts(diagnostics: list[dict[str, Any]]) -> Counter[Key]:
+    return Counter(diagnostic_key(d) for d in diagnostics)
+
+
+def new_against(known: Counter[Key], diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The diagnostics beyond ``known`` (counts per key): a key whose count grew is new."""
+    current = key_counts(diagnostics)
+    budget = {key: count - known.get(key, 0) for key, count in current.items()}
+    fresh: list[dict[str, Any]] = []
+    # a second copy is usually the later one in the file: report from the end
+    for diagnostic in reversed(diagnostics):
+        key = diagnostic_key(diagnostic)
+        if budget[key] > 0:
+            budget[key] -= 1
+            fresh.append(diagnostic)
+    fresh.reverse()
+    return fresh

@@ -15,7 +15,7 @@ from tether.text import cap, truncate
 from tether_lsp import crosscheck
 from tether_lsp.client import LspClient
 from tether_lsp.documents import OpenDocument, uri_to_path
-from tether_lsp.ledger import diagnostic_key
+from tether_lsp.ledger import Seen, diagnostic_key
 from tether_lsp.positions import SymbolPosition, resolve_position, to_lsp_character
 from tether_lsp.render import (
     SYMBOL_KINDS,
@@ -33,6 +33,9 @@ from tether_lsp.servers import ServerSpec
 from tether_lsp.supervisor import SKIP_DIRS, Choice, LspSupervisor
 
 REFERENCES_CAP = 50
+#: the severities a write reports and a checkpoint compares: errors and warnings (hints and
+#: infos are noise after a write)
+REPORTED_SEVERITIES = (1, 2)
 WORKSPACE_SYMBOLS_CAP = 100
 DOCUMENT_SYMBOLS_CAP = 200
 CODE_ACTIONS_CAP = 50
@@ -580,21 +583,34 @@ def format_merged(answers: Answers, rel: str, text: str) -> list[str]:
     return [row for _, row in sorted(rows, key=lambda pair: pair[0])]
 
 
-async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
-    """The file's diagnostics from every server that gives them (merged); one server that
-    fails or is still computing is named, and never hides the others' answers."""
+@attrs.define
+class FileDiagnostics:
+    """Every server's word on one file's current text: the merged answers, what could not be
+    had (a server failing or still computing) and the document they are about."""
+
+    answers: Answers
+    notes: list[str]
+    doc: OpenDocument | None
+
+
+async def gather_diagnostics(supervisor: LspSupervisor, path: Path) -> FileDiagnostics:
+    """The file's diagnostics from every server that gives them, merged; one server that fails
+    or is still computing is named in the notes, and never hides the others' answers. The run
+    records what it was told (:meth:`DiagnosticLedger.record`) when every server answered."""
     await require_regular_file(supervisor, path)
     clients, notes = await supervisor.diagnostic_clients(path)
     rel = supervisor.relative(path)
-    answers: list[tuple[LspClient, list[dict[str, Any]]]] = []
+    answers: Answers = []
     waited = diagnostics_wait_s(supervisor)
     doc: OpenDocument | None = None
+    complete = not notes
     for client in clients:
         try:
             session = await session_on(supervisor, client, path, "diagnostics")
             items = await current_diagnostics(session)
         except tether.ToolError as exc:
             notes.append(f"{client.spec.id}: {exc}")
+            complete = False
             continue
         doc = doc or session.doc
         root_note = supervisor.root_note(client)
@@ -612,17 +628,42 @@ async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
                 f"yet for its current text; waited {waited:g} s); ask again with the same call "
                 "to get them"
             )
+            complete = False
             continue
         answers.append((client, items))
-    if not answers:
-        raise tether.ToolError("\n".join(notes))
-    names = ", ".join(client.spec.id for client, _ in answers)
-    tail = "".join(f"\n({note})" for note in notes)
     merged = merge_diagnostics(answers)
-    if not any(items for _, items in merged):
+    if complete and doc is not None:
+        supervisor.ledger.record(path, seen_of(merged, rel, doc))
+    return FileDiagnostics(merged, notes, doc)
+
+
+def seen_of(answers: Answers, rel: str, doc: OpenDocument) -> Seen:
+    """What the run is told of a file, as the ledger keeps it: the errors and warnings (the
+    diagnostics a write reports), each with its row, and the stamp of the text on disk (None
+    when the server has a text that is not the disk's)."""
+    items = tuple(
+        (item, format_diagnostics([item], rel, doc.text, client.encoding)[0])
+        for client, found in answers
+        for item in found
+        if (item.get("severity") or 1) in REPORTED_SEVERITIES
+    )
+    stamp = (doc.mtime_ns, doc.size) if doc.size >= 0 else None
+    return Seen(items, stamp)
+
+
+async def file_diagnostics(supervisor: LspSupervisor, path: Path) -> str:
+    """The file's diagnostics from every server that gives them (merged); one server that
+    fails or is still computing is named, and never hides the others' answers."""
+    got = await gather_diagnostics(supervisor, path)
+    rel = supervisor.relative(path)
+    if not got.answers:
+        raise tether.ToolError("\n".join(got.notes))
+    names = ", ".join(client.spec.id for client, _ in got.answers)
+    tail = "".join(f"\n({note})" for note in got.notes)
+    if not any(items for _, items in got.answers):
         return f"no diagnostics for {rel} ({names})" + tail
-    assert doc is not None
-    rows = format_merged(merged, rel, doc.text)
+    assert got.doc is not None
+    rows = format_merged(got.answers, rel, got.doc.text)
     shown, note = _capped(rows, 100, "diagnostics")
     head = f"{len(rows)} diagnostics for {rel} ({names})"
     return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown) + tail

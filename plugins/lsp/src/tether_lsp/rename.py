@@ -33,7 +33,13 @@ def edits_by_file(edit: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 async def rename(
-    session: Session, line: int, symbol: str, new_name: str, *, leave_outside: bool = False
+    session: Session,
+    line: int,
+    symbol: str,
+    new_name: str,
+    *,
+    leave_outside: bool = False,
+    preview: bool = False,
 ) -> str:
     client, supervisor = session.client, session.supervisor
     if not new_name.strip():
@@ -121,6 +127,8 @@ async def rename(
     )
     missed = await crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
     outside = [item for item in missed if item.outside is not None]
+    if preview:
+        return await _preview(session, old_name, new_name, changes, counts, missed, leave_outside)
     if outside and not leave_outside:
         total = sum(counts.values())
         rows = crosscheck.describe(
@@ -154,17 +162,52 @@ async def rename(
         if known.as_uri() in client.documents:
             doc, _ = await client.sync_document(known)
             await client.save(doc)
-    total = sum(counts.values())
-    rows = [
-        f"  {supervisor.relative(path)}: {count} edit{'s' if count != 1 else ''}"
-        for path, count in sorted(counts.items())
-    ]
-    text = (
-        f"renamed `{old_name}` to `{new_name}`: {total} edit{'s' if total != 1 else ''} in "
-        f"{len(changes)} file{'s' if len(changes) != 1 else ''} ({client.spec.id})\n"
-        + "\n".join(rows)
-    )
+    text = f"renamed `{old_name}` to `{new_name}`: " + _summary(session, changes, counts)
     notes = crosscheck.describe(
         missed, old_name, client.spec.id, supervisor.workdir, suffix="; not renamed"
     )
     return text + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _summary(session: Session, changes: list[FileChange], counts: dict[Path, int]) -> str:
+    """``3 edits in 2 files (server)`` and a row per file."""
+    relative = session.supervisor.relative
+    total = sum(counts.values())
+    rows = [
+        f"  {relative(path)}: {count} edit{'s' if count != 1 else ''}"
+        for path, count in sorted(counts.items())
+    ]
+    return (
+        f"{total} edit{'s' if total != 1 else ''} in {len(changes)} "
+        f"file{'s' if len(changes) != 1 else ''} ({session.client.spec.id})\n" + "\n".join(rows)
+    )
+
+
+async def _preview(
+    session: Session,
+    old_name: str,
+    new_name: str,
+    changes: list[FileChange],
+    counts: dict[Path, int],
+    missed: list[crosscheck.Uncovered],
+    leave_outside: bool,
+) -> str:
+    """The rename as it would be written, and the diagnostics it would introduce (the core's
+    preview: every family that checks code answers); nothing is written."""
+    client, supervisor = session.client, session.supervisor
+    text = (
+        f"(preview, nothing written) renaming `{old_name}` to `{new_name}` would make "
+        + _summary(session, changes, counts)
+    )
+    outside = any(item.outside is not None for item in missed)
+    suffix = (
+        "; the server cannot rename it there: without `leave_outside: true` the rename is refused"
+        if outside and not leave_outside
+        else "; would not be renamed"
+    )
+    notes = crosscheck.describe(missed, old_name, client.spec.id, supervisor.workdir, suffix=suffix)
+    staged = tether.StagedChange(
+        tuple(tether.StagedFile(c.path, c.expected, c.new) for c in changes), origin="lsp_rename"
+    )
+    checked = await supervisor.run.preview_diagnostics(staged)
+    return text + ("\n\n" + "\n".join(notes) if notes else "") + "\n\n" + checked.text

@@ -108,6 +108,11 @@ class ServerSpec:
     untrusted: Untrusted | None = None
     #: the same for ``checker`` (a checker that builds cannot be closed: it is unavailable)
     checker_untrusted: Untrusted | None = None
+    #: settings that point the server at a root's own Python environment, ``{python}`` standing
+    #: for its interpreter: given only on a trusted workdir whose root (or a directory above it,
+    #: up to the workdir) holds a ``.venv`` or ``venv`` with a ``bin/python``
+    #: (:func:`tether_lsp.trust.project_python`); an untrusted workdir keeps ``untrusted``'s
+    project_python_settings: Mapping[str, Any] | None = None
 
     @property
     def companion(self) -> bool:
@@ -140,6 +145,8 @@ _PYRIGHT = Untrusted(
     closed_by="python.pythonPath set to an interpreter outside the workdir",
     settings={"python": {"pythonPath": "{python}"}},
 )
+#: the pyright family's interpreter setting, for a root's own environment
+_PYRIGHT_PROJECT_PYTHON = {"python": {"pythonPath": "{python}"}}
 _PYRIGHT_CHECKER = Untrusted(
     risk=_RUNS_VENV_PYTHON,
     closed_by="--pythonpath set to an interpreter outside the workdir",
@@ -188,6 +195,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         project_config="pyright",
         untrusted=_PYRIGHT,
         checker_untrusted=_PYRIGHT_CHECKER,
+        project_python_settings=_PYRIGHT_PROJECT_PYTHON,
         checking_progress=r"files? to analyze",
     ),
     ServerSpec(
@@ -209,6 +217,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         project_config="pyright",
         untrusted=_PYRIGHT,
         checker_untrusted=_PYRIGHT_CHECKER,
+        project_python_settings=_PYRIGHT_PROJECT_PYTHON,
     ),
     ServerSpec(
         id="pylsp",

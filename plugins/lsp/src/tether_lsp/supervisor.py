@@ -17,10 +17,11 @@ from tether.contributions import collect
 from tether.paths import relative
 from tether.resources import forget_entry
 from tether.text import show_path
+from tether_lsp.checkpoints import Checkpoints
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
 from tether_lsp.servers import ServerSpec
-from tether_lsp.trust import pin_workspace_loads, refusal, untrusted_args
+from tether_lsp.trust import pin_workspace_loads, project_settings, refusal, untrusted_args
 
 if TYPE_CHECKING:
     # the client (the session, its JSON-RPC connection) is imported when the first server starts
@@ -74,6 +75,8 @@ class LspSupervisor:
         self._locks: dict[tuple[str, Path], anyio.Lock] = {}
         self._closed = False
         self.ledger = DiagnosticLedger()
+        #: marked by `lsp checkpoint`, compared with by `lsp diagnostics` `since`
+        self.checkpoints = Checkpoints()
         #: servers whose fallback root was said already (see :meth:`root_note`)
         self._root_said: set[tuple[str, Path]] = set()
         #: lines the next result carries (a hung server restarted on the way)
@@ -356,6 +359,8 @@ class LspSupervisor:
             argv = [binary, *spec.command[1:], *untrusted_args(spec.untrusted, self.run)]
             # an untrusted workdir: what the server would load from it is pinned outside it
             pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
+            # a trusted workdir: the root's own environment answers for its libraries
+            pinned_settings = deep_merge(pinned_settings, project_settings(spec, root, self.run))
             from tether_lsp.client import LspClient
 
             client = LspClient(
@@ -389,6 +394,7 @@ class LspSupervisor:
         """Drop ``client`` from the running ones, if it is still the one there: a reload or the
         close may have replaced it or emptied the table while it was starting or closing."""
         forget_entry(self._clients, key, client)
+        client.close_watch()  # a crashed one is not closed: its watch ends here
 
     def _refuse_when_closed(self) -> None:
         if self._closed:

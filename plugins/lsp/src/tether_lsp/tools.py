@@ -34,6 +34,7 @@ Action = Literal[
     "code_actions",
     "status",
     "reload",
+    "checkpoint",
 ]
 T = TypeVar("T")
 
@@ -42,10 +43,11 @@ T = TypeVar("T")
 class LspArgs:
     action: Action = tether.arg(
         description=(
-            'diagnostics (file, or "*" for the project\'s checker); definition, '
+            'diagnostics (file, or "*" for the project\'s checker; with since, what changed since '
+            "a checkpoint); definition, "
             "type_definition, implementation, references, incoming_calls, outgoing_calls, "
             "hover, code_actions (file, line, symbol); symbols (query for workspace symbols, or file for its outline); status; "
-            "reload"
+            "reload; checkpoint (optional name: marks the diagnostics known now, for since)"
         )
     )
     file: str | None = tether.arg(None, description="Path relative to the workdir")
@@ -59,6 +61,16 @@ class LspArgs:
         ),
     )
     query: str | None = tether.arg(None, description="Workspace symbol search (action symbols)")
+    name: str | None = tether.arg(
+        None, description="Name of the checkpoint to mark (action checkpoint; default cp1, cp2, …)"
+    )
+    since: str | None = tether.arg(
+        None,
+        description=(
+            "A checkpoint's name (action diagnostics): the diagnostics introduced, fixed and "
+            "already there since it — of `file`, or of every file known then or written since"
+        ),
+    )
 
 
 @attrs.frozen
@@ -78,6 +90,13 @@ class RenameArgs:
             "(listed in the refusal); those are left as they are"
         ),
     )
+    preview: bool = tether.arg(
+        False,
+        description=(
+            "Write nothing: show the rename's edits and the diagnostics the language servers "
+            "say it would introduce"
+        ),
+    )
 
 
 LSP_DESCRIPTION = (
@@ -86,7 +105,8 @@ LSP_DESCRIPTION = (
 )
 RENAME_DESCRIPTION = (
     "Rename a symbol across the project through its language server; every file is written "
-    "or none is."
+    "or none is. With preview: true nothing is written: the edits and the diagnostics the "
+    "rename would introduce."
 )
 
 
@@ -101,7 +121,7 @@ _POSITION = tether.Action(required=("file", "line", "symbol"))
 ACTIONS = tether.Actions(
     "action",
     {
-        "diagnostics": tether.Action(required=("file",)),
+        "diagnostics": tether.Action(optional=("file", "since")),  # one of them at least
         **{
             name: _POSITION
             for name in (
@@ -118,6 +138,7 @@ ACTIONS = tether.Actions(
         "symbols": tether.Action(optional=("query", "file")),  # one of them at least
         "status": tether.Action(),
         "reload": tether.Action(optional=("file",)),
+        "checkpoint": tether.Action(optional=("name",)),
     },
 )
 
@@ -151,11 +172,30 @@ async def _answer_lsp(call: tether.CallContext, args: LspArgs) -> str:
     if action == "reload":
         path = call.run.confine(args.file, field="file") if args.file else None
         return await supervisor.reload(path)
+    if action == "checkpoint":
+        if args.name is not None and not args.name.strip():
+            raise tether.ArgumentError("name", "a non-empty name, or leave it out")
+        return await supervisor.checkpoints.mark(supervisor, args.name)
     if action == "diagnostics":
-        file = _given(args.file)
-        if file == "*":
+        if args.since is not None:
+            from tether_lsp import checkpoints
+
+            checkpoint = supervisor.checkpoints.get(args.since)
+            if args.file == "*":
+                raise tether.ArgumentError(
+                    "file", 'one file, or leave it out with since (not "*": the checker)'
+                )
+            path = call.run.confine(args.file, field="file") if args.file else None
+            return await checkpoints.since(supervisor, checkpoint, path)
+        if args.file is None:
+            raise tether.ArgumentError(
+                "file",
+                'required for action "diagnostics" (or `since` for what changed since a '
+                "checkpoint)",
+            )
+        if args.file == "*":
             return await checker.run_checkers(supervisor)
-        return await queries.file_diagnostics(supervisor, call.run.confine(file, field="file"))
+        return await queries.file_diagnostics(supervisor, call.run.confine(args.file, field="file"))
     if action == "symbols":
         if args.query is None and args.file is None:
             raise tether.ArgumentError(
@@ -188,7 +228,12 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     with supervisor.forwarding_progress(call.report_progress):
         session = await queries.open_session(supervisor, path, "rename")
         text = await rename.rename(
-            session, args.line, args.symbol, args.new_name, leave_outside=args.leave_outside
+            session,
+            args.line,
+            args.symbol,
+            args.new_name,
+            leave_outside=args.leave_outside,
+            preview=args.preview,
         )
     return _with_notes(supervisor, session.with_indexing(text))
 

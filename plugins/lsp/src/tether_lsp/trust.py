@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,47 @@ def trusted_python(workdir: Path) -> str:
     return shutil.which("python3") or shutil.which("python") or str(own)
 
 
+#: where a project keeps its own environment (uv, poetry in-project, python -m venv)
+PROJECT_ENV_DIRS = (".venv", "venv")
+
+
+def project_python(root: Path, workdir: Path) -> Path | None:
+    """The interpreter of the environment a root's project uses, found by looking, never by
+    running project code (no ``uv``/``poetry`` command): ``.venv`` or ``venv`` with a
+    ``bin/python`` in the root or the nearest directory above it up to the workdir (click's
+    ``examples/*`` have roots of their own and use the checkout's ``.venv``). None: none."""
+    for directory in (root, *root.parents):
+        for name in PROJECT_ENV_DIRS:
+            python = directory / name / "bin" / "python"
+            if (directory / name / "pyvenv.cfg").is_file() and python.exists():
+                return python
+        if directory == workdir or workdir not in directory.parents:
+            return None
+    return None
+
+
+def project_settings(spec: ServerSpec, root: Path, run: tether.Run) -> dict[str, Any]:
+    """On a trusted workdir, the settings that give ``spec`` its root's own environment (when
+    the spec has a setting for it and the root has one); nothing otherwise — an untrusted
+    workdir's interpreter is the one :func:`pin_workspace_loads` names."""
+    if not run.trust_workdir or spec.project_python_settings is None:
+        return {}
+    python = project_python(root, run.workdir)
+    if python is None:
+        return {}
+    return _replace_python(dict(spec.project_python_settings), str(python))
+
+
+def _replace_python(value: Any, python: str) -> Any:
+    if isinstance(value, str):
+        return value.replace("{python}", python)
+    if isinstance(value, Mapping):
+        return {key: _replace_python(item, python) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace_python(item, python) for item in value]
+    return value
+
+
 def bundled_tsserver(binary: str) -> Path | None:
     """The tsserver.js a typescript-language-server binary would load as its own (its
     dependency, or the ``typescript`` package beside it in the same node_modules)."""
@@ -50,13 +92,7 @@ def bundled_tsserver(binary: str) -> Path | None:
 def with_python(value: Any, workdir: Path) -> Any:
     """``value`` (a string, or lists and mappings of them) with ``{python}`` replaced by
     :func:`trusted_python`."""
-    if isinstance(value, str):
-        return value.replace("{python}", trusted_python(workdir)) if "{python}" in value else value
-    if isinstance(value, dict):
-        return {key: with_python(item, workdir) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [with_python(item, workdir) for item in value]
-    return value
+    return _replace_python(value, trusted_python(workdir))
 
 
 def refusal(declaration: Untrusted | None, what: str, run: tether.Run) -> str | None:

@@ -1,0 +1,172 @@
+"""Diagnostics a staged change would introduce (``tether_preview_diagnostics``): its files'
+current and proposed texts go to the running servers as unsaved versions, the proposed ones
+all sent before any is diagnosed, and each is compared with its current text's diagnostics (the
+rule of diagnostics on write). Then the servers get the disk's text back; nothing is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+
+import tether
+from tether.text import cap
+from tether_lsp.after_write import CAP, diagnose_change, is_reported, time_left
+from tether_lsp.client import LspClient
+from tether_lsp.ledger import key_counts, new_against
+from tether_lsp.queries import Answers, format_merged, merge_diagnostics
+from tether_lsp.supervisor import LspSupervisor
+
+
+@attrs.define
+class _Answer:
+    """One server's word on one staged file."""
+
+    baseline: list[dict[str, Any]] | None = None
+    items: list[dict[str, Any]] | None = None
+    failure: str | None = None
+
+
+async def preview_note(
+    supervisor: LspSupervisor, change: tether.StagedChange
+) -> tether.ResultNote | None:
+    """What the servers say ``change`` would introduce, per file; None when no server
+    handles any of its files."""
+    files = {
+        staged.path: staged
+        for staged in change.files
+        if not supervisor.quiet_without_server(staged.path)
+    }
+    if not files:
+        return None
+    clients_of: dict[Path, list[LspClient]] = {}
+    notes: dict[Path, list[str]] = {path: [] for path in files}
+    for path in files:
+        try:
+            clients_of[path], notes[path] = await supervisor.diagnostic_clients(path)
+        except tether.ToolError as exc:
+            notes[path] = [f"diagnostics unavailable: {exc}"]
+    by_client: dict[int, tuple[LspClient, list[Path]]] = {}
+    for path, clients in clients_of.items():
+        for client in clients:
+            by_client.setdefault(id(client), (client, []))[1].append(path)
+    answers: dict[tuple[int, Path], _Answer] = {}
+    config = supervisor.config
+    timeout = config.diagnostics_timeout_s
+
+    async def ask(client: LspClient, paths: list[Path]) -> None:
+        for path in paths:
+            answers[(id(client), path)] = _Answer()
+        try:
+            await client.refresh_documents()  # the rest of the project as the disk has it
+            deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
+            await client.wait_ready(time_left(deadline), index=False)
+            async with client.unsaved() as unsaved:
+                # the baseline: each file's current text (a file the change creates has none)
+                for path in paths:
+                    current = files[path].current
+                    if current is None:
+                        answers[(id(client), path)].baseline = []
+                        continue
+                    doc = await unsaved.send(path, current.decode("utf-8", errors="replace"))
+                    got = await client.current_diagnostics(doc, time_left(deadline))
+                    if got is not None:
+                        answers[(id(client), path)].baseline = [d for d in got if is_reported(d)]
+                # the whole change, then its diagnostics
+                docs = [
+                    await unsaved.send(path, files[path].proposed.decode("utf-8", "replace"))
+                    for path in paths
+                ]
+                deadline = anyio.current_time() + timeout
+                got_all = await diagnose_change(client, docs, deadline, unsaved.resend)
+                for path, items in zip(paths, got_all, strict=True):
+                    answers[(id(client), path)].items = items
+        except tether.ToolError as exc:
+            for path in paths:
+                answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
+
+    async with anyio.create_task_group() as group:
+        for client, paths in by_client.values():
+            group.start_soon(ask, client, paths)
+    out: list[str] = []
+    meta: dict[str, list[dict[str, Any]]] = {}
+    for path, staged in files.items():
+        got = [(client, answers[(id(client), path)]) for client in clients_of.get(path, [])]
+        text, found = _describe(supervisor, path, staged, got, notes[path], timeout)
+        out.append(text)
+        meta[supervisor.relative(path)] = found
+    origin = f" by {change.origin}" if change.origin else ""
+    head = f"Diagnostics preview of the change staged{origin} (nothing written):"
+    return tether.ResultNote(text=head + "\n" + "\n".join(out), meta={"would_introduce": meta})
+
+
+def _describe(
+    supervisor: LspSupervisor,
+    path: Path,
+    staged: tether.StagedFile,
+    got: list[tuple[LspClient, _Answer]],
+    notes: list[str],
+    timeout: float,
+) -> tuple[str, list[dict[str, Any]]]:
+    """One file's lines, and the diagnostics it would introduce (for ``meta``)."""
+    rel = supervisor.relative(path)
+    notes = list(notes)
+    current: Answers = []
+    baselines: Answers = []
+    baseline_missing = False
+    for client, answer in got:
+        if answer.failure is not None:
+            notes.append(answer.failure)
+            continue
+        if answer.items is None:
+            notes.append(
+                f"{client.spec.id} did not finish diagnosing the staged text of {rel} within "
+                f"{timeout:g} s: not computed (the change may still introduce errors)"
+            )
+            continue
+        current.append((client, [d for d in answer.items if is_reported(d)]))
+        if answer.baseline is None:
+            baseline_missing = True
+        else:
+            baselines.append((client, answer.baseline))
+    tail = "".join(f"\n  ({note})" for note in notes)
+    if not current:
+        return f"- {rel}: no diagnostics computed{tail}", []
+    merged = merge_diagnostics(current)
+    flat = [d for _, items in merged for d in items]
+    if baseline_missing:
+        known = key_counts([])
+    else:
+        known = key_counts([d for _, items in merge_diagnostics(baselines) for d in items])
+    fresh = new_against(known, flat)
+    if not fresh:
+        names = ", ".join(client.spec.id for client, _ in current)
+        return f"- {rel}: nothing new from {names}{tail}", []
+    fresh_ids = {id(d) for d in fresh}
+    news = [(client, [d for d in items if id(d) in fresh_ids]) for client, items in merged]
+    names = ", ".join(client.spec.id for client, items in news if items)
+    text = staged.proposed.decode("utf-8", errors="replace")
+    rows = format_merged(news, rel, text)
+    shown, note = cap(rows, CAP, "diagnostics shown")
+    count = f"{len(fresh)}, {note}" if note else f"{len(fresh)}"
+    if baseline_missing:
+        head = (
+            f"- {rel}: diagnostics of the staged text from {names} ({count}; baseline unknown: "
+            "the current text was not diagnosed in time, so some may be there already):"
+        )
+    else:
+        head = f"- {rel}: would introduce, from {names} ({count}):"
+    found = [
+        {
+            "line": d.get("range", {}).get("start", {}).get("line", 0) + 1,
+            "severity": d.get("severity") or 1,
+            "code": d.get("code"),
+            "source": d.get("source"),
+            "message": d.get("message", ""),
+        }
+        for d in fresh
+    ]
+    return head + "\n" + "\n".join(f"  {row}" for row in shown) + tail, found
