@@ -230,6 +230,11 @@ def main(argv: list[str]) -> int:
             results.append(
                 ("cross", *run_tests(env_dir, ROOT, cross_paths), time.monotonic() - start)
             )
+    return summary(results)
+
+
+def summary(results: list[tuple[str, int, dict[str, int], float]]) -> int:
+    """Print one line per suite and the totals; 1 when a suite failed or ran no test."""
     print("\n=== summary ===")
     passed = failed = 0
     bad = False

@@ -18,7 +18,7 @@ import pytest
 
 import tether
 from tether.testing import require_real
-from tether_lsp.tools import SUPERVISOR
+from tether_lsp.tools import RESOURCE
 
 pytestmark = pytest.mark.anyio
 
@@ -142,7 +142,7 @@ async def test_a_staged_ast_edit_reports_the_errors_it_would_introduce_and_write
         assert (tmp_path / case.path).read_bytes() == original
         # every server was given the disk's text back
         uri = (run.workdir / case.path).as_uri()
-        for client in run.resource(SUPERVISOR).clients:
+        for client in run.resource(RESOURCE).clients:
             doc = client.documents[uri]
             assert doc.text.encode() == original, client.spec.id
             assert (doc.mtime_ns, doc.size) != (0, -1), f"{client.spec.id}: the disk's text is due"

@@ -22,10 +22,10 @@ def _cells(untrusted: Untrusted) -> str:
 
 def expected_rows(tmp_path: Path, plugins: tuple[object, ...] = ()) -> list[str]:
     """The table's rows as the installed plugins (and ``plugins``) and the core declare them."""
-    from tether_lsp.tools import SUPERVISOR
+    from tether_lsp.tools import RESOURCE
 
     with tether.open_run_sync(tmp_path, plugins=plugins) as run:
-        specs = run.resource(SUPERVISOR).specs
+        specs = run.resource(RESOURCE).specs
     rows = []
     for spec in sorted(specs.values(), key=lambda s: s.id):
         rows.append(f"| `{spec.id}` | language server | {_cells(declared(spec.untrusted))}")
@@ -50,10 +50,10 @@ def test_the_threat_model_has_a_row_for_every_contributed_server_checker_and_pro
 
 
 def test_every_installed_server_declares_what_the_workdir_can_make_it_run(tmp_path: Path) -> None:
-    from tether_lsp.tools import SUPERVISOR
+    from tether_lsp.tools import RESOURCE
 
     with tether.open_run_sync(tmp_path) as run:
-        specs = run.resource(SUPERVISOR).specs
+        specs = run.resource(RESOURCE).specs
     undeclared = [spec.id for spec in specs.values() if spec.untrusted is None]
     unchecked = [spec.id for spec in specs.values() if spec.checker and not spec.checker_untrusted]
     assert not undeclared and not unchecked, (undeclared, unchecked)

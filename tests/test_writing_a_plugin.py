@@ -8,7 +8,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "docs" / "writing-a-plugin.md").read_text()
-HOOKS = (ROOT / "contrib" / "plugin-template" / "src" / "tether_myplugin" / "hooks.py").read_text()
+PACKAGE = ROOT / "contrib" / "plugin-template" / "src" / "tether_myplugin"
+#: the template's hooks and tools, which the page's first two blocks show
+SOURCES = "\n".join((PACKAGE / f"{name}.py").read_text() for name in ("hooks", "tools"))
 BLOCKS = re.findall(r"```python\n(.*?)```", PAGE, re.S)
 
 
@@ -25,13 +27,13 @@ def test_every_python_block_parses():
 
 
 def test_the_tool_and_post_processor_are_the_templates():
-    source = normalized(HOOKS)
+    source = normalized(SOURCES)
     for block in BLOCKS[:2]:
         for chunk in normalized(block).split("\n\n\n"):
             # the signature lines may be shortened on the page; the bodies must match
             for line in chunk.splitlines():
                 if not line.startswith(("def ", "async def ", "@")):
-                    assert line in source, f"not in the template's hooks.py: {line!r}"
+                    assert line in source, f"not in the template's hooks.py/tools.py: {line!r}"
 
 
 def test_the_language_server_example_builds_a_server_spec():

@@ -85,9 +85,16 @@ def main() -> None:
         help="cached: .pyc files present (written by the warm-up); none: never read nor written",
     )
     ns = parser.parse_args()
+    rows, bare, tools_wall, bare_rss = _measure(ns.samples, ns.bytecode)
+    _report(ns.bytecode, rows, bare, tools_wall, bare_rss)
+
+
+def _measure(samples: int, bytecode: str) -> tuple[list[dict], float, float, float]:
+    """The probe's rows, then the bare interpreter's and `tether tools --vibe`'s median wall
+    times, and the bare interpreter's peak RSS."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as workdir, tempfile.TemporaryDirectory() as nocache:
-        if ns.bytecode == "none":
+        if bytecode == "none":
             # an empty cache tree that is never written to: every import compiles its source
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             env["PYTHONPYCACHEPREFIX"] = nocache
@@ -108,15 +115,21 @@ def main() -> None:
             return json.loads(out.stdout)
 
         sample()  # warm-up: writes the .pyc files (--bytecode cached) and the OS file cache
-        rows = [sample() for _ in range(ns.samples)]
+        rows = [sample() for _ in range(samples)]
         wall([sys.executable, "-c", "pass"])
-        bare = statistics.median(wall([sys.executable, "-c", "pass"]) for _ in range(ns.samples))
+        bare = statistics.median(wall([sys.executable, "-c", "pass"]) for _ in range(samples))
         cli = [*_tether_cli(), "tools", "--vibe"]
         wall(cli, cwd=workdir)
-        tools_wall = statistics.median(wall(cli, cwd=workdir) for _ in range(ns.samples))
+        tools_wall = statistics.median(wall(cli, cwd=workdir) for _ in range(samples))
     bare_rss = float(
         subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True, env=env).stdout
     )
+    return rows, bare, tools_wall, bare_rss
+
+
+def _report(
+    bytecode: str, rows: list[dict], bare: float, tools_wall: float, bare_rss: float
+) -> None:
     phases = ("import", "load", "open", "close")
     keys = (*phases, *(f"cpu_{p}" for p in phases), "rss_mb", "cpu", "modules", "from_pyc")
     med = {k: statistics.median(r[k] for r in rows) for k in keys}
@@ -135,7 +148,7 @@ def main() -> None:
     except OSError:
         load = "unknown"
     print(
-        f"bytecode: {ns.bytecode} — {med['from_pyc']:.0f} of {med['modules']:.0f} modules "
+        f"bytecode: {bytecode} — {med['from_pyc']:.0f} of {med['modules']:.0f} modules "
         f"loaded from .pyc (median); {len(rows)} samples, fresh processes; load average {load}"
     )
     print(f"plugins loaded: {', '.join(rows[0]['plugins'])}; tools registered: {rows[0]['tools']}")

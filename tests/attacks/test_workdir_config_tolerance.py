@@ -20,9 +20,9 @@ import tether
 import tether_files.hooks
 from tether.config import CoreConfig, load_workdir_config
 from tether_ask.config import AskConfig
-from tether_astgrep.service import AstgrepConfig
+from tether_astgrep.config import AstgrepConfig
 from tether_debug.config import DebugConfig
-from tether_eval.interpreters import EvalConfig
+from tether_eval.config import EvalConfig
 from tether_lsp.config import LspConfig
 from tether_vibe.config import VibeConfig
 

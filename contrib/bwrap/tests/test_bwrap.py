@@ -165,7 +165,7 @@ async def test_config_table_enables_the_entry_point_plugin(tmp_path: Path) -> No
         config={"core": {"approval": AUTO}},
         entry_points=False,
     ) as run:
-        assert run.pm.hook.tether_enclosure(run=run) is None
+        assert run.pm.hook.tether_eval_enclosure(run=run) is None
 
 
 def test_wrap_binds_only_what_it_must(tmp_path: Path) -> None:

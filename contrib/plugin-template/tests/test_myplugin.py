@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import tether
 import tether_myplugin.hooks
 from tether.testing import check_plugin_contract
 
@@ -28,6 +29,20 @@ async def test_count_lines(open_test_run, tether_workdir: Path) -> None:
         outside = await run.call("count_lines", {"path": "../etc/passwd"})
         assert outside.is_error and "path" in outside.text_content
         assert "count_lines" in {s["name"] for s in run.schemas(surface="plan")}
+
+
+async def test_the_configuration_table(open_test_run, tether_workdir: Path) -> None:
+    (tether_workdir / "a.txt").write_text("one\n\ntwo\n")
+    config = {"myplugin": {"count_blank": False}}
+    async with open_test_run(
+        plugins=[tether_myplugin.hooks], entry_points=False, config=config
+    ) as run:
+        result = await run.call("count_lines", {"path": "a.txt"})
+        assert result.text_content.startswith("2 lines in a.txt"), result.text_content
+    wrong = {"myplugin": {"count_blanks": False}}
+    with pytest.raises(tether.ConfigError, match=r"myplugin\.count_blanks: unknown key"):
+        async with open_test_run(plugins=[tether_myplugin.hooks], entry_points=False, config=wrong):
+            pass
 
 
 def test_the_installed_entry_point_loads() -> None:

@@ -32,7 +32,7 @@ def tether_resources(run: Run) -> Mapping[ResourceKey[Any] | str, Any] | None:
     """Resource availability: wire the live resources this plugin can back for ``run``.
 
     Return a mapping of key (a :class:`tether.resources.ResourceKey`, or its name) to object (a
-    supervisor, a parser registry, a kernel factory…), or None. A value may be a
+    supervisor, a search service, the interpreters…), or None. A value may be a
     :class:`tether.resources.Default`: made only when nobody wires the key directly, after every
     direct resource and the defaults it names in ``after`` — so dependencies are explicit, not
     a matter of hook order. An object with ``async def aclose()`` is closed with the run, last

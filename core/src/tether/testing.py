@@ -225,6 +225,75 @@ async def _check_plugin_contract(run: Run, tools: list[str] | None, schemas: boo
     return names
 
 
+def _json_values(st: Any) -> Any:
+    """Small arbitrary JSON values: a hypothesis strategy."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(-3, 3)
+        | st.floats(-3, 3, allow_nan=False)
+        | st.text(max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+
+
+def _from_schema(st: Any, schema: dict[str, Any], json_values: Any) -> Any:
+    """A hypothesis strategy of instances of ``schema`` (JSON values where it says little)."""
+    if "anyOf" in schema:
+        return st.one_of([_from_schema(st, branch, json_values) for branch in schema["anyOf"]])
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    options: list[Any] = []
+    for kind in kinds:
+        if kind == "null":
+            options.append(st.none())
+        elif kind == "boolean":
+            options.append(st.booleans())
+        elif kind == "string":
+            low, high = schema.get("minLength", 0), schema.get("maxLength", 12)
+            options.append(st.text(min_size=low, max_size=max(low, high)))
+        elif kind in ("integer", "number"):
+            low, high = schema.get("minimum", -1000), schema.get("maximum", 1000)
+            ints = st.integers(int(low), int(high))
+            options.append(
+                ints if kind == "integer" else ints | st.floats(low, high, allow_nan=False)
+            )
+        elif kind == "array":
+            low = schema.get("minItems", 0)
+            options.append(
+                st.lists(
+                    _from_schema(st, schema.get("items", {}), json_values),
+                    min_size=low,
+                    max_size=low + 3,
+                )
+            )
+        elif kind == "object" and "properties" in schema:
+            props = schema["properties"]
+            required = set(schema.get("required", []))
+            options.append(
+                st.fixed_dictionaries(
+                    {
+                        k: _from_schema(st, v, json_values)
+                        for k, v in props.items()
+                        if k in required
+                    },
+                    optional={
+                        k: _from_schema(st, v, json_values)
+                        for k, v in props.items()
+                        if k not in required
+                    },
+                )
+            )
+        elif kind == "object":
+            options.append(st.dictionaries(st.text(max_size=5), json_values, max_size=3))
+    return st.one_of(options) if options else json_values
+
+
 def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
     """Property test: every instance valid against ``spec``'s JSON Schema is accepted by the
     core's converter, and every JSON value the converter accepts is schema-valid (arbitrary JSON
@@ -246,57 +315,10 @@ def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
     from tether.args import structure_args
     from tether.errors import ArgumentErrors
 
-    json_values = st.recursive(
-        st.none()
-        | st.booleans()
-        | st.integers(-3, 3)
-        | st.floats(-3, 3, allow_nan=False)
-        | st.text(max_size=4),
-        lambda inner: (
-            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-        ),
-        max_leaves=6,
-    )
+    json_values = _json_values(st)
 
     def from_schema(schema: dict[str, Any]) -> Any:
-        if "anyOf" in schema:
-            return st.one_of([from_schema(branch) for branch in schema["anyOf"]])
-        kinds = schema.get("type")
-        kinds = kinds if isinstance(kinds, list) else [kinds] if kinds else []
-        if "enum" in schema:
-            return st.sampled_from(schema["enum"])
-        options: list[Any] = []
-        for kind in kinds:
-            if kind == "null":
-                options.append(st.none())
-            elif kind == "boolean":
-                options.append(st.booleans())
-            elif kind == "string":
-                low, high = schema.get("minLength", 0), schema.get("maxLength", 12)
-                options.append(st.text(min_size=low, max_size=max(low, high)))
-            elif kind in ("integer", "number"):
-                low, high = schema.get("minimum", -1000), schema.get("maximum", 1000)
-                ints = st.integers(int(low), int(high))
-                options.append(
-                    ints if kind == "integer" else ints | st.floats(low, high, allow_nan=False)
-                )
-            elif kind == "array":
-                low = schema.get("minItems", 0)
-                options.append(
-                    st.lists(from_schema(schema.get("items", {})), min_size=low, max_size=low + 3)
-                )
-            elif kind == "object" and "properties" in schema:
-                props = schema["properties"]
-                required = set(schema.get("required", []))
-                options.append(
-                    st.fixed_dictionaries(
-                        {k: from_schema(v) for k, v in props.items() if k in required},
-                        optional={k: from_schema(v) for k, v in props.items() if k not in required},
-                    )
-                )
-            elif kind == "object":
-                options.append(st.dictionaries(st.text(max_size=5), json_values, max_size=3))
-        return st.one_of(options) if options else json_values
+        return _from_schema(st, schema, json_values)
 
     def loads(raw: Any) -> bool:
         try:
@@ -333,7 +355,7 @@ def check_schema_agreement(spec: ToolSpec, examples: int = 60) -> None:
 
 def check_hookspecs(module: Any, docs: str, tests: Path) -> list[str]:
     """Every hook specified in ``module`` (a family's ``hookspecs``) is documented in ``docs``
-    with its real signature (``tether_enclosure(run)``) and has a ``test_hook_<name>`` somewhere
+    with its real signature (``tether_eval_enclosure(run)``) and has a ``test_hook_<name>`` somewhere
     under ``tests`` — so the docs and tests cannot drift from the specs (datasette's rule).
     Returns the hook names checked."""
     import inspect

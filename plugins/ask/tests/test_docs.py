@@ -10,7 +10,7 @@ import attrs
 
 import tether
 from tether_ask.config import AskConfig
-from tether_ask.tool import AskUserArgs, Outcome
+from tether_ask.tools import AskUserArgs, Outcome
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 

@@ -40,7 +40,7 @@ async def test_workers_are_adopted_while_they_run_and_released_once_reaped(
     files = {f"m{i:02}.py": f"f({i})\n" for i in range(20)}
     async with astgrep_run(files, config={"astgrep": WORKERS}) as run:
         await run.call("ast_grep", {"pattern": "f($A)"})
-        service = run.resources["parser_registry"]
+        service = run.resources["astgrep_service"]
         pids = service.worker_pids
         assert len(pids) == 2 and all(is_alive(p) for p in pids)
         assert set(pids) <= run.process_owner.adopted

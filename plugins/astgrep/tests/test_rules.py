@@ -569,7 +569,7 @@ async def test_rule_searches_in_the_workers_and_their_warm_cache(astgrep_run) ->
         assert not first.is_error, first.text_content
         assert first.meta["total"] == 30 and first.meta["shown"] == 5
         assert first.meta["files_total"] == 31
-        service = run.resources["parser_registry"]
+        service = run.resources["astgrep_service"]
         assert len(service.worker_pids) == 2
         # the second search of the run caches; the third finds every tree parsed
         for _ in range(2):

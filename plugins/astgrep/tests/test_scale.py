@@ -17,7 +17,7 @@ WORKERS = {"workers": 2, "parallel_min_files": 10}
 
 
 def _service(run) -> AstgrepService:
-    service: AstgrepService = run.resources["parser_registry"]
+    service: AstgrepService = run.resources["astgrep_service"]
     return service
 
 

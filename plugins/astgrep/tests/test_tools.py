@@ -247,7 +247,7 @@ async def test_worker_processes_agree_and_do_not_outlive_the_run(astgrep_run) ->
     async with astgrep_run(files, config=config) as run:
         result = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
         assert result.meta["total"] == 30
-        service = run.resources["parser_registry"]
+        service = run.resources["astgrep_service"]
         pids = service.worker_pids
         assert len(pids) == 2
         # a second pattern in the same run is served by the same workers (their caches)
@@ -267,7 +267,7 @@ async def test_third_party_grammar_through_the_hook(astgrep_run) -> None:
 
     class Cython:
         @tether.hookimpl
-        def tether_grammars(self) -> list[Grammar]:
+        def tether_astgrep_grammars(self) -> list[Grammar]:
             return [
                 Grammar(
                     id="pyx",
@@ -330,7 +330,7 @@ async def test_a_dead_worker_is_a_clear_error_and_the_next_search_recovers(astgr
     async with astgrep_run(files, config=config) as run:
         first = await run.call("ast_grep", {"pattern": "f($A)"})
         assert first.meta["total"] == 12
-        service = run.resources["parser_registry"]
+        service = run.resources["astgrep_service"]
         os.kill(service.worker_pids[0], signal.SIGKILL)
         broken = await run.call("ast_grep", {"pattern": "f($A)"})
         assert broken.is_error and "search worker died" in broken.text_content
@@ -351,7 +351,7 @@ async def test_a_duplicate_grammar_id_names_both_plugins(astgrep_run) -> None:
 
     class Again:
         @tether.hookimpl
-        def tether_grammars(self) -> list[Grammar]:
+        def tether_astgrep_grammars(self) -> list[Grammar]:
             scaffold = (Scaffold("statement", "", ""),)
             return [Grammar("python", (".py",), tree_sitter_python.language, scaffold)]
 
@@ -359,13 +359,13 @@ async def test_a_duplicate_grammar_id_names_both_plugins(astgrep_run) -> None:
         failed = {i.name: i.reason for i in run.pm.report if i.status == "failed"}
         # the later-registered plugin is asked first: the built-in python is the one dropped
         assert list(failed.values()) == [
-            "tether_grammars: grammar 'python' dropped: already contributed by 'Again-1'"
+            "tether_astgrep_grammars: grammar 'python' dropped: already contributed by 'Again-1'"
         ]
         result = await run.call("ast_grep", {"pattern": "print($X)", "language": "python"})
         assert not result.is_error, result.text_content
 
 
-async def test_hook_tether_grammars(astgrep_run) -> None:
+async def test_hook_tether_astgrep_grammars(astgrep_run) -> None:
     """A grammar a third-party plugin contributes is searched like a built-in one."""
     import attrs as _attrs
 
@@ -375,7 +375,7 @@ async def test_hook_tether_grammars(astgrep_run) -> None:
 
     class Starlark:
         @tether.hookimpl
-        def tether_grammars(self) -> list[Grammar]:
+        def tether_astgrep_grammars(self) -> list[Grammar]:
             return [_attrs.evolve(python, id="starlark", extensions=(".star",))]
 
     files = {"BUILD.star": "load('x')\nprint(name)\n"}
@@ -391,4 +391,4 @@ def test_every_family_hook_is_documented_and_tested() -> None:
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     checked = check_hookspecs(tether_astgrep.hookspecs, readme, Path(__file__).parent)
-    assert checked == ["tether_grammars"]
+    assert checked == ["tether_astgrep_grammars"]

@@ -35,7 +35,7 @@ PATTERNS = ["def $F($$$A): $$$B", "self.$X", "$A == $B", "raise $E", "return $R"
 async def _outcomes(astgrep_run, workers: int) -> tuple[list[object], str | None, list[str]]:
     config = {"astgrep": {"workers": workers, **PARALLEL}}
     async with astgrep_run(CORPUS, config=config) as run:
-        service = run.resources["parser_registry"]
+        service = run.resources["astgrep_service"]
         seen: list[object] = []
         # the first search hands chunks to whichever worker is free; the second shards the
         # files by path and caches, the third reads from the caches
@@ -83,7 +83,7 @@ def _closure_grammar() -> Grammar:
 
 class _Cython:
     @tether.hookimpl
-    def tether_grammars(self) -> list[Grammar]:
+    def tether_astgrep_grammars(self) -> list[Grammar]:
         return [_closure_grammar()]
 
 
@@ -96,7 +96,7 @@ async def test_a_grammar_that_does_not_pickle_is_searched_by_the_run(
         result = await run.call("ast_grep", {"pattern": "f($A)", "max_results": 100})
         assert not result.is_error, result.text_content
         assert result.meta["total"] == 12
-        service = run.resources["parser_registry"]
+        service = run.resources["astgrep_service"]
         pool = service._pool
         assert pool is not None and pool.serves("python")
         # forked workers inherit it; spawned ones could not rebuild it, so the run searched
@@ -115,7 +115,7 @@ async def main(workdir):
         config=config,
     ) as run:
         result = await run.call("ast_grep", {"pattern": "f($A)"})
-        service = run.resources["parser_registry"]
+        service = run.resources["astgrep_service"]
         print(json.dumps({"total": result.meta["total"], "pids": service.worker_pids,
                           "start": service._pool.start_method}), flush=True)
         await anyio.sleep(600)

@@ -117,10 +117,8 @@ async def timed_cell(run: tether.Run, language: str = "python") -> float:
     return time.perf_counter() - t
 
 
-async def measure(cells: int, bridge_calls: int, starts: int) -> dict[str, float]:
-    """Raw and tether samples interleaved, so the machine's load hits both alike."""
-    out: dict[str, float] = {}
-    workdir = Path(tempfile.mkdtemp(prefix="bench-wd-"))
+async def measure_starts(workdir: Path, starts: int) -> dict[str, float]:
+    """A bare kernel's start and tether's python interpreter's, interleaved."""
     raw_starts, our_starts = [], []
     for _ in range(starts):
         raw = RawKernel()
@@ -135,8 +133,13 @@ async def measure(cells: int, bridge_calls: int, starts: int) -> dict[str, float
             t = time.perf_counter()
             await run.resources["eval_interpreters"].get("python")
             our_starts.append(time.perf_counter() - t)
-    out["raw_start"] = statistics.median(raw_starts)
-    out["py_start"] = statistics.median(our_starts)
+    return {"raw_start": statistics.median(raw_starts), "py_start": statistics.median(our_starts)}
+
+
+async def measure(cells: int, bridge_calls: int, starts: int) -> dict[str, float]:
+    """Raw and tether samples interleaved, so the machine's load hits both alike."""
+    workdir = Path(tempfile.mkdtemp(prefix="bench-wd-"))
+    out = await measure_starts(workdir, starts)
     raw = RawKernel()
     await raw.start()
     async with tether.open_run(

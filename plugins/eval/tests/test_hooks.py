@@ -81,7 +81,7 @@ class EnclosurePlugin:
         self.enclosure = enclosure
 
     @tether.hookimpl
-    def tether_enclosure(self, run: tether.Run) -> Any:
+    def tether_eval_enclosure(self, run: tether.Run) -> Any:
         return self.enclosure
 
 
@@ -125,7 +125,7 @@ async def test_a_language_offered_twice_keeps_one_and_reports_the_other(
         assert result.text_content.strip() == "from the harness"
 
 
-async def test_hook_tether_enclosure(eval_run, run_cell) -> None:
+async def test_hook_tether_eval_enclosure(eval_run, run_cell) -> None:
     enclosure = MarkingEnclosure()
     async with eval_run(plugins=[EnclosurePlugin(enclosure)]) as run:
         py = await run_cell(run, "import os\nos.environ.get('TETHER_ENCLOSED')")
@@ -150,7 +150,7 @@ async def test_an_enclosure_without_wrap_is_refused(eval_run, run_cell) -> None:
         except* tether.PluginError as group:
             errors.extend(group.exceptions)
         [error] = errors
-        assert "tether_enclosure returned object, which has no wrap()/name" in str(error)
+        assert "tether_eval_enclosure returned object, which has no wrap()/name" in str(error)
 
 
 @pytest.mark.parametrize(
@@ -182,4 +182,4 @@ def test_every_family_hook_is_documented_and_tested() -> None:
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     checked = check_hookspecs(tether_eval.hookspecs, readme, Path(__file__).parent)
-    assert sorted(checked) == ["tether_enclosure", "tether_eval_kernels"]
+    assert sorted(checked) == ["tether_eval_enclosure", "tether_eval_kernels"]

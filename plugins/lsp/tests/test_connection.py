@@ -22,7 +22,7 @@ from tether.launch import SAFE
 from tether.process import is_alive
 from tether.testing import call_error, call_ok
 from tether_lsp import ServerSpec
-from tether_lsp.tools import SUPERVISOR
+from tether_lsp.tools import RESOURCE
 
 pytestmark = pytest.mark.anyio
 
@@ -99,7 +99,7 @@ async def test_closing_a_client_ends_its_reader_and_leaves_the_run_working(
     async with tether.open_run(tmp_path, config=config, plugins=[TwoServers()]) as run:
         # this task entered the run's task group: its direct children are the run's tasks
         run_host = anyio.get_current_task().id
-        supervisor = run.resource(SUPERVISOR)
+        supervisor = run.resource(RESOURCE)
         await call_ok(run, "lsp", ask)
         (client,) = supervisor.clients
         (reader,) = readers().values()
@@ -154,7 +154,7 @@ async def test_a_failing_reader_ends_that_client_only(
 ) -> None:
     project(tmp_path)
     async with tether.open_run(tmp_path, config=CONFIG, plugins=[TwoServers(mode)]) as run:
-        supervisor = run.resource(SUPERVISOR)
+        supervisor = run.resource(RESOURCE)
         await call_ok(run, "lsp", definition("main.fake"))
         (fake,) = supervisor.clients
         (reader,) = readers().values()

@@ -14,7 +14,7 @@ from lsp_testkit import Caller, copy_project, need, open_lsp_run
 import tether
 from tether.launch import Untrusted
 from tether_lsp import ServerSpec
-from tether_lsp.tools import SUPERVISOR
+from tether_lsp.tools import RESOURCE
 from tether_lsp.trust import trusted_python
 
 
@@ -109,7 +109,7 @@ def test_a_declared_switch_is_given_on_an_untrusted_workdir_only(
     plugin = Declaring(tmp_path.parent / f"log-{trusted}", closing)
     with open_lsp_run(tmp_path, plugins=[plugin], trust_workdir=trusted) as run:
         assert "fake [fake] can answer" in Caller(run).ok(action="status")
-        (client,) = [c for c in run.resource(SUPERVISOR).clients if c.spec.id == "fake"]
+        (client,) = [c for c in run.resource(RESOURCE).clients if c.spec.id == "fake"]
         argv = Path(f"/proc/{client.pid}/cmdline").read_bytes().split(b"\0")
         environ = Path(f"/proc/{client.pid}/environ").read_bytes().split(b"\0")
     python = trusted_python(tmp_path).encode()

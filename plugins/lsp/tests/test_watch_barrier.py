@@ -17,7 +17,7 @@ import pytest
 from lsp_testkit import Caller, need, open_lsp_run
 
 from tether_lsp.documents import skipped_dir
-from tether_lsp.tools import SUPERVISOR
+from tether_lsp.tools import RESOURCE
 from tether_lsp.watch import TreeWatch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify")
@@ -104,7 +104,7 @@ def test_each_query_answers_for_the_text_another_process_just_wrote(tmp_path: Pa
         caller = Caller(run)
         first = caller.ok(action="definition", file="use.py", line=3, symbol="target")
         assert "lib.py:1:" in first, first
-        supervisor = run.resource(SUPERVISOR)
+        supervisor = run.resource(RESOURCE)
         assert all(client.watch is not None for client in supervisor.clients)
         for round_ in range(1, 11):
             text = "# pad\n" * round_ + "def target():\n    return 1\n"

@@ -17,7 +17,7 @@ class BwrapPlugin:
         self.config = config
 
     @tether.hookimpl
-    def tether_enclosure(self, run: tether.Run) -> BwrapEnclosure:
+    def tether_eval_enclosure(self, run: tether.Run) -> BwrapEnclosure:
         return BwrapEnclosure(self.config)
 
 

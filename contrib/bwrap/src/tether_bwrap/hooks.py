@@ -26,6 +26,6 @@ from tether_bwrap.enclosure import BwrapConfig, BwrapEnclosure
 
 
 @tether.hookimpl
-def tether_enclosure(run: tether.Run) -> BwrapEnclosure | None:
+def tether_eval_enclosure(run: tether.Run) -> BwrapEnclosure | None:
     config = run.config("bwrap", BwrapConfig)
     return BwrapEnclosure(config) if config.enabled else None

@@ -1,40 +1,15 @@
-"""Hook implementations only: what this plugin adds to a run (see tether's docs/plugin-api.md)."""
+"""Hook implementations only: what this plugin adds to a run (see tether's docs/plugin-api.md);
+the tool lives in ``tools.py``, the configuration table in ``config.py``."""
 
 from __future__ import annotations
 
-import attrs
-
 import tether
-from tether import reading
-
-
-@attrs.frozen
-class CountLinesArgs:
-    path: str = tether.arg(description="A file in the workdir, relative to it")
-
-
-async def count_lines(call: tether.CallContext, args: CountLinesArgs) -> str:
-    """The handler: arguments arrive validated; a ``tether.ToolError`` becomes an error result."""
-    path = call.run.confine(args.path)  # refuses a path outside the workdir, naming the field
-    # the core's reader (off the event loop, no symlink followed, regular files only, capped):
-    # every workdir file is read through it
-    data = await reading.read_bytes(call.run.workdir, path, shown=args.path)
-    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    return f"{lines} lines in {args.path}"
+from tether_myplugin.tools import tool_specs
 
 
 @tether.hookimpl
 def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
-    return [
-        tether.ToolSpec(
-            name="count_lines",
-            tier="read",  # no side effect: visible on plan and read-only surfaces too
-            args=CountLinesArgs,
-            handler=count_lines,
-            description="Count the lines of a file in the workdir.",
-            parallel_safe=True,
-        )
-    ]
+    return tool_specs(run)
 
 
 @tether.hookimpl

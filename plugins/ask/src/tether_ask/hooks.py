@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import tether
-from tether_ask.tool import ask_user_spec
+from tether_ask.tools import tool_specs
 from tether_ask.wiring import wire_ask_resources
 
 
@@ -16,8 +16,5 @@ def tether_resources(run: tether.Run) -> dict[Any, Any] | None:
 
 
 @tether.hookimpl
-def tether_tools(run: tether.Run) -> list[tether.ToolSpec] | None:
-    # The card needs a destination: the conversation it is shown in.
-    if run.conversation_id is None:
-        return None
-    return [ask_user_spec()]
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
+    return tool_specs(run)

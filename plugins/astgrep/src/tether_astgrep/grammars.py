@@ -1,7 +1,7 @@
 """Grammar descriptions (language object, extensions, scaffold ladder) and the built-in set.
 
 A grammar is plain data so that third-party plugins can contribute one through the
-`tether_grammars()` hook, and so that forked worker processes can use it unchanged.
+`tether_astgrep_grammars()` hook, and so that forked worker processes can use it unchanged.
 """
 
 from __future__ import annotations
@@ -446,7 +446,7 @@ def all_grammars() -> list[Grammar]:
 
 
 class GrammarError(Exception):
-    """A grammar contributed through `tether_grammars()` is unusable."""
+    """A grammar contributed through `tether_astgrep_grammars()` is unusable."""
 
 
 class GrammarRegistry:
@@ -461,7 +461,9 @@ class GrammarRegistry:
 
     def add(self, grammar: Grammar, origin: str = "tether-astgrep") -> None:
         if not isinstance(grammar, Grammar):
-            raise GrammarError(f"tether_grammars() of {origin} returned {grammar!r}, not a Grammar")
+            raise GrammarError(
+                f"tether_astgrep_grammars() of {origin} returned {grammar!r}, not a Grammar"
+            )
         if grammar.id in self._by_id:
             raise GrammarError(
                 f"grammar {grammar.id!r} is contributed twice: by {self._origin[grammar.id]} "

@@ -18,19 +18,19 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 
 @tether.hookimpl
-def tether_grammars() -> list[Grammar]:
+def tether_astgrep_grammars() -> list[Grammar]:
     return all_grammars()
 
 
 @tether.hookimpl
 def tether_resources(run: tether.Run) -> dict[Any, Any] | None:
-    from tether_astgrep.tools import make_service
+    from tether_astgrep.tools import RESOURCE, make_service
 
-    return {"parser_registry": make_service(run)}
+    return {RESOURCE: make_service(run)}
 
 
 @tether.hookimpl
 def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
-    from tether_astgrep.tools import astgrep_tools
+    from tether_astgrep.tools import tool_specs
 
-    return astgrep_tools()
+    return tool_specs(run)

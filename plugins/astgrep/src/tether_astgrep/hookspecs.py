@@ -11,5 +11,5 @@ if TYPE_CHECKING:
 
 
 @tether.hookspec
-def tether_grammars() -> list[Grammar] | None:
+def tether_astgrep_grammars() -> list[Grammar] | None:
     """Grammars this plugin contributes: id, file extensions, language object, scaffold ladder."""

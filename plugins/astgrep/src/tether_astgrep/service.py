@@ -1,4 +1,4 @@
-"""The `parser_registry` resource: grammars, the search engine and the staged edits of a run."""
+"""The `astgrep_service` resource: grammars, the search engine and the staged edits of a run."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import anyio.to_thread
 import attrs
 
 import tether
-from tether.config import config_field, workdir_may_set
 from tether.paths import confine
+from tether_astgrep.config import AstgrepConfig
 from tether_astgrep.files import RunCommand, list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 
@@ -26,26 +26,6 @@ if TYPE_CHECKING:  # the engine and the pattern compiler are imported by the fir
 
 # A search that finds nothing tries this many other readings of its pattern, to say so.
 OTHER_READINGS = 3
-
-
-@attrs.frozen
-class AstgrepConfig:
-    """The `[astgrep]` table."""
-
-    # every key is a cap or a timeout: a workdir's own configuration may set it
-    max_file_bytes: int = workdir_may_set(2_000_000)  # larger files are skipped (and counted)
-    # parse/match worker processes for large searches; 0 = in-process only
-    workers: int = workdir_may_set(2)
-    # fewer candidate files than this: search in-process
-    parallel_min_files: int = workdir_may_set(200)
-    # MB of sources + parsed trees kept per run, all processes (0: none). Memory of the
-    # machine, not a cap of the workdir's: only the harness sets it.
-    cache_mb: int = config_field(1024, minimum=0, maximum=1024 * 1024)
-    # a search stops (returning what it found) once no file has finished for this long
-    search_timeout_s: float = workdir_may_set(100.0, above=0)
-    preview_chars: int = workdir_may_set(6000)  # unified diff shown by ast_edit
-    # staging one more expires the oldest pending edit
-    max_pending_edits: int = workdir_may_set(20)
 
 
 @attrs.frozen
@@ -76,7 +56,7 @@ class StagedEdit:
 
 
 class AstgrepService:
-    """One per run; wired as the `parser_registry` resource."""
+    """One per run; wired as the `astgrep_service` resource."""
 
     def __init__(
         self,

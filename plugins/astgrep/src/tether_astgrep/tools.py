@@ -11,13 +11,15 @@ from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.resources import ResourceKey
 from tether.text import duration, plural, show_path, shown_note, truncate
+from tether_astgrep.config import AstgrepConfig
 from tether_astgrep.grammars import Grammar, GrammarRegistry
-from tether_astgrep.service import AstgrepConfig, AstgrepService, SearchOutcome, StagedEdit
+from tether_astgrep.service import AstgrepService, SearchOutcome, StagedEdit
 
 if TYPE_CHECKING:
     from tether_astgrep.engine import FileResult
 
-RESOURCE: ResourceKey[AstgrepService] = ResourceKey("parser_registry", AstgrepService)
+#: the run resource this plugin wires: grammars, the search engine and the staged edits
+RESOURCE: ResourceKey[AstgrepService] = ResourceKey("astgrep_service", AstgrepService)
 Strictness = Literal["cst", "smart", "ast", "signature"]
 STRICTNESS_DOC = (
     "How much of the code the pattern must account for. smart (default): keywords, modifiers "
@@ -38,7 +40,7 @@ def make_service(run: tether.Run) -> AstgrepService:
     # its plugin reported (naming the holder); every other grammar keeps working.
     found = collect(
         run.pm,
-        "tether_grammars",
+        "tether_astgrep_grammars",
         Grammar,
         key=lambda grammar: grammar.id,
         label="grammar",
@@ -551,7 +553,7 @@ RESOLVE_DOC = (
 )
 
 
-def astgrep_tools() -> list[tether.ToolSpec]:
+def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
     return [
         tether.ToolSpec(
             name="ast_grep",

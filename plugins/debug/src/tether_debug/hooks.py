@@ -9,8 +9,7 @@ import pluggy
 import tether
 from tether_debug import hookspecs
 from tether_debug.adapters import BUILTIN_ADAPTERS, DebugAdapter
-from tether_debug.config import DebugConfig
-from tether_debug.tool import SUPERVISOR, debug_tool
+from tether_debug.tools import RESOURCE, tool_specs
 
 if TYPE_CHECKING:
     from tether import Run
@@ -36,12 +35,12 @@ def tether_resources(run: Run) -> dict[Any, Any] | None:
 
     supervisor = DebugSupervisor(run)
     supervisor.adapters()  # collected now, so a broken contribution is reported from the start
-    return {SUPERVISOR: supervisor}
+    return {RESOURCE: supervisor}
 
 
 @tether.hookimpl
 def tether_tools(run: Run) -> list[tether.ToolSpec]:
-    return [debug_tool(run.config("debug", DebugConfig))]
+    return tool_specs(run)
 
 
 @tether.hookimpl
@@ -50,6 +49,6 @@ def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -
     loaded, when the session had not taken it yet); it adds nothing to the result."""
     if not result.before:
         return
-    supervisor = call.run.resource(SUPERVISOR, None)
+    supervisor = call.run.resource(RESOURCE, None)
     if supervisor is not None:
         supervisor.saw_writes(result.before)

@@ -2,7 +2,7 @@
 
 Add a language from your own plugin by returning a :class:`KernelSpec` from
 ``tether_eval_kernels``; run the kernels inside your sandbox by returning an :class:`Enclosure`
-from ``tether_enclosure(run)``::
+from ``tether_eval_enclosure(run)``::
 
     import tether
 
@@ -14,11 +14,11 @@ from ``tether_enclosure(run)``::
 
     class HarnessPlugin:
         @tether.hookimpl
-        def tether_enclosure(self, run: tether.Run) -> MySandbox:
+        def tether_eval_enclosure(self, run: tether.Run) -> MySandbox:
             return MySandbox()
 """
 
-from tether_eval.interpreters import EvalConfig
+from tether_eval.config import EvalConfig
 from tether_eval.kernels import (
     Bridge,
     Enclosure,

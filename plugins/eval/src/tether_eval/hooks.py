@@ -7,9 +7,10 @@ from typing import Any
 import pluggy
 
 import tether
-from tether_eval.interpreters import EvalConfig, Interpreters, check_prestart, collect_kernels
+from tether_eval.config import EvalConfig
+from tether_eval.interpreters import Interpreters, check_prestart, collect_kernels
 from tether_eval.kernels import KernelSpec
-from tether_eval.tool import RESOURCE, eval_tool
+from tether_eval.tools import RESOURCE, tool_specs
 
 
 @tether.hookimpl
@@ -39,8 +40,5 @@ def tether_resources(run: tether.Run) -> dict[Any, Any] | None:
 
 
 @tether.hookimpl
-def tether_tools(run: tether.Run) -> list[tether.ToolSpec] | None:
-    interpreters = run.resource(RESOURCE, None)
-    if not isinstance(interpreters, Interpreters):
-        return None
-    return [eval_tool(interpreters.languages, interpreters.config.idle_budget_s)]
+def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
+    return tool_specs(run)

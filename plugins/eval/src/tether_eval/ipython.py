@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from queue import Empty
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
@@ -272,14 +272,7 @@ class IPythonKernel(ProcessKernel):
         late_header = False
         while True:
             now = time.monotonic()
-            if self._process.returncode is not None:
-                # Its last stderr may still sit in the pipe; the tail must include it.
-                with anyio.move_on_after(1.0):
-                    await self._process.wait()
-                raise KernelDied(
-                    f"the Python kernel died (exit code {self._process.returncode})",
-                    self.stderr_tail(),
-                )
+            await self._raise_if_dead()
             if interrupt_deadline is None and now >= deadline:
                 output.interrupted = (
                     f"interrupted: no output for {idle_budget_s:g} s (the idle budget); "
@@ -288,10 +281,7 @@ class IPythonKernel(ProcessKernel):
                 await self._interrupt()
                 interrupt_deadline = now + _INTERRUPT_GRACE_S
             if interrupt_deadline is not None and now >= interrupt_deadline:
-                await self.aclose()
-                raise KernelDied(
-                    "the Python kernel ignored the interrupt and was killed", self.stderr_tail()
-                )
+                await self._kill_unresponsive()
             wake = interrupt_deadline if interrupt_deadline is not None else deadline
             # Wake at least twice a second to notice a kernel that died without a word.
             timeout_ms = max(1, int(min(wake - now, 0.5) * 1000))
@@ -317,6 +307,22 @@ class IPythonKernel(ProcessKernel):
                         await self._drain_reply(msg_id)
                         return
                     deadline = time.monotonic() + idle_budget_s
+
+    async def _raise_if_dead(self) -> None:
+        if self._process.returncode is not None:
+            # Its last stderr may still sit in the pipe; the tail must include it.
+            with anyio.move_on_after(1.0):
+                await self._process.wait()
+            raise KernelDied(
+                f"the Python kernel died (exit code {self._process.returncode})",
+                self.stderr_tail(),
+            )
+
+    async def _kill_unresponsive(self) -> NoReturn:
+        await self.aclose()
+        raise KernelDied(
+            "the Python kernel ignored the interrupt and was killed", self.stderr_tail()
+        )
 
     async def _answer_input(
         self, content: dict[str, Any], output: CellOutput, bridge: Bridge

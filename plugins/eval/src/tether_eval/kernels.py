@@ -33,7 +33,7 @@ class KernelStartError(Exception):
 
 @runtime_checkable
 class Enclosure(Protocol):
-    """Where a kernel runs when the conversation has a sandbox (from ``tether_enclosure``).
+    """Where a kernel runs when the conversation has a sandbox (from ``tether_eval_enclosure``).
 
     ``wrap`` returns the command that runs ``argv`` inside the enclosure. ``reachable`` lists the
     paths the kernel must be able to read and write there: the workdir and the directory of

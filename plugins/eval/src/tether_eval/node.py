@@ -144,34 +144,7 @@ class NodeKernel(ProcessKernel):
             wake = interrupt_deadline if interrupt_deadline is not None else deadline
             message: dict[str, Any] | None = None
             with anyio.move_on_after(max(0.0, wake - time.monotonic())):
-                try:
-                    raw = await self._lines.receive_line()
-                except LineTooLong as exc:
-                    output.write(
-                        f"[a line the interpreter wrote was over the limit of {exc.limit} bytes "
-                        f"and was skipped; it began {exc.head[:40].decode('utf-8', 'replace')!r}]\n"
-                    )
-                    if interrupt_deadline is None:
-                        deadline = time.monotonic() + idle_budget_s
-                    continue
-                except (
-                    anyio.EndOfStream,
-                    anyio.ClosedResourceError,
-                    anyio.BrokenResourceError,
-                ) as exc:
-                    with anyio.move_on_after(1.0):
-                        await self._process.wait()
-                    raise self._died() from exc
-                try:
-                    message = json.loads(raw)
-                except ValueError:
-                    # A child process that inherited stdout wrote raw text: it is output.
-                    message = {
-                        "type": "stream",
-                        "id": cell_id,
-                        "name": "stdout",
-                        "text": raw.decode("utf-8", "replace") + "\n",
-                    }
+                message = await self._receive(cell_id)
             if message is None:
                 if interrupt_deadline is None:
                     output.interrupted = (
@@ -196,23 +169,7 @@ class NodeKernel(ProcessKernel):
                         late_header = True
                     output.write(str(message.get("text", "")))
             elif kind == "tool":
-                # Served whichever cell asked: a timer of an earlier cell may call tool() too,
-                # and leaving it unanswered would block every later call behind it.
-                try:
-                    reply = await bridge(str(message.get("tool")), dict(message.get("args") or {}))
-                except Exception as exc:
-                    await self._send(
-                        {
-                            "type": "tool_reply",
-                            "req": message.get("req"),
-                            "result": {
-                                "is_error": True,
-                                "content": [{"type": "text", "text": f"bridge failure: {exc!r}"}],
-                            },
-                        }
-                    )
-                    raise
-                await self._send({"type": "tool_reply", "req": message.get("req"), "result": reply})
+                await self._serve_tool(message, bridge)
                 if interrupt_deadline is None:
                     deadline = time.monotonic() + idle_budget_s
             elif kind == "done" and message.get("id") == cell_id:
@@ -225,6 +182,42 @@ class NodeKernel(ProcessKernel):
                     output.interrupted = "interrupted"
                 self._cell = None
                 return
+
+    async def _receive(self, cell_id: int) -> dict[str, Any]:
+        """The interpreter's next message. A line over the limit, or one that is not JSON (a
+        child process that inherited stdout wrote raw text), is output of the cell."""
+        try:
+            raw = await self._lines.receive_line()
+        except LineTooLong as exc:
+            text = (
+                f"[a line the interpreter wrote was over the limit of {exc.limit} bytes "
+                f"and was skipped; it began {exc.head[:40].decode('utf-8', 'replace')!r}]\n"
+            )
+            return {"type": "stream", "id": cell_id, "name": "stdout", "text": text}
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            with anyio.move_on_after(1.0):
+                await self._process.wait()
+            raise self._died() from exc
+        try:
+            message: dict[str, Any] = json.loads(raw)
+        except ValueError:
+            text = raw.decode("utf-8", "replace") + "\n"
+            return {"type": "stream", "id": cell_id, "name": "stdout", "text": text}
+        return message
+
+    async def _serve_tool(self, message: dict[str, Any], bridge: Bridge) -> None:
+        """Served whichever cell asked: a timer of an earlier cell may call tool() too, and
+        leaving it unanswered would block every later call behind it."""
+        try:
+            reply = await bridge(str(message.get("tool")), dict(message.get("args") or {}))
+        except Exception as exc:
+            failure = {
+                "is_error": True,
+                "content": [{"type": "text", "text": f"bridge failure: {exc!r}"}],
+            }
+            await self._send({"type": "tool_reply", "req": message.get("req"), "result": failure})
+            raise
+        await self._send({"type": "tool_reply", "req": message.get("req"), "result": reply})
 
     async def stop_cell(self) -> bool:
         """The caller was cancelled mid-cell: interrupt the cell (SIGINT breaks a synchronous

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 #: the run resource this plugin wires: the language servers of the run (the class is imported
 #: by the hook that builds it, not by every start)
-SUPERVISOR: ResourceKey[LspSupervisor] = ResourceKey(
+RESOURCE: ResourceKey[LspSupervisor] = ResourceKey(
     "lsp_supervisor", "tether_lsp.supervisor:LspSupervisor"
 )
 
@@ -111,14 +111,14 @@ RENAME_DESCRIPTION = (
 
 
 def _supervisor(call: tether.CallContext) -> LspSupervisor:
-    return call.run.resource(SUPERVISOR)
+    return call.run.resource(RESOURCE)
 
 
 _POSITION = tether.Action(required=("file", "line", "symbol"))
 
 # Which fields each action takes, enforced by the core: a missing one and one the action does not
 # use are refused, naming the field and the action.
-LSP_ACTIONS = tether.Actions(
+ACTIONS = tether.Actions(
     "action",
     {
         "diagnostics": tether.Action(optional=("file", "since")),  # one of them at least
@@ -238,7 +238,7 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     return _with_notes(supervisor, session.with_indexing(text))
 
 
-def tool_specs() -> list[tether.ToolSpec]:
+def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
     return [
         tether.ToolSpec(
             name="lsp",
@@ -246,9 +246,9 @@ def tool_specs() -> list[tether.ToolSpec]:
             args=LspArgs,
             handler=handle_lsp,
             description=LSP_DESCRIPTION,
-            requires=(SUPERVISOR,),
+            requires=(RESOURCE,),
             parallel_safe=True,
-            actions=LSP_ACTIONS,
+            actions=ACTIONS,
         ),
         tether.ToolSpec(
             name="lsp_rename",
@@ -256,7 +256,7 @@ def tool_specs() -> list[tether.ToolSpec]:
             args=RenameArgs,
             handler=handle_rename,
             description=RENAME_DESCRIPTION,
-            requires=(SUPERVISOR,),
+            requires=(RESOURCE,),
             parallel_safe=True,
         ),
     ]

@@ -37,4 +37,4 @@ def tether_resources(run: tether.Run) -> dict[Any, object] | None:
 
 @tether.hookimpl
 def tether_tools(run: tether.Run) -> list[tether.ToolSpec]:
-    return tool_specs()
+    return tool_specs(run)

@@ -345,82 +345,95 @@ class CommandRunner:
             return Outcome(ok=False, reason=f"could not start {argv[0]!r}: {exc.strerror or exc}")
         except tether.ToolError as exc:  # the run is closing
             return Outcome(ok=False, reason=str(exc))
+        code = await _follow(proc, job, extractor, brief_on_stdin)
+        return _outcome(code, extractor, job.cwd, proc.stderr_tail.render())
 
-        def on_line(line: str) -> None:
-            shown = extractor.feed(line)
-            if shown is not None:
-                job.output(shown)
-            else:  # a tool result event, a blank line: not worth showing, still a sign of life
+
+async def _follow(
+    proc: ManagedProcess, job: Job, extractor: ResultExtractor, brief_on_stdin: bool
+) -> int:
+    """Feed the worker its brief, show its output until it exits, and return its exit code;
+    the process and what it left in its group are ended whatever happens."""
+
+    def on_line(line: str) -> None:
+        shown = extractor.feed(line)
+        if shown is not None:
+            job.output(shown)
+        else:  # a tool result event, a blank line: not worth showing, still a sign of life
+            job.activity()
+
+    def on_skipped(exc: LineTooLong) -> None:
+        extractor.skipped_lines += 1
+        head = exc.head[:40].decode("utf-8", "replace")
+        job.output(f"[a line over the limit of {exc.limit} bytes was skipped; it began {head!r}]")
+
+    reader_done = anyio.Event()
+
+    async def read_stdout() -> None:
+        try:
+            await _read_lines(proc.stdout, on_line, on_skipped)
+        finally:
+            reader_done.set()
+
+    async def watch_stderr() -> None:
+        # Some CLIs (codex exec) report progress on stderr only: that is life too.
+        seen = 0
+        while True:
+            await anyio.sleep(0.25)
+            if proc.stderr_tail.total != seen:
+                seen = proc.stderr_tail.total
                 job.activity()
 
-        def on_skipped(exc: LineTooLong) -> None:
-            extractor.skipped_lines += 1
-            head = exc.head[:40].decode("utf-8", "replace")
-            job.output(
-                f"[a line over the limit of {exc.limit} bytes was skipped; it began {head!r}]"
+    try:
+        await anyio.lowlevel.checkpoint()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_stdout)
+            tg.start_soon(watch_stderr)
+            if brief_on_stdin:
+                await _send_brief(proc, job.brief)
+            code = await proc.wait()
+            await _drain(proc, job, reader_done)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await proc.terminate(grace_s=job.kill_grace_s)
+    return code
+
+
+async def _drain(proc: ManagedProcess, job: Job, reader_done: anyio.Event) -> None:
+    """After the worker's exit: leftovers in its process group (a backgrounded shell) die with
+    it; then the pipes reach EOF and the output still buffered in them is read.
+    (terminate_tree, not proc.terminate(), which would close the pipes unread)"""
+    with anyio.CancelScope(shield=True):
+        if _group_alive(proc.pid):
+            await tether.process.terminate_tree(proc.pid, job.kill_grace_s, lineage=proc.lineage)
+    with anyio.move_on_after(0.05):
+        await reader_done.wait()
+    if not reader_done.is_set():  # a daemon carrying the run's marker holds stdout
+        with anyio.CancelScope(shield=True):
+            await tether.process.terminate_tree(
+                proc.pid, job.kill_grace_s, marker=proc.marker, lineage=proc.lineage
             )
+    with anyio.move_on_after(DRAIN_TIMEOUT_S):
+        await reader_done.wait()
 
-        reader_done = anyio.Event()
 
-        async def read_stdout() -> None:
-            try:
-                await _read_lines(proc.stdout, on_line, on_skipped)
-            finally:
-                reader_done.set()
-
-        async def watch_stderr() -> None:
-            # Some CLIs (codex exec) report progress on stderr only: that is life too.
-            seen = 0
-            while True:
-                await anyio.sleep(0.25)
-                if proc.stderr_tail.total != seen:
-                    seen = proc.stderr_tail.total
-                    job.activity()
-
-        try:
-            await anyio.lowlevel.checkpoint()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(read_stdout)
-                tg.start_soon(watch_stderr)
-                if brief_on_stdin:
-                    await _send_brief(proc, job.brief)
-                code = await proc.wait()
-                # Leftovers in the worker's process group (a backgrounded shell) die with it;
-                # then the pipes reach EOF and the output still buffered in them is read.
-                # (terminate_tree, not proc.terminate(), which would close the pipes unread)
-                with anyio.CancelScope(shield=True):
-                    if _group_alive(proc.pid):
-                        await tether.process.terminate_tree(
-                            proc.pid, job.kill_grace_s, lineage=proc.lineage
-                        )
-                with anyio.move_on_after(0.05):
-                    await reader_done.wait()
-                if not reader_done.is_set():  # a daemon carrying the run's marker holds stdout
-                    with anyio.CancelScope(shield=True):
-                        await tether.process.terminate_tree(
-                            proc.pid, job.kill_grace_s, marker=proc.marker, lineage=proc.lineage
-                        )
-                with anyio.move_on_after(DRAIN_TIMEOUT_S):
-                    await reader_done.wait()
-                tg.cancel_scope.cancel()
-        finally:
-            with anyio.CancelScope(shield=True):
-                await proc.terminate(grace_s=job.kill_grace_s)
-        stderr_tail = proc.stderr_tail.render()
-        if code != 0:
-            reason = f"exit code {code}"
-            if code < 0:
-                with contextlib.suppress(ValueError):
-                    reason = f"killed by {signal.Signals(-code).name} (not by tether)"
-            return Outcome(
-                ok=False,
-                result=extractor.last_line or "",
-                reason=reason,
-                exit_code=code,
-                stderr_tail=stderr_tail,
-            )
-        outcome = extractor.extract(job.cwd)
-        return attrs.evolve(outcome, exit_code=code, stderr_tail=stderr_tail)
+def _outcome(code: int, extractor: ResultExtractor, cwd: Path, stderr_tail: str) -> Outcome:
+    """What the worker's run came to, from its exit code and its output."""
+    if code != 0:
+        reason = f"exit code {code}"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                reason = f"killed by {signal.Signals(-code).name} (not by tether)"
+        return Outcome(
+            ok=False,
+            result=extractor.last_line or "",
+            reason=reason,
+            exit_code=code,
+            stderr_tail=stderr_tail,
+        )
+    outcome = extractor.extract(cwd)
+    return attrs.evolve(outcome, exit_code=code, stderr_tail=stderr_tail)
 
 
 def _group_alive(pgid: int) -> bool:

@@ -267,7 +267,7 @@ async def handle_list(call: tether.CallContext, args: ListArgs) -> tether.ToolRe
     )
 
 
-def tool_specs() -> list[tether.ToolSpec]:
+def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
     read = tether.Tier.READ
     requires = (RESOURCE,)
     return [

@@ -17,6 +17,9 @@ from tether_ask.asking import InvalidAnswer, ask_person, port_timeout
 from tether_ask.cards import Card, Option, check_question
 from tether_ask.config import AskConfig
 
+#: the run resource the tool needs: the core's question port (this plugin wires a default one)
+RESOURCE = QUESTION_PORT
+
 Outcome = Literal["answered", "skipped", "timed_out", "no_person", "invalid_answer"]
 
 MAX_OPTIONS = 20
@@ -83,7 +86,7 @@ def build_card(args: AskUserArgs, *, timeout_s: float, call_id: str | None) -> C
 
 
 async def handle_ask_user(call: tether.CallContext, args: AskUserArgs) -> tether.ToolResult:
-    port = call.run.resource(QUESTION_PORT)
+    port = call.run.resource(RESOURCE)
     timeout_s = port_timeout(call.run.config("ask", AskConfig), port)
     card = build_card(args, timeout_s=timeout_s, call_id=call.call_id)
     try:
@@ -122,15 +125,19 @@ def _result(
     )
 
 
-def ask_user_spec() -> tether.ToolSpec:
-    return tether.ToolSpec(
+def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
+    # The card needs a destination: the conversation it is shown in.
+    if run.conversation_id is None:
+        return []
+    spec = tether.ToolSpec(
         name="ask_user",
         tier=tether.Tier.READ,
         args=AskUserArgs,
         handler=handle_ask_user,
         description=DESCRIPTION,
-        requires=(QUESTION_PORT,),
+        requires=(RESOURCE,),
         parallel_safe=True,
         # The wait is bounded by [ask] timeout_s, not by the core's call timeout.
         timeout_s=0,
     )
+    return [spec]

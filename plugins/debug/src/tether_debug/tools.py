@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from tether_debug.supervisor import DebugSupervisor
 
 #: the run resource this plugin wires (the supervisor is imported only when a run opens)
-SUPERVISOR: ResourceKey[DebugSupervisor] = ResourceKey(
+RESOURCE: ResourceKey[DebugSupervisor] = ResourceKey(
     "debug_supervisor", "tether_debug.supervisor:DebugSupervisor"
 )
 
@@ -206,7 +206,7 @@ class DebugArgs:
 
 
 async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
-    supervisor = call.run.resource(SUPERVISOR)
+    supervisor = call.run.resource(RESOURCE)
     # a call that met the adapter's last timeout in a row says the session ended, and why
     return await supervisor.guarded(_dispatch(supervisor, args))
 
@@ -263,7 +263,8 @@ async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
     return await supervisor.op_terminate()
 
 
-def debug_tool(config: DebugConfig) -> tether.ToolSpec:
+def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
+    config = run.config("debug", DebugConfig)
     # launch may spend start + a build (delve) + configuration + the wait for the first stop
     budget = (
         config.start_timeout_s * 2
@@ -272,14 +273,15 @@ def debug_tool(config: DebugConfig) -> tether.ToolSpec:
         + config.request_timeout_s * 2
         + 10
     )
-    return tether.ToolSpec(
+    spec = tether.ToolSpec(
         name="debug",
         tier=tether.Tier.EXEC,
         args=DebugArgs,
         handler=handle_debug,
         description=DESCRIPTION,
-        requires=(SUPERVISOR,),
+        requires=(RESOURCE,),
         parallel_safe=False,  # a session is state across calls
         timeout_s=budget,
         actions=ACTIONS,
     )
+    return [spec]

@@ -129,8 +129,12 @@ async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
     return output.result(**meta)
 
 
-def eval_tool(languages: list[str], idle_budget_s: float) -> tether.ToolSpec:
-    return tether.ToolSpec(
+def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
+    interpreters = run.resource(RESOURCE, None)
+    if not isinstance(interpreters, Interpreters):
+        return []  # no language to run: no tool
+    languages, idle_budget_s = interpreters.languages, interpreters.config.idle_budget_s
+    spec = tether.ToolSpec(
         name="eval",
         tier=tether.Tier.EXEC,
         args=eval_args_class(tuple(languages)),
@@ -140,3 +144,4 @@ def eval_tool(languages: list[str], idle_budget_s: float) -> tether.ToolSpec:
         parallel_safe=False,
         timeout_s=0,
     )
+    return [spec]
