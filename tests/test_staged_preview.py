@@ -211,3 +211,28 @@ async def test_queries_during_a_preview_answer_for_the_disk_and_do_not_undo_it(
                 assert not answer.is_error, answer.text_content
                 assert case.error not in answer.text_content, answer.text_content
             await run.call("resolve", {"edit_id": staged[0].meta["edit_id"], "action": "discard"})
+
+
+async def test_a_preview_checks_its_first_files_and_names_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each previewed file costs the servers two diagnostics rounds: an edit over more files
+    than the cap previews the first ones and names those it did not check (never silence)."""
+    _need("basedpyright-langserver")
+    from tether_lsp import preview
+
+    monkeypatch.setattr(preview, "MAX_FILES", 2)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
+    for name in "abcd":
+        (tmp_path / f"{name}.py").write_text("def f(x: int) -> int:\n    return x\n\n\nf(1)\n")
+    config = {"core": {"approval": {"write": "auto"}}, "lsp": {"diagnostics_timeout_s": 60}}
+    async with tether.open_run(tmp_path, conversation_id="c", config=config) as run:
+        staged = await run.call(
+            "ast_edit", {"pattern": "f(1)", "rewrite": 'f("1")', "language": "python"}
+        )
+    text = staged.text_content
+    assert not staged.is_error, text
+    assert "- not previewed: 2 more files (the preview checks the first 2): c.py, d.py" in text
+    would = staged.meta["diagnostics_preview"]["would_introduce"]
+    assert sorted(would) == ["a.py", "b.py"], would
+    assert all(len(found) == 1 for found in would.values()), would

@@ -52,3 +52,21 @@ async def test_any_family_answering_the_core_hook_previews_a_staged_edit(
     assert change.files == (tether.StagedFile(tether_workdir / "a.py", b"print(1)\n", b"log(1)\n"),)
     assert "\na.py:1: would call an undefined `log`\n--- a/a.py" in staged.text_content
     assert staged.meta["diagnostics_preview"]["checked"] == 1
+
+
+async def test_diagnostics_false_skips_the_preview_and_says_so(
+    astgrep_run: Any, tether_workdir: Path
+) -> None:
+    """A big edit on a big project can skip the servers' seconds per file; the answer says it
+    was skipped, never that nothing would be introduced."""
+    checker = Checker()
+    async with astgrep_run({"a.py": "print(1)\n"}, plugins=[checker]) as run:
+        staged = await run.call(
+            "ast_edit", {"pattern": "print($X)", "rewrite": "log($X)", "diagnostics": False}
+        )
+    assert not staged.is_error, staged.text_content
+    assert checker.seen == []
+    assert (
+        "\n(no diagnostics preview: the call set diagnostics=false)\n--- a/a.py"
+        in staged.text_content
+    ), staged.text_content

@@ -138,6 +138,14 @@ class AstEditArgs:
             "matches (an `else`, an `async`) is kept verbatim"
         ),
     )
+    diagnostics: bool = tether.arg(
+        True,
+        description=(
+            "Ask the project's checkers (tether-lsp's language servers) which diagnostics the "
+            "edit would introduce, before anything is written; false skips that (seconds per "
+            "file on a big project)"
+        ),
+    )
 
 
 @attrs.frozen
@@ -372,7 +380,11 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         lines.append(unread)
     # what the project's checkers (any family answering the core's hook) say the edit would
     # introduce, before resolve writes it; above the diff, which a cap may cut
-    checked = await call.run.preview_diagnostics(staged_change(staged))
+    checked = (
+        await call.run.preview_diagnostics(staged_change(staged))
+        if args.diagnostics
+        else tether.ResultNote(text="(no diagnostics preview: the call set diagnostics=false)")
+    )
     lines.append(checked.text)
     import difflib  # only a preview pays for it
 

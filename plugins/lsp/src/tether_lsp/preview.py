@@ -20,6 +20,8 @@ from tether_lsp.ledger import key_counts, new_against
 from tether_lsp.queries import Answers, format_merged, merge_diagnostics
 from tether_lsp.supervisor import LspSupervisor
 
+MAX_FILES = 20  # files of one change a preview sends to the servers; the rest are named
+
 
 @attrs.define
 class _Answer:
@@ -35,13 +37,11 @@ async def preview_note(
 ) -> tether.ResultNote | None:
     """What the servers say ``change`` would introduce, per file; None when no server
     handles any of its files."""
-    files = {
-        staged.path: staged
-        for staged in change.files
-        if not supervisor.quiet_without_server(staged.path)
-    }
-    if not files:
+    handled = [s for s in change.files if not supervisor.quiet_without_server(s.path)]
+    if not handled:
         return None
+    # each file costs two diagnostics rounds per server: a big edit previews its first files
+    files = {staged.path: staged for staged in handled[:MAX_FILES]}
     clients_of: dict[Path, list[LspClient]] = {}
     notes: dict[Path, list[str]] = {path: [] for path in files}
     for path in files:
@@ -98,6 +98,12 @@ async def preview_note(
         text, found = _describe(supervisor, path, staged, got, notes[path], timeout)
         out.append(text)
         meta[supervisor.relative(path)] = found
+    if len(handled) > MAX_FILES:
+        left = [supervisor.relative(s.path) for s in handled[MAX_FILES:]]
+        out.append(
+            f"- not previewed: {len(left)} more files (the preview checks the first "
+            f"{MAX_FILES}): {', '.join(left[:5])}{' …' if len(left) > 5 else ''}"
+        )
     origin = f" by {change.origin}" if change.origin else ""
     head = f"Diagnostics preview of the change staged{origin} (nothing written):"
     return tether.ResultNote(text=head + "\n" + "\n".join(out), meta={"would_introduce": meta})
