@@ -134,6 +134,28 @@ def _run_span(nodes: list[ts.Node]) -> tuple[int, int]:
     return start, end
 
 
+def _anchors(pattern: CompiledPattern) -> list[tuple[bytes, tuple[int, ...]]]:
+    """Anchors: each literal leaf of a single-node pattern with its depth(s) below the root.
+    A match contains that leaf verbatim, and its root is exactly that many parents up."""
+    first = pattern.items[0]
+    anchors: dict[bytes, set[int]] = {}
+    exact_leaves = pattern.strictness in ("cst", "smart")  # every pattern leaf is in the match
+    if len(pattern.items) == 1 and isinstance(first, PNode) and exact_leaves:
+        stack: list[tuple[PItem, int]] = [(first, 0)]
+        while stack:
+            node, depth = stack.pop()
+            if isinstance(node, MetaVar):
+                continue
+            if node.text is not None:
+                if node.optional:
+                    continue
+                if node.text and (node.named or not node.text.startswith(b"#")):
+                    anchors.setdefault(node.text, set()).add(depth)
+            else:
+                stack.extend((c, depth + 1) for c in node.children)
+    return [(lit, tuple(sorted(d))) for lit, d in anchors.items()]
+
+
 class Matcher:
     """A pattern prepared for one grammar (kind names resolved to kind ids)."""
 
@@ -178,24 +200,7 @@ class Matcher:
         )
         self._query: ts.Query | None = None
         first = pattern.items[0]
-        # Anchors: each literal leaf of a single-node pattern with its depth(s) below the root.
-        # A match contains that leaf verbatim, and its root is exactly that many parents up.
-        anchors: dict[bytes, set[int]] = {}
-        exact_leaves = strictness in ("cst", "smart")  # every pattern leaf is in the match
-        if len(pattern.items) == 1 and isinstance(first, PNode) and exact_leaves:
-            stack: list[tuple[PItem, int]] = [(first, 0)]
-            while stack:
-                node, depth = stack.pop()
-                if isinstance(node, MetaVar):
-                    continue
-                if node.text is not None:
-                    if node.optional:
-                        continue
-                    if node.text and (node.named or not node.text.startswith(b"#")):
-                        anchors.setdefault(node.text, set()).add(depth)
-                else:
-                    stack.extend((c, depth + 1) for c in node.children)
-        self._anchors = [(lit, tuple(sorted(d))) for lit, d in anchors.items()]
+        self._anchors = _anchors(pattern)
         self._root_ids = self.items[0].ids if isinstance(self.items[0], _N) else frozenset()
         # Built on first use: a pattern with literal anchors never needs it, and compiling a
         # query can take long in a large grammar (Swift: 90 s for one `guard` pattern).
@@ -388,42 +393,10 @@ class Matcher:
     ) -> Env | None:
         while True:
             if i == len(ps):
-                if whole and j != len(cs):
-                    # Trailing children the pattern does not mention: smart accepts any,
-                    # ast/signature only keywords and punctuation, cst none.
-                    if self.strict or not (
-                        self.any_trailing or all(not c.is_named for c in cs[j:])
-                    ):
-                        return None
-                    if self.track:
-                        env = self._skipped(
-                            env, cs[j].start_byte, cs[-1].end_byte, cs[j].start_point[0] + 1
-                        )
-                if not whole:
-                    env = dict(env)
-                    env["\0end"] = j
-                return env
+                return self._seq_end(cs, j, env, whole=whole)
             p = ps[i]
             if isinstance(p, MetaVar) and p.multi:
-                rest = ps[i + 1 :]
-                last = all(isinstance(q, _N) and q.optional for q in rest)
-                ks: Any = [len(cs)] if last and whole else range(j, len(cs) + 1)
-                if (
-                    rest
-                    and last
-                    and whole
-                    and len(cs) > j
-                    and self._node(rest[0], cs[-1], env) is not None
-                ):
-                    ks = [len(cs) - 1]  # the run ends before the token it may end with
-                for k in ks:
-                    e2 = self._bind(p, cs[j:k], env)
-                    if e2 is None:
-                        continue
-                    r = self._seq(ps, i + 1, cs, k, e2, whole=whole)
-                    if r is not None:
-                        return r
-                return None
+                return self._seq_run(ps, i, cs, j, env, whole=whole)
             if isinstance(p, _N) and p.optional:
                 if j < len(cs) and (e2 := self._node(p, cs[j], env)) is not None:
                     env, j = e2, j + 1
@@ -443,86 +416,140 @@ class Matcher:
                 continue
             if self.strict or isinstance(p, MetaVar):
                 return None
-            c = cs[j]
-            # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too.
-            token = not c.is_named or (
-                c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
-                and c.child_count == 0
-                and c.text == c.type.encode()
-            )
-            goal_token = self.skip_goal_tokens and p.text is not None and not p.named
-            # Smart never skips code between two tokens the pattern writes side by side
-            # (`for (` does not match `for await (`), which keeps its prefilter sound.
-            between_tokens = (
-                not self.skip_goal_tokens
-                and p.text is not None
-                and i > 0
-                and isinstance(ps[i - 1], _N)
-                and ps[i - 1].text is not None
-            )
-            clause = c.kind_id in self.clause_ids and not p.ids.isdisjoint(self.clause_ids)
-            if clause:
-                # A chain that nests its last clause (Ruby's `elsif … else`): the clause the
-                # pattern names may end the one it does not.
-                nested = self._chained_clause(p, c, env)
-                if nested is not None:
-                    env, i, j = nested, i + 1, j + 1
-                    continue
-            if (
-                (token and not between_tokens)
-                or clause
-                or (i == 0 and c.kind_id in self.modifier_ids)
-            ):
-                # A keyword or punctuation the pattern does not have (`async`), a clause
-                # before the one the pattern names (an earlier `except`), or a modifier
-                # before anything the pattern names (`pub`, `abstract`): skip it.
-                if self.track:
-                    env = self._skipped(env, c.start_byte, c.end_byte, c.start_point[0] + 1)
-                if goal_token:
-                    i += 1
-                j += 1
-                if clause:
-                    # A clause whose body the grammar puts after it (Dart's `catch (e)` then
-                    # its block): the body goes with the unmentioned clause.
-                    while (
-                        j < len(cs)
-                        and cs[j].is_named
-                        and cs[j].kind_id not in self.clause_ids
-                        and self._node(p, cs[j], env) is None
-                    ):
-                        if self.track:
-                            env = self._skipped(
-                                env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1
-                            )
-                        j += 1
-                    continue
-                if (
-                    self.any_trailing
-                    and token
-                    and p.text is None
-                    and i > 0
-                    and not isinstance(ps[i - 1], MetaVar)
-                    and j < len(cs)
-                    and cs[j].is_named
-                    and not any(ch.isalnum() for ch in (c.text or b"x").decode("latin-1"))
-                    and self._node(p, cs[j], env) is None
-                ):
-                    # The node an unmentioned punctuation token introduces, before a node
-                    # the pattern names (Swift's `-> Double` before a function body, `: P`
-                    # before a struct's body): unmentioned too. Not after a word: Rust's
-                    # `impl $T {…}` does not find `impl T for U {…}`; nor right after a
-                    # metavariable, which could then bind the wrong part (Kotlin's
-                    # `fun A.f()`: `$F` would be the receiver type).
-                    if self.track:
-                        env = self._skipped(
-                            env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1
-                        )
-                    j += 1
+            state = self._skip(ps, i, cs, j, env)
+            if state is None:
+                return None
+            env, i, j = state
+
+    def _seq_end(self, cs: list[ts.Node], j: int, env: Env, *, whole: bool) -> Env | None:
+        """The pattern's children are all matched: what the candidate's left (`cs[j:]`) allows."""
+        if whole and j != len(cs):
+            # Trailing children the pattern does not mention: smart accepts any,
+            # ast/signature only keywords and punctuation, cst none.
+            if self.strict or not (self.any_trailing or all(not c.is_named for c in cs[j:])):
+                return None
+            if self.track:
+                env = self._skipped(
+                    env, cs[j].start_byte, cs[-1].end_byte, cs[j].start_point[0] + 1
+                )
+        if not whole:
+            env = dict(env)
+            env["\0end"] = j
+        return env
+
+    def _seq_run(
+        self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env, *, whole: bool
+    ) -> Env | None:
+        """`ps[i]` is a `$$$` run: the first length of it after which the rest matches."""
+        p = ps[i]
+        rest = ps[i + 1 :]
+        last = all(isinstance(q, _N) and q.optional for q in rest)
+        ks: Any = [len(cs)] if last and whole else range(j, len(cs) + 1)
+        if rest and last and whole and len(cs) > j and self._node(rest[0], cs[-1], env) is not None:
+            ks = [len(cs) - 1]  # the run ends before the token it may end with
+        for k in ks:
+            e2 = self._bind(p, cs[j:k], env)
+            if e2 is None:
                 continue
+            r = self._seq(ps, i + 1, cs, k, e2, whole=whole)
+            if r is not None:
+                return r
+        return None
+
+    def _skip(
+        self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env
+    ) -> tuple[Env, int, int] | None:
+        """`ps[i]` does not match `cs[j]`: the state after skipping what the pattern may leave
+        unmentioned (`env, i, j`), or None when `cs[j]` cannot be skipped."""
+        p = ps[i]
+        c = cs[j]
+        # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too.
+        token = not c.is_named or (
+            c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
+            and c.child_count == 0
+            and c.text == c.type.encode()
+        )
+        goal_token = self.skip_goal_tokens and p.text is not None and not p.named
+        # Smart never skips code between two tokens the pattern writes side by side
+        # (`for (` does not match `for await (`), which keeps its prefilter sound.
+        between_tokens = (
+            not self.skip_goal_tokens
+            and p.text is not None
+            and i > 0
+            and isinstance(ps[i - 1], _N)
+            and ps[i - 1].text is not None
+        )
+        clause = c.kind_id in self.clause_ids and not p.ids.isdisjoint(self.clause_ids)
+        if clause:
+            # A chain that nests its last clause (Ruby's `elsif … else`): the clause the
+            # pattern names may end the one it does not.
+            nested = self._chained_clause(p, c, env)
+            if nested is not None:
+                return nested, i + 1, j + 1
+        if (token and not between_tokens) or clause or (i == 0 and c.kind_id in self.modifier_ids):
+            # A keyword or punctuation the pattern does not have (`async`), a clause
+            # before the one the pattern names (an earlier `except`), or a modifier
+            # before anything the pattern names (`pub`, `abstract`): skip it.
+            if self.track:
+                env = self._skipped(env, c.start_byte, c.end_byte, c.start_point[0] + 1)
             if goal_token:
                 i += 1
-                continue
-            return None
+            j += 1
+            if clause:
+                env, j = self._skip_clause_body(p, cs, j, env)
+            elif token:
+                env, j = self._skip_introduced(p, ps, i, cs, j, c, env)
+            return env, i, j
+        if goal_token:
+            return env, i + 1, j
+        return None
+
+    def _skip_clause_body(self, p: Any, cs: list[ts.Node], j: int, env: Env) -> tuple[Env, int]:
+        """A clause whose body the grammar puts after it (Dart's `catch (e)` then its
+        block): the body goes with the unmentioned clause."""
+        while (
+            j < len(cs)
+            and cs[j].is_named
+            and cs[j].kind_id not in self.clause_ids
+            and self._node(p, cs[j], env) is None
+        ):
+            if self.track:
+                env = self._skipped(env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1)
+            j += 1
+        return env, j
+
+    def _skip_introduced(
+        self,
+        p: Any,
+        ps: tuple[Any, ...],
+        i: int,
+        cs: list[ts.Node],
+        j: int,
+        c: ts.Node,
+        env: Env,
+    ) -> tuple[Env, int]:
+        """After skipping the token `c` (`cs[j]` is next, `ps[i]` still to match, `p` the
+        item `c` was tried against): the node `c` introduces, when unmentioned too."""
+        if (
+            self.any_trailing
+            and p.text is None
+            and i > 0
+            and not isinstance(ps[i - 1], MetaVar)
+            and j < len(cs)
+            and cs[j].is_named
+            and not any(ch.isalnum() for ch in (c.text or b"x").decode("latin-1"))
+            and self._node(p, cs[j], env) is None
+        ):
+            # The node an unmentioned punctuation token introduces, before a node
+            # the pattern names (Swift's `-> Double` before a function body, `: P`
+            # before a struct's body): unmentioned too. Not after a word: Rust's
+            # `impl $T {…}` does not find `impl T for U {…}`; nor right after a
+            # metavariable, which could then bind the wrong part (Kotlin's
+            # `fun A.f()`: `$F` would be the receiver type).
+            if self.track:
+                env = self._skipped(env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1)
+            j += 1
+        return env, j
 
     def _chained_clause(self, p: Any, c: ts.Node, env: Env) -> Env | None:
         """`p` matched against the clause that ends clause `c`, nested as deep as it goes."""
