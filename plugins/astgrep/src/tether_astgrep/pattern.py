@@ -276,14 +276,38 @@ def _convert(
         return mv
     if node.child_count == 0 or (whole_literal(node) and b"__tmv" not in text):
         # (a literal whose text is no child, YAML's `"name"`, CSS's `100%`, is compared whole)
-        if not node.is_named and text.startswith(b"#"):
-            # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
-            literals.append((b"", 0, 0, None))
-            return PNode(node.type, node.is_named, text)
-        literals.append((text, node.start_byte, node.end_byte, slot))
-        if node.is_named and text:
-            named.add(text)
+        return _convert_leaf(node, text, literals, named, slot)
+    return _convert_children(node, mapping, grammar, literals, named, src, added)
+
+
+def _convert_leaf(
+    node: ts.Node,
+    text: bytes,
+    literals: list[Token],
+    named: set[bytes],
+    slot: tuple[int, int] | None,
+) -> PNode:
+    """A leaf (or a literal compared whole): its text, recorded among the literals."""
+    if not node.is_named and text.startswith(b"#"):
+        # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
+        literals.append((b"", 0, 0, None))
         return PNode(node.type, node.is_named, text)
+    literals.append((text, node.start_byte, node.end_byte, slot))
+    if node.is_named and text:
+        named.add(text)
+    return PNode(node.type, node.is_named, text)
+
+
+def _convert_children(
+    node: ts.Node,
+    mapping: dict[bytes, MetaVar],
+    grammar: Grammar,
+    literals: list[Token],
+    named: set[bytes],
+    src: bytes,
+    added: tuple[int, int],
+) -> PNode:
+    """An inner node: its significant children converted in order."""
     kids = grammar.significant(node)
     out: list[PItem] = []
     i = 0
@@ -503,13 +527,8 @@ def compile_readings(
     text = pattern.strip()
     if not text:
         raise PatternError("pattern: must not be empty")
-    terminator = grammar.statement_terminator
-    variants: list[Variant] = []
-    for filler in (None, "{}", *grammar.item_fillers):
-        variant = placeholders_for(text, terminator, filler, grammar.metavar_template)
-        if all(variant[0] != v[0] for v in variants):
-            variants.append(variant)
-    parser = grammar.parser()
+    variants = _variants(text, grammar)
+    reader = _Reader(text, variants, grammar, grammar.parser())
     tried: dict[str, str] = {}
     scaffolds = [s for s in grammar.scaffolds if rungs is None or s.rung in rungs]
     declaration = next((s for s in scaffolds if s.rung == "declaration"), None)
@@ -521,68 +540,129 @@ def compile_readings(
     for scaffold in scaffolds:
         if len(found) >= most:
             break
-        read = _read(scaffold, text, variants, grammar, parser, tried, as_names)
+        read = _read(scaffold, text, variants, grammar, reader.parser, tried, as_names)
         if read is None:
-            read = _respelled(text, grammar, scaffold, parser)
+            read = _respelled(text, grammar, scaffold, reader.parser)
         if read is None:
             continue
         compiled, kind = read
-        finds = grammar.declaration_first.get(kind)
-        if finds is not None and declaration is not None and declaration is not scaffold:
-            as_declaration = _read(declaration, text, variants, grammar, parser, {}) or _respelled(
-                text, grammar, declaration, parser
-            )
-            if as_declaration is not None:
-                first, _ = as_declaration
-                what = first.interpretation.removesuffix(" (as a declaration)")
-                compiled = attrs.evolve(
-                    first,
-                    interpretation=(
-                        f"{what} (as a declaration, not as a {kind.replace('_', ' ')}: "
-                        f"finds {finds})"
-                    ),
-                )
-        earlier: CompiledPattern | None = None
-        first_at = grammar.read_first_at.get(kind)
-        if first_at is not None and first_at[0] != scaffold.rung:
-            rung, finds = first_at
-            other = next((s for s in scaffolds if s.rung == rung), None)
-            there = other and (
-                _read(other, text, variants, grammar, parser, {})
-                or _respelled(text, grammar, other, parser)
-            )
-            if there and _root_kind(there[0]) != _root_kind(compiled):
-                earlier = compiled
-                compiled = attrs.evolve(
-                    there[0],
-                    interpretation=(
-                        f"{there[0].interpretation}: finds {finds}; also readable as "
-                        f"{compiled.interpretation}: to search that reading, give `rule` "
-                        "`{pattern: {context: <the code around it>, selector: "
-                        f"{_root_kind(compiled)}}}}}`"
-                    ),
-                )
-        for also_rung in grammar.also_read.get(kind, ()):
-            other = next((s for s in grammar.scaffolds if s.rung == also_rung), None)
-            if other is not None and other is not scaffold:
-                extra = _read(other, text, variants, grammar, parser, {})
-                if extra is not None:
-                    compiled = _union(compiled, extra[0])
+        compiled = _as_declaration(reader, compiled, kind, scaffold, declaration)
+        compiled, earlier = _read_first(reader, compiled, kind, scaffold, scaffolds)
+        compiled = _also_read(reader, compiled, kind, scaffold)
         for reading in (compiled, earlier):
             if reading is not None and all(reading.items != f.items for f in found):
                 found.append(reading)
     if not found and as_names:
         found.append(as_names[0][0])
     if not found:
-        why = "; ".join(
-            f"as {'an' if label[0] in 'aeiou' else 'a'} {label}: {reason}"
-            for label, reason in tried.items()
-        )
-        raise PatternError(
-            f"pattern: not parseable as {grammar.id} ({why or 'no rung'}); "
-            "write one complete statement, expression, member or declaration"
-        )
+        raise _not_parseable(grammar, tried)
     return [_with_strictness(c, strictness) for c in found]
+
+
+def _variants(text: str, grammar: Grammar) -> list[Variant]:
+    """The pattern with its metavariables replaced, once per distinct filler of a `$$$`."""
+    terminator = grammar.statement_terminator
+    variants: list[Variant] = []
+    for filler in (None, "{}", *grammar.item_fillers):
+        variant = placeholders_for(text, terminator, filler, grammar.metavar_template)
+        if all(variant[0] != v[0] for v in variants):
+            variants.append(variant)
+    return variants
+
+
+@attrs.frozen
+class _Reader:
+    """The pattern read again in another rung, to weigh the reading a rung gave."""
+
+    text: str
+    variants: list[Variant]
+    grammar: Grammar
+    parser: ts.Parser
+
+    def read(self, scaffold: Scaffold) -> tuple[CompiledPattern, str] | None:
+        return _read(scaffold, self.text, self.variants, self.grammar, self.parser, {})
+
+    def read_or_respell(self, scaffold: Scaffold) -> tuple[CompiledPattern, str] | None:
+        return self.read(scaffold) or _respelled(self.text, self.grammar, scaffold, self.parser)
+
+
+def _as_declaration(
+    reader: _Reader,
+    compiled: CompiledPattern,
+    kind: str,
+    scaffold: Scaffold,
+    declaration: Scaffold | None,
+) -> CompiledPattern:
+    """A kind the grammar reads as a declaration first: the declaration rung's reading, which
+    says what the other reading would find."""
+    finds = reader.grammar.declaration_first.get(kind)
+    if finds is None or declaration is None or declaration is scaffold:
+        return compiled
+    as_declaration = reader.read_or_respell(declaration)
+    if as_declaration is None:
+        return compiled
+    first, _ = as_declaration
+    what = first.interpretation.removesuffix(" (as a declaration)")
+    return attrs.evolve(
+        first,
+        interpretation=(
+            f"{what} (as a declaration, not as a {kind.replace('_', ' ')}: finds {finds})"
+        ),
+    )
+
+
+def _read_first(
+    reader: _Reader,
+    compiled: CompiledPattern,
+    kind: str,
+    scaffold: Scaffold,
+    scaffolds: Sequence[Scaffold],
+) -> tuple[CompiledPattern, CompiledPattern | None]:
+    """A kind the grammar reads first in an earlier rung: that rung's reading, then this one
+    (`earlier`, None when the other rung reads it the same way)."""
+    first_at = reader.grammar.read_first_at.get(kind)
+    if first_at is None or first_at[0] == scaffold.rung:
+        return compiled, None
+    rung, finds = first_at
+    other = next((s for s in scaffolds if s.rung == rung), None)
+    there = other and reader.read_or_respell(other)
+    if not there or _root_kind(there[0]) == _root_kind(compiled):
+        return compiled, None
+    return attrs.evolve(
+        there[0],
+        interpretation=(
+            f"{there[0].interpretation}: finds {finds}; also readable as "
+            f"{compiled.interpretation}: to search that reading, give `rule` "
+            "`{pattern: {context: <the code around it>, selector: "
+            f"{_root_kind(compiled)}}}}}`"
+        ),
+    ), compiled
+
+
+def _also_read(
+    reader: _Reader, compiled: CompiledPattern, kind: str, scaffold: Scaffold
+) -> CompiledPattern:
+    """`compiled`, whose matches also include those of the rungs the grammar also reads
+    `kind` in."""
+    for also_rung in reader.grammar.also_read.get(kind, ()):
+        other = next((s for s in reader.grammar.scaffolds if s.rung == also_rung), None)
+        if other is not None and other is not scaffold:
+            extra = reader.read(other)
+            if extra is not None:
+                compiled = _union(compiled, extra[0])
+    return compiled
+
+
+def _not_parseable(grammar: Grammar, tried: Mapping[str, str]) -> PatternError:
+    """The error of a pattern no rung reads, with what each rung said."""
+    why = "; ".join(
+        f"as {'an' if label[0] in 'aeiou' else 'a'} {label}: {reason}"
+        for label, reason in tried.items()
+    )
+    return PatternError(
+        f"pattern: not parseable as {grammar.id} ({why or 'no rung'}); "
+        "write one complete statement, expression, member or declaration"
+    )
 
 
 def _root_kind(compiled: CompiledPattern) -> str:
