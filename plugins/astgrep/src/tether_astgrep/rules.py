@@ -748,11 +748,9 @@ def _is_positive(rule: Rule, utils: Mapping[str, Rule], seen: frozenset[str]) ->
     return False
 
 
-def compile_rule(
-    raw: Mapping[str, Any], grammar: Grammar, strictness: str = "smart", *, edit: bool = False
-) -> CompiledRule:
-    """Compile the `rule` argument: a rule object, or an ast-grep rule config
-    (`{"rule": …, "constraints": …, "utils": …, "transform": …, "fix": …, "rewriters": …}`)."""
+def _split_config(raw: Mapping[str, Any], *, edit: bool) -> tuple[Any, str, Mapping[str, Any]]:
+    """The rule body, its argument path and the config around it (`{}` for a bare rule
+    object), once the config's keys are checked."""
     if "rule" in raw:
         for key in raw:
             if key in SCAN_KEYS:
@@ -770,17 +768,13 @@ def compile_rule(
         ):
             if config.get(key) is not None:
                 raise RuleError(f"rule.{key}", why)
-    utils_raw = config.get("utils", {})
-    if not isinstance(utils_raw, Mapping):
-        raise RuleError("rule.utils", "expected an object of named rules")
-    compiler = _Compiler(grammar, strictness, {name: name for name in utils_raw})
-    utils = {name: compiler.rule(r, f"rule.utils.{name}") for name, r in utils_raw.items()}
-    rule = compiler.rule(body, base)
-    constraints = _constraints(compiler, config, "rule", utils)
-    names = frozenset(v for p in compiler.patterns for v in p.var_names)
-    transforms = _transforms(config.get("transform", {}), names, edit)
-    fix, expand_start, expand_end = _fix(compiler, config.get("fix"), "rule.fix")
-    rewriters = _rewriters(compiler, config.get("rewriters"), names, frozenset(transforms), utils)
+    return body, base, config
+
+
+def _check_rewriter_names(
+    transforms: Mapping[str, Transform], rewriters: Mapping[str, Rewriter]
+) -> None:
+    """Every `rewrite` transform (the rule's and the rewriters') names a defined rewriter."""
     tables = [
         ("rule", transforms),
         *((f"rewriter {r.id}", r.transforms) for r in rewriters.values()),
@@ -794,6 +788,10 @@ def compile_rule(
                     _transform_path(where, name) + ".rewriters",
                     f"unknown rewriter {missing[0]!r} (rewriters: {known})",
                 )
+
+
+def _check_util_cycles(utils: Mapping[str, Rule]) -> None:
+    """No utility matches itself on the same node (it would recurse forever)."""
     for name in utils:
         cycle = _direct_cycle(name, utils, (name,))
         if cycle:
@@ -802,6 +800,27 @@ def compile_rule(
                 "matches itself on the same node (" + " -> ".join(cycle) + "); a utility may "
                 "recurse only through a relation (inside, has, follows, precedes)",
             )
+
+
+def compile_rule(
+    raw: Mapping[str, Any], grammar: Grammar, strictness: str = "smart", *, edit: bool = False
+) -> CompiledRule:
+    """Compile the `rule` argument: a rule object, or an ast-grep rule config
+    (`{"rule": …, "constraints": …, "utils": …, "transform": …, "fix": …, "rewriters": …}`)."""
+    body, base, config = _split_config(raw, edit=edit)
+    utils_raw = config.get("utils", {})
+    if not isinstance(utils_raw, Mapping):
+        raise RuleError("rule.utils", "expected an object of named rules")
+    compiler = _Compiler(grammar, strictness, {name: name for name in utils_raw})
+    utils = {name: compiler.rule(r, f"rule.utils.{name}") for name, r in utils_raw.items()}
+    rule = compiler.rule(body, base)
+    constraints = _constraints(compiler, config, "rule", utils)
+    names = frozenset(v for p in compiler.patterns for v in p.var_names)
+    transforms = _transforms(config.get("transform", {}), names, edit)
+    fix, expand_start, expand_end = _fix(compiler, config.get("fix"), "rule.fix")
+    rewriters = _rewriters(compiler, config.get("rewriters"), names, frozenset(transforms), utils)
+    _check_rewriter_names(transforms, rewriters)
+    _check_util_cycles(utils)
     if not _is_positive(rule, utils, frozenset()):
         raise RuleError(
             base,
@@ -903,53 +922,70 @@ def _rewriters(
         raise RuleError("rule.rewriters", "expected a list of rewriters {id, rule, fix, …}")
     out: dict[str, Rewriter] = {}
     for i, item in enumerate(raw):
-        path = f"rule.rewriters[{i}]"
-        if not isinstance(item, Mapping):
-            raise RuleError(path, "expected a rewriter object {id, rule, fix, …}")
-        unknown = [k for k in item if k not in REWRITER_KEYS]
-        if unknown:
-            raise RuleError(f"{path}.{unknown[0]}", _unknown_key(unknown[0], REWRITER_KEYS))
-        rid = item.get("id")
-        if not isinstance(rid, str) or not rid:
-            raise RuleError(f"{path}.id", "required: the name `rewrite` refers to")
-        if rid in out:
-            raise RuleError(f"{path}.id", f"{rid!r} is defined twice")
-        path = f"rule.rewriters[{rid}]"
-        if "rule" not in item:
-            raise RuleError(f"{path}.rule", "required: the rule a node must match")
-        if item.get("fix") is None:
-            raise RuleError(f"{path}.fix", "required: what a matching node is rewritten to")
-        own_raw = item.get("utils", {})
-        if not isinstance(own_raw, Mapping):
-            raise RuleError(f"{path}.utils", "expected an object of named rules")
-        scope = {name: f"{rid}/{name}" for name in own_raw}
-        sub = compiler.scoped(scope)
-        for name, r in own_raw.items():
-            utils[scope[name]] = sub.rule(r, f"{path}.utils.{name}")
-        # no positive part needed: a rewriter is tried only on the nodes under a capture
-        rule = sub.rule(item["rule"], f"{path}.rule")
-        constraints = _constraints(sub, item, path, utils)
-        names = frozenset(v for p in sub.patterns for v in p.var_names)
-        transforms = _transforms(item.get("transform", {}), names | upper, True, path)
-        fix, start, end = _fix(sub, item["fix"], f"{path}.fix")
-        assert fix is not None
-        known = names | upper | frozenset(transforms)
-        unbound = [v for v in template_vars(fix) if v not in known]
-        if unbound and unbound[0] in upper_transforms:
-            # ast-grep accepts it and inserts nothing: a rewriter runs before the rule's
-            # transforms are all computed, with the rule's captures only
-            raise RuleError(
-                f"{path}.fix",
-                f"uses ${unbound[0]}, a transform of the rule; a rewriter sees the rule's "
-                "captures, not its transforms (transform the capture in the rewriter)",
-            )
-        if unbound:
-            raise RuleError(
-                f"{path}.fix",
-                f"uses ${unbound[0]}, which neither this rewriter nor the rule binds",
-            )
-        out[rid] = Rewriter(rid, rule, constraints, transforms, fix, start, end)
+        rid = _rewriter_id(item, f"rule.rewriters[{i}]", out)
+        out[rid] = _rewriter(compiler, item, rid, upper, upper_transforms, utils)
     return out
+
+
+def _rewriter_id(item: Any, path: str, seen: Mapping[str, Rewriter]) -> str:
+    """A rewriter's `id`, once its keys are checked (`path` names it by position)."""
+    if not isinstance(item, Mapping):
+        raise RuleError(path, "expected a rewriter object {id, rule, fix, …}")
+    unknown = [k for k in item if k not in REWRITER_KEYS]
+    if unknown:
+        raise RuleError(f"{path}.{unknown[0]}", _unknown_key(unknown[0], REWRITER_KEYS))
+    rid = item.get("id")
+    if not isinstance(rid, str) or not rid:
+        raise RuleError(f"{path}.id", "required: the name `rewrite` refers to")
+    if rid in seen:
+        raise RuleError(f"{path}.id", f"{rid!r} is defined twice")
+    return rid
+
+
+def _rewriter(
+    compiler: _Compiler,
+    item: Mapping[str, Any],
+    rid: str,
+    upper: frozenset[str],
+    upper_transforms: frozenset[str],
+    utils: dict[str, Rule],
+) -> Rewriter:
+    """One rewriter `rid`: its own utils (added to `utils`), rule, constraints, transforms, fix."""
+    path = f"rule.rewriters[{rid}]"
+    if "rule" not in item:
+        raise RuleError(f"{path}.rule", "required: the rule a node must match")
+    if item.get("fix") is None:
+        raise RuleError(f"{path}.fix", "required: what a matching node is rewritten to")
+    own_raw = item.get("utils", {})
+    if not isinstance(own_raw, Mapping):
+        raise RuleError(f"{path}.utils", "expected an object of named rules")
+    scope = {name: f"{rid}/{name}" for name in own_raw}
+    sub = compiler.scoped(scope)
+    for name, r in own_raw.items():
+        utils[scope[name]] = sub.rule(r, f"{path}.utils.{name}")
+    # no positive part needed: a rewriter is tried only on the nodes under a capture
+    rule = sub.rule(item["rule"], f"{path}.rule")
+    constraints = _constraints(sub, item, path, utils)
+    names = frozenset(v for p in sub.patterns for v in p.var_names)
+    transforms = _transforms(item.get("transform", {}), names | upper, True, path)
+    fix, start, end = _fix(sub, item["fix"], f"{path}.fix")
+    assert fix is not None
+    known = names | upper | frozenset(transforms)
+    unbound = [v for v in template_vars(fix) if v not in known]
+    if unbound and unbound[0] in upper_transforms:
+        # ast-grep accepts it and inserts nothing: a rewriter runs before the rule's
+        # transforms are all computed, with the rule's captures only
+        raise RuleError(
+            f"{path}.fix",
+            f"uses ${unbound[0]}, a transform of the rule; a rewriter sees the rule's "
+            "captures, not its transforms (transform the capture in the rewriter)",
+        )
+    if unbound:
+        raise RuleError(
+            f"{path}.fix",
+            f"uses ${unbound[0]}, which neither this rewriter nor the rule binds",
+        )
+    return Rewriter(rid, rule, constraints, transforms, fix, start, end)
 
 
 # -- matching --------------------------------------------------------------------------------
