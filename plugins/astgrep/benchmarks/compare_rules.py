@@ -459,6 +459,46 @@ def astgrep_matches(
     return found
 
 
+#: (repository, grammar, feature, rule, tether's count, ast-grep's count, same)
+Row = tuple[str, str, str, str, int, int, int]
+
+
+def _edit_rows(
+    state: ProcessState,
+    binary: str,
+    repo: str,
+    gid: str,
+    lang: str,
+    root: Path,
+    files: list[str],
+) -> list[Row]:
+    """The rewrite cases of `repo`: files each tool rewrites, and how many come out identical."""
+    rows: list[Row] = []
+    for edits in EDITS:
+        if edits[0] != repo:
+            continue
+        for feature, config in edits[3]:
+            mine_files = tether_edits(state, config, gid, root, files)
+            their_files = astgrep_edits(binary, config, lang, root, files)
+            same = sum(1 for f, new in mine_files.items() if their_files.get(f) == new)
+            print(
+                f"{feature}: files rewritten: tether {len(mine_files)}, "
+                f"ast-grep {len(their_files)}, identical {same}"
+            )
+            rows.append(
+                (
+                    repo,
+                    gid,
+                    f"{feature} (files)",
+                    json.dumps(config),
+                    len(mine_files),
+                    len(their_files),
+                    same,
+                )
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -493,28 +533,7 @@ def main() -> None:
                     for key in sorted(extra)[:3]:
                         print(f"    only {label}: {key[0]}:{key[1]}:{key[2]}")
                 rows.append((repo, gid, feature, json.dumps(config), n_t, n_a, same))
-            for edits in EDITS:
-                if edits[0] != repo:
-                    continue
-                for feature, config in edits[3]:
-                    mine_files = tether_edits(state, config, gid, root, files)
-                    their_files = astgrep_edits(binary, config, lang, root, files)
-                    same = sum(1 for f, new in mine_files.items() if their_files.get(f) == new)
-                    print(
-                        f"{feature}: files rewritten: tether {len(mine_files)}, "
-                        f"ast-grep {len(their_files)}, identical {same}"
-                    )
-                    rows.append(
-                        (
-                            repo,
-                            gid,
-                            f"{feature} (files)",
-                            json.dumps(config),
-                            len(mine_files),
-                            len(their_files),
-                            same,
-                        )
-                    )
+            rows.extend(_edit_rows(state, binary, repo, gid, lang, root, files))
     print("\n| repository | feature | rule | tether | ast-grep | same |")
     print("|---|---|---|---:|---:|---:|")
     for repo, _gid, feature, rule, n_t, n_a, same in rows:
