@@ -285,15 +285,8 @@ class ProcessState:
                 return FileResult(path, skipped=_skip_reason(exc))
             if source.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
                 return FileResult(path, skipped="binary")
-        for literal in task.pattern.literals:
-            if literal not in source:
-                return FileResult(path)
-        for word in self.words(task.pattern):
-            if not has_word(source, word):
-                return FileResult(path)
-        for chain in self.chains(task.pattern):
-            if chain.search(source) is None:
-                return FileResult(path)
+        if not self._may_match(task.pattern, source):
+            return FileResult(path)
         if entry is not None:
             tree = entry.tree
         else:
@@ -301,38 +294,69 @@ class ProcessState:
             if self._caching and task.mode == "search":
                 self.cache.offer(path, st, source, tree)
         if task.mode == "edit":
-            found = matcher.find(tree, source)
-            count = len(found)
-        else:
-            # past what this task may still describe, matches are counted, not built
-            found, count = matcher.find_counted(tree, source, self._keep)
+            return self._edited(task, grammar, matcher, path, source, tree)
+        return self._searched(matcher, path, source, tree)
+
+    def _may_match(self, pattern: CompiledPattern | CompiledRule, source: bytes) -> bool:
+        """Whether `source` has all the pattern's literals, words and chains (else no match)."""
+        for literal in pattern.literals:
+            if literal not in source:
+                return False
+        for word in self.words(pattern):
+            if not has_word(source, word):
+                return False
+        for chain in self.chains(pattern):
+            if chain.search(source) is None:
+                return False
+        return True
+
+    def _edited(
+        self,
+        task: Task,
+        grammar: Grammar,
+        matcher: Matcher | RuleMatcher,
+        path: str,
+        source: bytes,
+        tree: ts.Tree,
+    ) -> FileResult:
+        """An edit's result for one parsed file: its new text, checked for syntax."""
+        found = matcher.find(tree, source)
         has_errors = tree.root_node.has_error
         lost = error_region_lines(tree) if has_errors else 0
-        if task.mode == "edit":
-            if not found:
-                return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost)
-            assert task.rewrite is not None
-            applied = apply_matches(task.rewrite, found, source, tree, grammar)
-            new = applied.new
-            syntax = None
-            if new != source:
-                new_tree = self.parser(grammar).parse(new)
-                syntax = check_syntax(grammar, path, source, tree, new, new_tree)
-            return FileResult(
-                path,
-                count=len(found),
-                parse_errors=has_errors,
-                unsearchable_lines=lost,
-                original=source,
-                new=new,
-                replaced=applied.replaced,
-                skipped_inner=applied.skipped_inner,
-                new_error_lines=syntax.new_error_lines if syntax is not None else (),
-                syntax=syntax,
-                lossy_lines=applied.lossy_lines,
-                kept_lines=applied.kept_lines,
-                dropped_comments=applied.dropped_comments,
-            )
+        if not found:
+            return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost)
+        assert task.rewrite is not None
+        applied = apply_matches(task.rewrite, found, source, tree, grammar)
+        new = applied.new
+        syntax = None
+        if new != source:
+            new_tree = self.parser(grammar).parse(new)
+            syntax = check_syntax(grammar, path, source, tree, new, new_tree)
+        return FileResult(
+            path,
+            count=len(found),
+            parse_errors=has_errors,
+            unsearchable_lines=lost,
+            original=source,
+            new=new,
+            replaced=applied.replaced,
+            skipped_inner=applied.skipped_inner,
+            new_error_lines=syntax.new_error_lines if syntax is not None else (),
+            syntax=syntax,
+            lossy_lines=applied.lossy_lines,
+            kept_lines=applied.kept_lines,
+            dropped_comments=applied.dropped_comments,
+        )
+
+    def _searched(
+        self, matcher: Matcher | RuleMatcher, path: str, source: bytes, tree: ts.Tree
+    ) -> FileResult:
+        """A search's result for one parsed file: its matches, described up to what the
+        search may still keep, and counted past it."""
+        # past what this task may still describe, matches are counted, not built
+        found, count = matcher.find_counted(tree, source, self._keep)
+        has_errors = tree.root_node.has_error
+        lost = error_region_lines(tree) if has_errors else 0
         if not count:
             return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost)
         if self._keep is not None:
@@ -524,6 +548,51 @@ class PoolResult:
     replaced: int = 0  # workers killed then (they made no progress) and started anew
 
 
+class _Dispatch:
+    """One search's chunks, and what each worker of the pool has been sent of them."""
+
+    def __init__(
+        self,
+        pool: WorkerPool,
+        task_id: int,
+        task: Task,
+        root: str,
+        queues: list[list[list[str]]],
+        shared: bool,
+    ) -> None:
+        self.pool = pool
+        self.task_id = task_id
+        self.task = task
+        self.root = root
+        self.queues = queues
+        self.shared = shared
+        self.taken = [0] * len(queues)  # chunks sent, per queue
+        self.given = [False] * pool.size  # told about this task
+        self.in_flight = [0] * pool.size
+
+    def queue(self, i: int) -> int:
+        return 0 if self.shared else i
+
+    def feed(self, i: int) -> None:
+        pool = self.pool
+        if not self.given[i]:
+            if pool._outstanding[i]:
+                return  # still answering an earlier search
+            pool._conns[i].send(("task", self.task_id, self.task, self.root))
+            self.given[i] = True
+        q = self.queue(i)
+        queue, taken = self.queues[q], self.taken
+        while self.in_flight[i] < 2 and taken[q] < len(queue):
+            pool._conns[i].send(("chunk", self.task_id, taken[q], queue[taken[q]]))
+            taken[q] += 1
+            self.in_flight[i] += 1
+            pool._outstanding[i] += 1
+
+    def pending(self, i: int) -> bool:
+        q = self.queue(i)
+        return self.in_flight[i] > 0 or self.taken[q] < len(self.queues[q]) or not self.given[i]
+
+
 class WorkerPool:
     """Worker processes, each owning the files whose path hashes to it.
 
@@ -712,8 +781,6 @@ class WorkerPool:
         return msg
 
     def run(self, task: Task, root: str, paths: Sequence[str], stall_s: float) -> PoolResult:
-        from multiprocessing.connection import wait
-
         with self._lock:
             if not self._procs:
                 self._start()
@@ -726,69 +793,57 @@ class WorkerPool:
             # free, so a worker slowed by other load on the machine does not hold up the end.
             shared = self._searches == 0
             self._searches += 1
-            if shared:
-                shards = [list(paths)]
-            else:
-                shards = [[] for _ in range(self.size)]
-                for p in paths:
-                    shards[zlib.crc32(p.encode()) % self.size].append(p)
-            queues = [chunked(shard, self.size if shared else 1) for shard in shards]
-            taken = [0] * len(queues)  # chunks sent, per queue
-
-            def queue(i: int) -> int:
-                return 0 if shared else i
-
-            given = [False] * self.size  # told about this task
-            in_flight = [0] * self.size
-            results: list[FileResult] = []
-
-            def feed(i: int) -> None:
-                if not given[i]:
-                    if self._outstanding[i]:
-                        return  # still answering an earlier search
-                    self._conns[i].send(("task", task_id, task, root))
-                    given[i] = True
-                q = queue(i)
-                while in_flight[i] < 2 and taken[q] < len(queues[q]):
-                    self._conns[i].send(("chunk", task_id, taken[q], queues[q][taken[q]]))
-                    taken[q] += 1
-                    in_flight[i] += 1
-                    self._outstanding[i] += 1
-
-            def pending(i: int) -> bool:
-                q = queue(i)
-                return in_flight[i] > 0 or taken[q] < len(queues[q]) or not given[i]
-
+            queues = [
+                chunked(shard, self.size if shared else 1) for shard in self._shards(paths, shared)
+            ]
+            dispatch = _Dispatch(self, task_id, task, root, queues, shared)
             try:
-                for i in range(self.size):
-                    feed(i)
-                last_progress = time.monotonic()
-                while True:
-                    waiting = [i for i in range(self.size) if pending(i)]
-                    if not waiting:
-                        return PoolResult(results, stalled=False)
-                    remaining = last_progress + stall_s - time.monotonic()
-                    if remaining <= 0:
-                        # Every worker still owing work made no progress for stall_s: it
-                        # stays stopped (or hung); the next search gets a new one instead.
-                        for i in waiting:
-                            self._replace(i)
-                        return PoolResult(results, stalled=True, replaced=len(waiting))
-                    by_conn = {self._conns[i]: i for i in waiting if self._outstanding[i]}
-                    for conn in wait(list(by_conn), remaining):
-                        i = by_conn[conn]  # type: ignore[index]
-                        kind, got_id, _, got, error = self._recv(i)
-                        last_progress = time.monotonic()
-                        if kind == "chunk" and got_id == task_id:
-                            if error is not None:
-                                self._stop_locked()
-                                raise WorkerError(f"search worker failed: {error}")
-                            in_flight[i] -= 1
-                            results.extend(got)
-                        feed(i)
+                return self._collect(dispatch, stall_s)
             except OSError as exc:
                 self._stop_locked()
                 raise WorkerError(f"a search worker died ({type(exc).__name__})") from exc
+
+    def _shards(self, paths: Sequence[str], shared: bool) -> list[list[str]]:
+        """One list of all the files when any worker may take them, else each worker's own."""
+        if shared:
+            return [list(paths)]
+        shards: list[list[str]] = [[] for _ in range(self.size)]
+        for p in paths:
+            shards[zlib.crc32(p.encode()) % self.size].append(p)
+        return shards
+
+    def _collect(self, dispatch: _Dispatch, stall_s: float) -> PoolResult:
+        """Feed the workers the search's chunks and gather what comes back, until all is in
+        or no worker owing work made progress for `stall_s`."""
+        from multiprocessing.connection import wait
+
+        results: list[FileResult] = []
+        for i in range(self.size):
+            dispatch.feed(i)
+        last_progress = time.monotonic()
+        while True:
+            waiting = [i for i in range(self.size) if dispatch.pending(i)]
+            if not waiting:
+                return PoolResult(results, stalled=False)
+            remaining = last_progress + stall_s - time.monotonic()
+            if remaining <= 0:
+                # Every worker still owing work made no progress for stall_s: it
+                # stays stopped (or hung); the next search gets a new one instead.
+                for i in waiting:
+                    self._replace(i)
+                return PoolResult(results, stalled=True, replaced=len(waiting))
+            by_conn = {self._conns[i]: i for i in waiting if self._outstanding[i]}
+            for conn in wait(list(by_conn), remaining):
+                i = by_conn[conn]  # type: ignore[index]
+                kind, got_id, _, got, error = self._recv(i)
+                last_progress = time.monotonic()
+                if kind == "chunk" and got_id == dispatch.task_id:
+                    if error is not None:
+                        self._stop_locked()
+                        raise WorkerError(f"search worker failed: {error}")
+                    dispatch.in_flight[i] -= 1
+                    results.extend(got)
+                dispatch.feed(i)
 
     def stats(self, timeout_s: float = 10.0) -> list[dict[str, int] | None]:
         """Each worker's cache figures; None for one still busy with an earlier search."""
