@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,52 +214,12 @@ class AstgrepService:
         missing = grammar.missing()
         if missing is not None:
             raise tether.ArgumentError("language" if language is not None else "path", missing)
-        if target.is_file():
-            files = [target.relative_to(self.workdir).as_posix()]
-        else:
-            # in path order: each process describes its first max_results matches in the
-            # order it is given its files, and the run keeps the first of those by path
-            files = sorted(f for f in files if self.registry.for_path(f) is grammar)
+        files = self._searched_files(target, files, grammar)
         from tether_astgrep.engine import Task
-        from tether_astgrep.pattern import PatternError, compile_readings
 
-        readings: list[CompiledPattern | CompiledRule]
-        if rule is not None:
-            from tether_astgrep.rules import RuleError, compile_rule
-
-            try:
-                compiled_rule = compile_rule(rule, grammar, strictness, edit=mode == "edit")
-            except RuleError as exc:
-                raise tether.ArgumentError(exc.path, exc.message) from None
-            if compiled_rule.fix is not None:
-                if rewrite is not None:
-                    raise tether.ArgumentError(
-                        "rewrite", "give the rewrite or the rule's fix, not both"
-                    )
-                rewrite = compiled_rule.fix
-            readings = [compiled_rule]
-        else:
-            assert pattern is not None
-            try:
-                readings = list(
-                    compile_readings(
-                        pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS
-                    )
-                )
-            except PatternError as exc:
-                raise tether.ToolError(str(exc)) from None
+        readings, rewrite = _readings(pattern, rule, grammar, strictness, mode, rewrite)
         compiled = readings[0]
-        if mode == "edit" and rewrite is None:
-            raise tether.ArgumentError("rewrite", "required (or a fix in the rule)")
-        if rewrite is not None:
-            from tether_astgrep.rewrite import template_vars
-
-            unbound = [v for v in template_vars(rewrite) if v not in compiled.var_names]
-            if unbound:
-                names = ", ".join(f"${v}" for v in dict.fromkeys(unbound))
-                raise tether.ArgumentError(
-                    "rewrite", f"uses {names}, which the pattern does not bind"
-                )
+        _check_rewrite(mode, rewrite, compiled)
         keep = max_results if mode == "search" else None
         task = Task(mode, compiled, rewrite, self.config.max_file_bytes, keep=keep)
         results, stalled = await self._run(task, files)
@@ -270,14 +230,7 @@ class AstgrepService:
         others: list[tuple[str, int]] = []
         if not stalled and not any(r.count or r.replaced for r in results):
             # Nothing found: would the pattern, read another way, find something?
-            for other in readings[1:]:
-                task = Task("search", other, None, self.config.max_file_bytes, keep=0)
-                found, other_stalled = await self._run(task, files)
-                count = sum(r.count for r in found)
-                if count:
-                    others.append((other.interpretation, count))
-                if other_stalled:
-                    break
+            others = await self._other_readings(readings[1:], files)
         return SearchOutcome(
             compiled,
             grammar,
@@ -289,6 +242,32 @@ class AstgrepService:
             files_total=len(files),
             stalled=stalled,
         )
+
+    def _searched_files(self, target: Path, files: list[str], grammar: Grammar) -> list[str]:
+        """The files of `target` the search reads: the file itself, or the listed files of
+        the grammar."""
+        if target.is_file():
+            return [target.relative_to(self.workdir).as_posix()]
+        # in path order: each process describes its first max_results matches in the
+        # order it is given its files, and the run keeps the first of those by path
+        return sorted(f for f in files if self.registry.for_path(f) is grammar)
+
+    async def _other_readings(
+        self, readings: Sequence[CompiledPattern | CompiledRule], files: list[str]
+    ) -> list[tuple[str, int]]:
+        """The other readings of the pattern that find something, with their counts."""
+        from tether_astgrep.engine import Task
+
+        others: list[tuple[str, int]] = []
+        for other in readings:
+            task = Task("search", other, None, self.config.max_file_bytes, keep=0)
+            found, other_stalled = await self._run(task, files)
+            count = sum(r.count for r in found)
+            if count:
+                others.append((other.interpretation, count))
+            if other_stalled:
+                break
+        return others
 
     async def _run(self, task: Task, files: list[str]) -> tuple[list[FileResult], bool]:
         from tether_astgrep.engine import WorkerError
@@ -341,6 +320,57 @@ class AstgrepService:
                 f"expired: more than {self.config.max_pending_edits} edits were pending"
             )
         return staged
+
+
+def _readings(
+    pattern: str | None,
+    rule: Mapping[str, Any] | None,
+    grammar: Grammar,
+    strictness: str,
+    mode: str,
+    rewrite: str | None,
+) -> tuple[list[CompiledPattern | CompiledRule], str | None]:
+    """The compiled rule, or the pattern's readings (the one to search first), and the
+    rewrite (the rule's fix when it has one)."""
+    from tether_astgrep.pattern import PatternError, compile_readings
+
+    if rule is not None:
+        from tether_astgrep.rules import RuleError, compile_rule
+
+        try:
+            compiled_rule = compile_rule(rule, grammar, strictness, edit=mode == "edit")
+        except RuleError as exc:
+            raise tether.ArgumentError(exc.path, exc.message) from None
+        if compiled_rule.fix is not None:
+            if rewrite is not None:
+                raise tether.ArgumentError(
+                    "rewrite", "give the rewrite or the rule's fix, not both"
+                )
+            rewrite = compiled_rule.fix
+        return [compiled_rule], rewrite
+    assert pattern is not None
+    try:
+        readings: list[CompiledPattern | CompiledRule] = list(
+            compile_readings(pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS)
+        )
+    except PatternError as exc:
+        raise tether.ToolError(str(exc)) from None
+    return readings, rewrite
+
+
+def _check_rewrite(
+    mode: str, rewrite: str | None, compiled: CompiledPattern | CompiledRule
+) -> None:
+    """An edit has a rewrite, and a rewrite uses only the metavariables the pattern binds."""
+    if mode == "edit" and rewrite is None:
+        raise tether.ArgumentError("rewrite", "required (or a fix in the rule)")
+    if rewrite is not None:
+        from tether_astgrep.rewrite import template_vars
+
+        unbound = [v for v in template_vars(rewrite) if v not in compiled.var_names]
+        if unbound:
+            names = ", ".join(f"${v}" for v in dict.fromkeys(unbound))
+            raise tether.ArgumentError("rewrite", f"uses {names}, which the pattern does not bind")
 
 
 def _first_described(results: list[FileResult], keep: int) -> list[FileResult]:
