@@ -205,12 +205,7 @@ def _one_of(pattern: str | None, rule: dict[str, Any] | None) -> None:
 async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether.ToolResult:
     service = _service(call)
     if args.dump:
-        if args.pattern is None:
-            raise tether.ArgumentError("pattern", "required with dump: the snippet to show")
-        if args.rule is not None:
-            raise tether.ArgumentError("rule", "not used with dump; leave it out")
-        text, dumped = service.dump(args.pattern, args.language, args.path, args.strictness)
-        return tether.ToolResult.text(text, **dumped)
+        return _dump(service, args)
     _one_of(args.pattern, args.rule)
     outcome = await service.search(
         args.pattern,
@@ -229,6 +224,41 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         f"({outcome.searched} {outcome.grammar.id} files searched); " + _header(outcome)
     ]
     note = shown_note(len(shown), total)
+    structured = _match_lines(shown, lines)
+    if note:
+        lines.append(note)
+    unsearchable_meta = _search_notes(outcome, service.config, lines)
+    return tether.ToolResult.text(
+        "\n".join(lines),
+        total=total,
+        shown=len(shown),
+        files_done=len(outcome.files),
+        files_total=outcome.files_total,
+        stopped=outcome.stalled,
+        interpreted_as=outcome.pattern.interpretation,
+        matches=structured,
+        other_readings=[
+            {"interpreted_as": what, "matches": n} for what, n in outcome.other_readings
+        ],
+        unreadable_ignores=outcome.unreadable_ignores,
+        unsearchable=unsearchable_meta,
+    )
+
+
+def _dump(service: AstgrepService, args: AstGrepArgs) -> tether.ToolResult:
+    """`dump`: how the snippet parses, and how the pattern reads it."""
+    if args.pattern is None:
+        raise tether.ArgumentError("pattern", "required with dump: the snippet to show")
+    if args.rule is not None:
+        raise tether.ArgumentError("rule", "not used with dump; leave it out")
+    text, dumped = service.dump(args.pattern, args.language, args.path, args.strictness)
+    return tether.ToolResult.text(text, **dumped)
+
+
+def _match_lines(
+    shown: list[tuple[FileResult, tuple[Any, ...]]], lines: list[str]
+) -> list[dict[str, Any]]:
+    """Each shown match and its captures appended to `lines`; the matches as structured data."""
     structured = []
     for result, (line, col, end_line, end_col, text, caps) in shown:
         lines.append(
@@ -247,9 +277,15 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
                 "captures": caps,
             }
         )
-    if note:
-        lines.append(note)
-    stopped = _stopped(outcome, service.config.search_timeout_s)
+    return structured
+
+
+def _search_notes(
+    outcome: SearchOutcome, config: AstgrepConfig, lines: list[str]
+) -> dict[str, Any]:
+    """What a search's answer says after its matches (a stop, other readings, syntax errors,
+    what could not be searched or read), appended to `lines`; the unsearchable files' meta."""
+    stopped = _stopped(outcome, config.search_timeout_s)
     if stopped:
         lines.append(stopped + "; the matches above are from those files")
     lines.extend(_other_readings(outcome))
@@ -261,27 +297,13 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
     unsearchable, unsearchable_meta = _unsearchable(outcome)
     if unsearchable:
         lines.append(unsearchable)
-    skip = _skips(outcome, service.config.max_file_bytes)
+    skip = _skips(outcome, config.max_file_bytes)
     if skip:
         lines.append(skip)
     unread = _unread_ignores(outcome)
     if unread:
         lines.append(unread)
-    return tether.ToolResult.text(
-        "\n".join(lines),
-        total=total,
-        shown=len(shown),
-        files_done=len(outcome.files),
-        files_total=outcome.files_total,
-        stopped=outcome.stalled,
-        interpreted_as=outcome.pattern.interpretation,
-        matches=structured,
-        other_readings=[
-            {"interpreted_as": what, "matches": n} for what, n in outcome.other_readings
-        ],
-        unreadable_ignores=outcome.unreadable_ignores,
-        unsearchable=unsearchable_meta,
-    )
+    return unsearchable_meta
 
 
 # Files named in the "not searchable" warning; the count covers all of them.
@@ -309,31 +331,13 @@ def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
 
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
     service = _service(call)
-    _one_of(args.pattern, args.rule)
-    outcome = await service.search(
-        args.pattern,
-        args.path,
-        args.language,
-        mode="edit",
-        rewrite=args.rewrite,
-        strictness=args.strictness,
-        rule=args.rule,
-    )
-    stopped = _stopped(outcome, service.config.search_timeout_s)
-    if stopped:
-        raise tether.ToolError(f"{stopped}; nothing staged (a partial rewrite is never staged)")
+    outcome = await _edit_outcome(service, args)
     changed = [r for r in outcome.files if r.new is not None and r.new != r.original]
     replaced = sum(r.replaced for r in changed)
     lossy = [(r.path, n) for r in outcome.files for n in r.lossy_lines]
     lossy_line = _lossy(lossy)
     if not changed:
-        raise tether.ToolError(
-            f"nothing staged: no match changes anything in {outcome.searched} "
-            f"{outcome.grammar.id} files ({_header(outcome)})"
-            + (f"; {lossy_line}" if lossy_line else "")
-            + "".join(f"; {line}" for line in _other_readings(outcome))
-            + (f"; {_unsearchable(outcome)[0]}" if _unsearchable(outcome)[0] else "")
-        )
+        raise _nothing_staged(outcome, lossy_line)
     staged = service.stage(outcome)
     lines = [
         f"(proposed) {plural(replaced, 'replacement')} in {plural(len(changed), 'file')}; "
@@ -350,27 +354,12 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         lines.append(lossy_line)
     kept = [(r.path, n) for r in changed for n in r.kept_lines]
     if kept:
-        where = ", ".join(f"{show_path(p)}:{n}" for p, n in kept[:10])
-        more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
-        lines.append(
-            "code the pattern does not mention is kept verbatim before or after "
-            f"{plural(len(kept), 'rewritten match')} ({where}{more}): check that it still fits"
-        )
+        lines.append(_kept_line(kept))
     dropped = [(r.path, n, text) for r in changed for n, text in r.dropped_comments]
     if dropped:
-        where = ", ".join(f"{p}:{n} {text}" for p, n, text in dropped[:5])
-        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
-        lines.append(
-            f"warning: the rewrite drops {plural(len(dropped), 'comment')} that no capture it "
-            f"uses carries ({where}{more}): capture the code around them, or re-add them"
-        )
+        lines.append(_dropped_line(dropped))
     broken = [r for r in changed if r.new_error_lines]
-    for r in broken:
-        assert r.syntax is not None
-        lines.append(
-            f"warning: {show_path(r.path)} has new syntax errors after the rewrite "
-            f"({r.syntax.check}: {r.syntax.detail})"
-        )
+    lines.extend(_broken_lines(broken))
     lines.extend(_syntax_summary(changed))
     unsearchable, unsearchable_meta = _unsearchable(outcome)
     if unsearchable:
@@ -380,12 +369,95 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
         lines.append(unread)
     # what the project's checkers (any family answering the core's hook) say the edit would
     # introduce, before resolve writes it; above the diff, which a cap may cut
-    checked = (
-        await call.run.preview_diagnostics(staged_change(staged))
-        if args.diagnostics
-        else tether.ResultNote(text="(no diagnostics preview: the call set diagnostics=false)")
-    )
+    checked = await _diagnostics_preview(call, staged, diagnostics=args.diagnostics)
     lines.append(checked.text)
+    lines.append(truncate(_diff(changed), service.config.preview_chars))
+    return tether.ToolResult.text(
+        "\n".join(lines),
+        edit_id=staged.edit_id,
+        diagnostics_preview=dict(checked.meta),
+        replacements=replaced,
+        files=[r.path for r in changed],
+        new_syntax_errors={r.path: list(r.new_error_lines) for r in broken},
+        syntax_checks=_syntax_checks(changed),
+        not_rewritten=[{"path": p, "line": n} for p, n in lossy],
+        kept_verbatim=[{"path": p, "line": n} for p, n in kept],
+        dropped_comments=[{"path": p, "line": n, "text": t} for p, n, t in dropped],
+        unsearchable=unsearchable_meta,
+        unreadable_ignores=outcome.unreadable_ignores,
+    )
+
+
+async def _edit_outcome(service: AstgrepService, args: AstEditArgs) -> SearchOutcome:
+    """The edit's search over every file; a search that stopped stages nothing."""
+    _one_of(args.pattern, args.rule)
+    outcome = await service.search(
+        args.pattern,
+        args.path,
+        args.language,
+        mode="edit",
+        rewrite=args.rewrite,
+        strictness=args.strictness,
+        rule=args.rule,
+    )
+    stopped = _stopped(outcome, service.config.search_timeout_s)
+    if stopped:
+        raise tether.ToolError(f"{stopped}; nothing staged (a partial rewrite is never staged)")
+    return outcome
+
+
+async def _diagnostics_preview(
+    call: tether.CallContext, staged: StagedEdit, *, diagnostics: bool
+) -> tether.ResultNote:
+    """What the project's checkers say the staged edit would introduce (unless turned off)."""
+    if diagnostics:
+        return await call.run.preview_diagnostics(staged_change(staged))
+    return tether.ResultNote(text="(no diagnostics preview: the call set diagnostics=false)")
+
+
+def _nothing_staged(outcome: SearchOutcome, lossy_line: str | None) -> tether.ToolError:
+    """The error of an edit no match of which changes anything, with why it may have missed."""
+    return tether.ToolError(
+        f"nothing staged: no match changes anything in {outcome.searched} "
+        f"{outcome.grammar.id} files ({_header(outcome)})"
+        + (f"; {lossy_line}" if lossy_line else "")
+        + "".join(f"; {line}" for line in _other_readings(outcome))
+        + (f"; {_unsearchable(outcome)[0]}" if _unsearchable(outcome)[0] else "")
+    )
+
+
+def _kept_line(kept: list[tuple[str, int]]) -> str:
+    where = ", ".join(f"{show_path(p)}:{n}" for p, n in kept[:10])
+    more = f" and {len(kept) - 10} more" if len(kept) > 10 else ""
+    return (
+        "code the pattern does not mention is kept verbatim before or after "
+        f"{plural(len(kept), 'rewritten match')} ({where}{more}): check that it still fits"
+    )
+
+
+def _dropped_line(dropped: list[tuple[str, int, str]]) -> str:
+    where = ", ".join(f"{p}:{n} {text}" for p, n, text in dropped[:5])
+    more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
+    return (
+        f"warning: the rewrite drops {plural(len(dropped), 'comment')} that no capture it "
+        f"uses carries ({where}{more}): capture the code around them, or re-add them"
+    )
+
+
+def _broken_lines(broken: list[FileResult]) -> list[str]:
+    """A warning per file the rewrite gives new syntax errors."""
+    lines = []
+    for r in broken:
+        assert r.syntax is not None
+        lines.append(
+            f"warning: {show_path(r.path)} has new syntax errors after the rewrite "
+            f"({r.syntax.check}: {r.syntax.detail})"
+        )
+    return lines
+
+
+def _diff(changed: list[FileResult]) -> str:
+    """The unified diff of every changed file (each line ending in a newline)."""
     import difflib  # only a preview pays for it
 
     diff: list[str] = []
@@ -399,31 +471,21 @@ async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether
                 tofile=f"b/{show_path(r.path)}",
             )
         )
-    preview = "".join(d if d.endswith("\n") else d + "\n" for d in diff)
-    lines.append(truncate(preview, service.config.preview_chars))
-    return tether.ToolResult.text(
-        "\n".join(lines),
-        edit_id=staged.edit_id,
-        diagnostics_preview=dict(checked.meta),
-        replacements=replaced,
-        files=[r.path for r in changed],
-        new_syntax_errors={r.path: list(r.new_error_lines) for r in broken},
-        syntax_checks={
-            r.path: {
-                "check": r.syntax.check,
-                "new_error_lines": list(r.syntax.new_error_lines),
-                "cannot_see": r.syntax.cannot_see,
-                "why": r.syntax.why,
-            }
-            for r in changed
-            if r.syntax is not None
-        },
-        not_rewritten=[{"path": p, "line": n} for p, n in lossy],
-        kept_verbatim=[{"path": p, "line": n} for p, n in kept],
-        dropped_comments=[{"path": p, "line": n, "text": t} for p, n, t in dropped],
-        unsearchable=unsearchable_meta,
-        unreadable_ignores=outcome.unreadable_ignores,
-    )
+    return "".join(d if d.endswith("\n") else d + "\n" for d in diff)
+
+
+def _syntax_checks(changed: list[FileResult]) -> dict[str, dict[str, Any]]:
+    """Per changed file, how its new text was checked for syntax and what that found."""
+    return {
+        r.path: {
+            "check": r.syntax.check,
+            "new_error_lines": list(r.syntax.new_error_lines),
+            "cannot_see": r.syntax.cannot_see,
+            "why": r.syntax.why,
+        }
+        for r in changed
+        if r.syntax is not None
+    }
 
 
 def staged_change(staged: StagedEdit) -> tether.StagedChange:
