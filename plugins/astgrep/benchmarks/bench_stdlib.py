@@ -270,32 +270,58 @@ def bench(corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
     )
     rows = []
     for pattern in PATTERNS:
-        ag_times, tc_times = [], []
-        ag_count = tc_count = 0
-        ag_peak = 0
-        for _ in range(repeat):  # interleaved, so background load hits both alike
-            wall, ag_count, peak = run_ast_grep(pattern, corpus)
-            ag_times.append(wall)
-            ag_peak = max(ag_peak, peak)
-            if not warm_only:
-                wall, tc_count, _ = run_tether_cold(pattern, corpus)
-                tc_times.append(wall)
-        tc_peak = 0
-        if not warm_only:  # one more run, untimed, for the peak memory
-            _, _, tc_peak = run_tether_cold(pattern, corpus, sample_memory=True)
-        rows.append(
-            {
-                "pattern": pattern,
-                "ag": statistics.median(ag_times),
-                "cold": statistics.median(tc_times) if tc_times else float("nan"),
-                "ag_count": ag_count,
-                "tc_count": tc_count,
-                "ag_peak": ag_peak,
-                "tc_peak": tc_peak,
-            }
-        )
+        rows.append(_cold_row(pattern, corpus, repeat, warm_only))
         print(f"  {pattern}: done", flush=True)
+    warm_up, warm_peak = _warm(corpus, rows, warm_only)
+    load_after = os.getloadavg()
+    print(f"warm-up ({', '.join(WARMUP)}): {warm_up:.2f} s")
+    _print_table(rows)
+    cold_ratio = statistics.median(r["cold"] / r["ag"] for r in rows)
+    warm_ratio = statistics.median(r["warm"] / r["ag"] for r in rows)
+    worst_cold = max(rows, key=lambda r: r["cold"] / r["ag"])
+    print(
+        f"median ratio: cold {cold_ratio:.2f} (target <= 1.0; worst "
+        f"{worst_cold['cold'] / worst_cold['ag']:.2f}, {worst_cold['pattern']}), "
+        f"warm {warm_ratio:.2f} (target <= 0.25 stdlib, <= 0.5 at 18k files)"
+    )
+    print(
+        f"peak memory: tether cold {max(r['tc_peak'] for r in rows) / 2**20:.0f} MB "
+        f"(PSS, process tree; target <= 500 MB), warm session {warm_peak / 2**20:.0f} MB "
+        f"(target <= 1024 MB + the run itself), ast-grep {max(r['ag_peak'] for r in rows) / 2**20:.0f} MB"
+    )
+    print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f}", flush=True)
+    return {"files": n_files, "rows": rows}
 
+
+def _cold_row(pattern: str, corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
+    """One pattern's ast-grep and cold tether runs, interleaved: median times, counts, peaks."""
+    ag_times, tc_times = [], []
+    ag_count = tc_count = 0
+    ag_peak = 0
+    for _ in range(repeat):  # interleaved, so background load hits both alike
+        wall, ag_count, peak = run_ast_grep(pattern, corpus)
+        ag_times.append(wall)
+        ag_peak = max(ag_peak, peak)
+        if not warm_only:
+            wall, tc_count, _ = run_tether_cold(pattern, corpus)
+            tc_times.append(wall)
+    tc_peak = 0
+    if not warm_only:  # one more run, untimed, for the peak memory
+        _, _, tc_peak = run_tether_cold(pattern, corpus, sample_memory=True)
+    return {
+        "pattern": pattern,
+        "ag": statistics.median(ag_times),
+        "cold": statistics.median(tc_times) if tc_times else float("nan"),
+        "ag_count": ag_count,
+        "tc_count": tc_count,
+        "ag_peak": ag_peak,
+        "tc_peak": tc_peak,
+    }
+
+
+def _warm(corpus: Path, rows: list[dict[str, Any]], warm_only: bool) -> tuple[float, int]:
+    """Each row's pattern searched in one warm session (`warm`, `warm_count` added to the
+    rows): the warm-up's time and the session's peak memory."""
     session = Session(corpus)
     warm_up = 0.0
     for pattern in WARMUP:
@@ -313,8 +339,10 @@ def bench(corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
         for pattern in [*WARMUP, *(r["pattern"] for r in rows)]:
             session.ask(pattern)
     session.close()
-    load_after = os.getloadavg()
-    print(f"warm-up ({', '.join(WARMUP)}): {warm_up:.2f} s")
+    return warm_up, mem.peak
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
     header = (
         f"{'pattern':<28} {'cold s':>7} {'warm s':>7} {'ag s':>6} {'cold/ag':>8} "
         f"{'warm/ag':>8} {'cold MB':>8} {'ag MB':>6}  matches tether/ast-grep"
@@ -330,21 +358,6 @@ def bench(corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
             f"{r['tc_peak'] / 2**20:8.0f} {r['ag_peak'] / 2**20:6.0f}  "
             f"{r['tc_count']}/{r['ag_count']} {same}"
         )
-    cold_ratio = statistics.median(r["cold"] / r["ag"] for r in rows)
-    warm_ratio = statistics.median(r["warm"] / r["ag"] for r in rows)
-    worst_cold = max(rows, key=lambda r: r["cold"] / r["ag"])
-    print(
-        f"median ratio: cold {cold_ratio:.2f} (target <= 1.0; worst "
-        f"{worst_cold['cold'] / worst_cold['ag']:.2f}, {worst_cold['pattern']}), "
-        f"warm {warm_ratio:.2f} (target <= 0.25 stdlib, <= 0.5 at 18k files)"
-    )
-    print(
-        f"peak memory: tether cold {max(r['tc_peak'] for r in rows) / 2**20:.0f} MB "
-        f"(PSS, process tree; target <= 500 MB), warm session {mem.peak / 2**20:.0f} MB "
-        f"(target <= 1024 MB + the run itself), ast-grep {max(r['ag_peak'] for r in rows) / 2**20:.0f} MB"
-    )
-    print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f}", flush=True)
-    return {"files": n_files, "rows": rows}
 
 
 def main() -> None:
