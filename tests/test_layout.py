@@ -239,12 +239,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     # not split on this branch: other branches are changing these files now (issues 23, 25, 26);
     # each is to be split once they are merged
     "plugins/lsp/src/tether_lsp/rename.py::rename": "pending (25)",
-    "plugins/astgrep/src/tether_astgrep/tools.py::handle_ast_edit": "pending (23, 25)",
-    "plugins/astgrep/src/tether_astgrep/tools.py::handle_ast_grep": "pending (23, 25)",
-    "plugins/astgrep/src/tether_astgrep/service.py::search": "pending (23)",
-    "plugins/astgrep/src/tether_astgrep/engine.py::_one": "pending (23, 24)",
-    "plugins/astgrep/src/tether_astgrep/engine.py::run": "pending (23, 24)",
-    "plugins/astgrep/benchmarks/bench_stdlib.py::bench": "pending (23)",
     "plugins/debug/src/tether_debug/supervisor.py::op_attach": "pending (26)",
     "plugins/debug/src/tether_debug/supervisor.py::op_breakpoints": "pending (26)",
     "plugins/lsp/src/tether_lsp/after_write.py::new_diagnostics_note": "pending (25)",
