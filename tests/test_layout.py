@@ -251,8 +251,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "plugins/astgrep/src/tether_astgrep/matcher.py::__init__": "pending (23)",
     "plugins/astgrep/benchmarks/bench_stdlib.py::bench": "pending (23)",
     "plugins/astgrep/benchmarks/compare_rules.py::main": "pending (23)",
-    "plugins/debug/src/tether_debug/supervisor.py::op_attach": "pending (26)",
-    "plugins/debug/src/tether_debug/supervisor.py::op_breakpoints": "pending (26)",
     "plugins/lsp/src/tether_lsp/after_write.py::new_diagnostics_note": "pending (25)",
     "plugins/lsp/src/tether_lsp/after_write.py::_describe": "pending (25)",
     "plugins/lsp/src/tether_lsp/supervisor.py::status": "pending (25)",
