@@ -239,8 +239,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     # not split on this branch: other branches are changing these files now (issues 23, 25, 26);
     # each is to be split once they are merged
     "plugins/lsp/src/tether_lsp/rename.py::rename": "pending (25)",
-    "plugins/debug/src/tether_debug/supervisor.py::op_attach": "pending (26)",
-    "plugins/debug/src/tether_debug/supervisor.py::op_breakpoints": "pending (26)",
     "plugins/lsp/src/tether_lsp/after_write.py::new_diagnostics_note": "pending (25)",
     "plugins/lsp/src/tether_lsp/after_write.py::_describe": "pending (25)",
     "plugins/lsp/src/tether_lsp/supervisor.py::status": "pending (25)",
@@ -248,8 +246,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "plugins/lsp/src/tether_lsp/rpc.py::request": "pending (25)",
     "plugins/lsp/src/tether_lsp/queries.py::call_hierarchy": "pending (25)",
     "plugins/lsp/benchmarks/bench_lsp.py::run_bench": "pending (25)",
-    "core/src/tether/fsutil.py::_apply": "pending (25: staged-change preview)",
-    "core/src/tether/run.py::open_run": "pending (24)",
     # came with main's merges of issue 25's and 23's branches while this check was written
     "plugins/lsp/src/tether_lsp/checkpoints.py::since": "to split (25)",
     "plugins/lsp/src/tether_lsp/client.py::__init__": "to split (25)",

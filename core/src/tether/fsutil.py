@@ -308,14 +308,47 @@ def _check_and_apply(
 def _apply(
     walker: Walker, base: Path, steps: list[_Step], fault: Callable[[str, Path], None] | None
 ) -> None:
+    missing = _missing_dirs(walker, steps)
+    change_id = os.urandom(8).hex()
+    journal = Journal.begin(base, change_id, _journal_record(change_id, base, missing, steps))
+    created: list[tuple[str, ...]] = []
+    try:
+        _stage(walker, change_id, steps, missing, created, fault)
+        sync_filesystem(walker.root_fd)  # every temp file and new directory is on disk
+        if fault:
+            fault("commit", base)
+        journal.mark("committed")
+    except BaseException:
+        # nothing in the workdir was replaced yet: take back what was added
+        _discard(walker, change_id, steps, created)
+        journal.end()
+        raise
+    renamed: list[int] = []
+    try:
+        _rename_all(walker, change_id, steps, renamed, fault)
+    except BaseException:
+        _roll_back(walker, journal, change_id, steps, renamed, created)
+        raise
+    sync_filesystem(walker.root_fd)  # the renames are on disk before the journal goes
+    journal.end()
+
+
+def _missing_dirs(walker: Walker, steps: list[_Step]) -> list[tuple[str, ...]]:
+    """The directories the change must create, each once, parents before children."""
     missing: list[tuple[str, ...]] = []
     for step in steps:
         for depth in range(1, len(step.parts)):
             prefix = step.parts[:depth]
             if prefix not in missing and walker.open_dir(prefix) is None:
                 missing.append(prefix)
-    change_id = os.urandom(8).hex()
-    record = {
+    return missing
+
+
+def _journal_record(
+    change_id: str, base: Path, missing: list[tuple[str, ...]], steps: list[_Step]
+) -> dict[str, Any]:
+    """What the journal records before anything is written: enough to roll back or forward."""
+    return {
         "version": 1,
         "id": change_id,
         "root": str(base),
@@ -329,61 +362,81 @@ def _apply(
             for s in steps
         ],
     }
-    journal = Journal.begin(base, change_id, record)
-    created: list[tuple[str, ...]] = []
-    try:
-        for prefix in missing:
-            if walker.make_dir(prefix):
-                created.append(prefix)
-        for index, step in enumerate(steps):
-            if fault:
-                fault("temp", step.change.path)
-            dfd = walker.open_dir(step.parts[:-1])
-            assert dfd is not None
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(temp_name(change_id, index), flags, 0o666, dir_fd=dfd)
-            try:
-                if step.mode is not None:
-                    os.fchmod(fd, step.mode)
-                write_temp(step.change.path, fd, step.change.new)
-            finally:
-                os.close(fd)
-        sync_filesystem(walker.root_fd)  # every temp file and new directory is on disk
+
+
+def _stage(
+    walker: Walker,
+    change_id: str,
+    steps: list[_Step],
+    missing: list[tuple[str, ...]],
+    created: list[tuple[str, ...]],
+    fault: Callable[[str, Path], None] | None,
+) -> None:
+    """Create the missing directories (each added to ``created`` as soon as it is made, for the
+    undo) and write every new content to a temp file beside its target."""
+    for prefix in missing:
+        if walker.make_dir(prefix):
+            created.append(prefix)
+    for index, step in enumerate(steps):
         if fault:
-            fault("commit", base)
-        journal.mark("committed")
-    except BaseException:
-        # nothing in the workdir was replaced yet: take back what was added
-        _discard(walker, change_id, steps, created)
-        journal.end()
-        raise
-    renamed: list[int] = []
+            fault("temp", step.change.path)
+        _write_step_temp(walker, change_id, index, step)
+
+
+def _write_step_temp(walker: Walker, change_id: str, index: int, step: _Step) -> None:
+    dfd = walker.open_dir(step.parts[:-1])
+    assert dfd is not None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp_name(change_id, index), flags, 0o666, dir_fd=dfd)
     try:
-        for index, step in enumerate(steps):
-            if fault:
-                fault("rename", step.change.path)
-            shown = "/".join(step.parts)
-            dfd = walker.still_there(step.parts[:-1])
-            name = step.parts[-1]
-            current, _ = read_file(dfd, name, shown)  # refuses a target that became a symlink
-            if current != step.change.expected:
-                raise StaleFiles([step.change.path])
-            os.replace(temp_name(change_id, index), name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            renamed.append(index)
-    except BaseException:
-        # the old content of the files already replaced goes to the journal first, so that a
-        # kill during the undo can still be rolled back
-        for index in renamed:
-            old = steps[index].change.expected
-            if old is not None:
-                journal.save_before(index, old)
-        journal.mark("rollback")
-        _undo(walker, change_id, steps, renamed)
-        _discard(walker, change_id, steps, created)
-        sync_filesystem(walker.root_fd)
-        journal.end()
-        raise
-    sync_filesystem(walker.root_fd)  # the renames are on disk before the journal goes
+        if step.mode is not None:
+            os.fchmod(fd, step.mode)
+        write_temp(step.change.path, fd, step.change.new)
+    finally:
+        os.close(fd)
+
+
+def _rename_all(
+    walker: Walker,
+    change_id: str,
+    steps: list[_Step],
+    renamed: list[int],
+    fault: Callable[[str, Path], None] | None,
+) -> None:
+    """Rename each temp file over its target, checking the target again right before (each
+    index added to ``renamed`` as soon as its rename is done, for the undo)."""
+    for index, step in enumerate(steps):
+        if fault:
+            fault("rename", step.change.path)
+        shown = "/".join(step.parts)
+        dfd = walker.still_there(step.parts[:-1])
+        name = step.parts[-1]
+        current, _ = read_file(dfd, name, shown)  # refuses a target that became a symlink
+        if current != step.change.expected:
+            raise StaleFiles([step.change.path])
+        os.replace(temp_name(change_id, index), name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        renamed.append(index)
+
+
+def _roll_back(
+    walker: Walker,
+    journal: Journal,
+    change_id: str,
+    steps: list[_Step],
+    renamed: list[int],
+    created: list[tuple[str, ...]],
+) -> None:
+    """Undo a change that failed during its renames: every file as it was, nothing added left."""
+    # the old content of the files already replaced goes to the journal first, so that a
+    # kill during the undo can still be rolled back
+    for index in renamed:
+        old = steps[index].change.expected
+        if old is not None:
+            journal.save_before(index, old)
+    journal.mark("rollback")
+    _undo(walker, change_id, steps, renamed)
+    _discard(walker, change_id, steps, created)
+    sync_filesystem(walker.root_fd)
     journal.end()
 
 

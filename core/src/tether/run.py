@@ -553,16 +553,8 @@ async def open_run(
     ``options`` are run options a family reads (:attr:`Run.options`); ``vibe=True`` is
     ``options={"vibe": True}`` (tether-vibe's background workers).
     """
-    root = Path(workdir).resolve()
-    if not root.is_dir():
-        raise ToolError(f"workdir: {str(root)!r} is not a directory")
-    if _journal.pending(root):  # a change whose process died: finish or undo it first
-        try:
-            # off the event loop: another process's change may hold the workdir's write lock
-            for line in await anyio.to_thread.run_sync(_journal.recover, root):
-                _warn("tether: recovered %s", line)
-        except _journal.WorkdirBusy as exc:  # the run's first write recovers under the lock
-            _warn("tether: recovery put off: %s", exc)
+    root = _workdir_root(workdir)
+    await _recover_pending(root)
     pm = make_plugin_manager(entry_points_group="tether" if entry_points else None, plugins=plugins)
     try:
         async with anyio.create_task_group() as tg:
@@ -594,6 +586,25 @@ async def open_run(
     except BaseExceptionGroup as group:
         # the run's task group is an implementation detail: give the harness its own exception
         raise _single(group) from None
+
+
+def _workdir_root(workdir: str | os.PathLike[str]) -> Path:
+    root = Path(workdir).resolve()
+    if not root.is_dir():
+        raise ToolError(f"workdir: {str(root)!r} is not a directory")
+    return root
+
+
+async def _recover_pending(root: Path) -> None:
+    """Finish or undo a change whose process died on ``root`` before the run starts; put off
+    (and said) while another process's change holds the workdir's write lock."""
+    if _journal.pending(root):  # a change whose process died: finish or undo it first
+        try:
+            # off the event loop: another process's change may hold the workdir's write lock
+            for line in await anyio.to_thread.run_sync(_journal.recover, root):
+                _warn("tether: recovered %s", line)
+        except _journal.WorkdirBusy as exc:  # the run's first write recovers under the lock
+            _warn("tether: recovery put off: %s", exc)
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -21,7 +21,7 @@ from tether.process import is_alive
 from tether.text import cap, clock, duration, show_path, truncate
 from tether_debug import breakpoints as bp
 from tether_debug import features
-from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
+from tether_debug.adapters import Availability, DebugAdapter, LibraryRoot, availability
 from tether_debug.anchors import Anchor, follow_all, read_text
 from tether_debug.breakpoints import BreakpointSpec, Requested
 from tether_debug.config import DebugConfig
@@ -122,38 +122,47 @@ class DebugSupervisor:
         remove: bool,
         symbol: str | None = None,
     ) -> str:
-        if symbol is not None and (file is None or not lines or remove):
-            raise ArgumentError(
-                "symbol",
-                'used with file and lines in op "breakpoints" (a substring of each line, so the '
-                "breakpoint follows it through edits); leave it out",
-            )
-        bp.check_arguments(
-            file=file,
-            lines=lines,
-            function=function,
-            exceptions=exceptions,
-            spec=spec,
-            remove=remove,
-        )
-        session = self.session
-        if session is None or not session.live or session.phase is Phase.STARTING:
-            session = None
-        if session is not None:
-            # refused by name before anything changes: the adapter would ignore the setting
-            # and stop unconditionally (or never)
-            capabilities, adapter_id = session.capabilities, session.adapter.id
-            for name in spec.settings():
-                features.require(capabilities, adapter_id, name, "breakpoints")
-            if function is not None and not remove:
-                features.require(capabilities, adapter_id, "function", "breakpoints")
-            if exceptions is not None:
-                features.check_exception_filters(capabilities, adapter_id, exceptions)
+        _check_breakpoint_arguments(file, lines, function, exceptions, spec, remove, symbol)
+        session = self._session_for_breakpoints(spec, function, exceptions, remove)
         if exceptions is not None:
             return await self._set_exceptions(session, list(exceptions))
         if function is not None:
             return await self._set_function(session, function, spec, remove)
         assert file is not None and lines is not None
+        return await self._set_lines(session, file, lines, spec, remove, symbol)
+
+    def _session_for_breakpoints(
+        self,
+        spec: BreakpointSpec,
+        function: str | None,
+        exceptions: Sequence[str] | None,
+        remove: bool,
+    ) -> DebugSession | None:
+        """The live session the breakpoints go to now (None: they wait for launch/attach),
+        once it is known to honour them."""
+        session = self.session
+        if session is None or not session.live or session.phase is Phase.STARTING:
+            return None
+        # refused by name before anything changes: the adapter would ignore the setting
+        # and stop unconditionally (or never)
+        capabilities, adapter_id = session.capabilities, session.adapter.id
+        for name in spec.settings():
+            features.require(capabilities, adapter_id, name, "breakpoints")
+        if function is not None and not remove:
+            features.require(capabilities, adapter_id, "function", "breakpoints")
+        if exceptions is not None:
+            features.check_exception_filters(capabilities, adapter_id, exceptions)
+        return session
+
+    async def _set_lines(
+        self,
+        session: DebugSession | None,
+        file: str,
+        lines: Sequence[int],
+        spec: BreakpointSpec,
+        remove: bool,
+        symbol: str | None,
+    ) -> str:
         path, library = await self._source_file(file)
         wanted = self.requested.lines_after(path, lines, spec, remove)
         name = self._rel(path) + (f" ({library})" if library else "")
@@ -417,52 +426,10 @@ class DebugSupervisor:
     async def op_attach(self, port: int | None, pid: int | None, adapter_name: str | None) -> str:
         assert (port is None) != (pid is None), "the core's per-op check lets exactly one through"
         self._refuse_second()
-        field = "port" if port is not None else "pid"
-
-        def can(adapter: DebugAdapter) -> bool:
-            return adapter.attach_mode != "none" if port is not None else adapter.attach_pid
-
-        if adapter_name is not None:
-            adapter = self._adapter_named(adapter_name)
-            can_any = adapter.attach_mode != "none" or adapter.attach_pid
-            if not can(adapter):
-                raise ArgumentError(
-                    "adapter",
-                    f"the {adapter.id} adapter cannot attach by {field} "
-                    f"({_attach_kinds(adapter).replace('attach', 'it attaches', 1) if can_any else 'it does not attach at all'})",
-                )
-        else:
-            candidates = [a for a in self.adapters().values() if can(a)]
-            usable, marked = [], []
-            for candidate in candidates:
-                known = await availability(
-                    candidate, self.run.workdir, self.run.workdir, self.probe
-                )
-                if known.usable:
-                    usable.append(candidate)
-                    if not known.unmarked:
-                        marked.append(candidate)
-            # an adapter whose root marker is here is the checkout's own (lldb, which needs no
-            # marker, is usable everywhere)
-            if len(marked) == 1:
-                usable = marked
-            if len(usable) != 1:
-                names = ", ".join(a.id for a in (usable or candidates))
-                raise ArgumentError(
-                    "adapter",
-                    f"required for attach here: {len(usable)} usable adapters attach by {field} "
-                    f"({names}); name one",
-                )
-            adapter = usable[0]
+        adapter = await self._attach_adapter(port is not None, adapter_name)
         if pid is not None and not is_alive(pid):
             raise ArgumentError("pid", f"no process with pid {pid} is running")
-        found = None
-        if adapter.attach_mode == "adapter" or pid is not None:
-            found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
-            if not found.usable:
-                raise ToolError(
-                    f"the {adapter.id} adapter cannot start here: {found.explain(self.run.workdir)}"
-                )
+        found = await self._attach_availability(adapter, pid)
         session = DebugSession(
             run=self.run,
             availability=found,
@@ -472,14 +439,73 @@ class DebugSupervisor:
             config=self.config,
         )
         self.session = session
-        if pid is not None:
-            assert found is not None
-            arguments = adapter.pid_attach_arguments(pid, found.resolution)
-        else:
-            assert port is not None
-            arguments = adapter.attach_arguments(
-                "127.0.0.1", port, found.resolution if found else None
+        arguments = _attach_arguments(adapter, port, pid, found)
+        await self._start_attach(session, adapter, arguments, port, pid)
+        return await self._attach_answer(session, adapter)
+
+    async def _attach_adapter(self, by_port: bool, adapter_name: str | None) -> DebugAdapter:
+        """The adapter named, checked to attach this way; else the one usable adapter that does."""
+        field = "port" if by_port else "pid"
+        if adapter_name is None:
+            return await self._only_attach_adapter(by_port)
+        adapter = self._adapter_named(adapter_name)
+        can_any = adapter.attach_mode != "none" or adapter.attach_pid
+        if not _can_attach(adapter, by_port):
+            raise ArgumentError(
+                "adapter",
+                f"the {adapter.id} adapter cannot attach by {field} "
+                f"({_attach_kinds(adapter).replace('attach', 'it attaches', 1) if can_any else 'it does not attach at all'})",
             )
+        return adapter
+
+    async def _only_attach_adapter(self, by_port: bool) -> DebugAdapter:
+        """The one adapter usable here that attaches this way, or an error naming the choice."""
+        field = "port" if by_port else "pid"
+        candidates = [a for a in self.adapters().values() if _can_attach(a, by_port)]
+        usable, marked = [], []
+        for candidate in candidates:
+            known = await availability(candidate, self.run.workdir, self.run.workdir, self.probe)
+            if known.usable:
+                usable.append(candidate)
+                if not known.unmarked:
+                    marked.append(candidate)
+        # an adapter whose root marker is here is the checkout's own (lldb, which needs no
+        # marker, is usable everywhere)
+        if len(marked) == 1:
+            usable = marked
+        if len(usable) != 1:
+            names = ", ".join(a.id for a in (usable or candidates))
+            raise ArgumentError(
+                "adapter",
+                f"required for attach here: {len(usable)} usable adapters attach by {field} "
+                f"({names}); name one",
+            )
+        return usable[0]
+
+    async def _attach_availability(
+        self, adapter: DebugAdapter, pid: int | None
+    ) -> Availability | None:
+        """The adapter's command, checked when attaching starts one (None: connecting to a
+        debug server needs none)."""
+        if adapter.attach_mode != "adapter" and pid is None:
+            return None
+        found = await availability(adapter, self.run.workdir, self.run.workdir, self.probe)
+        if not found.usable:
+            raise ToolError(
+                f"the {adapter.id} adapter cannot start here: {found.explain(self.run.workdir)}"
+            )
+        return found
+
+    async def _start_attach(
+        self,
+        session: DebugSession,
+        adapter: DebugAdapter,
+        arguments: dict[str, Any],
+        port: int | None,
+        pid: int | None,
+    ) -> None:
+        """Start the attach; a failure says what the target needs (a debug server on the port,
+        the right to trace the pid)."""
         try:
             await self._start(session, "attach", arguments, port)
         except ArgumentError:
@@ -494,6 +520,8 @@ class DebugSupervisor:
                 f"{exc}\nIs a debug server listening on 127.0.0.1:{port}? Start the program under "
                 f"one first, e.g. {hint}"
             ) from None
+
+    async def _attach_answer(self, session: DebugSession, adapter: DebugAdapter) -> str:
         lines = [
             f"Attached to {session.target} with {adapter.id}.",
             self._breakpoint_report(session),
@@ -969,6 +997,46 @@ class DebugSupervisor:
     async def aclose(self) -> None:
         if self.session is not None and self.session.live:
             await self.session.close("the run closed")
+
+
+def _check_breakpoint_arguments(
+    file: str | None,
+    lines: Sequence[int] | None,
+    function: str | None,
+    exceptions: Sequence[str] | None,
+    spec: BreakpointSpec,
+    remove: bool,
+    symbol: str | None,
+) -> None:
+    if symbol is not None and (file is None or not lines or remove):
+        raise ArgumentError(
+            "symbol",
+            'used with file and lines in op "breakpoints" (a substring of each line, so the '
+            "breakpoint follows it through edits); leave it out",
+        )
+    bp.check_arguments(
+        file=file,
+        lines=lines,
+        function=function,
+        exceptions=exceptions,
+        spec=spec,
+        remove=remove,
+    )
+
+
+def _can_attach(adapter: DebugAdapter, by_port: bool) -> bool:
+    return adapter.attach_mode != "none" if by_port else adapter.attach_pid
+
+
+def _attach_arguments(
+    adapter: DebugAdapter, port: int | None, pid: int | None, found: Availability | None
+) -> dict[str, Any]:
+    """The ``attach`` request's arguments: for the pid, or for the debug server on the port."""
+    if pid is not None:
+        assert found is not None
+        return adapter.pid_attach_arguments(pid, found.resolution)
+    assert port is not None
+    return adapter.attach_arguments("127.0.0.1", port, found.resolution if found else None)
 
 
 def _within(path: Path, root: Path) -> bool:
