@@ -253,8 +253,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "plugins/astgrep/benchmarks/compare_rules.py::main": "pending (23)",
     "plugins/debug/src/tether_debug/supervisor.py::op_attach": "pending (26)",
     "plugins/debug/src/tether_debug/supervisor.py::op_breakpoints": "pending (26)",
-    "plugins/lsp/src/tether_lsp/after_write.py::new_diagnostics_note": "pending (25)",
-    "plugins/lsp/src/tether_lsp/after_write.py::_describe": "pending (25)",
     "plugins/lsp/benchmarks/bench_lsp.py::run_bench": "pending (25)",
     "core/src/tether/fsutil.py::_apply": "pending (25: staged-change preview)",
     "core/src/tether/run.py::open_run": "pending (24)",
