@@ -257,8 +257,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "core/src/tether/fsutil.py::_apply": "pending (25: staged-change preview)",
     "core/src/tether/run.py::open_run": "pending (24)",
     # came with main's merges of issue 25's and 23's branches while this check was written
-    "plugins/lsp/src/tether_lsp/preview.py::preview_note": "to split (25)",
-    "plugins/lsp/src/tether_lsp/preview.py::_describe": "to split (25)",
     "plugins/astgrep/src/tether_astgrep/rules.py::_rewriters": "to split (23)",
 }
 
