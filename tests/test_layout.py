@@ -238,7 +238,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "plugins/eval/src/tether_eval/ipython_boot.py::_tether_boot": "one source for the kernel",
     # not split on this branch: other branches are changing these files now (issues 23, 25, 26);
     # each is to be split once they are merged
-    "plugins/lsp/src/tether_lsp/rename.py::rename": "pending (25)",
     "plugins/astgrep/src/tether_astgrep/tools.py::handle_ast_edit": "pending (23, 25)",
     "plugins/astgrep/src/tether_astgrep/tools.py::handle_ast_grep": "pending (23, 25)",
     "plugins/astgrep/src/tether_astgrep/service.py::search": "pending (23)",
