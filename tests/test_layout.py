@@ -252,7 +252,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "plugins/astgrep/benchmarks/compare_rules.py::main": "pending (23)",
     "plugins/debug/src/tether_debug/supervisor.py::op_attach": "pending (26)",
     "plugins/debug/src/tether_debug/supervisor.py::op_breakpoints": "pending (26)",
-    "plugins/lsp/benchmarks/bench_lsp.py::run_bench": "pending (25)",
     "core/src/tether/fsutil.py::_apply": "pending (25: staged-change preview)",
     "core/src/tether/run.py::open_run": "pending (24)",
     # came with main's merges of issue 25's and 23's branches while this check was written
