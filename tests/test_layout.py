@@ -236,21 +236,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "core/src/tether/args.py::_make_converter": "table of closures",
     # a script run inside the kernel, shipped as one function's source
     "plugins/eval/src/tether_eval/ipython_boot.py::_tether_boot": "one source for the kernel",
-    # not split on this branch: other branches are changing these files now (issues 23, 25, 26);
-    # each is to be split once they are merged
-    "plugins/lsp/src/tether_lsp/rename.py::rename": "pending (25)",
-    "plugins/lsp/src/tether_lsp/after_write.py::new_diagnostics_note": "pending (25)",
-    "plugins/lsp/src/tether_lsp/after_write.py::_describe": "pending (25)",
-    "plugins/lsp/src/tether_lsp/supervisor.py::status": "pending (25)",
-    "plugins/lsp/src/tether_lsp/supervisor.py::client": "pending (25)",
-    "plugins/lsp/src/tether_lsp/rpc.py::request": "pending (25)",
-    "plugins/lsp/src/tether_lsp/queries.py::call_hierarchy": "pending (25)",
-    "plugins/lsp/benchmarks/bench_lsp.py::run_bench": "pending (25)",
-    # came with main's merges of issue 25's and 23's branches while this check was written
-    "plugins/lsp/src/tether_lsp/checkpoints.py::since": "to split (25)",
-    "plugins/lsp/src/tether_lsp/client.py::__init__": "to split (25)",
-    "plugins/lsp/src/tether_lsp/preview.py::preview_note": "to split (25)",
-    "plugins/lsp/src/tether_lsp/preview.py::_describe": "to split (25)",
 }
 
 

@@ -259,28 +259,13 @@ async def run_bench(server: str) -> dict[str, Any]:
     started = time.perf_counter()
     async with tether.open_run(ours_dir, config=config) as run:
         args = {"action": first, "file": bench.file, "line": line, "symbol": symbol}
-        # the first correct answer (a cold server may say "ask again")
-        for _ in range(50):
-            result = await run.call("lsp", args)
-            if not result.is_error and "ask again" not in result.text_content:
-                break
-            await anyio.sleep(0.2)
+        result = await first_answer(run, args)
         out["cold tether"] = time.perf_counter() - started
         assert not result.is_error, result.text_content
         started = time.perf_counter()
         async with BareClient(bench.argv, bare_dir, dict(spec.settings)) as client:
             await client.initialize(spec.initialization_options)
-            await client.notify(
-                "textDocument/didOpen",
-                {
-                    "textDocument": {
-                        "uri": uri,
-                        "languageId": bench.language_id,
-                        "version": 1,
-                        "text": text,
-                    }
-                },
-            )
+            await open_document(client, uri, bench.language_id, text)
             for _ in range(50):  # the first correct answer, as through tether
                 if await client.request(methods[first], params_at(line, symbol)):
                     break
@@ -289,32 +274,7 @@ async def run_bench(server: str) -> dict[str, Any]:
             for action, (line, symbol) in bench.asks.items():
                 args = {"action": action, "file": bench.file, "line": line, "symbol": symbol}
                 params = params_at(line, symbol)
-
-                async def ours(args: dict[str, Any] = args) -> float:
-                    t = time.perf_counter()
-                    result = await run.call("lsp", args)
-                    took = time.perf_counter() - t
-                    assert not result.is_error, result.text_content
-                    return took
-
-                async def theirs(method: str = methods[action], params: Any = params) -> float:
-                    t = time.perf_counter()
-                    assert await client.request(method, params)
-                    return time.perf_counter() - t
-
-                for _ in range(WARMUP_ROUNDS):
-                    await ours()
-                    await theirs()
-                tethered, bare_times = [], []
-                for round_ in range(WARM_ROUNDS):
-                    # A/B then B/A: neither side always goes first
-                    if round_ % 2:
-                        bare_times.append(await theirs())
-                        tethered.append(await ours())
-                    else:
-                        tethered.append(await ours())
-                        bare_times.append(await theirs())
-                out[action] = (tethered, bare_times)
+                out[action] = await interleaved(run, args, client, methods[action], params)
             out["load"].append(os.getloadavg()[0])
             if bench.write:
                 out["write"] = (
@@ -322,6 +282,65 @@ async def run_bench(server: str) -> dict[str, Any]:
                     await bare_writes(client, bare_dir, bench),
                 )
     return out
+
+
+async def first_answer(run: Any, args: dict[str, Any]) -> Any:
+    """The first correct answer to ``args`` through tether (a cold server may say "ask
+    again")."""
+    for _ in range(50):
+        result = await run.call("lsp", args)
+        if not result.is_error and "ask again" not in result.text_content:
+            break
+        await anyio.sleep(0.2)
+    return result
+
+
+async def open_document(client: BareClient, uri: str, language_id: str, text: str) -> None:
+    await client.notify(
+        "textDocument/didOpen",
+        {
+            "textDocument": {
+                "uri": uri,
+                "languageId": language_id,
+                "version": 1,
+                "text": text,
+            }
+        },
+    )
+
+
+async def interleaved(
+    run: Any, args: dict[str, Any], client: BareClient, method: str, params: Any
+) -> tuple[list[float], list[float]]:
+    """One query's warm timings, tether's and the bare client's, taken in turns (A/B then
+    B/A) after a warm-up."""
+
+    async def ours() -> float:
+        t = time.perf_counter()
+        result = await run.call("lsp", args)
+        took = time.perf_counter() - t
+        assert not result.is_error, result.text_content
+        return took
+
+    async def theirs() -> float:
+        t = time.perf_counter()
+        assert await client.request(method, params)
+        return time.perf_counter() - t
+
+    for _ in range(WARMUP_ROUNDS):
+        await ours()
+        await theirs()
+    tethered: list[float] = []
+    bare_times: list[float] = []
+    for round_ in range(WARM_ROUNDS):
+        # A/B then B/A: neither side always goes first
+        if round_ % 2:
+            bare_times.append(await theirs())
+            tethered.append(await ours())
+        else:
+            tethered.append(await ours())
+            bare_times.append(await theirs())
+    return tethered, bare_times
 
 
 async def tether_writes(run: Any, bench: Bench) -> list[float]:

@@ -75,50 +75,10 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
     answers: dict[tuple[int, Path], _Answer] = {}
     timeout = supervisor.config.diagnostics_timeout_s
 
-    async def ask(client: LspClient, files: list[Path]) -> None:
-        for path in files:
-            answers[(id(client), path)] = _Answer()
-        try:
-            # the text every file had before the call, all of it, then their diagnostics
-            previous = {}
-            for path in files:
-                if not ledger.knows(path):
-                    previous[path] = await _send_previous(client, path, result.before)
-            # a first look at a file waits as a query's does (a cold server loads its
-            # configuration and project meanwhile), so its start-up does not cost the baseline
-            config = supervisor.config
-            deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
-            if previous:
-                await client.wait_ready(time_left(deadline), index=False)
-            for path, doc in previous.items():
-                if doc is not None:
-                    got = await client.current_diagnostics(doc, time_left(deadline))
-                    baseline = None if got is None else [d for d in got if is_reported(d)]
-                    answers[(id(client), path)].baseline = baseline
-                elif path in result.before:
-                    answers[(id(client), path)].baseline = []  # created by the call
-            # the whole change reaches the server before any of it is diagnosed
-            await client.refresh_documents()
-            docs = []
-            for path in files:
-                doc, _ = await client.sync_document(path)
-                await client.save(doc)
-                docs.append(doc)
-            deadline = anyio.current_time() + timeout
-            got_all = await diagnose_change(client, docs, deadline, client.resend)
-            for path, doc, items in zip(files, docs, got_all, strict=True):
-                answer = answers[(id(client), path)]
-                answer.items = items
-                answer.text = doc.text
-                answer.doc = doc
-        except tether.ToolError as exc:
-            for path in files:
-                answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
-
     # every server at once: one slow server does not make the others wait behind it
     async with anyio.create_task_group() as group:
         for client, files in by_client.values():
-            group.start_soon(ask, client, files)
+            group.start_soon(_ask, supervisor, result, client, files, answers)
     out: list[str] = []
     for path in paths:
         clients = clients_of.get(path, [])
@@ -127,6 +87,57 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
         if note:
             out.append(note)
     return "\n" + "\n\n".join(out) if out else None
+
+
+async def _ask(
+    supervisor: LspSupervisor,
+    result: tether.ToolResult,
+    client: LspClient,
+    files: list[Path],
+    answers: dict[tuple[int, Path], _Answer],
+) -> None:
+    """``client``'s word on ``files``, into ``answers``: the baseline of each file the run has
+    not seen yet, then, once the whole change has reached it, the diagnostics of the new text."""
+    ledger = supervisor.ledger
+    timeout = supervisor.config.diagnostics_timeout_s
+    for path in files:
+        answers[(id(client), path)] = _Answer()
+    try:
+        # the text every file had before the call, all of it, then their diagnostics
+        previous = {}
+        for path in files:
+            if not ledger.knows(path):
+                previous[path] = await _send_previous(client, path, result.before)
+        # a first look at a file waits as a query's does (a cold server loads its
+        # configuration and project meanwhile), so its start-up does not cost the baseline
+        config = supervisor.config
+        deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
+        if previous:
+            await client.wait_ready(time_left(deadline), index=False)
+        for path, doc in previous.items():
+            if doc is not None:
+                got = await client.current_diagnostics(doc, time_left(deadline))
+                baseline = None if got is None else [d for d in got if is_reported(d)]
+                answers[(id(client), path)].baseline = baseline
+            elif path in result.before:
+                answers[(id(client), path)].baseline = []  # created by the call
+        # the whole change reaches the server before any of it is diagnosed
+        await client.refresh_documents()
+        docs = []
+        for path in files:
+            doc, _ = await client.sync_document(path)
+            await client.save(doc)
+            docs.append(doc)
+        deadline = anyio.current_time() + timeout
+        got_all = await diagnose_change(client, docs, deadline, client.resend)
+        for path, doc, items in zip(files, docs, got_all, strict=True):
+            answer = answers[(id(client), path)]
+            answer.items = items
+            answer.text = doc.text
+            answer.doc = doc
+    except tether.ToolError as exc:
+        for path in files:
+            answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
 
 
 #: how long a pushing server must send nothing before a multi-file change's pushes are taken
@@ -247,10 +258,16 @@ def _describe(
     news = [(client, [d for d in items if id(d) in fresh_ids]) for client, items in merged]
     if not fresh:
         return tail
+    return _news_note(news, len(fresh), rel, text, known, tail)
+
+
+def _news_note(news: Answers, count_new: int, rel: str, text: str, known: bool, tail: str) -> str:
+    """The new diagnostics of one written file (``news``, ``count_new`` of them), capped, with
+    the notes (``tail``) after them."""
     rows = format_merged(news, rel, text)
     shown, note = cap(rows, CAP, "diagnostics shown")
     names = ", ".join(client.spec.id for client, items in news if items)
-    count = f"{len(fresh)}, {note}" if note else f"{len(fresh)}"
+    count = f"{count_new}, {note}" if note else f"{count_new}"
     if known:
         head = f"New diagnostics from {names} ({count}):"
     else:

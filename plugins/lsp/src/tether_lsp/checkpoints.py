@@ -167,8 +167,6 @@ def _rows(kind: str, rows: list[str]) -> list[str]:
 async def since(supervisor: LspSupervisor, checkpoint: Checkpoint, path: Path | None) -> str:
     """What changed in the diagnostics since ``checkpoint``: of ``path``, or of every file the
     checkpoint has a word on and every file written since (by any process)."""
-    from tether_lsp.queries import gather_diagnostics
-
     if path is not None:
         files = [path]
     else:
@@ -185,52 +183,11 @@ async def since(supervisor: LspSupervisor, checkpoint: Checkpoint, path: Path | 
     blocks: list[str] = []
     quiet: list[str] = []
     for file in shown_files:
-        rel = supervisor.relative(file)
-        if not await anyio.to_thread.run_sync(_is_regular, file):
-            had = checkpoint.baseline.get(file)
-            count = len(had.items) if had is not None else 0
-            blocks.append(f"{rel}: deleted since the checkpoint ({count} diagnostics then)")
-            continue
-        try:
-            got = await gather_diagnostics(supervisor, file)
-        except tether.ToolError as exc:
-            blocks.append(f"{rel}: diagnostics unavailable: {exc}")
-            continue
-        notes = "".join(f"\n  ({note})" for note in got.notes)
-        if got.doc is None or not got.answers:
-            blocks.append(f"{rel}: not computed yet{notes}")
-            continue
-        from tether_lsp.queries import seen_of
-
-        now = seen_of(got.answers, rel, got.doc)
-        names = ", ".join(client.spec.id for client, _ in got.answers)
-        baseline = checkpoint.baseline.get(file)
-        if baseline is None:
-            why = (
-                "it changed on disk after the run last saw its diagnostics"
-                if file in checkpoint.baseline
-                else "the run had not seen its diagnostics"
-            )
-            totals["unknown"] += 1
-            rows = [row for _, row in now.items]
-            head = f"{rel} ({names}): baseline unknown ({why}): {len(rows)} now"
-            blocks.append("\n".join([head, *_rows("now", rows)]) + notes)
-            continue
-        change = compare(baseline, now)
-        totals["introduced"] += len(change.introduced)
-        totals["fixed"] += len(change.fixed)
-        totals["already"] += len(change.already)
-        if not (change.introduced or change.fixed or change.already):
-            quiet.append(rel)
-            continue
-        head = (
-            f"{rel} ({names}): {len(change.introduced)} introduced, {len(change.fixed)} fixed, "
-            f"{len(change.already)} already there"
-        )
-        lines = [head, *_rows("introduced", change.introduced)]
-        lines += _rows("fixed (as they were at the checkpoint)", change.fixed)
-        lines += _rows("already there", change.already)
-        blocks.append("\n".join(lines) + notes)
+        block = await _file_since(supervisor, checkpoint, file, totals)
+        if block is None:
+            quiet.append(supervisor.relative(file))
+        else:
+            blocks.append(block)
     summary = (
         f"{header} (errors and warnings; {len(shown_files)} file"
         f"{'s' if len(shown_files) != 1 else ''}{f', {cap_note}' if cap_note else ''}): "
@@ -242,6 +199,56 @@ async def since(supervisor: LspSupervisor, checkpoint: Checkpoint, path: Path | 
     if quiet:
         blocks.append(f"no diagnostics then or now: {', '.join(quiet)}")
     return summary + "\n" + "\n".join(blocks)
+
+
+async def _file_since(
+    supervisor: LspSupervisor, checkpoint: Checkpoint, file: Path, totals: Counter[str]
+) -> str | None:
+    """``file``'s block of :func:`since`, its counts added to ``totals``; None when it had no
+    diagnostics then and has none now."""
+    from tether_lsp.queries import gather_diagnostics
+
+    rel = supervisor.relative(file)
+    if not await anyio.to_thread.run_sync(_is_regular, file):
+        had = checkpoint.baseline.get(file)
+        count = len(had.items) if had is not None else 0
+        return f"{rel}: deleted since the checkpoint ({count} diagnostics then)"
+    try:
+        got = await gather_diagnostics(supervisor, file)
+    except tether.ToolError as exc:
+        return f"{rel}: diagnostics unavailable: {exc}"
+    notes = "".join(f"\n  ({note})" for note in got.notes)
+    if got.doc is None or not got.answers:
+        return f"{rel}: not computed yet{notes}"
+    from tether_lsp.queries import seen_of
+
+    now = seen_of(got.answers, rel, got.doc)
+    names = ", ".join(client.spec.id for client, _ in got.answers)
+    baseline = checkpoint.baseline.get(file)
+    if baseline is None:
+        why = (
+            "it changed on disk after the run last saw its diagnostics"
+            if file in checkpoint.baseline
+            else "the run had not seen its diagnostics"
+        )
+        totals["unknown"] += 1
+        rows = [row for _, row in now.items]
+        head = f"{rel} ({names}): baseline unknown ({why}): {len(rows)} now"
+        return "\n".join([head, *_rows("now", rows)]) + notes
+    change = compare(baseline, now)
+    totals["introduced"] += len(change.introduced)
+    totals["fixed"] += len(change.fixed)
+    totals["already"] += len(change.already)
+    if not (change.introduced or change.fixed or change.already):
+        return None
+    head = (
+        f"{rel} ({names}): {len(change.introduced)} introduced, {len(change.fixed)} fixed, "
+        f"{len(change.already)} already there"
+    )
+    lines = [head, *_rows("introduced", change.introduced)]
+    lines += _rows("fixed (as they were at the checkpoint)", change.fixed)
+    lines += _rows("already there", change.already)
+    return "\n".join(lines) + notes
 
 
 def _is_regular(path: Path) -> bool:

@@ -149,21 +149,7 @@ class LspClient:
         self.root = root
         self.argv = argv
         self.settings = settings
-        #: the protocol: requests, timeouts, the server's messages, its reader, its end
-        self.rpc = RpcConnection(
-            spec.id,
-            on_request=self._answer,
-            on_notification=self._on_notification,
-            request_timeout_s=request_timeout_s,
-            first_request_timeout_s=first_request_timeout_s,
-        )
-        # the protocol's calls, made on the session by the queries, rename and the supervisor
-        self.request = self.rpc.request
-        self.notify = self.rpc.notify
-        self.answers = self.rpc.answers
-        self.wait_until = self.rpc.wait_until
-        self.check_running = self.rpc.check_running
-        self.stderr_tail = self.rpc.stderr_tail
+        self._connect(request_timeout_s, first_request_timeout_s)
         self.capabilities: dict[str, Any] = {}
         self.encoding = "utf-16"
         self.documents: dict[str, OpenDocument] = {}
@@ -196,6 +182,24 @@ class LspClient:
         #: the last version of each document closed: reopened, it goes on from there, so a
         #: late publish for the closed text is never taken for the reopened one
         self._closed_versions: dict[str, int] = {}
+
+    def _connect(self, request_timeout_s: float, first_request_timeout_s: float | None) -> None:
+        """Make the session's :class:`RpcConnection` and take its calls onto the session."""
+        #: the protocol: requests, timeouts, the server's messages, its reader, its end
+        self.rpc = RpcConnection(
+            self.spec.id,
+            on_request=self._answer,
+            on_notification=self._on_notification,
+            request_timeout_s=request_timeout_s,
+            first_request_timeout_s=first_request_timeout_s,
+        )
+        # the protocol's calls, made on the session by the queries, rename and the supervisor
+        self.request = self.rpc.request
+        self.notify = self.rpc.notify
+        self.answers = self.rpc.answers
+        self.wait_until = self.rpc.wait_until
+        self.check_running = self.rpc.check_running
+        self.stderr_tail = self.rpc.stderr_tail
 
     # -- lifecycle -------------------------------------------------------------------------
 

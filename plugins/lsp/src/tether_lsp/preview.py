@@ -57,40 +57,9 @@ async def preview_note(
     config = supervisor.config
     timeout = config.diagnostics_timeout_s
 
-    async def ask(client: LspClient, paths: list[Path]) -> None:
-        for path in paths:
-            answers[(id(client), path)] = _Answer()
-        try:
-            await client.refresh_documents()  # the rest of the project as the disk has it
-            deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
-            await client.wait_ready(time_left(deadline), index=False)
-            async with client.unsaved() as unsaved:
-                # the baseline: each file's current text (a file the change creates has none)
-                for path in paths:
-                    current = files[path].current
-                    if current is None:
-                        answers[(id(client), path)].baseline = []
-                        continue
-                    doc = await unsaved.send(path, current.decode("utf-8", errors="replace"))
-                    got = await client.current_diagnostics(doc, time_left(deadline))
-                    if got is not None:
-                        answers[(id(client), path)].baseline = [d for d in got if is_reported(d)]
-                # the whole change, then its diagnostics
-                docs = [
-                    await unsaved.send(path, files[path].proposed.decode("utf-8", "replace"))
-                    for path in paths
-                ]
-                deadline = anyio.current_time() + timeout
-                got_all = await diagnose_change(client, docs, deadline, unsaved.resend)
-                for path, items in zip(paths, got_all, strict=True):
-                    answers[(id(client), path)].items = items
-        except tether.ToolError as exc:
-            for path in paths:
-                answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
-
     async with anyio.create_task_group() as group:
         for client, paths in by_client.values():
-            group.start_soon(ask, client, paths)
+            group.start_soon(_ask, supervisor, files, client, paths, answers)
     out: list[str] = []
     meta: dict[str, list[dict[str, Any]]] = {}
     for path, staged in files.items():
@@ -107,6 +76,48 @@ async def preview_note(
     origin = f" by {change.origin}" if change.origin else ""
     head = f"Diagnostics preview of the change staged{origin} (nothing written):"
     return tether.ResultNote(text=head + "\n" + "\n".join(out), meta={"would_introduce": meta})
+
+
+async def _ask(
+    supervisor: LspSupervisor,
+    files: dict[Path, tether.StagedFile],
+    client: LspClient,
+    paths: list[Path],
+    answers: dict[tuple[int, Path], _Answer],
+) -> None:
+    """``client``'s word on the staged ``paths``, into ``answers``: the diagnostics of each
+    file's current text, then, the whole change sent unsaved, those of its proposed text."""
+    config = supervisor.config
+    timeout = config.diagnostics_timeout_s
+    for path in paths:
+        answers[(id(client), path)] = _Answer()
+    try:
+        await client.refresh_documents()  # the rest of the project as the disk has it
+        deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
+        await client.wait_ready(time_left(deadline), index=False)
+        async with client.unsaved() as unsaved:
+            # the baseline: each file's current text (a file the change creates has none)
+            for path in paths:
+                current = files[path].current
+                if current is None:
+                    answers[(id(client), path)].baseline = []
+                    continue
+                doc = await unsaved.send(path, current.decode("utf-8", errors="replace"))
+                got = await client.current_diagnostics(doc, time_left(deadline))
+                if got is not None:
+                    answers[(id(client), path)].baseline = [d for d in got if is_reported(d)]
+            # the whole change, then its diagnostics
+            docs = [
+                await unsaved.send(path, files[path].proposed.decode("utf-8", "replace"))
+                for path in paths
+            ]
+            deadline = anyio.current_time() + timeout
+            got_all = await diagnose_change(client, docs, deadline, unsaved.resend)
+            for path, items in zip(paths, got_all, strict=True):
+                answers[(id(client), path)].items = items
+    except tether.ToolError as exc:
+        for path in paths:
+            answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
 
 
 def _describe(
@@ -165,7 +176,13 @@ def _describe(
         )
     else:
         head = f"- {rel}: would introduce, from {names} ({count}):"
-    found = [
+    found = _meta_of(fresh)
+    return head + "\n" + "\n".join(f"  {row}" for row in shown) + tail, found
+
+
+def _meta_of(fresh: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The diagnostics a file would introduce, as the note's ``meta`` gives them."""
+    return [
         {
             "line": d.get("range", {}).get("start", {}).get("line", 0) + 1,
             "severity": d.get("severity") or 1,
@@ -175,4 +192,3 @@ def _describe(
         }
         for d in fresh
     ]
-    return head + "\n" + "\n".join(f"  {row}" for row in shown) + tail, found

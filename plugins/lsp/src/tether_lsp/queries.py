@@ -284,6 +284,28 @@ async def call_hierarchy(session: Session, action: str, line: int, symbol: str) 
     await sources.load(
         [item.get("uri", ""), *((c.get("from") or c.get("to") or {}).get("uri", "") for c in calls)]
     )
+    rows = _call_rows(calls, item, incoming, sources, workdir)
+    if not rows:
+        note = session.indexing_note()
+        if note:
+            return f"{note}; no calls for {target} yet — ask again in a moment"
+        noun = "callers" if incoming else "calls"
+        return f"no {noun} found for {target} ({client.spec.id})"
+    noun = "calls" if incoming else "functions called"
+    shown, note = _capped(rows, CALLS_CAP, noun)
+    head = (
+        f"{len(rows)} call{'s' if len(rows) != 1 else ''} of {target}"
+        if incoming
+        else f"{len(rows)} function{'s' if len(rows) != 1 else ''} called by {target}"
+    )
+    head += f" ({client.spec.id})" + (f" ({note})" if note else "")
+    return head + ":\n" + "\n".join(shown)
+
+
+def _call_rows(
+    calls: list[Any], item: dict[str, Any], incoming: bool, sources: SourceLines, workdir: Path
+) -> list[str]:
+    """One line per call site (incoming) or per function called (outgoing), repeats dropped."""
     rows: list[str] = []
     for call in calls:
         other = call.get("from" if incoming else "to") or {}
@@ -310,22 +332,7 @@ async def call_hierarchy(session: Session, action: str, line: int, symbol: str) 
             )
             at = ", ".join(site.split(": ", 1)[0] for site in sites)
             rows.append(f"{kind} {name} — {declared} (called at {at})")
-    rows = list(dict.fromkeys(rows))  # basedpyright repeats a caller per overload it matched
-    if not rows:
-        note = session.indexing_note()
-        if note:
-            return f"{note}; no calls for {target} yet — ask again in a moment"
-        noun = "callers" if incoming else "calls"
-        return f"no {noun} found for {target} ({client.spec.id})"
-    noun = "calls" if incoming else "functions called"
-    shown, note = _capped(rows, CALLS_CAP, noun)
-    head = (
-        f"{len(rows)} call{'s' if len(rows) != 1 else ''} of {target}"
-        if incoming
-        else f"{len(rows)} function{'s' if len(rows) != 1 else ''} called by {target}"
-    )
-    head += f" ({client.spec.id})" + (f" ({note})" if note else "")
-    return head + ":\n" + "\n".join(shown)
+    return list(dict.fromkeys(rows))  # basedpyright repeats a caller per overload it matched
 
 
 async def hover(session: Session, line: int, symbol: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
@@ -47,6 +47,42 @@ async def rename(
     session.require("textDocument/rename", "renameProvider", "rename")
     pos, params = session.position(line, symbol)
     old_name = pos.line_text[pos.start : pos.end]
+    old_name = await _prepared_name(session, line, params, old_name)
+    edit = await client.request("textDocument/rename", {**params, "newName": new_name})
+    grouped = edits_by_file(edit or {})
+    if not grouped:
+        raise tether.ToolError(
+            f"{client.spec.id} returned no edits for renaming `{old_name}` at "
+            f"{session.rel}:{line}; nothing was written"
+        )
+    changes, synced, counts = await _planned_changes(session, grouped)
+    if not changes:
+        raise tether.ToolError(
+            f"renaming `{old_name}` to `{new_name}` changes nothing "
+            f"({client.spec.id} returned edits that leave every file as it is)"
+        )
+    # part of the proposal: where else the old name occurs, and whether the server could see it
+    spans = await crosscheck.covered_spans(
+        client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
+    )
+    missed = await crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
+    outside = [item for item in missed if item.outside is not None]
+    if preview:
+        return await _preview(session, old_name, new_name, changes, counts, missed, leave_outside)
+    if outside and not leave_outside:
+        _refuse_outside(session, old_name, outside, changes, counts)
+    await _write(session, changes, synced)
+    text = f"renamed `{old_name}` to `{new_name}`: " + _summary(session, changes, counts)
+    notes = crosscheck.describe(
+        missed, old_name, client.spec.id, supervisor.workdir, suffix="; not renamed"
+    )
+    return text + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+async def _prepared_name(session: Session, line: int, params: dict[str, Any], old_name: str) -> str:
+    """Ask a server that prepares renames whether the position can be renamed (once more when
+    it is still taking in our changes); the name it would rename (its placeholder)."""
+    client, supervisor = session.client, session.supervisor
     provider = client.capabilities.get("renameProvider")
     if isinstance(provider, dict) and provider.get("prepareProvider"):
         settled = client.settled
@@ -66,13 +102,16 @@ async def rename(
             )
         if isinstance(prepared, dict) and isinstance(prepared.get("placeholder"), str):
             old_name = prepared["placeholder"]
-    edit = await client.request("textDocument/rename", {**params, "newName": new_name})
-    grouped = edits_by_file(edit or {})
-    if not grouped:
-        raise tether.ToolError(
-            f"{client.spec.id} returned no edits for renaming `{old_name}` at "
-            f"{session.rel}:{line}; nothing was written"
-        )
+    return old_name
+
+
+async def _planned_changes(
+    session: Session, grouped: dict[str, list[dict[str, Any]]]
+) -> tuple[list[FileChange], dict[Path, Path], dict[Path, int]]:
+    """The files the edits change: their changes, the path the server knows each written one
+    by, and the edits per file; a :class:`tether.ToolError` for any file that cannot be
+    edited (not a file, outside the workdir, unreadable, not UTF-8, changed meanwhile)."""
+    client, supervisor = session.client, session.supervisor
     changes: list[FileChange] = []
     synced: dict[Path, Path] = {}  # written path -> the path the server knows it by
     counts: dict[Path, int] = {}
@@ -116,37 +155,40 @@ async def rename(
             changes.append(FileChange(real, before, after.encode("utf-8")))
             synced[real] = path
             counts[path] = sum(1 for e in edits if e.get("newText") is not None)
-    if not changes:
-        raise tether.ToolError(
-            f"renaming `{old_name}` to `{new_name}` changes nothing "
-            f"({client.spec.id} returned edits that leave every file as it is)"
-        )
-    # part of the proposal: where else the old name occurs, and whether the server could see it
-    spans = await crosscheck.covered_spans(
-        client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
+    return changes, synced, counts
+
+
+def _refuse_outside(
+    session: Session,
+    old_name: str,
+    outside: list[crosscheck.Uncovered],
+    changes: list[FileChange],
+    counts: dict[Path, int],
+) -> NoReturn:
+    """Refuse a rename that would leave uses of the old name the server cannot see broken."""
+    client, supervisor = session.client, session.supervisor
+    total = sum(counts.values())
+    rows = crosscheck.describe(
+        outside,
+        old_name,
+        client.spec.id,
+        supervisor.workdir,
+        suffix="; the server cannot rename it there",
     )
-    missed = await crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
-    outside = [item for item in missed if item.outside is not None]
-    if preview:
-        return await _preview(session, old_name, new_name, changes, counts, missed, leave_outside)
-    if outside and not leave_outside:
-        total = sum(counts.values())
-        rows = crosscheck.describe(
-            outside,
-            old_name,
-            client.spec.id,
-            supervisor.workdir,
-            suffix="; the server cannot rename it there",
-        )
-        raise tether.ToolError(
-            f"nothing was written: {client.spec.id}'s rename of `{old_name}` edits {total} "
-            f"place{'s' if total != 1 else ''} in {len(changes)} file"
-            f"{'s' if len(changes) != 1 else ''}, but\n"
-            + "\n".join(rows)
-            + "\nRenaming only what the server sees would leave those uses broken. Rename them "
-            "too (by hand, after this rename), or call again with `leave_outside: true` to "
-            "rename what the server found and leave them as they are."
-        )
+    raise tether.ToolError(
+        f"nothing was written: {client.spec.id}'s rename of `{old_name}` edits {total} "
+        f"place{'s' if total != 1 else ''} in {len(changes)} file"
+        f"{'s' if len(changes) != 1 else ''}, but\n"
+        + "\n".join(rows)
+        + "\nRenaming only what the server sees would leave those uses broken. Rename them "
+        "too (by hand, after this rename), or call again with `leave_outside: true` to "
+        "rename what the server found and leave them as they are."
+    )
+
+
+async def _write(session: Session, changes: list[FileChange], synced: dict[Path, Path]) -> None:
+    """Write every change or none, then give the server the written text of its open files."""
+    client, supervisor = session.client, session.supervisor
     try:
         await apply_changes_async(changes, root=supervisor.workdir)
     except StaleFiles as exc:
@@ -162,11 +204,6 @@ async def rename(
         if known.as_uri() in client.documents:
             doc, _ = await client.sync_document(known)
             await client.save(doc)
-    text = f"renamed `{old_name}` to `{new_name}`: " + _summary(session, changes, counts)
-    notes = crosscheck.describe(
-        missed, old_name, client.spec.id, supervisor.workdir, suffix="; not renamed"
-    )
-    return text + ("\n\n" + "\n".join(notes) if notes else "")
 
 
 def _summary(session: Session, changes: list[FileChange], counts: dict[Path, int]) -> str:

@@ -275,23 +275,11 @@ class RpcConnection:
         request waits for that same answer instead of starting the work over."""
         key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
         kept = self._kept.get(key)
-        if timeout_s is not None:
-            timeout = timeout_s
-        elif method in self._answered or kept is not None:
-            timeout = self.request_timeout_s
-        else:
-            timeout = self.first_request_timeout_s
+        timeout = self._timeout_for(method, kept, timeout_s)
         if kept is not None:
             request_id = kept.request_id
         else:
-            self._next_id += 1
-            request_id = self._next_id
-            self._pending.register(request_id)
-            try:
-                await self._send({"id": request_id, "method": method, "params": params})
-            except tether.ToolError:
-                self._pending.discard(request_id)
-                raise
+            request_id = await self._send_request(method, params)
         skipped_before = self.messages_skipped
         try:
             message = await self._pending.wait(request_id, timeout)
@@ -331,6 +319,31 @@ class RpcConnection:
             raise
         self._kept.pop(key, None)
         self._answered.add(method)
+        return self._result_of(method, message)
+
+    def _timeout_for(self, method: str, kept: KeptRequest | None, timeout_s: float | None) -> float:
+        """The wait for an answer: the caller's, else the first request of a method waits
+        the longer first-request timeout (unless it is a kept one)."""
+        if timeout_s is not None:
+            return timeout_s
+        if method in self._answered or kept is not None:
+            return self.request_timeout_s
+        return self.first_request_timeout_s
+
+    async def _send_request(self, method: str, params: Any) -> int:
+        """Send a new request, its answer awaited from now on; its id."""
+        self._next_id += 1
+        request_id = self._next_id
+        self._pending.register(request_id)
+        try:
+            await self._send({"id": request_id, "method": method, "params": params})
+        except tether.ToolError:
+            self._pending.discard(request_id)
+            raise
+        return request_id
+
+    def _result_of(self, method: str, message: dict[str, Any]) -> Any:
+        """The answer's result; :class:`RequestFailed` when the server answered an error."""
         if "error" in message and message["error"] is not None:
             error = message["error"]
             raise RequestFailed(

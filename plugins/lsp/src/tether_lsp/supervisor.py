@@ -337,42 +337,9 @@ class LspSupervisor:
                 self._forget(key, current)
                 current = None
             if current is not None:
-                crashes = self._crashes.setdefault(key, [])
-                now = time.monotonic()
-                crashes[:] = [t for t in crashes if now - t < _CRASH_WINDOW_S]
-                if not current.crash_counted:  # one crash, however many calls meet it
-                    current.crash_counted = True
-                    crashes.append(now)
-                if len(crashes) > self.config.max_restarts:
-                    raise tether.ToolError(
-                        f"{spec.id} for {self.relative(root) or '.'} crashed {len(crashes)} times "
-                        f"within {_CRASH_WINDOW_S:g} s; not restarting it again (`lsp reload` "
-                        f"tries once more). Last exit: {current.exit_reason}. "
-                        f"stderr: {current.stderr_tail().strip()[-800:] or '(empty)'}"
-                    )
+                self._count_crash(key, current)
                 self._forget(key, current)
-            binary = self.resolve_binary(spec.command[0], root)
-            if binary is None:
-                raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
-            if (why := self.refusal(spec)) is not None:
-                raise tether.ToolError(why)
-            argv = [binary, *spec.command[1:], *untrusted_args(spec.untrusted, self.run)]
-            # an untrusted workdir: what the server would load from it is pinned outside it
-            pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
-            # a trusted workdir: the root's own environment answers for its libraries
-            pinned_settings = deep_merge(pinned_settings, project_settings(spec, root, self.run))
-            from tether_lsp.client import LspClient
-
-            client = LspClient(
-                self.run,
-                pinned,
-                root,
-                argv,
-                deep_merge(pinned_settings, self.settings_for(spec)),
-                self.config.request_timeout_s,
-                self.config.start_timeout_s,
-                on_progress=self._progress_changed,
-            )
+            client = self._new_client(spec, root)
             self._clients[key] = client
             try:
                 await client.start(self.config.start_timeout_s)
@@ -389,6 +356,50 @@ class LspSupervisor:
                 self._forget(key, client)
                 self._refuse_when_closed()
             return client
+
+    def _count_crash(self, key: tuple[str, Path], crashed: LspClient) -> None:
+        """Count ``crashed``'s exit among its server's recent crashes; a
+        :class:`tether.ToolError` when there were too many to restart it again."""
+        spec_id, root = key
+        crashes = self._crashes.setdefault(key, [])
+        now = time.monotonic()
+        crashes[:] = [t for t in crashes if now - t < _CRASH_WINDOW_S]
+        if not crashed.crash_counted:  # one crash, however many calls meet it
+            crashed.crash_counted = True
+            crashes.append(now)
+        if len(crashes) > self.config.max_restarts:
+            raise tether.ToolError(
+                f"{spec_id} for {self.relative(root) or '.'} crashed {len(crashes)} times "
+                f"within {_CRASH_WINDOW_S:g} s; not restarting it again (`lsp reload` "
+                f"tries once more). Last exit: {crashed.exit_reason}. "
+                f"stderr: {crashed.stderr_tail().strip()[-800:] or '(empty)'}"
+            )
+
+    def _new_client(self, spec: ServerSpec, root: Path) -> LspClient:
+        """A session (not started yet) with ``spec``'s server for ``root``: its binary, its
+        arguments and settings, pinned outside an untrusted workdir."""
+        binary = self.resolve_binary(spec.command[0], root)
+        if binary is None:
+            raise tether.ToolError(f"{spec.id} is not usable: `{spec.command[0]}` not found")
+        if (why := self.refusal(spec)) is not None:
+            raise tether.ToolError(why)
+        argv = [binary, *spec.command[1:], *untrusted_args(spec.untrusted, self.run)]
+        # an untrusted workdir: what the server would load from it is pinned outside it
+        pinned, pinned_settings = pin_workspace_loads(spec, binary, self.run)
+        # a trusted workdir: the root's own environment answers for its libraries
+        pinned_settings = deep_merge(pinned_settings, project_settings(spec, root, self.run))
+        from tether_lsp.client import LspClient
+
+        return LspClient(
+            self.run,
+            pinned,
+            root,
+            argv,
+            deep_merge(pinned_settings, self.settings_for(spec)),
+            self.config.request_timeout_s,
+            self.config.start_timeout_s,
+            on_progress=self._progress_changed,
+        )
 
     def _forget(self, key: tuple[str, Path], client: LspClient) -> None:
         """Drop ``client`` from the running ones, if it is still the one there: a reload or the
@@ -520,33 +531,59 @@ class LspSupervisor:
         deadline = anyio.current_time() + STATUS_BUDGET_S
 
         async def assess(spec: ServerSpec) -> None:
-            roots = self.roots_in_workdir(spec)
-            probe = await self.probe(spec, roots[0] if roots else None)
-            ok = probe.ok
-            binary = f"usable ({probe.detail})" if ok else f"not usable: {probe.detail}"
-            if ok and roots:
-                # "usable" means it answered `initialize`: start it, in the run's task group so a
-                # start slower than the budget goes on, and the first query gets this process
-                ok, binary = await self._initialized(spec, roots[0], probe.detail, deadline)
-            if roots:
-                shown = ", ".join(self.relative(root) or "." for root in roots)
-                marker = f"roots: {shown}"
-            else:
-                marker = (
-                    f"no root marker ({', '.join(spec.root_markers)}) in the workdir: the "
-                    "workdir is its root"
-                )
-            verdict = "can answer" if ok else "cannot answer here"
-            results[spec.id] = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
-            shown = " ".join(spec.checker)
-            checker_why = refusal(spec.checker_untrusted, f"its checker `{shown}`", self.run)
-            if spec.checker and checker_why is not None and self.refusal(spec) is None:
-                results[spec.id] += f"; {checker_why}"
+            results[spec.id] = await self._assessment(spec, deadline)
 
         async with anyio.create_task_group() as group:
             for spec in specs:
                 group.start_soon(assess, spec)
         # after the assessment, so the servers it started show as running
+        running_lines = self._running_lines()
+        lines[:0] = running_lines
+        lines += [results[spec.id] for spec in specs]
+        for language in sorted({spec.language for spec in specs}):
+            order = ", ".join(spec.id for spec in self.candidates(language))
+            lines.append(f"Order for {language}: {order}")
+        # the workdir's own configuration that was ignored: the [lsp] table's keys, and a file
+        # that could not be read at all (it concerns every family)
+        ignored = [
+            note
+            for note in self.run.config_notes
+            if ": lsp." in note or "ignored the whole file" in note
+        ]
+        if ignored:
+            lines.append("Workdir configuration ignored (the harness's applies):")
+            lines += [f"  {note.removeprefix('workdir configuration: ')}" for note in ignored]
+        return "\n".join(lines)
+
+    async def _assessment(self, spec: ServerSpec, deadline: float) -> str:
+        """``spec``'s line of :meth:`status`: can it answer here (started, to know), its roots,
+        and why its checker is refused."""
+        roots = self.roots_in_workdir(spec)
+        probe = await self.probe(spec, roots[0] if roots else None)
+        ok = probe.ok
+        binary = f"usable ({probe.detail})" if ok else f"not usable: {probe.detail}"
+        if ok and roots:
+            # "usable" means it answered `initialize`: start it, in the run's task group so a
+            # start slower than the budget goes on, and the first query gets this process
+            ok, binary = await self._initialized(spec, roots[0], probe.detail, deadline)
+        if roots:
+            shown = ", ".join(self.relative(root) or "." for root in roots)
+            marker = f"roots: {shown}"
+        else:
+            marker = (
+                f"no root marker ({', '.join(spec.root_markers)}) in the workdir: the "
+                "workdir is its root"
+            )
+        verdict = "can answer" if ok else "cannot answer here"
+        result = f"  {spec.id} [{spec.language}] {verdict} — {binary}; {marker}"
+        shown = " ".join(spec.checker)
+        checker_why = refusal(spec.checker_untrusted, f"its checker `{shown}`", self.run)
+        if spec.checker and checker_why is not None and self.refusal(spec) is None:
+            result += f"; {checker_why}"
+        return result
+
+    def _running_lines(self) -> list[str]:
+        """The running servers' lines of :meth:`status`: each one's state."""
         running_lines: list[str] = []
         running = [client for client in self._clients.values()]
         if running:
@@ -571,19 +608,4 @@ class LspSupervisor:
                 )
         else:
             running_lines.append("Running: none (servers start on first use)")
-        lines[:0] = running_lines
-        lines += [results[spec.id] for spec in specs]
-        for language in sorted({spec.language for spec in specs}):
-            order = ", ".join(spec.id for spec in self.candidates(language))
-            lines.append(f"Order for {language}: {order}")
-        # the workdir's own configuration that was ignored: the [lsp] table's keys, and a file
-        # that could not be read at all (it concerns every family)
-        ignored = [
-            note
-            for note in self.run.config_notes
-            if ": lsp." in note or "ignored the whole file" in note
-        ]
-        if ignored:
-            lines.append("Workdir configuration ignored (the harness's applies):")
-            lines += [f"  {note.removeprefix('workdir configuration: ')}" for note in ignored]
-        return "\n".join(lines)
+        return running_lines
