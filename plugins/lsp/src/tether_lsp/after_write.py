@@ -11,7 +11,7 @@ half-applied change. And an answer is only the server's report on the text just 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -59,25 +59,13 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
         # no server handles this kind of file: nothing to check, nothing to say
         if path.is_file() and not supervisor.quiet_without_server(path)
     ]
-    clients_of: dict[Path, list[LspClient]] = {}
-    notes: dict[Path, list[str]] = {}
-    for path in paths:
-        try:
-            clients_of[path], notes[path] = await supervisor.diagnostic_clients(path)
-        except tether.ToolError as exc:
-            # a server should answer but cannot (missing, broken, no root marker): silence
-            # would read as "no new problems"
-            notes[path] = [f"diagnostics unavailable: {exc}"]
-    by_client: dict[int, tuple[LspClient, list[Path]]] = {}
-    for path, clients in clients_of.items():
-        for client in clients:
-            by_client.setdefault(id(client), (client, []))[1].append(path)
+    clients_of, notes, by_client = await diagnosing_clients(supervisor, paths)
     answers: dict[tuple[int, Path], _Answer] = {}
     timeout = supervisor.config.diagnostics_timeout_s
 
     # every server at once: one slow server does not make the others wait behind it
     async with anyio.create_task_group() as group:
-        for client, files in by_client.values():
+        for client, files in by_client:
             group.start_soon(_ask, supervisor, result, client, files, answers)
     out: list[str] = []
     for path in paths:
@@ -87,6 +75,27 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
         if note:
             out.append(note)
     return "\n" + "\n\n".join(out) if out else None
+
+
+async def diagnosing_clients(
+    supervisor: LspSupervisor, paths: Iterable[Path]
+) -> tuple[dict[Path, list[LspClient]], dict[Path, list[str]], list[tuple[LspClient, list[Path]]]]:
+    """The servers that diagnose each of ``paths`` with the notes about them, and the same
+    grouped by server (each server is asked once for all its files). A path a server should
+    answer for but cannot (missing, broken, no root marker) gets a note saying why: silence
+    would read as "no new problems"."""
+    clients_of: dict[Path, list[LspClient]] = {}
+    notes: dict[Path, list[str]] = {}
+    for path in paths:
+        try:
+            clients_of[path], notes[path] = await supervisor.diagnostic_clients(path)
+        except tether.ToolError as exc:
+            notes[path] = [f"diagnostics unavailable: {exc}"]
+    by_client: dict[int, tuple[LspClient, list[Path]]] = {}
+    for path, clients in clients_of.items():
+        for client in clients:
+            by_client.setdefault(id(client), (client, []))[1].append(path)
+    return clients_of, notes, list(by_client.values())
 
 
 async def _ask(

@@ -14,7 +14,13 @@ import attrs
 
 import tether
 from tether.text import cap
-from tether_lsp.after_write import CAP, diagnose_change, is_reported, time_left
+from tether_lsp.after_write import (
+    CAP,
+    diagnose_change,
+    diagnosing_clients,
+    is_reported,
+    time_left,
+)
 from tether_lsp.client import LspClient
 from tether_lsp.ledger import key_counts, new_against
 from tether_lsp.queries import Answers, format_merged, merge_diagnostics
@@ -42,23 +48,13 @@ async def preview_note(
         return None
     # each file costs two diagnostics rounds per server: a big edit previews its first files
     files = {staged.path: staged for staged in handled[:MAX_FILES]}
-    clients_of: dict[Path, list[LspClient]] = {}
-    notes: dict[Path, list[str]] = {path: [] for path in files}
-    for path in files:
-        try:
-            clients_of[path], notes[path] = await supervisor.diagnostic_clients(path)
-        except tether.ToolError as exc:
-            notes[path] = [f"diagnostics unavailable: {exc}"]
-    by_client: dict[int, tuple[LspClient, list[Path]]] = {}
-    for path, clients in clients_of.items():
-        for client in clients:
-            by_client.setdefault(id(client), (client, []))[1].append(path)
+    clients_of, notes, by_client = await diagnosing_clients(supervisor, files)
     answers: dict[tuple[int, Path], _Answer] = {}
     config = supervisor.config
     timeout = config.diagnostics_timeout_s
 
     async with anyio.create_task_group() as group:
-        for client, paths in by_client.values():
+        for client, paths in by_client:
             group.start_soon(_ask, supervisor, files, client, paths, answers)
     out: list[str] = []
     meta: dict[str, list[dict[str, Any]]] = {}
