@@ -62,3 +62,32 @@ async def test_a_breakpoint_in_the_go_standard_library(dbg, debug_run, go_workdi
             in text
         ), text
         assert "In the program's own code: main.go:45 in main.main" in text
+
+
+async def test_a_library_breakpoint_set_during_a_session_debugpy_would_ignore_waits_for_launch(
+    dbg, debug_run, py_workdir: Path
+) -> None:
+    """debugpy started with justMyCode on (no library breakpoint at launch) accepts a library
+    breakpoint and never stops there: it is not sent (the answer says why), it is kept, and the
+    next launch stops at it."""
+    python = shutil.which("python3")
+    assert python is not None
+    found = await anyio.run_process([python, "-c", "import json; print(json.__file__)"])
+    library = Path(found.stdout.decode().strip())
+    line = _line_of(library, "return _default_encoder.encode(obj)")
+    (py_workdir / "uses_json.py").write_text("import json\n\nprint(json.dumps([1, 2]))\n")
+    async with debug_run(py_workdir) as run:
+        await dbg.ok(run, op="breakpoints", file="uses_json.py", lines=[3])
+        text = await dbg.ok(run, op="launch", program="uses_json.py")
+        assert "Stopped (breakpoint) at uses_json.py:3" in text, text
+        said = await dbg.ok(run, op="breakpoints", file=str(library), lines=[line])
+        assert f"Breakpoints in {library} (the standard library of " in said, said
+        assert "NOT sent to the running session: debugpy was started with justMyCode on" in said
+        ended = await dbg.ok(run, op="continue")
+        assert "the program exited with code 0" in ended, ended
+        again = await dbg.ok(run, op="launch", program="uses_json.py")
+        assert "Stopped (breakpoint) at uses_json.py:3" in again, again
+        hit = await dbg.ok(run, op="continue")
+        assert f"Stopped (breakpoint) at {library}:{line} (outside the workdir) in dumps" in hit, (
+            hit
+        )

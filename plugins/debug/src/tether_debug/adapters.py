@@ -215,6 +215,12 @@ class DebugAdapter:
         adapter that checks lines against the program's own code (lldb, delve) needs nothing."""
         return []
 
+    def ignores_library_code(self, start_arguments: Mapping[str, Any]) -> str | None:
+        """Why a session started with ``start_arguments`` ignores breakpoints in library code
+        (set there during the session, they would never stop), and how to get them honoured;
+        None (the default) when it stops wherever it is told."""
+        return None
+
     async def library_roots(self, run: Run, resolution: Resolution) -> list[LibraryRoot]:
         """Directories outside the workdir whose files the program loads (its interpreter's
         standard library and packages, a toolchain, a module cache): breakpoints may go there.
@@ -355,6 +361,15 @@ class Debugpy(DebugAdapter):
 
     def pid_attach_needs(self) -> str:
         return _ptrace_needs("debugpy injects its debug server into the process with gdb")
+
+    def ignores_library_code(self, start_arguments: Mapping[str, Any]) -> str | None:
+        if not start_arguments.get("justMyCode"):
+            return None
+        return (
+            "debugpy was started with justMyCode on (no breakpoint was in library code when it "
+            "started), and then ignores every breakpoint in library code. They are kept: the "
+            "next launch sends them and starts debugpy with justMyCode off."
+        )
 
     def changed_source_requests(self, path: Path, loaded_lines: int) -> list[tuple[str, Any]]:
         # pydevd checks a breakpoint's line against the file on disk and moves a line that holds

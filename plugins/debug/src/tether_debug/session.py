@@ -158,6 +158,8 @@ class DebugSession:
         )
         self.debuggee_pid: int | None = None
         self.capabilities: dict[str, Any] = {}
+        #: the launch/attach request's arguments, once sent
+        self.start_arguments: dict[str, Any] = {}
         self.breakpoints: dict[Path, list[BreakpointState]] = {}
         #: files that changed since the program loaded them, told to the adapter
         self._changed_sources: set[Path] = set()

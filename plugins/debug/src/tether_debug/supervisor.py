@@ -167,6 +167,12 @@ class DebugSupervisor:
         wanted = self.requested.lines_after(path, lines, spec, remove)
         name = self._rel(path) + (f" ({library})" if library else "")
         anchor = self._anchor(path, name, wanted, lines, symbol, remove)
+        ignored = session.adapter.ignores_library_code(session.start_arguments) if session else None
+        if library and ignored:
+            # sent now, the adapter would accept them and never stop there: kept for the next
+            # launch, whose arguments then let the adapter stop in library code
+            self.requested.commit_lines(path, wanted, anchor)
+            return f"Breakpoints in {name}: NOT sent to the running session: {ignored}"
         if session is not None:
             symbols = anchor.symbols if anchor is not None else None
             states = await session.set_breakpoints(path, wanted, symbols)
@@ -560,6 +566,7 @@ class DebugSupervisor:
             filters = self.config.exception_filters.get(
                 session.adapter.id, list(session.adapter.exception_filters)
             )
+        session.start_arguments = arguments
         try:
             await session.open(attach_port=port)
             await session.configure(
