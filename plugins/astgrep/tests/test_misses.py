@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tether.testing import require_real
 from tether_astgrep.grammars import GrammarRegistry, all_grammars
 from tether_astgrep.pattern import compile_pattern
 from tether_astgrep.testing import captures, find
@@ -64,8 +65,7 @@ def test_a_call_inside_a_string_interpolation_is_found(
 def test_php_every_interpolated_expression_is_code(
     registry: GrammarRegistry, literal: str, pattern: str, expected: str
 ) -> None:
-    if "php" not in INSTALLED:
-        pytest.skip("the php grammar is not installed")
+    require_real("php" in INSTALLED, "the php grammar (tether-astgrep's test extra)")
     assert find(registry, "php", pattern, f"<?php\n$s = {literal};\n") == [expected]
 
 
@@ -284,8 +284,7 @@ namespace N {
 
 
 def test_csharp_using_finds_the_directives(registry: GrammarRegistry) -> None:
-    if "csharp" not in INSTALLED:
-        pytest.skip("the csharp grammar is not installed")
+    require_real("csharp" in INSTALLED, "the csharp grammar (tether-astgrep's test extra)")
     grammar = registry.get("csharp")
     assert grammar is not None
     compiled = compile_pattern("using $N;", grammar)
@@ -340,8 +339,7 @@ def test_tokens_written_side_by_side_still_admit_nothing_between(
 async def test_csharp_using_through_the_tool_names_both_readings_and_how_to_choose(
     astgrep_run: Any,
 ) -> None:
-    if "csharp" not in INSTALLED:
-        pytest.skip("the csharp grammar is not installed")
+    require_real("csharp" in INSTALLED, "the csharp grammar (tether-astgrep's test extra)")
     async with astgrep_run({"src/a.cs": CSHARP_USINGS}) as run:
         result = await run.call("ast_grep", {"pattern": "using $N;"})
         assert not result.is_error, result.text_content
