@@ -24,6 +24,7 @@ from tether.reading import UnreadableFile, peek, read_outside
 
 if TYPE_CHECKING:
     from tether import Run
+    from tether_debug.breakpoints import HitCondition
 
 #: Runs ``debugpy.adapter`` with TCP_QUICKACK/TCP_NODELAY on its sockets (see the file): without
 #: it every request that reaches pydevd waits ~44 ms on a delayed ACK (debugpy#2054).
@@ -138,10 +139,18 @@ class DebugAdapter:
     exception_filters: ClassVar[tuple[str, ...]] = ()
     #: What the adapter debugs, for ``adapters`` output.
     kind: ClassVar[str] = ""
+    #: The hit-condition operators :meth:`hit_condition` can express (for a refusal's text).
+    hit_operators: ClassVar[tuple[str, ...]] = ("==", ">=", "<=", ">", "<", "%")
     #: The adapter debugs a program without any project file (lldb takes any executable with
     #: debug information): its root markers only choose the working directory, the workdir
     #: when none is found.
     markers_optional: ClassVar[bool] = False
+
+    def hit_condition(self, hit: HitCondition) -> str | None:
+        """The ``hitCondition`` text that makes this adapter stop on the hits ``hit`` means
+        (see ``HitCondition``), or None when it cannot. The default is the dialect debugpy and
+        delve share: an explicit operator and the count (a bare number means ``==`` to both)."""
+        return str(hit)
 
     def matches_program(self, program: Path) -> bool:
         """True if this adapter is the natural choice for ``program``."""
@@ -427,6 +436,16 @@ class Lldb(DebugAdapter):
     attach_mode = "adapter"
     attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
     attach_pid = True
+    hit_operators = (">=", ">")
+
+    def hit_condition(self, hit: HitCondition) -> str | None:
+        # lldb-vscode reads only a bare number N, as an ignore count of N - 1: it stops on every
+        # hit from the Nth on, and silently ignores any other text
+        if hit.op == ">=":
+            return str(hit.count)
+        if hit.op == ">":
+            return str(hit.count + 1)
+        return None
 
     def matches_program(self, program: Path) -> bool:
         return _is_native(program)

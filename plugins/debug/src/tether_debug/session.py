@@ -534,7 +534,7 @@ class DebugSession:
         def place(line: int) -> Placed:
             return self.loaded.to_loaded(path, line, (symbols or {}).get(line))
 
-        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter.id, place)
+        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter, place)
         try:
             await self._changed_source(path)
             body = await self.client.request(
@@ -577,7 +577,7 @@ class DebugSession:
         self, functions: Mapping[str, BreakpointSpec]
     ) -> list[BreakpointState]:
         """Send the whole set of function breakpoints (DAP replaces it at each request)."""
-        states, sent = bp.function_breakpoints(functions, self.capabilities, self.adapter.id)
+        states, sent = bp.function_breakpoints(functions, self.capabilities, self.adapter)
         body: dict[str, Any] = {}
         if sent or self.function_breakpoints:
             try:
