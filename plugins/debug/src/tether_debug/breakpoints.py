@@ -111,6 +111,9 @@ class BreakpointState:
     #: the line sent, when the program runs an earlier text of the file than the one
     #: ``requested`` is a line of (the file changed since it started); None: the same line
     loaded: int | None = None
+    #: not verified: the nearest line the adapter verified when asked (None: none found, or not
+    #: asked because the program was running)
+    nearest: int | None = None
 
 
 @attrs.define
@@ -330,7 +333,9 @@ def render(states: Sequence[BreakpointState], source: str | None = None) -> str:
         else:
             why = f" ({state.message})" if state.message else ""
             nearest = ""
-            if verified_lines:
+            if state.nearest is not None:
+                nearest = f"; nearest line the adapter takes: {state.nearest}"
+            elif verified_lines:
                 best = min(verified_lines, key=lambda n: abs(n - state.requested))
                 nearest = f"; nearest verified line: {best}"
             out.append(f"  {what}: NOT verified{why}{nearest}")
