@@ -731,6 +731,9 @@ class DebugSession:
         except (DapError, DapTimeout, AdapterGone) as exc:
             raise ToolError(f"stack failed: {failure_reason(exc)}") from None
         frames = [f for f in body.get("stackFrames") or [] if isinstance(f, dict)]
+        for frame in frames:
+            if isinstance(frame.get("name"), str):
+                frame["name"] = self.adapter.frame_name(frame["name"])
         known = self.stop_frames.setdefault(tid, {})
         for position, frame in enumerate(frames, start):
             first = known.get(position)
