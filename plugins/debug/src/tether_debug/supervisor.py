@@ -175,7 +175,7 @@ class DebugSupervisor:
             await self._send_lines(session, path, name, library, wanted, lines, symbol, remove),
             before,
             wanted,
-            replaced=not remove and not spec.settings(),
+            replaced=not remove and not spec.settings() and bool(lines),
         )
 
     async def _send_lines(
