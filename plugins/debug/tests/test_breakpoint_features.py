@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -126,14 +127,80 @@ async def test_a_conditional_breakpoint_stops_only_when_true(
         assert value.startswith(case.evaluated(wanted)), value
 
 
-@pytest.mark.parametrize("case", _cases("hit_condition", True))
-async def test_a_hit_condition_stops_on_that_hit(dbg, debug_run, workdir: Path, case: Case) -> None:
-    async with debug_run(workdir) as run:
-        await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.line], hit_condition="2")
-        text = await dbg.ok(run, op="launch", program=case.program)
-        assert f"  line {case.line} [hit 2]: verified" in text
+#: tether's hit conditions, one meaning on every adapter: the hits (counted from 1) that stop
+HIT_MEANINGS: dict[str, Callable[[int], bool]] = {
+    "2": lambda hit: hit == 2,
+    "== 2": lambda hit: hit == 2,
+    ">= 2": lambda hit: hit >= 2,
+    "> 1": lambda hit: hit > 1,
+    "<= 2": lambda hit: hit <= 2,
+    "% 2": lambda hit: hit % 2 == 0,
+}
+
+#: lldb-vscode takes a bare N as an ignore count (it stops from the Nth hit on): what it can express
+LLDB_HIT_FORMS = {">= 2", "> 1"}
+
+
+async def _stopped_hits(dbg, run, case: Case, answer: str) -> list[int]:  # type: ignore[no-untyped-def]
+    """Which calls of the fixture's function (1-based) the breakpoint stopped on, continuing
+    until the program ends."""
+    hits = []
+    while f"at {case.file}:{case.line} in " in answer:
         value = await dbg.ok(run, op="evaluate", expression=case.var)
-        assert value.startswith(case.evaluated(case.values[1])), value
+        hits.append(
+            next(i for i, v in enumerate(case.values, 1) if value.startswith(case.evaluated(v)))
+        )
+        answer = await dbg.ok(run, op="continue")
+    assert "The session ended" in answer, answer
+    return hits
+
+
+@pytest.mark.parametrize("form", list(HIT_MEANINGS))
+@pytest.mark.parametrize("case", _cases("hit_condition", True))
+async def test_a_hit_condition_means_the_same_on_every_adapter(
+    dbg, debug_run, workdir: Path, case: Case, form: str
+) -> None:
+    """Each form stops on the same hits everywhere, or is refused by name (lldb-vscode reads a
+    bare N as "from the Nth hit on" and ignores any other text: before, "2" stopped on every
+    hit from 2 under lldb and only on hit 2 under debugpy)."""
+    expressible = case.adapter != "lldb" or form in LLDB_HIT_FORMS
+    async with debug_run(workdir) as run:
+        await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.line], hit_condition=form)
+        text = await dbg.ok(run, op="launch", program=case.program)
+        if not expressible:
+            assert f"[hit {form}]: NOT set: {case.adapter} cannot stop on hits" in text, text
+            assert "The session ended" in text or "exited" in text, text
+            return
+        wanted = [hit for hit in range(1, len(case.values) + 1) if HIT_MEANINGS[form](hit)]
+        assert await _stopped_hits(dbg, run, case, text) == wanted
+
+
+async def test_a_hit_condition_an_adapter_cannot_express_is_refused_during_a_session(
+    dbg, debug_run, c_workdir: Path
+) -> None:
+    case = CASES["lldb"]
+    async with debug_run(c_workdir) as run:
+        await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.loop_line])
+        await dbg.ok(run, op="launch", program=case.program)
+        error = await dbg.error(
+            run, op="breakpoints", file=case.file, lines=[case.line], hit_condition="% 2"
+        )
+        assert error == (
+            'hit_condition: lldb cannot stop on hits "% 2": of the hit conditions it takes only '
+            '">= N", "> N"; op "breakpoints" cannot use it'
+        )
+
+
+@pytest.mark.parametrize("form", ["0", "-1", ">=", "== x", "2 hits", "!= 2", ">=> 2"])
+async def test_a_hit_condition_outside_the_forms_is_refused_naming_them(
+    dbg, debug_run, py_workdir: Path, form: str
+) -> None:
+    async with debug_run(py_workdir) as run:
+        error = await dbg.error(
+            run, op="breakpoints", file="loop.py", lines=[5], hit_condition=form
+        )
+        assert error.startswith('hit_condition: expected "N" (only the Nth hit)'), error
+        assert repr(form) in error
 
 
 @pytest.mark.parametrize("case", _cases("hit_condition", False))
@@ -359,3 +426,41 @@ async def test_breakpoints_arguments_name_the_field(dbg, debug_run, py_workdir: 
         assert await dbg.error(run, op="set_variable", name="a") == (
             'invalid arguments for debug:\nvalue: required for op "set_variable"'
         )
+
+
+#: settings a breakpoint may have before a call that does not mention it
+BEFORE = {
+    "plain": {},
+    "log point": {"log_message": "b={b}"},
+    "condition": {"condition": "b > 1"},
+    "hit condition": {"hit_condition": ">= 2"},
+}
+
+
+@pytest.mark.parametrize("before", list(BEFORE))
+@pytest.mark.parametrize("live", [False, True], ids=["before launch", "live session"])
+async def test_an_answer_names_every_breakpoint_a_call_took_out_or_changed(
+    dbg, debug_run, py_workdir: Path, before: str, live: bool
+) -> None:
+    """A call without a setting makes ``lines`` the file's whole list: the breakpoints it drops
+    (and one whose settings it resets) are named in its answer, never dropped in silence."""
+    case = CASES["debugpy"]
+    async with debug_run(py_workdir) as run:
+        if live:
+            await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.after_line])
+            await dbg.ok(run, op="launch", program=case.program)
+        await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.line], **BEFORE[before])
+        described = {
+            "plain": "",
+            "log point": " [log 'b={b}', does not stop]",
+            "condition": " [if b > 1]",
+            "hit condition": " [hit >= 2]",
+        }[before]
+        said = await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.loop_line])
+        assert f"Removed: line {case.line}{described}" in said, said
+        assert "sets the file's whole list" in said
+        if before != "plain":
+            await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.line], **BEFORE[before])
+            said = await dbg.ok(run, op="breakpoints", file=case.file, lines=[case.line])
+            assert f"Changed: line {case.line}{described} is now plain." in said, said
+            assert f"line {case.loop_line}" in said  # the loop line went too, and says so

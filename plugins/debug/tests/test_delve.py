@@ -274,3 +274,26 @@ async def test_a_built_go_executable_runs_under_delve_when_named(
         assert (await dbg.ok(run, op="continue")).startswith(
             "The session ended: the program exited with code 0."
         )
+
+
+@pytest.mark.parametrize("when", ["at launch", "while stopped"])
+async def test_a_line_delve_cannot_take_names_the_nearest_line_it_can(
+    dbg, debug_run, go_workdir: Path, when: str
+) -> None:
+    """Line 14 is blank, between two functions: delve answers NOT verified, and the answer names
+    the nearest line delve does take (asked of delve itself, with the program not running) —
+    before, it named none when no other breakpoint of the file had verified."""
+    async with debug_run(go_workdir) as run:
+        if when == "at launch":
+            await dbg.ok(run, op="breakpoints", file="main.go", lines=[14])
+            text = await dbg.ok(run, op="launch", program="main.go", args=["alpha"])
+        else:
+            await dbg.ok(run, op="breakpoints", file="main.go", lines=[11])
+            await dbg.ok(run, op="launch", program="main.go", args=["alpha"])
+            text = await dbg.ok(run, op="breakpoints", file="main.go", lines=[14])
+        found = re.search(r"line 14: NOT verified.*; nearest line the adapter takes: (\d+)", text)
+        assert found, text
+        assert int(found.group(1)) in (13, 15)
+        # the probe left nothing behind: the program runs to its end without another stop
+        if when == "while stopped":
+            assert "The session ended" in await dbg.ok(run, op="continue")

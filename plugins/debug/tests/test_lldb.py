@@ -30,7 +30,9 @@ async def test_breakpoint_step_variables_evaluate_and_exit(dbg, debug_run, c_wor
         assert report == (
             "Breakpoints in prog.c (sent to the running session):\n"
             "  line 4: verified\n"
-            "  line 200: NOT verified; nearest verified line: 4"
+            "  line 200: NOT verified; nearest verified line: 4\n"
+            "Removed: line 2 (a call without condition, hit_condition or log_message sets the "
+            "file's whole list; pass a setting to add lines, remove: true to take some out)."
         )
         stack = (await dbg.ok(run, op="stack")).splitlines()
         assert stack[0].endswith(": square at prog.c:4")

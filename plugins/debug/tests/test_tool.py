@@ -233,7 +233,7 @@ async def test_status_before_any_session(dbg, debug_run, py_workdir: Path) -> No
         assert (await dbg.ok(run, op="status")).endswith("Breakpoints: loop.py: 5, 14.")
         assert (
             await dbg.ok(run, op="breakpoints", file="loop.py", lines=[])
-            == "Cleared every breakpoint in loop.py."
+            == "Cleared every breakpoint in loop.py.\nRemoved: line 5, line 14."
         )
         for op in ("continue", "stack", "threads", "terminate"):
             assert (

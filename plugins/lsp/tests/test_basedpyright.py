@@ -288,3 +288,14 @@ def test_incoming_and_outgoing_calls(py: Caller) -> None:
         "1 function called by `make_square` at pkg/shapes.py:19 (basedpyright):\n"
         "class Square — pkg/shapes.py:11:7: class Square(Shape): (called at pkg/shapes.py:21:12)"
     )
+
+
+def test_hover_reads_as_text_not_escaped_markdown(py: Caller) -> None:
+    """basedpyright writes a docstring as markdown: ``\\*args``, ``&nbsp;`` for indentation,
+    ``&lt;``. The hover shows the docstring's own text (code blocks unchanged)."""
+    text = py.ok(action="hover", file="pkg/doc.py", line=1, symbol="spread")
+    assert "def spread(\n    *args: int,\n    **kwargs: str\n) -> int" in text, text
+    assert "Add *args up; **kwargs_names** are checked & <kept>." in text, text
+    assert 'Example:\n    spread(1, 2, a="x")  # -> 3' in text, text
+    for escape in ("\\*", "&nbsp;", "&lt;", "&amp;", "\\_", "\\#"):
+        assert escape not in text, (escape, text)

@@ -24,6 +24,7 @@ from tether.reading import UnreadableFile, peek, read_outside
 
 if TYPE_CHECKING:
     from tether import Run
+    from tether_debug.breakpoints import HitCondition
 
 #: Runs ``debugpy.adapter`` with TCP_QUICKACK/TCP_NODELAY on its sockets (see the file): without
 #: it every request that reaches pydevd waits ~44 ms on a delayed ACK (debugpy#2054).
@@ -138,10 +139,22 @@ class DebugAdapter:
     exception_filters: ClassVar[tuple[str, ...]] = ()
     #: What the adapter debugs, for ``adapters`` output.
     kind: ClassVar[str] = ""
+    #: The hit-condition operators :meth:`hit_condition` can express (for a refusal's text).
+    hit_operators: ClassVar[tuple[str, ...]] = ("==", ">=", "<=", ">", "<", "%")
     #: The adapter debugs a program without any project file (lldb takes any executable with
     #: debug information): its root markers only choose the working directory, the workdir
     #: when none is found.
     markers_optional: ClassVar[bool] = False
+
+    def frame_name(self, name: str) -> str:
+        """A stack frame's function name as a person reads it (the adapter's, by default)."""
+        return name
+
+    def hit_condition(self, hit: HitCondition) -> str | None:
+        """The ``hitCondition`` text that makes this adapter stop on the hits ``hit`` means
+        (see ``HitCondition``), or None when it cannot. The default is the dialect debugpy and
+        delve share: an explicit operator and the count (a bare number means ``==`` to both)."""
+        return str(hit)
 
     def matches_program(self, program: Path) -> bool:
         """True if this adapter is the natural choice for ``program``."""
@@ -427,6 +440,20 @@ class Lldb(DebugAdapter):
     attach_mode = "adapter"
     attach_hint = "lldb-server gdbserver 127.0.0.1:{port} ./prog"
     attach_pid = True
+    hit_operators = (">=", ">")
+
+    def frame_name(self, name: str) -> str:
+        # lldb 14 leaves Rust's legacy symbols half decoded (the escapes and the hash stay)
+        return demangle_rust(name)
+
+    def hit_condition(self, hit: HitCondition) -> str | None:
+        # lldb-vscode reads only a bare number N, as an ignore count of N - 1: it stops on every
+        # hit from the Nth on, and silently ignores any other text
+        if hit.op == ">=":
+            return str(hit.count)
+        if hit.op == ">":
+            return str(hit.count + 1)
+        return None
 
     def matches_program(self, program: Path) -> bool:
         return _is_native(program)
@@ -455,6 +482,31 @@ class Lldb(DebugAdapter):
 
     def pid_attach_arguments(self, pid: int, resolution: Resolution) -> dict[str, Any]:
         return {**super().pid_attach_arguments(pid, resolution), "pid": pid}
+
+
+_RUST_HASH = re.compile(r"::h[0-9a-f]{16}$")
+_RUST_ESCAPE = re.compile(r"\$(SP|BP|RF|LT|GT|LP|RP|C|u[0-9a-fA-F]{1,6})\$")
+_RUST_ESCAPES = {"SP": "@", "BP": "*", "RF": "&", "LT": "<", "GT": ">", "LP": "(", "RP": ")"}
+_RUST_ESCAPES["C"] = ","
+
+
+def demangle_rust(name: str) -> str:
+    """A Rust legacy symbol path as rustc-demangle's alternate form writes it (``$LT$`` → ``<``,
+    ``$u20$`` → a space, ``..`` → ``::``, no ``::h…`` hash); any other name unchanged."""
+    hashed = _RUST_HASH.search(name)
+    if hashed is None and _RUST_ESCAPE.search(name) is None:
+        return name
+    if hashed is not None:
+        name = name[: hashed.start()]
+
+    def unescape(found: re.Match[str]) -> str:
+        code = found.group(1)
+        if code.startswith("u"):
+            return chr(int(code[1:], 16))
+        return _RUST_ESCAPES[code]
+
+    parts = [part[1:] if part.startswith("_$") else part for part in name.split("::")]
+    return _RUST_ESCAPE.sub(unescape, "::".join(parts).replace("..", "::"))
 
 
 class Rust(Lldb):

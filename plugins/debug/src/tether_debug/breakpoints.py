@@ -4,9 +4,10 @@ adapter's capabilities, turned into DAP requests, and reported back line by line
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -14,6 +15,35 @@ from tether import ArgumentError
 from tether_debug import features
 from tether_debug.anchors import Anchor
 from tether_debug.loaded import Placed
+
+if TYPE_CHECKING:
+    from tether_debug.adapters import DebugAdapter
+
+#: tether's hit conditions, one meaning on every adapter: the operator compares the breakpoint's
+#: hit count (1 on its first hit) with N; a bare ``N`` means ``== N`` (only the Nth hit)
+HIT_OPERATORS = ("==", ">=", "<=", ">", "<", "%")
+_HIT = re.compile(r"\s*(==|>=|<=|>|<|%)?\s*([0-9]{1,9})\s*")
+HIT_FORMS = '"N" (only the Nth hit), "== N", ">= N", "> N", "<= N", "< N" or "% N" (every Nth)'
+
+
+@attrs.frozen
+class HitCondition:
+    """A hit condition as tether means it: stop when ``hits <op> count`` (``%``: divisible)."""
+
+    op: str
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> HitCondition:
+        found = _HIT.fullmatch(text)
+        if found is None or int(found.group(2)) < 1:
+            raise ArgumentError(
+                "hit_condition", f"expected {HIT_FORMS} with N a positive integer, got {text!r}"
+            )
+        return cls(found.group(1) or "==", int(found.group(2)))
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.count}"
 
 
 @attrs.frozen
@@ -36,18 +66,23 @@ class BreakpointSpec:
             if value is not None
         }
 
-    def unsupported(self, capabilities: Mapping[str, Any], adapter_id: str) -> str | None:
-        """Why the adapter cannot honour this breakpoint (the first setting it lacks), or None."""
+    def unsupported(self, capabilities: Mapping[str, Any], adapter: DebugAdapter) -> str | None:
+        """Why the adapter cannot honour this breakpoint (the first setting it lacks, or a hit
+        condition it cannot express), or None."""
         for name in self.settings():
             if not features.supports(capabilities, name):
-                return features.refusal(adapter_id, name)
+                return features.refusal(adapter.id, name)
+        if self.hit_condition is not None:
+            return hit_refusal(adapter, HitCondition.parse(self.hit_condition))
         return None
 
-    def dap(self) -> dict[str, str]:
-        """The DAP fields of a SourceBreakpoint/FunctionBreakpoint for these settings."""
-        keys = {"condition": "condition", "hit_condition": "hitCondition"}
-        keys["log_message"] = "logMessage"
-        return {keys[name]: value for name, value in self.settings().items()}
+    def dap(self, adapter: DebugAdapter) -> dict[str, str]:
+        """The DAP fields of a SourceBreakpoint/FunctionBreakpoint for these settings, the hit
+        condition in the adapter's own words (call only when :meth:`unsupported` is None)."""
+        fields = {"condition": self.condition, "logMessage": self.log_message}
+        if self.hit_condition is not None:
+            fields["hitCondition"] = adapter.hit_condition(HitCondition.parse(self.hit_condition))
+        return {key: value for key, value in fields.items() if value is not None}
 
     def describe(self) -> str:
         parts = []
@@ -76,6 +111,9 @@ class BreakpointState:
     #: the line sent, when the program runs an earlier text of the file than the one
     #: ``requested`` is a line of (the file changed since it started); None: the same line
     loaded: int | None = None
+    #: not verified: the nearest line the adapter verified when asked (None: none found, or not
+    #: asked because the program was running)
+    nearest: int | None = None
 
 
 @attrs.define
@@ -139,6 +177,14 @@ class Requested:
         return current
 
 
+def hit_refusal(adapter: DebugAdapter, hit: HitCondition) -> str | None:
+    """Why ``adapter`` cannot stop on the hits ``hit`` means, or None."""
+    if adapter.hit_condition(hit) is not None:
+        return None
+    can = ", ".join(f'"{op} N"' for op in adapter.hit_operators)
+    return f'{adapter.id} cannot stop on hits "{hit}": of the hit conditions it takes only {can}'
+
+
 def check_arguments(
     *,
     file: str | None,
@@ -149,6 +195,8 @@ def check_arguments(
     remove: bool,
 ) -> None:
     """The combinations op ``breakpoints`` takes, each refused naming the field."""
+    if spec.hit_condition is not None:
+        HitCondition.parse(spec.hit_condition)
     given = [name for name, v in (("file", file), ("function", function)) if v is not None]
     if exceptions is not None:
         given.append("exceptions")
@@ -193,7 +241,7 @@ def check_arguments(
 def source_breakpoints(
     specs: Mapping[int, BreakpointSpec],
     capabilities: Mapping[str, Any],
-    adapter_id: str,
+    adapter: DebugAdapter,
     place: Callable[[int], Placed] | None = None,
 ) -> tuple[list[BreakpointState], list[dict[str, Any]]]:
     """Every line's state, and the DAP breakpoints to send (those the adapter can honour: one
@@ -204,7 +252,7 @@ def source_breakpoints(
     states, sent = [], []
     for line, spec in specs.items():
         state = BreakpointState(line, spec)
-        state.refused = spec.unsupported(capabilities, adapter_id)
+        state.refused = spec.unsupported(capabilities, adapter)
         if state.refused is None and place is not None:
             placed = place(line)
             if placed.line is None:
@@ -213,25 +261,25 @@ def source_breakpoints(
                 state.loaded = placed.line
         states.append(state)
         if state.refused is None:
-            sent.append({"line": state.loaded or line, **spec.dap()})
+            sent.append({"line": state.loaded or line, **spec.dap(adapter)})
     return states, sent
 
 
 def function_breakpoints(
-    specs: Mapping[str, BreakpointSpec], capabilities: Mapping[str, Any], adapter_id: str
+    specs: Mapping[str, BreakpointSpec], capabilities: Mapping[str, Any], adapter: DebugAdapter
 ) -> tuple[list[BreakpointState], list[dict[str, Any]]]:
     states, sent = [], []
     can = features.supports(capabilities, "function")
     for name, spec in specs.items():
         state = BreakpointState(0, spec, function=name)
         state.refused = (
-            spec.unsupported(capabilities, adapter_id)
+            spec.unsupported(capabilities, adapter)
             if can
-            else features.refusal(adapter_id, "function")
+            else features.refusal(adapter.id, "function")
         )
         states.append(state)
         if state.refused is None:
-            sent.append({"name": name, **spec.dap()})
+            sent.append({"name": name, **spec.dap(adapter)})
     return states, sent
 
 
@@ -285,7 +333,9 @@ def render(states: Sequence[BreakpointState], source: str | None = None) -> str:
         else:
             why = f" ({state.message})" if state.message else ""
             nearest = ""
-            if verified_lines:
+            if state.nearest is not None:
+                nearest = f"; nearest line the adapter takes: {state.nearest}"
+            elif verified_lines:
                 best = min(verified_lines, key=lambda n: abs(n - state.requested))
                 nearest = f"; nearest verified line: {best}"
             out.append(f"  {what}: NOT verified{why}{nearest}")

@@ -51,6 +51,11 @@ _SHUTDOWN_S = 3.0
 _PAUSE_RETRY_S = 2.0
 
 
+#: how many lines on each side of a breakpoint the adapter did not verify are tried for the
+#: nearest one it would (see DebugSession._nearest_valid_lines)
+_PROBE_SPAN = 12
+
+
 class Phase(enum.Enum):
     STARTING = "starting"
     RUNNING = "running"
@@ -534,7 +539,7 @@ class DebugSession:
         def place(line: int) -> Placed:
             return self.loaded.to_loaded(path, line, (symbols or {}).get(line))
 
-        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter.id, place)
+        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter, place)
         try:
             await self._changed_source(path)
             body = await self.client.request(
@@ -551,6 +556,8 @@ class DebugSession:
                 f"setting the breakpoints of {path} failed: {failure_reason(exc)}"
             ) from None
         bp.take_answer(states, body.get("breakpoints") or [])
+        if self.phase is not Phase.RUNNING:
+            await self._nearest_valid_lines(path, states, sent)
         for state in states:
             self._line_now(path, state)
         if lines:
@@ -558,6 +565,54 @@ class DebugSession:
         else:
             self.breakpoints.pop(path, None)
         return states
+
+    async def _nearest_valid_lines(
+        self, path: Path, states: Sequence[BreakpointState], sent: list[dict[str, Any]]
+    ) -> None:
+        """For each line the adapter did not verify, the nearest line it would: the lines around
+        it are sent once beside the file's breakpoints, then the breakpoints alone again. Only
+        while the program is not running (before configurationDone, or stopped), so that no
+        probe can be hit."""
+        lost = [
+            s for s in states if s.refused is None and s.verified is False and s.function is None
+        ]
+        if not lost:
+            return
+        taken = {b["line"] for b in sent}
+        near: dict[int, list[int]] = {}
+        for state in lost:
+            at = state.loaded or state.requested
+            around = sorted(
+                range(max(1, at - _PROBE_SPAN), at + _PROBE_SPAN + 1), key=lambda n: abs(n - at)
+            )
+            near[at] = [n for n in around if n not in taken]
+        probes = sorted({n for lines in near.values() for n in lines})
+        source = {"path": str(path), "name": path.name}
+        try:
+            body = await self.client.request(
+                "setBreakpoints",
+                {"source": source, "breakpoints": [*sent, *({"line": n} for n in probes)]},
+            )
+            valid = {
+                probe: info.get("line") or probe
+                for probe, info in zip(
+                    probes, (body.get("breakpoints") or [])[len(sent) :], strict=False
+                )
+                if isinstance(info, Mapping) and info.get("verified")
+            }
+            restored = await self.client.request(
+                "setBreakpoints", {"source": source, "breakpoints": sent}
+            )
+        except (DapError, DapTimeout, AdapterGone):
+            return  # the answer then says only what the adapter said
+        bp.take_answer(states, restored.get("breakpoints") or [])
+        for state in lost:
+            at = state.loaded or state.requested
+            found = next((valid[n] for n in near[at] if n in valid), None)
+            if found is not None:
+                state.nearest = (
+                    found if state.loaded is None else self.loaded.to_now(path, found).line
+                )
 
     async def _changed_source(self, path: Path) -> None:
         """Once per file that changed since the program loaded it: what the adapter needs to
@@ -577,7 +632,7 @@ class DebugSession:
         self, functions: Mapping[str, BreakpointSpec]
     ) -> list[BreakpointState]:
         """Send the whole set of function breakpoints (DAP replaces it at each request)."""
-        states, sent = bp.function_breakpoints(functions, self.capabilities, self.adapter.id)
+        states, sent = bp.function_breakpoints(functions, self.capabilities, self.adapter)
         body: dict[str, Any] = {}
         if sent or self.function_breakpoints:
             try:
@@ -676,6 +731,9 @@ class DebugSession:
         except (DapError, DapTimeout, AdapterGone) as exc:
             raise ToolError(f"stack failed: {failure_reason(exc)}") from None
         frames = [f for f in body.get("stackFrames") or [] if isinstance(f, dict)]
+        for frame in frames:
+            if isinstance(frame.get("name"), str):
+                frame["name"] = self.adapter.frame_name(frame["name"])
         known = self.stop_frames.setdefault(tid, {})
         for position, frame in enumerate(frames, start):
             first = known.get(position)

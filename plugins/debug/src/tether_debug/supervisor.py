@@ -148,6 +148,10 @@ class DebugSupervisor:
         capabilities, adapter_id = session.capabilities, session.adapter.id
         for name in spec.settings():
             features.require(capabilities, adapter_id, name, "breakpoints")
+        if spec.hit_condition is not None:
+            refused = bp.hit_refusal(session.adapter, bp.HitCondition.parse(spec.hit_condition))
+            if refused is not None:
+                raise ArgumentError("hit_condition", f'{refused}; op "breakpoints" cannot use it')
         if function is not None and not remove:
             features.require(capabilities, adapter_id, "function", "breakpoints")
         if exceptions is not None:
@@ -164,8 +168,29 @@ class DebugSupervisor:
         symbol: str | None,
     ) -> str:
         path, library = await self._source_file(file)
+        before = dict(self.requested.files.get(path, {}))
         wanted = self.requested.lines_after(path, lines, spec, remove)
         name = self._rel(path) + (f" ({library})" if library else "")
+        return _with_changes(
+            await self._send_lines(session, path, name, library, wanted, lines, symbol, remove),
+            before,
+            wanted,
+            replaced=not remove and not spec.settings() and bool(lines),
+        )
+
+    async def _send_lines(
+        self,
+        session: DebugSession | None,
+        path: Path,
+        name: str,
+        library: str | None,
+        wanted: dict[int, BreakpointSpec],
+        lines: Sequence[int],
+        symbol: str | None,
+        remove: bool,
+    ) -> str:
+        """Keep ``wanted`` as the file's breakpoints and send them to the live session, if any;
+        the answer's report of each line."""
         anchor = self._anchor(path, name, wanted, lines, symbol, remove)
         ignored = session.adapter.ignores_library_code(session.start_arguments) if session else None
         if library and ignored:
@@ -1029,6 +1054,34 @@ def _check_breakpoint_arguments(
         spec=spec,
         remove=remove,
     )
+
+
+def _with_changes(
+    answer: str,
+    before: Mapping[int, BreakpointSpec],
+    after: Mapping[int, BreakpointSpec],
+    replaced: bool,
+) -> str:
+    """``answer`` followed by every breakpoint of the file this call took out or changed, so
+    that none goes silently (a call without a setting makes ``lines`` the file's whole list)."""
+    gone = [f"line {line}{spec.describe()}" for line, spec in before.items() if line not in after]
+    changed = [
+        f"line {line}{spec.describe() or ' [plain]'} is now{after[line].describe() or ' plain'}"
+        for line, spec in before.items()
+        if line in after and after[line] != spec
+    ]
+    notes = []
+    if gone:
+        why = (
+            " (a call without condition, hit_condition or log_message sets the file's whole list;"
+            " pass a setting to add lines, remove: true to take some out)"
+            if replaced
+            else ""
+        )
+        notes.append(f"Removed: {', '.join(gone)}{why}.")
+    if changed:
+        notes.append(f"Changed: {'; '.join(changed)}.")
+    return "\n".join([answer, *notes])
 
 
 def _can_attach(adapter: DebugAdapter, by_port: bool) -> bool:

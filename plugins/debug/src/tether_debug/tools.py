@@ -146,7 +146,11 @@ class DebugArgs:
     )
     hit_condition: str | None = tether.arg(
         None,
-        description="breakpoints: stop only on these hits (the adapter's syntax, e.g. '3' or '>=3')",
+        description=(
+            "breakpoints: stop only on these hits, counted from 1, the same on every adapter: "
+            "'N' or '== N' (only the Nth), '>= N', '> N', '<= N', '< N', '% N' (every Nth); "
+            "one an adapter cannot express is refused by name"
+        ),
         min_length=1,
     )
     log_message: str | None = tether.arg(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -162,13 +164,38 @@ def hover_text(result: Any) -> str:
     parts = contents if isinstance(contents, list) else [contents]
     out: list[str] = []
     for part in parts:
-        if isinstance(part, str):
-            out.append(part)
+        if isinstance(part, str):  # a MarkedString: markdown
+            out.append(markdown_text(part))
         elif isinstance(part, dict) and "language" in part:
             out.append(f"```{part['language']}\n{part.get('value', '')}\n```")
-        elif isinstance(part, dict):
+        elif isinstance(part, dict) and part.get("kind") == "plaintext":
             out.append(str(part.get("value", "")))
+        elif isinstance(part, dict):
+            out.append(markdown_text(str(part.get("value", ""))))
     return "\n\n".join(chunk for chunk in out if chunk.strip()).strip()
+
+
+#: a CommonMark backslash escape (of ASCII punctuation), an HTML entity, a hard line break
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_HARD_BREAK = re.compile(r"(?: {2,}|\\)$", re.MULTILINE)
+_CODE = re.compile(r"(^```.*?^```[ \t]*$|`[^`\n]+`)", re.MULTILINE | re.DOTALL)
+
+
+def markdown_text(markdown: str) -> str:
+    """A server's markdown as the text it stands for: the escapes servers add for markdown
+    (``\\*args``, ``&nbsp;`` as indentation, ``&lt;``, a hard break's trailing spaces) read as
+    their characters; code (fenced blocks, inline spans), where markdown keeps them literal, as
+    it is."""
+    out = []
+    for index, chunk in enumerate(_CODE.split(markdown)):
+        if index % 2:
+            out.append(chunk)
+            continue
+        chunk = _HARD_BREAK.sub("", chunk)
+        chunk = _ESCAPED.sub(r"\1", chunk)
+        out.append(_ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), chunk))
+    return "".join(out)
 
 
 def diagnostic_line(diagnostic: dict[str, Any], where: str, line_text: str, encoding: str) -> str:
