@@ -20,7 +20,7 @@ from typing import Any, get_args
 
 import attrs
 import pytest
-from test_docs import PAGES, code_of, page_id, resolve
+from docs_pages import PAGES, code_of, page_id, resolve
 
 import tether
 
