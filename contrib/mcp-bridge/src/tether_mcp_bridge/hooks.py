@@ -15,9 +15,14 @@ if TYPE_CHECKING:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from tether.cli import add_run_options
 
-    add_run_options(p, approve=True)
     # no --workdir: the single root the client offers (2025-11-25 clients only)
-    p.set_defaults(workdir=None)
+    add_run_options(
+        p,
+        approve=True,
+        workdir_default=None,
+        workdir_help="the checkout the run works on (default: the one root the client offers; "
+        "clients of the 2025-11-25 revision offer none, so pass it)",
+    )
 
 
 async def _main(ns: argparse.Namespace) -> int:

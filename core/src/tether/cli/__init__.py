@@ -56,10 +56,16 @@ class _CliResources:
 
 
 def add_run_options(
-    p: argparse.ArgumentParser, *, surface: bool = True, approve: bool = False
+    p: argparse.ArgumentParser,
+    *,
+    surface: bool = True,
+    approve: bool = False,
+    workdir_default: str | None = ".",
+    workdir_help: str = "the checkout the run works on (default: .)",
 ) -> None:
-    """The flags every run-opening command shares (a plugin's command uses them too)."""
-    p.add_argument("--workdir", default=".", help="the checkout the run works on (default: .)")
+    """The flags every run-opening command shares (a plugin's command uses them too; one whose
+    workdir comes from elsewhere when the flag is absent says so in ``workdir_help``)."""
+    p.add_argument("--workdir", default=workdir_default, help=workdir_help)
     p.add_argument(
         "--config",
         type=Path,
