@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 from collections.abc import Awaitable, Callable, Mapping
@@ -226,14 +227,19 @@ def _values(job: Job) -> tuple[tuple[str, str], ...]:
     )
 
 
+PLACEHOLDER = re.compile(r"\{(brief|tier|label|worker_id|cwd)\}")
+
+
 def substitute(arg: str, job: Job) -> str:
     """Replace ``{brief}``/``{tier}``/``{label}``/``{worker_id}``/``{cwd}`` in one argv element.
 
-    Plain replacement, not ``str.format``: briefs are full of braces.
+    One pass over the harness's template, not ``str.format`` (briefs are full of braces) nor
+    one replacement after another: a placeholder inside a substituted value (a brief holding
+    ``{cwd}`` or a template of its own) stays as written, since no text from the model is ever
+    read as a template.
     """
-    for key, value in _values(job):
-        arg = arg.replace("{" + key + "}", value)
-    return arg
+    values = dict(_values(job))
+    return PLACEHOLDER.sub(lambda match: values[match[1]], arg)
 
 
 def becomes_option(command: tuple[str, ...], job: Job) -> str | None:
