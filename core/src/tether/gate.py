@@ -197,7 +197,7 @@ def fixes(
     return found
 
 
-def _render_step(step: Step, tool: str, sources: ApprovalSources) -> str:
+def _render_step(step: Step, decided: Path, sources: ApprovalSources) -> str:
     name = entry_name(step.path)
     if step.kind == "approve":
         tier = step.path[0]
@@ -209,9 +209,9 @@ def _render_step(step: Step, tool: str, sources: ApprovalSources) -> str:
         )
     if step.kind == "harness":
         where = sources.harness_origin
-        what = "for this tool alone " if step.path[0] == "tools" else ""
-        if step.path[0] == "actions":
-            what = "for this action alone "
+        what = ""
+        if step.path != decided:  # a more specific entry, which would decide instead
+            what = "for this action alone " if step.path[0] == "actions" else "for this tool alone "
         return f'{what}`{name} = "auto"` in {where}'
     value = _lookup(sources.workdir, step.path)
     origin = sources.workdir_origin or "the workdir's configuration file"
@@ -244,7 +244,7 @@ def way_out(
             f"`--approve` and `[core.approval] {tier}` do not change it."
         )
     ways = [
-        " and ".join(_render_step(s, tool, sources) for s in fix)
+        " and ".join(_render_step(s, decided, sources) for s in fix)
         for fix in fixes(tool, tier, action, policy, sources)
     ]
     if person:
