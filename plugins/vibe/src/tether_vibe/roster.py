@@ -232,8 +232,10 @@ class Roster:
 
     def branch_for(self, worker: Worker) -> str:
         """The branch a worktree holding commits leaves behind when it is removed."""
-        run_name = re.sub(r"[^A-Za-z0-9._-]+", "-", self._worktree_name(worker.id))
-        return f"tether-vibe/{run_name}"
+        run_name = self.run.conversation_id or f"run-{id(self):x}"
+        # a ref name git accepts whatever the conversation id holds
+        run_name = re.sub(r"[^A-Za-z0-9_-]+", "-", run_name).strip("-") or "run"
+        return f"tether-vibe/{run_name}/{worker.id}"
 
     async def tree_state(self, worker: Worker) -> worktree.TreeState | None:
         """What the worker left in its worktree so far (None: no worktree, or it is gone)."""
