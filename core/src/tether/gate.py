@@ -111,7 +111,7 @@ def _action_of(ctx: CallContext) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # the way out of a refusal, computed from the entry that decided
 
-Path = tuple[str, ...]  # ("write",), ("tools", "write"), ("actions", "debug", "evaluate")
+EntryPath = tuple[str, ...]  # ("write",), ("tools", "write"), ("actions", "debug", "evaluate")
 TIER_DEFAULTS = {t.value: attrs.fields_dict(ApprovalPolicy)[t.value].default for t in Tier}
 
 
@@ -134,10 +134,10 @@ class Step:
     harness's configuration), ``workdir`` (the workdir's file drops the entry)."""
 
     kind: Literal["approve", "harness", "workdir"]
-    path: Path
+    path: EntryPath
 
 
-def entry_name(path: Path) -> str:
+def entry_name(path: EntryPath) -> str:
     if len(path) == 1:
         return f"[core.approval] {path[0]}"
     if path[0] == "tools":
@@ -145,7 +145,7 @@ def entry_name(path: Path) -> str:
     return f"[core.approval.actions.{path[1]}] {path[2]}"
 
 
-def _lookup(table: Mapping[str, Any], path: Path) -> Any:
+def _lookup(table: Mapping[str, Any], path: EntryPath) -> Any:
     value: Any = table
     for key in path:
         if not isinstance(value, Mapping) or key not in value:
@@ -154,7 +154,7 @@ def _lookup(table: Mapping[str, Any], path: Path) -> Any:
     return value
 
 
-def deciding_path(tool: str, tier: str, action: str | None, policy: ApprovalPolicy) -> Path:
+def deciding_path(tool: str, tier: str, action: str | None, policy: ApprovalPolicy) -> EntryPath:
     """The entry that decides a call (as :meth:`ApprovalPolicy.policy_for` picks it)."""
     if action is not None and action in policy.actions.get(tool, {}):
         return ("actions", tool, action)
@@ -197,7 +197,7 @@ def fixes(
     return found
 
 
-def _render_step(step: Step, decided: Path, sources: ApprovalSources) -> str:
+def _render_step(step: Step, decided: EntryPath, sources: ApprovalSources) -> str:
     name = entry_name(step.path)
     if step.kind == "approve":
         tier = step.path[0]
