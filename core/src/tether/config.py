@@ -275,11 +275,38 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 class WorkdirConfig(dict[str, Any]):
     """The workdir layer: a plain table (pass it as ``open_run(workdir_config=…)``), plus
-    ``notes``: what was wrong with the file and was ignored (the run reports them)."""
+    ``notes``: what was wrong with the file and was ignored (the run reports them), and
+    ``source``: the file it came from (a refusal names it)."""
 
-    def __init__(self, table: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        table: Mapping[str, Any] | None = None,
+        notes: Sequence[str] = (),
+        source: str | None = None,
+    ) -> None:
         super().__init__(table or {})
         self.notes: list[str] = list(notes)
+        self.source = source
+
+
+HARNESS_ORIGIN = "the harness's configuration (--config FILE, open_run(config=…))"
+
+
+class HarnessConfig(dict[str, Any]):
+    """The harness layer: a plain table (``open_run(config=…)``), plus where its keys came from,
+    so a refusal can name the setting to change: ``origin`` for the whole table (``--config
+    /etc/h.toml``), ``set_by`` for a dotted key set another way (``core.approval.write`` →
+    ``--approve exec``). A plain dict is described as :data:`HARNESS_ORIGIN`."""
+
+    def __init__(
+        self,
+        table: Mapping[str, Any] | None = None,
+        origin: str = HARNESS_ORIGIN,
+        set_by: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(table or {})
+        self.origin = origin
+        self.set_by: dict[str, str] = dict(set_by or {})
 
 
 def load_workdir_config(workdir: Path) -> WorkdirConfig:
@@ -314,7 +341,7 @@ def _tables_only(data: dict[str, Any], where: str) -> WorkdirConfig:
         for k, v in data.items()
         if not isinstance(v, Mapping)
     ]
-    return WorkdirConfig(tables, notes)
+    return WorkdirConfig(tables, notes, source=where)
 
 
 def _try_toml(path: Path) -> tuple[dict[str, Any], str | None]:

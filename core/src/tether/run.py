@@ -21,11 +21,11 @@ from tether import preview as _preview
 from tether import process as _process
 from tether import watchdog as _watchdog
 from tether.args import structure_args, structure_config
-from tether.config import CoreConfig, layer_config
+from tether.config import HARNESS_ORIGIN, CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, PluginError, ToolError
 from tether.fsutil import recording_writes, writes_confined_to
-from tether.gate import ApprovalGate
+from tether.gate import ApprovalGate, ApprovalSources
 from tether.owner import ProcessOwner
 from tether.paths import confine as _confine
 from tether.person import APPROVER
@@ -108,7 +108,11 @@ class Run:
         #: the tools, by name, and the surfaces that see them
         self.registry = ToolRegistry(self.core.surfaces)
         #: the approval gate, asking the run's approver
-        self.gate = ApprovalGate(self.core.approval, lambda: self.resource(APPROVER, None))
+        self.gate = ApprovalGate(
+            self.core.approval,
+            lambda: self.resource(APPROVER, None),
+            _approval_sources(config, workdir_config),
+        )
         #: every child process of the run; they end when it closes
         self.process_owner = ProcessOwner(task_group, workdir, trust_workdir=trust_workdir)
 
@@ -528,6 +532,25 @@ class Run:
             _warn("tether: %s", problem)
 
 
+def _approval_sources(
+    config: Mapping[str, Any], workdir_config: Mapping[str, Any] | None
+) -> ApprovalSources:
+    """Where the approval entries came from, so a refusal names the one to change."""
+
+    def approval(layer: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        core = (layer or {}).get("core")
+        table = core.get("approval") if isinstance(core, Mapping) else None
+        return table if isinstance(table, Mapping) else {}
+
+    return ApprovalSources(
+        harness=approval(config),
+        workdir=approval(workdir_config),
+        harness_origin=getattr(config, "origin", HARNESS_ORIGIN),
+        set_by=getattr(config, "set_by", {}),
+        workdir_origin=getattr(workdir_config, "source", None),
+    )
+
+
 @asynccontextmanager
 async def open_run(
     workdir: str | os.PathLike[str],
@@ -562,7 +585,7 @@ async def open_run(
                 workdir=root,
                 conversation_id=conversation_id,
                 pm=pm,
-                config=config or {},
+                config=config if config is not None else {},
                 options={**(options or {}), **({"vibe": True} if vibe else {})},
                 task_group=tg,
                 workdir_config=workdir_config,

@@ -3,7 +3,8 @@
     uv run python plugins/eval/benchmarks/bench_eval.py [--cells 60] [--bridge 200]
 
 Prints kernel start (raw AsyncKernelManager vs tether), the median round trip of a trivial cell
-(eval vs raw ``execute_interactive``), the bridge overhead per call (``tool()`` inside a cell vs
+(eval vs raw ``execute_interactive``, in-process through ``run.call`` and through a ``tether
+session`` subprocess over its stdio JSON lines), the bridge overhead per call (``tool()`` inside a cell vs
 calling the tool directly) and the same for node (eval vs a raw JSON-lines ``vm`` round trip).
 """
 
@@ -14,6 +15,7 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -104,6 +106,46 @@ class RawNode:
         self.proc.wait()
 
 
+class SessionClient:
+    """``tether session`` as a harness drives it: a subprocess, one JSON line per request."""
+
+    def __init__(self, workdir: Path) -> None:
+        argv = [sys.executable, "-m", "tether", "session", "--approve", "exec"]
+        self.proc = subprocess.Popen(
+            [*argv, "--workdir", str(workdir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert self.proc.stdout is not None
+        ready = json.loads(self.proc.stdout.readline())
+        assert ready.get("ready"), ready
+        self.ids = 0
+
+    def cell(self, code: str = "1") -> float:
+        assert self.proc.stdin and self.proc.stdout
+        self.ids += 1
+        args = {"code": code, "description": "benchmark a trivial cell round trip"}
+        t = time.perf_counter()
+        self.proc.stdin.write(
+            (json.dumps({"id": self.ids, "tool": "eval", "args": args}) + "\n").encode()
+        )
+        self.proc.stdin.flush()
+        while True:
+            reply = json.loads(self.proc.stdout.readline())
+            if reply.get("id") == self.ids:
+                break
+        elapsed = time.perf_counter() - t
+        assert not reply["is_error"], reply
+        return elapsed
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 async def cell(run: tether.Run, code: str, language: str = "python") -> tether.ToolResult:
     return await run.call(
         "eval",
@@ -157,6 +199,17 @@ async def measure(cells: int, bridge_calls: int, starts: int) -> dict[str, float
             our_samples.append(await timed_cell(run))
         out["raw_cell"] = statistics.median(raw_samples)
         out["py_cell"] = statistics.median(our_samples)
+        # The in-process kernel idles while the session's runs: two busy kernels would share
+        # the cores.
+        session = SessionClient(workdir)
+        session.cell()
+        raw_samples, session_samples = [], []
+        for _ in range(cells):
+            raw_samples.append(await raw.cell())
+            session_samples.append(session.cell())
+        session.stop()
+        out["raw_cell_2"] = statistics.median(raw_samples)
+        out["session_cell"] = statistics.median(session_samples)
         direct = []
         for _ in range(bridge_calls):
             t = time.perf_counter()
@@ -212,6 +265,12 @@ async def main(cells: int, bridge_calls: int, starts: int) -> None:
             ms(m["raw_cell"]),
             ms(m["py_cell"]),
             f"{m['py_cell'] / m['raw_cell']:.2f}x",
+        ),
+        (
+            "python trivial cell, session",
+            ms(m["raw_cell_2"]),
+            ms(m["session_cell"]),
+            f"{m['session_cell'] / m['raw_cell_2']:.2f}x",
         ),
         (
             "python bridge call vs direct",

@@ -146,3 +146,90 @@ async def test_a_line_over_the_limit_is_skipped_and_the_interpreter_kept(
         ]
         again = await run_cell(run, "kept", "javascript")
         assert again.text_content.strip() == "7"
+
+
+# Every way people write an import today: (cell that imports, cell that uses the names later).
+IMPORT_FORMS = {
+    "dynamic builtin": ("const fs = await import('node:fs')", "typeof fs.readFileSync"),
+    "default builtin": ("import fs from 'fs'", "typeof fs.readFileSync"),
+    "named with alias": (
+        "import { join as j, sep } from 'node:path'",
+        "j('a', 'b') === 'a' + sep + 'b'",
+    ),
+    "namespace": ("import * as os from 'node:os'", "typeof os.cpus"),
+    "default and named": ("import d, { x } from './local.mjs'", "d + x"),
+    "namespace and default": ("import d, * as ns from './local.mjs'", "d + ns.x"),
+    "bare side effect": ("import './side.mjs'", "typeof sideEffect"),
+    "package from node_modules": ("import { shout } from 'tiny-pkg'", "shout('hi')"),
+    "dynamic package": ("const { shout } = await import('tiny-pkg')", "shout('hi')"),
+    "dynamic in a function": (
+        "async function load() { return (await import('./local.mjs')).x }",
+        "await load()",
+    ),
+}
+EXPECTED = {
+    "dynamic builtin": "'function'",
+    "default builtin": "'function'",
+    "named with alias": "true",
+    "namespace": "'function'",
+    "default and named": "'dflt7'",
+    "namespace and default": "'dflt7'",
+    "bare side effect": "'undefined'",  # modules run in the kernel's realm, not the cell's
+    "package from node_modules": "'HI!'",
+    "dynamic package": "'HI!'",
+    "dynamic in a function": "7",
+}
+
+
+@pytest.mark.parametrize("form", sorted(IMPORT_FORMS))
+async def test_module_imports_in_a_cell_keep_their_names(eval_run, run_cell, form) -> None:
+    """Both module forms work in a cell (a vm context has no module loader of its own), the
+    names they bind persist into the next cell, and the cell can run again."""
+    async with eval_run() as run:
+        (run.workdir / "local.mjs").write_text("export const x = 7;\nexport default 'dflt';\n")
+        (run.workdir / "side.mjs").write_text("console.log('side effect ran');\n")
+        package = run.workdir / "node_modules" / "tiny-pkg"
+        package.mkdir(parents=True)
+        (package / "package.json").write_text(
+            '{"name": "tiny-pkg", "type": "module", "exports": "./index.js"}'
+        )
+        (package / "index.js").write_text("export const shout = (s) => s.toUpperCase() + '!';\n")
+        importing, using = IMPORT_FORMS[form]
+        first = (await run_cell(run, importing, "javascript")).text_content
+        for _ in range(2):
+            imported = await run_cell(run, importing, "javascript")
+            assert not imported.is_error, imported.text_content
+        if form == "bare side effect":  # evaluated once, its output shown in the cell
+            assert "side effect ran" in first, first
+        used = await run_cell(run, using, "javascript")
+        assert not used.is_error, used.text_content
+        assert used.text_content.strip() == EXPECTED[form]
+
+
+async def test_a_missing_module_is_the_cells_error(eval_run, run_cell) -> None:
+    async with eval_run() as run:
+        missing = await run_cell(run, "import x from './nope.mjs'", "javascript")
+        assert missing.is_error
+        assert "Cannot find module" in missing.text_content and "nope.mjs" in missing.text_content
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "Promise.reject(new Error('boom'))",
+        "new Promise((_, no) => setTimeout(() => no(new Error('boom')), 30))",
+        "(async () => { throw new Error('boom') })()",
+        "await 0; Promise.reject(new Error('boom'))",
+    ],
+)
+async def test_a_rejected_last_expression_is_the_cells_error(eval_run, run_cell, last) -> None:
+    async with eval_run() as run:
+        rejected = await run_cell(run, last, "javascript")
+        assert rejected.is_error, rejected.text_content
+        assert "Error: boom" in rejected.text_content
+        await anyio.sleep(0.1)
+        after = await run_cell(run, "1 + 1", "javascript")
+        assert not after.is_error
+        assert after.text_content.strip() == "2", "the rejection does not leak into the next cell"
+        resolved = await run_cell(run, "Promise.resolve(5)", "javascript")
+        assert resolved.text_content.strip() == "5", "a promise's value is the answer"

@@ -298,3 +298,48 @@ async def test_a_cancelled_node_cell_is_interrupted_and_keeps_the_state(eval_run
             after = await run_cell(run, "x", "javascript")
         assert after.text_content.startswith("3"), after.text_content
         assert kernel_of(run, "javascript").pid == pid
+
+
+CHATTY = {
+    "python": "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.05)",
+    "javascript": "while (true) { console.log('tick'); await new Promise(r => setTimeout(r, 50)) }",
+}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+async def test_a_cell_that_prints_forever_stops_at_the_ceiling(
+    eval_run, language, run_cell
+) -> None:
+    """Every line resets the idle budget; the ceiling of one eval call does not move."""
+    # an idle budget well above the gaps between lines, even on a loaded machine
+    async with eval_run(idle_budget_s=5.0, max_cell_s=2.5) as run:
+        assert not (await run_cell(run, SET_X[language], language)).is_error
+        pid = kernel_of(run, language).pid
+        with anyio.fail_after(20):
+            chatty = await run_cell(run, CHATTY[language], language)
+        assert chatty.is_error and chatty.meta["interrupted"] is True
+        text = chatty.text_content
+        assert "tick" in text, "the output so far comes back"
+        assert "[eval] max_cell_s = 2.5" in text and "variables are kept" in text, text
+        after = await run_cell(run, GET_X[language], language)
+        assert after.text_content.strip() == SHOWN_X[language]
+        assert kernel_of(run, language).pid == pid  # interrupted, not restarted
+
+
+@pytest.mark.parametrize("form", ["cell", "line"])
+async def test_timeit_is_alive_while_it_times(eval_run, run_cell, form) -> None:
+    """%%timeit prints nothing until it ends; each timing it makes counts as activity, so a
+    run longer than the idle budget is not interrupted (and nothing extra is printed)."""
+    code = {
+        "cell": "%%timeit -r 8\ntime.sleep(0.3)",
+        "line": "%timeit -r 8 time.sleep(0.3)",
+    }[form]
+    # timings of 0.3 s, 2.7 s in all: past a 2 s budget, with room for a loaded machine
+    async with eval_run(idle_budget_s=2.0) as run:
+        await run_cell(run, "import time")
+        timed = await run_cell(run, code)
+        assert not timed.is_error, timed.text_content
+        assert "per loop" in timed.text_content and "8 runs" in timed.text_content
+        assert timed.meta["duration_s"] > 2.0, "longer than the idle budget in all"
+        silent = await run_cell(run, "time.sleep(3)")
+        assert silent.meta.get("interrupted") is True, "a silent cell still is interrupted"

@@ -40,6 +40,14 @@ def no_stray_processes() -> Iterator[None]:
     assert not stray, f"processes outlived the test: {described}"
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Default worktrees (tether's state directory) go under the test's own directory."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 @pytest.fixture
 def vibe_run(open_test_run: Any) -> VibeRun:
     """``async with vibe_run(config=..., plugins=[...], vibe=True) as run``: the vibe plugin loaded."""

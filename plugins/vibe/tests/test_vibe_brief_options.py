@@ -49,3 +49,32 @@ async def test_a_value_inside_an_option_of_the_harness_is_left_alone(vibe_run: A
         assert not spawned.is_error, spawned.text_content
         waited = await run.call("vibe_wait", {"worker_id": spawned.meta["worker_id"]})
     assert "--prompt=-x" in waited.text_content
+
+
+PLACEHOLDERS = ("brief", "tier", "label", "worker_id", "cwd")
+
+
+@pytest.mark.parametrize("inner", PLACEHOLDERS)
+@pytest.mark.parametrize("field", ["brief", "label"])
+async def test_a_placeholder_inside_a_value_reaches_the_worker_as_written(
+    vibe_run: Any, field: str, inner: str
+) -> None:
+    """Placeholders are substituted where the harness's command has them, never inside a
+    substituted value: no text from the model is read as a template."""
+    template = [
+        sys.executable,
+        "-c",
+        "import sys; print('|'.join(sys.argv[2:]))",
+        "--",
+        "{brief}",
+        "{label}",
+        "at={cwd}",
+    ]
+    value = f"say: {{{inner}}} and {{{inner}}}{{tier}}"
+    args = {"brief": "say: the brief", "label": "job", field: value}
+    async with vibe_run(config=command_config(runners={"fast": {"command": template}})) as run:
+        spawned = await run.call("vibe_spawn", args)
+        assert not spawned.is_error, spawned.text_content
+        waited = await run.call("vibe_wait", {"worker_id": spawned.meta["worker_id"]})
+    printed = waited.text_content.split("result:\n", 1)[1].strip().split("|")
+    assert printed == [args["brief"], args["label"], f"at={run.workdir}"], waited.text_content

@@ -26,7 +26,7 @@ from tether.cli.session import (
     utf8_stdout,
 )
 from tether.cli.signals import Stop
-from tether.config import load_workdir_config, read_config_file
+from tether.config import HarnessConfig, load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
 from tether.journal import WorkdirBusy, recover
@@ -182,15 +182,16 @@ def run_config(ns: argparse.Namespace) -> tuple[Path, dict[str, Any], dict[str, 
     workdir = Path(ns.workdir).resolve()
     if not workdir.is_dir():
         raise ConfigError(f"--workdir: {str(workdir)!r} is not a directory")
-    config = read_config_file(ns.config) if ns.config is not None else {}
+    table = read_config_file(ns.config) if ns.config is not None else {}
+    origin = f"--config {ns.config}" if ns.config is not None else "--config FILE"
+    config = HarnessConfig(table, origin=origin)
     if getattr(ns, "approve", None):
         core = dict(config.get("core", {}))
         # the tiers are --approve's; per-tool and per-action entries of --config FILE stay
-        core["approval"] = {
-            **dict(core.get("approval", {})),
-            **policy_for_auto_up_to(Tier(ns.approve)),
-        }
+        tiers = policy_for_auto_up_to(Tier(ns.approve))
+        core["approval"] = {**dict(core.get("approval", {})), **tiers}
         config["core"] = core
+        config.set_by.update({f"core.approval.{tier}": f"--approve {ns.approve}" for tier in tiers})
     return workdir, config, load_workdir_config(workdir)
 
 

@@ -8,12 +8,16 @@ See docs/session-protocol.md.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
 import itertools
 import json
+import os
 import sys
+import termios
 import traceback
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
@@ -212,6 +216,45 @@ def _error_line(message: str, request_id: Any = None, **extra: Any) -> dict[str,
     }
 
 
+@contextlib.contextmanager
+def _no_echo() -> Iterator[None]:
+    """Under a terminal (a pty a client drives), the line discipline would echo every request
+    line back on the output the client reads: echo is off while the session runs, and the
+    terminal's settings are restored after."""
+    try:
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+    except (AttributeError, ValueError, OSError, termios.error):
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | termios.ECHONL)
+    with contextlib.suppress(OSError, termios.error):
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _quiet_terminal(
+    session: Callable[..., Coroutine[Any, Any, int]],
+) -> Callable[..., Coroutine[Any, Any, int]]:
+    """A session reading the process's stdin runs with the terminal's echo off (:func:`_no_echo`)
+    from before its ready line to its end."""
+
+    @functools.wraps(session)
+    async def quiet(**kwargs: Any) -> int:
+        with _no_echo() if kwargs.get("stdin") is None else contextlib.nullcontext():
+            return await session(**kwargs)
+
+    return quiet
+
+
+@_quiet_terminal
 async def run_session(
     *,
     workdir: Path,

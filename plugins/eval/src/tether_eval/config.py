@@ -13,6 +13,9 @@ class EvalConfig:
 
     #: Seconds a cell may go without output (bridge calls excluded) before it is interrupted.
     idle_budget_s: float = workdir_may_set(300.0, above=0)
+    #: Seconds one eval call may run, whatever it prints (0: no ceiling): the cell is then
+    #: interrupted like at the idle budget, and the answer names this key.
+    max_cell_s: float = workdir_may_set(1800.0, minimum=0, no_limit=0)
     #: Characters of text output kept per cell (head and tail; the middle is counted).
     max_output_chars: int = workdir_may_set(50_000, above=0)
     #: Images (figures) kept per cell.

@@ -168,6 +168,31 @@ def _tether_boot(prefix: str) -> None:
         if changed:
             print(f"[imports refreshed for: {', '.join(changed)}]")
 
+    def activity() -> None:
+        """Tell the host the cell is alive without printing: an iopub message of the cell that
+        the host counts as activity (it resets the idle budget) and does not show."""
+        kernel = getattr(shell, "kernel", None)
+        if kernel is None:
+            return
+        try:
+            kernel.session.send(
+                kernel.iopub_socket, "tether_activity", {}, parent=kernel.get_parent("shell")
+            )
+        except Exception:  # an older kernel: the idle budget applies as it would anyway
+            pass
+
+    # %timeit / %%timeit print nothing until they end (seconds for a fast statement: up to
+    # 2 s a timing, 7 timings): each timing they make is a sign of life instead.
+    from IPython.core.magics import execution
+
+    class ReportingTimer(execution.Timer):
+        def timeit(self, number: int = 1000000) -> float:
+            spent = super().timeit(number)
+            activity()
+            return float(spent)
+
+    execution.Timer = ReportingTimer  # type: ignore[misc]
+
     shell.events.register("post_run_cell", show_open_figures)
     shell.run_line_magic("colors", "nocolor")
     builtins.tool = tool  # type: ignore[attr-defined]

@@ -17,11 +17,14 @@ const vm = require('node:vm');
 const util = require('node:util');
 const { Console } = require('node:console');
 const { Writable } = require('node:stream');
-const { createRequire } = require('node:module');
+const { createRequire, isBuiltin } = require('node:module');
+const { pathToFileURL } = require('node:url');
 const path = require('node:path');
 
 const rawWrite = process.stdout.write.bind(process.stdout);
 const CHUNK = 65536;
+// the name cells call import() by (see importForCell)
+const IMPORT_NAME = '__tetherImport';
 
 function send(message) {
   rawWrite(JSON.stringify(message) + '\n');
@@ -131,6 +134,7 @@ const sandbox = {
   clearImmediate,
   performance,
   fetch: globalThis.fetch,
+  [IMPORT_NAME]: importForCell,
   tool,
   ToolError,
   ToolResult,
@@ -138,26 +142,79 @@ const sandbox = {
 const context = vm.createContext(sandbox, { name: 'tether-eval' });
 vm.runInContext('globalThis.global = globalThis;', context);
 
-// Node's own parser and REPL rewriter: present in every node since 16, reachable only with
-// --expose-internals. Without them cells still run, minus redeclaration and top-level await.
+// Node's own parser, walker and REPL rewriter: present in every node since 16, reachable only
+// with --expose-internals. Without them cells still run, minus redeclaration, top-level await
+// and module imports.
 let acorn = null;
+let walk = null;
 let processTopLevelAwait = null;
 try {
   acorn = require('internal/deps/acorn/acorn/dist/acorn');
+  walk = require('internal/deps/acorn/acorn-walk/dist/walk');
   ({ processTopLevelAwait } = require('internal/repl/await'));
 } catch {
   acorn = null;
 }
 
+// import() from a cell: a vm script has no module loader of its own (node 20 refuses without
+// --experimental-vm-modules), so cells call this one, which imports in the kernel's realm and
+// resolves like a file in the current directory would: builtins, paths, then packages.
+async function importForCell(specifier) {
+  specifier = String(specifier);
+  if (!isBuiltin(specifier) && !/^[a-z][a-z0-9+.-]*:/i.test(specifier)) {
+    const base = path.join(process.cwd(), 'cell.js');
+    if (/^\.{0,2}\//.test(specifier)) {
+      specifier = pathToFileURL(path.resolve(path.dirname(base), specifier)).href;
+    } else {
+      try {
+        specifier = pathToFileURL(createRequire(base).resolve(specifier)).href;
+      } catch {
+        // an ESM-only package require() cannot resolve: node's own resolution decides
+      }
+    }
+  }
+  return import(specifier);
+}
+
+function parseCell(code) {
+  const options = { ecmaVersion: 'latest', allowAwaitOutsideFunction: true, allowHashBang: true };
+  try {
+    return acorn.parse(code, { ...options, sourceType: 'script' });
+  } catch (err) {
+    // `import x from 'y'` parses only as a module (strict mode); a script error stays the error
+    if (!(err instanceof SyntaxError) || !/\bimport\b/.test(code)) throw err;
+    try {
+      return acorn.parse(code, { ...options, sourceType: 'module' });
+    } catch {
+      throw err;
+    }
+  }
+}
+
+// A static import becomes a dynamic one bound to `var`s, so its names persist like any other.
+function importAsVar(node) {
+  const from = `await ${IMPORT_NAME}(${node.source.raw})`;
+  const named = [];
+  let namespace = null;
+  for (const spec of node.specifiers) {
+    if (spec.type === 'ImportNamespaceSpecifier') namespace = spec.local.name;
+    else if (spec.type === 'ImportDefaultSpecifier') named.push(`default: ${spec.local.name}`);
+    else {
+      const imported = spec.imported.type === 'Literal' ? spec.imported.raw : spec.imported.name;
+      named.push(`${imported}: ${spec.local.name}`);
+    }
+  }
+  if (namespace === null && named.length === 0) return `${from};`;
+  if (namespace === null) return `var { ${named.join(', ')} } = ${from};`;
+  const rest = named.length ? ` var { ${named.join(', ')} } = ${namespace};` : '';
+  return `var ${namespace} = ${from};${rest}`;
+}
+
 // Top-level let/const/class become `var` so a cell can be run again without
-// "Identifier has already been declared", and every declaration persists.
-function hoistDeclarations(code) {
-  const ast = acorn.parse(code, {
-    ecmaVersion: 'latest',
-    sourceType: 'script',
-    allowAwaitOutsideFunction: true,
-    allowHashBang: true,
-  });
+// "Identifier has already been declared", and every declaration persists; imports, static or
+// dynamic, go through importForCell.
+function rewriteCell(code) {
+  const ast = parseCell(code);
   const edits = [];
   for (const node of ast.body) {
     if (node.type === 'VariableDeclaration' && node.kind !== 'var') {
@@ -165,13 +222,25 @@ function hoistDeclarations(code) {
     } else if (node.type === 'ClassDeclaration' && node.id) {
       edits.push([node.start, node.start, `var ${node.id.name} = `]);
       edits.push([node.end, node.end, ';']);
+    } else if (node.type === 'ImportDeclaration') {
+      edits.push([node.start, node.end, importAsVar(node)]);
     }
   }
+  walk.full(ast, (node) => {
+    if (node.type === 'ImportExpression') {
+      edits.push([node.start, node.start + 'import'.length, IMPORT_NAME]);
+    }
+  });
   edits.sort((a, b) => b[0] - a[0]);
   for (const [start, end, text] of edits) {
     code = code.slice(0, start) + text + code.slice(end);
   }
   return code;
+}
+
+function isThenable(value) {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') &&
+    typeof value.then === 'function';
 }
 
 let interruptCurrent = null;
@@ -186,7 +255,8 @@ function cleanStack(error) {
     return `Uncaught ${util.inspect(error)}`;
   }
   const lines = error.stack.split('\n').filter(
-    (line) => !line.includes(__filename) && !line.includes('node:internal') && !line.includes('node:vm'),
+    (line) => !/^\s+at /.test(line) ||
+      (!line.includes(__filename) && !line.includes('node:internal') && !line.includes('node:vm')),
   );
   return lines.join('\n');
 }
@@ -200,10 +270,11 @@ async function execute(id, code) {
   let isAsync = false;
   try {
     // Parsing is the dearest step of a small cell: only code that may hold a top-level
-    // declaration or an await pays for it (a keyword inside a string just takes the long way).
-    if (acorn && /\b(let|const|class)\b/.test(code)) {
+    // declaration, an import or an await pays for it (a keyword inside a string just takes the
+    // long way).
+    if (acorn && /\b(let|const|class|import)\b/.test(code)) {
       try {
-        source = hoistDeclarations(code);
+        source = rewriteCell(code);
       } catch (err) {
         if (err instanceof SyntaxError) {
           const where = err.loc ? ` (line ${err.loc.line}, column ${err.loc.column + 1})` : '';
@@ -212,7 +283,7 @@ async function execute(id, code) {
         throw err;
       }
     }
-    if (processTopLevelAwait && /\bawait\b/.test(code)) {
+    if (processTopLevelAwait && /\bawait\b/.test(source)) {
       const wrapped = processTopLevelAwait(source);
       if (wrapped !== null) {
         source = wrapped;
@@ -221,12 +292,18 @@ async function execute(id, code) {
     }
     const script = new vm.Script(source, { filename: `cell[${id}]` });
     let result = script.runInContext(context, { breakOnSigint: true, displayErrors: false });
+    const stop = new Promise((_, reject) => {
+      interruptCurrent = () => reject(Object.assign(new Error('interrupted'), { interrupt: true }));
+    });
+    stop.catch(() => undefined);
     if (isAsync) {
-      const stop = new Promise((_, reject) => {
-        interruptCurrent = () => reject(Object.assign(new Error('interrupted'), { interrupt: true }));
-      });
       result = await Promise.race([result, stop]);
       result = result ? result.value : undefined;
+    }
+    // A promise as the last expression is awaited: its value is the answer, its rejection the
+    // cell's error (never an unhandled rejection surfacing in a later cell).
+    if (isThenable(result)) {
+      result = await Promise.race([result, stop]);
     }
     if (result !== undefined) {
       value = util.inspect(result, { depth: 4, maxArrayLength: 100, maxStringLength: 20000, breakLength: 100 });

@@ -4,6 +4,7 @@
 # and its Literal must be a real object, not a string the converter cannot resolve.
 
 import functools
+import math
 import time
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ images) work; IPython idioms %pip, %cd, !cmd, %%bash, %%timeit work. Inside a ce
 `tool(name, args)` (JavaScript: `await tool(name, args)`) calls one of your other tools \
 through the same approvals and returns its result; a failed call raises ToolError. A cell \
 that prints nothing for {budget} is interrupted (the interpreter keeps its state; time spent \
-in tool() calls does not count)."""
+in tool() calls does not count){ceiling}."""
 
 
 @functools.cache
@@ -96,13 +97,17 @@ async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
     for note in notes:
         output.note(note)
     meta: dict[str, Any] = {"language": language}
+    ceiling = config.max_cell_s or math.inf
     try:
-        await kernel.execute(
-            args.code,
-            output=output,
-            bridge=make_bridge(call),
-            idle_budget_s=config.idle_budget_s,
-        )
+        with anyio.move_on_after(ceiling) as over:
+            await kernel.execute(
+                args.code,
+                output=output,
+                bridge=make_bridge(call),
+                idle_budget_s=config.idle_budget_s,
+            )
+        if over.cancelled_caught:
+            await _stop_at_ceiling(interpreters, language, kernel, output, config.max_cell_s)
     except KernelDied as exc:
         tail = exc.stderr_tail.strip()
         output.error = True
@@ -129,17 +134,49 @@ async def handle_eval(call: tether.CallContext, args: Any) -> tether.ToolResult:
     return output.result(**meta)
 
 
+async def _stop_at_ceiling(
+    interpreters: Interpreters, language: str, kernel: Any, output: CellOutput, ceiling: float
+) -> None:
+    """The cell ran past ``[eval] max_cell_s``: interrupt it as at the idle budget (a cell that
+    prints forever never reaches that), keeping the interpreter when it stops."""
+    with anyio.CancelScope(shield=True):
+        stop_cell = getattr(kernel, "stop_cell", None)
+        kept = stop_cell is not None and await stop_cell()
+        if not kept:
+            await interpreters.discard(
+                language, "the previous cell ran past [eval] max_cell_s and did not stop"
+            )
+    state = (
+        "the interpreter and its variables are kept"
+        if kept
+        else "the interpreter did not stop and was discarded: its state is lost"
+    )
+    output.interrupted = (
+        f"interrupted: the cell ran for {duration(ceiling)}, the ceiling of one eval call "
+        f"([eval] max_cell_s = {ceiling:g}; output does not extend it, unlike the idle budget); "
+        f"{state}"
+    )
+
+
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
     interpreters = run.resource(RESOURCE, None)
     if not isinstance(interpreters, Interpreters):
         return []  # no language to run: no tool
     languages, idle_budget_s = interpreters.languages, interpreters.config.idle_budget_s
+    max_cell_s = interpreters.config.max_cell_s
     spec = tether.ToolSpec(
         name="eval",
         tier=tether.Tier.EXEC,
         args=eval_args_class(tuple(languages)),
         handler=handle_eval,
-        description=DESCRIPTION.format(budget=duration(idle_budget_s)),
+        description=DESCRIPTION.format(
+            budget=duration(idle_budget_s),
+            ceiling=(
+                f", and so is one that runs longer than {duration(max_cell_s)} in all"
+                if max_cell_s
+                else ""
+            ),
+        ),
         requires=(RESOURCE,),
         parallel_safe=False,
         timeout_s=0,

@@ -7,6 +7,7 @@ tree before it ends. Closing the roster (the run closing) kills every worker.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,7 +50,10 @@ class Worker:
     exit_code: int | None = None
     stderr_tail: str = ""
     tree: worktree.Worktree | None = None
-    tree_kept: bool = False
+    #: the worktree's removal: the branch it left (if any) and the changes saved on it
+    released: worktree.Released | None = None
+    #: "head" (the last commit) or "worktree" (the main checkout's current state)
+    start_from: str = "head"
     last_output_mono: float = attrs.field(factory=time.monotonic)
     # The live attempt: its cancel scope, why it is being stopped, and when it has ended.
     scope: anyio.CancelScope | None = None
@@ -120,7 +124,7 @@ class Roster:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    async def spawn(self, brief: str, label: str, tier: str) -> Worker:
+    async def spawn(self, brief: str, label: str, tier: str, *, start_from: str = "head") -> Worker:
         if self._closing:
             raise tether.ToolError("the run is closing; no new workers")
         runner = self.runner_for(tier)
@@ -142,6 +146,7 @@ class Roster:
                 self.run.workdir,
                 None if root is None else (self.run.workdir / root).resolve(),
                 self._worktree_name(worker_id),
+                from_worktree=start_from == "worktree",
             )
         worker = Worker(
             id=worker_id,
@@ -151,6 +156,7 @@ class Roster:
             runner=runner,
             output=TailBuffer(self.config.output_tail_bytes),
             tree=tree,
+            start_from=start_from,
         )
         self.workers[worker_id] = worker
         await self._start_attempt(worker)
@@ -215,17 +221,30 @@ class Roster:
         return f"{run_name}/{worker_id}"
 
     async def _release_tree(self, worker: Worker) -> None:
-        if worker.tree is None or worker.tree_kept or not worker.settled:
+        if worker.tree is None or worker.released is not None or not worker.settled:
             return
         try:
-            worker.tree_kept = await worktree.remove_unless_committed(
-                self.run, self.run.workdir, worker.tree
+            worker.released = await worktree.release(
+                self.run, self.run.workdir, worker.tree, self.branch_for(worker)
             )
         except tether.ToolError as exc:
-            worker.tree_kept = True
             worker.reason = f"{worker.reason or ''}; worktree not removed: {exc}".lstrip("; ")
-        if not worker.tree_kept:
-            worker.tree = None
+
+    def branch_for(self, worker: Worker) -> str:
+        """The branch a worktree holding commits leaves behind when it is removed."""
+        run_name = self.run.conversation_id or f"run-{id(self):x}"
+        # a ref name git accepts whatever the conversation id holds
+        run_name = re.sub(r"[^A-Za-z0-9_-]+", "-", run_name).strip("-") or "run"
+        return f"tether-vibe/{run_name}/{worker.id}"
+
+    async def tree_state(self, worker: Worker) -> worktree.TreeState | None:
+        """What the worker left in its worktree so far (None: no worktree, or it is gone)."""
+        if worker.tree is None or worker.released is not None:
+            return None
+        try:
+            return await worktree.state(self.run, worker.tree)
+        except tether.ToolError:
+            return None
 
     def _cancel(self, worker: Worker, why: tuple[Status, str]) -> None:
         worker.stop_reason = why

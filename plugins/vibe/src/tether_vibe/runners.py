@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 from collections.abc import Awaitable, Callable, Mapping
@@ -35,6 +36,19 @@ if TYPE_CHECKING:
 DRAIN_TIMEOUT_S = 2.0
 # Event types of `claude -p --output-format stream-json`; other JSON lines are plain output.
 STREAM_JSON_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event"})
+# Event types of `codex exec --json` (JSON Lines: a thread, its turns, the items of a turn).
+CODEX_JSON_TYPES = frozenset(
+    {
+        "thread.started",
+        "turn.started",
+        "turn.completed",
+        "turn.failed",
+        "item.started",
+        "item.updated",
+        "item.completed",
+        "error",
+    }
+)
 # A result file is read up to this size (the roster then cuts to [vibe] result_chars).
 MAX_RESULT_FILE_BYTES = 1024 * 1024
 # Longest output line read; stream-json result events can be large. A longer line is skipped
@@ -114,6 +128,43 @@ def _render_stream_event(event: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _render_codex_event(event: Mapping[str, Any]) -> str | None:
+    """A one-line rendering of a ``codex exec --json`` event for the live tail."""
+    kind = event.get("type")
+    if kind == "turn.failed":
+        error = event.get("error")
+        message = error.get("message") if isinstance(error, Mapping) else error
+        return f"[turn failed: {message}]"
+    if kind == "error":
+        return f"[error: {event.get('message', '')}]"
+    item = event.get("item")
+    if not isinstance(item, Mapping) or kind not in ("item.started", "item.completed"):
+        return None
+    what = item.get("type")
+    if what == "agent_message" and kind == "item.completed":
+        return str(item.get("text", "")).strip() or None
+    if what == "command_execution":
+        command = item.get("command", "")
+        if kind == "item.started":
+            return f"[run {command}]"
+        return f"[ran {command}: exit code {item.get('exit_code')}]"
+    if what == "file_change" and kind == "item.completed":
+        changes = item.get("changes") or []
+        paths = ", ".join(
+            f"{c.get('kind', '')} {c.get('path', '')}".strip()
+            for c in changes
+            if isinstance(c, Mapping)
+        )
+        return f"[edit {paths}: {item.get('status', '')}]"
+    if what == "mcp_tool_call" and kind == "item.started":
+        return f"[tool {item.get('server', '')}.{item.get('tool', '')}]"
+    if what == "error":
+        return f"[error: {item.get('message', '')}]"
+    if what in ("reasoning", "web_search", "todo_list") and kind == "item.completed":
+        return f"[{what}]"
+    return None
+
+
 @attrs.define
 class ResultExtractor:
     """Collects an attempt's stdout lines and extracts the final result.
@@ -131,6 +182,9 @@ class ResultExtractor:
     stale_stamp: tuple[int, int, int] | None = None
     # lines over MAX_LINE_BYTES, skipped unread (a result event among them is lost)
     skipped_lines: int = 0
+    # `codex exec --json`: its last agent message, and why its turn failed
+    codex_message: str | None = None
+    codex_failure: str | None = None
 
     def before_start(self, cwd: Path) -> None:
         if self.result_file is not None:
@@ -150,6 +204,18 @@ class ResultExtractor:
                 if event["type"] == "result":
                     self.result_event = event
                 return _render_stream_event(event)
+            if isinstance(event, dict) and event.get("type") in CODEX_JSON_TYPES:
+                shown = _render_codex_event(event)
+                item = event.get("item")
+                if (
+                    event["type"] == "item.completed"
+                    and isinstance(item, Mapping)
+                    and item.get("type") == "agent_message"
+                ):
+                    self.codex_message = str(item.get("text", ""))
+                elif event["type"] == "turn.failed":
+                    self.codex_failure = shown
+                return shown
         self.last_line = stripped
         return stripped
 
@@ -164,6 +230,10 @@ class ResultExtractor:
                     ok=False, result=text, reason=f"result event reports an error ({subtype})"
                 )
             return Outcome(ok=True, result=text)
+        if self.mode == "auto" and self.codex_failure is not None:
+            return Outcome(ok=False, result=self.codex_message or "", reason=self.codex_failure)
+        if self.mode == "auto" and self.codex_message is not None:
+            return Outcome(ok=True, result=self.codex_message.strip())
         if self.mode == "stream-json":
             skipped = (
                 f" ({plural(self.skipped_lines, 'line')} over {MAX_LINE_BYTES} bytes skipped)"
@@ -213,6 +283,49 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# the bundled setups: one per agent CLI the README documents (and the tests run for real)
+
+#: ``[vibe.runners.<tier>]`` for each supported agent CLI: streaming output (so the live tail
+#: and the idle watchdog see every step), the CLI's own edit tool allowed in the worker's
+#: directory, and "--" before the brief (so a brief starting with "-" is text).
+BUNDLED_RUNNERS: dict[str, dict[str, Any]] = {
+    "claude": {
+        "command": [
+            "claude",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "acceptEdits",
+            "--",
+            "{brief}",
+        ],
+        "result": "stream-json",
+    },
+    "codex": {
+        "command": [
+            "codex",
+            "exec",
+            "--json",
+            "--sandbox",
+            "workspace-write",
+            "--skip-git-repo-check",
+            "--",
+            "{brief}",
+        ],
+    },
+}
+
+
+def bundled_runner(cli: str) -> dict[str, Any]:
+    """A copy of the bundled ``[vibe.runners.<tier>]`` table for ``cli`` (claude, codex)."""
+    if cli not in BUNDLED_RUNNERS:
+        raise KeyError(f"no bundled runner for {cli!r}; known: {', '.join(BUNDLED_RUNNERS)}")
+    return json.loads(json.dumps(BUNDLED_RUNNERS[cli]))
+
+
+# ---------------------------------------------------------------------------------------------
 # command runner
 
 
@@ -226,14 +339,19 @@ def _values(job: Job) -> tuple[tuple[str, str], ...]:
     )
 
 
+PLACEHOLDER = re.compile(r"\{(brief|tier|label|worker_id|cwd)\}")
+
+
 def substitute(arg: str, job: Job) -> str:
     """Replace ``{brief}``/``{tier}``/``{label}``/``{worker_id}``/``{cwd}`` in one argv element.
 
-    Plain replacement, not ``str.format``: briefs are full of braces.
+    One pass over the harness's template, not ``str.format`` (briefs are full of braces) nor
+    one replacement after another: a placeholder inside a substituted value (a brief holding
+    ``{cwd}`` or a template of its own) stays as written, since no text from the model is ever
+    read as a template.
     """
-    for key, value in _values(job):
-        arg = arg.replace("{" + key + "}", value)
-    return arg
+    values = dict(_values(job))
+    return PLACEHOLDER.sub(lambda match: values[match[1]], arg)
 
 
 def becomes_option(command: tuple[str, ...], job: Job) -> str | None:
@@ -376,12 +494,23 @@ async def _follow(
             reader_done.set()
 
     async def watch_stderr() -> None:
-        # Some CLIs (codex exec) report progress on stderr only: that is life too.
-        seen = 0
+        # Some CLIs report progress on stderr only (codex exec without --json): that is life,
+        # and what the worker is doing, so its lines reach the live tail too (marked).
+        seen, partial = 0, ""
         while True:
             await anyio.sleep(0.25)
-            if proc.stderr_tail.total != seen:
-                seen = proc.stderr_tail.total
+            if proc.stderr_tail.total == seen:
+                continue
+            text, missed = proc.stderr_tail.since(seen)
+            seen = proc.stderr_tail.total
+            if missed:
+                job.output(f"[stderr: {missed} bytes not shown]")
+                partial = ""
+            *complete, partial = (partial + text).split("\n")
+            shown = [line.rstrip("\r") for line in complete if line.strip()]
+            for line in shown:
+                job.output(f"[stderr] {line}")
+            if not shown:
                 job.activity()
 
     try:

@@ -14,6 +14,7 @@ from tether.text import clock, duration
 
 if TYPE_CHECKING:
     from tether_vibe.roster import Roster, Worker
+    from tether_vibe.worktree import TreeState
 
 #: the run resource this plugin wires (the roster is imported by a run in vibe mode only)
 RESOURCE: ResourceKey[Roster] = ResourceKey("vibe_roster", "tether_vibe.roster:Roster")
@@ -67,13 +68,36 @@ def _headline(worker: Worker) -> str:
     return ", ".join(parts)
 
 
-def describe_worker(worker: Worker, *, full: bool) -> str:
+def describe_tree(worker: Worker, state: TreeState | None, branch: str) -> str | None:
+    """Where the worker works and what becomes of it: said in every answer about it."""
+    if worker.tree is None:
+        return None
+    if worker.released is not None:
+        return f"worktree: {worker.released.describe()}"
+    start = (
+        "the main checkout's state when it was spawned (its uncommitted edits included)"
+        if worker.start_from == "worktree"
+        else f"commit {worker.tree.base_commit[:10]} (HEAD; the main checkout's uncommitted "
+        'edits are not there: start_from="worktree" starts from them)'
+    )
+    text = f"worktree: {worker.tree.path}, from {start}"
+    if state is not None:
+        text += f"\nin it now: {state.describe()}"
+    return (
+        text + f"\nwhen it is removed (vibe_kill, run close) nothing is dropped: uncommitted "
+        f"changes are committed there and its commits stay on branch {branch}"
+    )
+
+
+def describe_worker(
+    worker: Worker, *, full: bool, state: TreeState | None = None, branch: str = ""
+) -> str:
     lines = [_headline(worker)]
     if worker.reason:
         lines.append(f"reason: {worker.reason}")
-    if worker.tree is not None:
-        kept = " (kept: it holds commits)" if worker.tree_kept else ""
-        lines.append(f"worktree: {worker.tree.path}{kept}")
+    tree = describe_tree(worker, state, branch)
+    if tree is not None:
+        lines.append(tree)
     current = worker.result is not None and worker.result_attempt == worker.attempts
     if worker.status in ("queued", "running"):
         tail = last_lines(worker.output.render(), FULL_TAIL_LINES if full else TAIL_LINES)
@@ -108,7 +132,10 @@ def _meta(worker: Worker) -> dict[str, object]:
         "started_at": (
             None if worker.started_at is None else tether.text.timestamp(worker.started_at)
         ),
-        "worktree": str(worker.tree.path) if worker.tree is not None else None,
+        "worktree": (
+            str(worker.tree.path) if worker.tree is not None and worker.released is None else None
+        ),
+        "branch": worker.released.branch if worker.released is not None else None,
     }
 
 
@@ -132,6 +159,14 @@ class SpawnArgs:
             "worker's output. Default from [vibe] default_tier"
         ),
     )
+    start_from: Literal["head", "worktree"] = tether.arg(
+        "head",
+        description=(
+            'With worktree isolation: "head" starts the worker at the last commit; "worktree" '
+            "at the main checkout's current state, its uncommitted edits and untracked files "
+            "included"
+        ),
+    )
 
 
 async def handle_spawn(call: tether.CallContext, args: SpawnArgs) -> tether.ToolResult:
@@ -139,13 +174,14 @@ async def handle_spawn(call: tether.CallContext, args: SpawnArgs) -> tether.Tool
     brief = _nonblank("brief", args.brief)
     label = _nonblank("label", args.label)
     tier = args.tier or roster.config.default_tier
-    worker = await roster.spawn(brief, label, tier)
+    worker = await roster.spawn(brief, label, tier, start_from=args.start_from)
     text = (
         f"Spawned {worker.id} {label!r} [{tier}]: {worker.status}. It keeps running in the background; "
         f'vibe_wait(worker_id="{worker.id}") blocks until it settles, vibe_list shows every worker.'
     )
-    if worker.tree is not None:
-        text += f"\nworktree: {worker.tree.path}"
+    tree = describe_tree(worker, None, roster.branch_for(worker))
+    if tree is not None:
+        text += "\n" + tree
     return tether.ToolResult.text(text, **_meta(worker))
 
 
@@ -198,7 +234,8 @@ async def handle_wait(call: tether.CallContext, args: WaitArgs) -> tether.ToolRe
     start = time.monotonic()
     settled = await roster.wait(args.worker_id, timeout)
     worker = roster.get(args.worker_id)
-    text = describe_worker(worker, full=True)
+    state = await roster.tree_state(worker)
+    text = describe_worker(worker, full=True, state=state, branch=roster.branch_for(worker))
     if not settled:
         waited = duration(time.monotonic() - start)
         text = (
@@ -228,10 +265,8 @@ async def handle_kill(call: tether.CallContext, args: KillArgs) -> tether.ToolRe
         text = (
             f"{worker.id} {worker.label!r} had already settled ({worker.status}); nothing to kill."
         )
-    if worker.tree is not None and worker.tree_kept:
-        text += f"\nworktree kept because it holds commits: {worker.tree.path}"
-    elif had_tree and worker.tree is None:
-        text += "\nIts worktree (no commits) was removed."
+    if had_tree and worker.released is not None:
+        text += f"\n{worker.released.describe().capitalize()}."
     return tether.ToolResult.text(text, **_meta(worker))
 
 
@@ -260,7 +295,15 @@ async def handle_list(call: tether.CallContext, args: ListArgs) -> tether.ToolRe
     summary = ", ".join(f"{n} {status}" for status, n in counts.items())
     # Newest first: the ones the agent is most likely asking about.
     shown, note = tether.text.cap(list(reversed(workers)), LIST_LIMIT, "workers")
-    blocks = [describe_worker(worker, full=False) for worker in shown]
+    blocks = [
+        describe_worker(
+            worker,
+            full=False,
+            state=await roster.tree_state(worker) if worker.settled else None,
+            branch=roster.branch_for(worker),
+        )
+        for worker in shown
+    ]
     header = f"{len(workers)} workers ({summary})" + (f"; {note}" if note else "")
     return tether.ToolResult.text(
         header + "\n\n" + "\n\n".join(blocks), workers=[_meta(worker) for worker in shown]
