@@ -525,6 +525,24 @@ class Run:
             return ToolResult.error(f"{spec.name} timed out after {timeout:g} s and was cancelled")
         return as_result(value)
 
+    def warm(self) -> None:
+        """Start in the background what the resources can start ahead of the first call (each
+        resource's ``async def warm()``: the language servers of the workdir's roots), so a
+        served run's first call does not pay the whole start. A call meanwhile waits as usual."""
+
+        async def warm_one(name: str, warm: Callable[[], Any]) -> None:
+            try:
+                await warm()
+            except Exception as exc:  # the first call reports what is wrong; this is a head start
+                _warn("tether: warming %s failed: %s", name, exc)
+
+        for name in self.resources:
+            values: list[Any] = self.resources.every(name)
+            for value in values:
+                warm = getattr(value, "warm", None)
+                if warm is not None and inspect.iscoroutinefunction(warm):
+                    self.task_group.start_soon(warm_one, name, warm)
+
     # --- closing ----------------------------------------------------------------------------
 
     async def close_conversation(self, conversation: str) -> None:
