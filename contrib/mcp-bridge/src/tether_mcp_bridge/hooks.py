@@ -13,9 +13,10 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from tether.cli import add_run_options
+    from tether.cli import add_attach_options, add_run_options
 
     add_run_options(p, approve=True)
+    add_attach_options(p)
     # no --workdir: the single root the client offers (2025-11-25 clients only)
     p.set_defaults(workdir=None)
 

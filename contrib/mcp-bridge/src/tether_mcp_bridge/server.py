@@ -39,6 +39,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 import tether
 from tether.cli import cli_run, run_config
+from tether.cli.serve import attached_run, check_attach
 from tether.person import CARD_STREAM
 from tether_mcp_bridge.cards import answer_from_elicitation, card_message, card_schema
 
@@ -272,6 +273,14 @@ class Bridge:
         """The task that owns the run: it opens it, and closes it (every child process with
         it) when the client disconnects or the process is signalled."""
         try:
+            if self.ns.attach is not None or self.ns.warm:
+                # a served run (tether serve): this client is one connection of it, with its
+                # own surface; its cards come back here and go out as elicitations
+                async with attached_run(self.ns, self.cards.ask) as remote:
+                    self.run = remote
+                    self._opened.set()
+                    await self._close.wait()
+                return
             # the run as every CLI command opens it, with the elicitation card stream wired
             async with cli_run(self.ns, {CARD_STREAM: self.cards}) as run:
                 self.run = run
@@ -498,6 +507,17 @@ class Bridge:
 async def serve(ns: argparse.Namespace) -> int:
     """``tether mcp``: serve until the client disconnects or a signal arrives."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    if ns.attach is not None or ns.warm:
+        if ns.approve is not None:
+            raise tether.ConfigError(
+                "--approve: a connection cannot change a served run's approval policy; start "
+                "the server with it (tether serve --approve TIER)"
+            )
+        ns.workdir = ns.workdir or "."
+        if ns.attach:  # a socket that refuses this surface is a usage error at start
+            await check_attach(ns)
+    else:
+        ns.surface = ns.surface or "default"
     if ns.workdir is not None:
         run_config(ns)  # a bad --workdir or --config is a usage error at start
     server_version = _package_version()

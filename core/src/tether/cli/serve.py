@@ -11,6 +11,7 @@ the workdir and the configuration file. See docs/architecture.md ("One run, many
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import fcntl
 import hashlib
@@ -33,6 +34,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import attrs
 
 from tether.cli.session import (
@@ -635,3 +637,173 @@ async def call_attached(ns: Any, stop: Stop, args: dict[str, Any]) -> dict[str, 
     finally:
         with anyio.CancelScope(shield=True):
             await client.aclose()
+
+
+class _RemoteTool:
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.name = schema["name"]
+        self.tier = schema.get("tier")
+
+
+class RemoteRun:
+    """A served run as a transport sees a run (``schemas``, ``tools_for``, ``call``), over one
+    attached connection: ``tether mcp --attach`` serves it to an MCP client. The surface is the
+    connection's (fixed when it attached); the ``surface`` arguments are ignored. Cards the
+    server sends for a call are answered by ``answer_card(card)``, run in that call's context
+    (the MCP request that made it)."""
+
+    def __init__(
+        self,
+        client: Attached,
+        tools: list[dict[str, Any]],
+        answer_card: Any,
+        task_group: anyio.abc.TaskGroup,
+    ) -> None:
+        self.client = client
+        self._tools = tools
+        self._answer_card = answer_card
+        self._tg = task_group
+        self._ids = iter(range(1, 1 << 62))
+        #: each request in flight: the context of the call (its cards are answered in it), the
+        #: event of its reply, the reply, its progress listener
+        self._waiting: dict[int, tuple[contextvars.Context, anyio.Event, list[Any], Any]] = {}
+        self.workdir = Path(client.ready.get("workdir", "."))
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def attach(
+        cls,
+        path: Path,
+        *,
+        surface: str | None,
+        conversation: str | None,
+        answer_card: Any,
+    ) -> Any:
+        client = await Attached.connect(
+            path, surface=surface, interactive=True, conversation=conversation
+        )
+        try:
+            await client.send({"id": 0, "request": "tools", "format": "json"})
+            reply = await client.receive()
+            if reply is None or "tools" not in reply:
+                raise ServeError(f"--attach: the server did not list its tools: {reply}")
+            async with anyio.create_task_group() as tg:
+                remote = cls(client, reply["tools"], answer_card, tg)
+                tg.start_soon(remote._read)
+                try:
+                    yield remote
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    def schemas(self, surface: str = "default", format: str = "json") -> list[dict[str, Any]]:
+        return self._tools
+
+    def tools_for(self, surface: str = "default") -> list[_RemoteTool]:
+        return [_RemoteTool(schema) for schema in self._tools]
+
+    async def _read(self) -> None:
+        while True:
+            message = await self.client.receive()
+            if message is None:
+                for _, done, box, _ in self._waiting.values():
+                    box.append(None)
+                    done.set()
+                return
+            if "card" in message:
+                waiting = self._waiting.get(message.get("request_id"))  # type: ignore[arg-type]
+                if waiting is None:
+                    await self.client.send({"card": message["card"], "skip": True})
+                    continue
+                waiting[0].run(self._tg.start_soon, self._card, message)
+            elif "progress" in message:
+                waiting = self._waiting.get(message["progress"])
+                if waiting is not None and waiting[3] is not None:
+                    waiting[3](message["message"])
+            elif message.get("id") in self._waiting:
+                _, done, box, _ = self._waiting[message["id"]]
+                box.append(message)
+                done.set()
+
+    async def _card(self, card: dict[str, Any]) -> None:
+        from tether.errors import NoPerson
+
+        card_id = card["card"]
+        body = {k: v for k, v in card.items() if k not in ("card", "request_id")}
+        try:
+            answer = await self._answer_card(body, timeout_s=float(card.get("timeout_s") or 600))
+        except (NoPerson, TimeoutError):
+            answer = {"skip": True}
+        reply = {k: v for k, v in answer.items() if k in ("choices", "text", "skip")}
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            await self.client.send({"card": card_id, **reply})
+
+    async def call(
+        self,
+        name: str,
+        args: dict[str, Any] | None = None,
+        *,
+        surface: str = "default",
+        call_id: str | None = None,
+        on_progress: Any = None,
+    ) -> Any:
+        from tether.tools import ToolResult
+
+        request_id = next(self._ids)
+        done = anyio.Event()
+        box: list[dict[str, Any] | None] = []
+        self._waiting[request_id] = (contextvars.copy_context(), done, box, on_progress)
+        try:
+            await self.client.send(
+                {"id": request_id, "tool": name, "args": args or {}, "progress": True}
+            )
+            try:
+                await done.wait()
+            except anyio.get_cancelled_exc_class():
+                # stop it on the server too (an eval cell is interrupted), shielded and bounded
+                with anyio.CancelScope(shield=True), anyio.move_on_after(10):
+                    await self.client.send({"cancel": request_id})
+                    await done.wait()
+                raise
+        finally:
+            self._waiting.pop(request_id, None)
+        reply = box[0] if box else None
+        if reply is None:
+            return ToolResult.error("the served run closed the connection before answering")
+        return _result_from_json(reply)
+
+
+def _result_from_json(reply: dict[str, Any]) -> Any:
+    import base64
+
+    from tether.tools import Image, Text, ToolResult
+
+    content: list[Any] = []
+    for item in reply.get("content", []):
+        if item.get("type") == "image":
+            content.append(Image(base64.b64decode(item["data"]), item["mime_type"]))
+        else:
+            content.append(Text(item.get("text", "")))
+    return ToolResult(
+        content=tuple(content), is_error=bool(reply.get("is_error")), meta=reply.get("meta") or {}
+    )
+
+
+@contextlib.asynccontextmanager
+async def attached_run(ns: Any, answer_card: Any) -> Any:
+    """The served run ``--attach [SOCKET]`` / ``--warm`` names, as a :class:`RemoteRun`."""
+    path = await anyio.to_thread.run_sync(lambda: find_endpoint(ns, warm=ns.warm))
+    async with RemoteRun.attach(
+        path, surface=ns.surface, conversation=ns.conversation, answer_card=answer_card
+    ) as remote:
+        yield remote
+
+
+async def check_attach(ns: Any) -> None:
+    """ServeError now if the socket ``--attach SOCKET`` names refuses this connection."""
+    client = await Attached.connect(
+        Path(ns.attach), surface=ns.surface, conversation=ns.conversation
+    )
+    await client.aclose()
