@@ -349,3 +349,36 @@ def test_conversations_are_per_connection_unless_named(server):
     finally:
         a.close()
         b.close()
+
+
+def test_cancel_and_progress_over_stdio_too(tmp_path, runtime):
+    """The same lines on `tether session`: a request asking for progress gets progress lines,
+    a cancel stops it (answered, marked cancelled), the session goes on."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether", "session", "--workdir", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(runtime),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: dict) -> None:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+
+    try:
+        assert json.loads(proc.stdout.readline())["protocol"] == 2
+        send({"id": 1, "tool": "echo", "args": {"message": "m", "delay_s": 30}, "progress": True})
+        progress = json.loads(proc.stdout.readline())
+        assert progress["progress"] == 1 and progress["elapsed_s"] >= 0.5
+        send({"cancel": 1})
+        line = json.loads(proc.stdout.readline())
+        while "progress" in line:
+            line = json.loads(proc.stdout.readline())
+        assert line["id"] == 1 and line["meta"] == {"cancelled": True}
+        send({"id": 2, "tool": "echo", "args": {"message": "after"}})
+        assert json.loads(proc.stdout.readline())["content"][0]["text"] == "after"
+    finally:
+        proc.stdin.close()
+        assert proc.wait(60) == 0
