@@ -109,3 +109,80 @@ def test_attach_refuses_a_surface_above_the_servers(tmp_path, workdir, monkeypat
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_mcp_over_http_needs_the_token_and_keeps_its_endpoints_surface(served, tmp_path):
+    """`tether mcp --attach SOCKET --http`: without the bearer token 401 and no tool list; the
+    `mcp` SDK's streamable HTTP client with it sees the endpoint's (plan) tools and calls one."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    _, sock = served
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tether",
+            "mcp",
+            "--attach",
+            sock,
+            "--surface",
+            "plan",
+            "--http",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        ready = json.loads(proc.stdout.readline())
+        token_file = Path(ready["token_file"])
+        assert (token_file.stat().st_mode & 0o777) == 0o600
+        token = token_file.read_text().strip()
+        listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+            answer = httpx2.post(ready["url"], json=listing, headers=headers, timeout=30)
+            assert answer.status_code == 401 and "lsp" not in answer.text
+
+        async def use() -> tuple[set[str], str]:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with http, Client(streamable_http_client(ready["url"], http_client=http)) as c:
+                names = {tool.name for tool in (await c.list_tools()).tools}
+                result = await c.call_tool(
+                    "ast_grep", {"pattern": "def $F(): $$$", "language": "python"}
+                )
+                return names, "".join(getattr(b, "text", "") for b in result.content)
+
+        names, text = anyio.run(use)
+        assert "lsp" in names and not names & {"eval", "debug", "echo_write"}
+        assert "foo" in text
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    assert not token_file.exists()
+
+
+def test_http_beyond_loopback_needs_a_flag(served):
+    _, sock = served
+    out = subprocess.run(
+        [sys.executable, "-m", "tether", "mcp", "--attach", sock, "--http", "0.0.0.0:8765"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode == 2 and "--allow-remote" in out.stderr

@@ -17,6 +17,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     add_run_options(p, approve=True)
     add_attach_options(p)
+    p.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve MCP streamable HTTP here instead of stdio (bearer token required)",
+    )
+    p.add_argument(
+        "--token-file",
+        default=None,
+        metavar="FILE",
+        help="where --http writes its bearer token (0600; default: the runtime directory)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --http listen on an address other than loopback",
+    )
     # no --workdir: the single root the client offers (2025-11-25 clients only)
     p.set_defaults(workdir=None)
 
