@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ def served(tmp_path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch):
     """A `tether serve` on ``workdir`` (its language servers started ahead), and its socket."""
     runtime = tmp_path / "rt"
     monkeypatch.setenv("TETHER_RUNTIME_DIR", str(runtime))
+    started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "serve", "--workdir", str(workdir)],
         stdout=subprocess.PIPE,
@@ -31,6 +33,7 @@ def served(tmp_path: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch):
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line, proc.stderr.read() if proc.stderr else ""
+    proc.started = started  # type: ignore[attr-defined]
     yield proc, json.loads(line)["socket"]
     proc.send_signal(signal.SIGTERM)
     proc.wait(60)
@@ -186,3 +189,57 @@ def test_http_beyond_loopback_needs_a_flag(served):
         stdin=subprocess.DEVNULL,
     )
     assert out.returncode == 2 and "--allow-remote" in out.stderr
+
+
+def test_the_agents_sdk_first_lsp_call_ten_seconds_after_the_server_started(
+    client_envs, workdir, served
+):
+    """The OpenAI Agents SDK with its default 5 s session timeout: basedpyright needs longer
+    than that to start, but a served run started it ahead, so the first call answers."""
+    proc, sock = served
+    time.sleep(max(0.0, proc.started + 10 - time.monotonic()))
+    # a machine slower than the 10 s (a loaded CI runner): wait for the server the run started
+    # ahead to say it is ready (`lsp status` from another connection: no query of a.py)
+    deadline = time.monotonic() + 180
+    while True:
+        status = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tether",
+                "call",
+                "lsp",
+                '{"action": "status"}',
+                "--attach",
+                sock,
+                "--surface",
+                "plan",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        if "): ready" in status.stdout:
+            break
+        assert time.monotonic() < deadline, status.stdout
+        time.sleep(1)
+    hover = ["lsp", {"action": "hover", "file": "a.py", "line": 5, "symbol": "foo"}]
+    server = Server(None, "--attach", sock)
+    config = {"server": server.argv, "env": server.env, "calls": [hover]}
+    out = subprocess.run(
+        [
+            str(client_envs["openai-agents"] / "bin" / "python"),
+            str(Path(__file__).parent / "clients" / "agents_sdk_client.py"),
+            json.dumps(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["timeout_s"] == 5 and "lsp" in seen["tools"]
+    (answer,) = seen["results"]
+    assert "error" not in answer and not answer["is_error"], answer
+    assert "def foo()" in answer["text"]
