@@ -382,3 +382,19 @@ def test_cancel_and_progress_over_stdio_too(tmp_path, runtime):
     finally:
         proc.stdin.close()
         assert proc.wait(60) == 0
+
+
+def test_a_line_over_the_limit_is_answered_and_the_connection_goes_on(server, monkeypatch):
+    from tether.cli.session import MAX_REQUEST_LINE_BYTES
+
+    conn = Conn(server.socket)
+    try:
+        conn.file.write(b'{"id": 1, "tool": "echo", "args": {"message": "')
+        conn.file.write(b"x" * (MAX_REQUEST_LINE_BYTES + 10))
+        conn.file.write(b'"}}\n')
+        conn.send({"id": 2, "tool": "echo", "args": {"message": "next"}})
+        error = conn.receive()
+        assert error["is_error"] and "over the limit" in error["content"][0]["text"]
+        assert conn.receive()["content"][0]["text"] == "next"
+    finally:
+        conn.close()

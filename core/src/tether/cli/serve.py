@@ -308,7 +308,7 @@ class Server:
             ready["server"] = {"pid": os.getpid(), "key": self.key}
             session.write(ready)
             async with anyio.create_task_group() as tg:
-                await session.read(_touching(self, _lines(reader)), tg)
+                await session.read(_ConnectionLines(self, reader), tg)
                 # the client went away: its calls are cancelled, its cards closed; other
                 # connections' calls go on
                 session.cancel_all()
@@ -338,21 +338,26 @@ class Server:
                 return
 
 
-async def _lines(reader: LineReader) -> Any:
-    """The connection's lines; a reset connection ends them like EOF."""
-    while True:
+class _ConnectionLines:
+    """A connection's lines, each noting activity: a reset connection ends them like EOF; a line
+    over the limit raises LineTooLong and the next read goes on (the session answers it)."""
+
+    def __init__(self, server: Server, reader: LineReader) -> None:
+        self.server = server
+        self.reader = reader
+
+    def __aiter__(self) -> _ConnectionLines:
+        return self
+
+    async def __anext__(self) -> bytes:
         try:
-            yield await reader.receive_line()
+            line = await self.reader.receive_line()
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return
+            raise StopAsyncIteration from None
         except ConnectionError:
-            return
-
-
-async def _touching(server: Server, source: Any) -> Any:
-    async for line in source:
-        server.last_activity = time.monotonic()
-        yield line
+            raise StopAsyncIteration from None
+        self.server.last_activity = time.monotonic()
+        return line
 
 
 class _SocketOut:
