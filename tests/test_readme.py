@@ -54,3 +54,40 @@ def test_the_main_job_command_answers_on_this_checkout():
     result = json.loads(out.stdout)
     assert out.returncode == 0 and not result["is_error"], out.stdout + out.stderr
     assert "function open_run — core/src/tether/run.py:" in result["content"][0]["text"]
+
+
+def test_the_shared_run_block_runs_as_written(tmp_path):
+    """The shared-run block, line by line in the checkout: a plan connection's answers from one
+    warm server, which --list shows and --stop ends (a private runtime dir: no other server)."""
+    import os
+
+    block = README.split("<!-- shared-run:", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    env = {**os.environ, "TETHER_RUNTIME_DIR": str(tmp_path / "rt")}
+    outs = []
+    try:
+        for line in block.strip().splitlines():
+            out = subprocess.run(
+                ["bash", "-ec", line],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=env,
+            )
+            assert out.returncode == 0, f"{line}\n{out.stdout}{out.stderr}"
+            outs.append(out.stdout)
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "tether", "serve", "--stop"],
+            cwd=ROOT,
+            env=env,
+            timeout=60,
+            capture_output=True,
+        )
+    symbols, grep, listed, stopped = outs
+    assert (
+        "function open_run — core/src/tether/run.py:" in json.loads(symbols)["content"][0]["text"]
+    )
+    assert "core/src/tether/run.py" in json.loads(grep)["content"][0]["text"]
+    assert [s["workdir"] for s in json.loads(listed)] == [str(ROOT)]
+    assert json.loads(stopped)["stopped"] == json.loads(listed)[0]["pid"]

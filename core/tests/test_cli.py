@@ -512,7 +512,7 @@ def test_session_announces_itself_then_lists_its_tools(tmp_path):
     assert out.returncode == 0, out.stderr
     replies = [json.loads(line) for line in out.stdout.splitlines()]
     ready = replies[0]
-    assert ready["ready"] is True and ready["protocol"] == 1
+    assert ready["ready"] is True and ready["protocol"] == 2
     from tether.plugins import core_version
 
     assert ready["tether"] == core_version() and ready["conversation"]

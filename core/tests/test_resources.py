@@ -194,3 +194,71 @@ async def test_run_options_are_a_familys_to_read(tmp_path) -> None:
         assert not hasattr(run, "vibe")  # the core does not know what vibe means
     async with run_with(tmp_path, vibe=True, options={"colour": "blue"}) as run:
         assert run.options == {"vibe": True, "colour": "blue"}
+
+
+class Counter:
+    """A per-conversation thing: what it has seen, and whether it was closed."""
+
+    made: list[Counter] = []
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.closed = False
+        Counter.made.append(self)
+
+    def greet(self) -> str:
+        return f"{len(self.seen)}"
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class _CountTools:
+    @tether.hookimpl
+    def tether_resources(self, run):
+        from tether.resources import PerConversation
+
+        return {GREETER: PerConversation(lambda run: Counter(), run)}
+
+    @tether.hookimpl
+    def tether_tools(self, run):
+        import attrs
+
+        @attrs.frozen
+        class Args:
+            word: str = tether.arg(description="a word")
+
+        async def note(call, args):
+            counter = call.run.resource(GREETER)
+            counter.seen.append(args.word)
+            return ",".join(counter.seen)
+
+        return [tether.ToolSpec("note", "read", Args, note, "notes", requires=(GREETER,))]
+
+
+@pytest.mark.parametrize("conversations", [["a", "b"], ["a", None, "b", "a"], [None, None]])
+async def test_a_per_conversation_resource_is_each_calling_conversations_own(
+    tmp_path, conversations
+) -> None:
+    """``run.call(conversation=…)`` reaches that conversation's instance (None: the run's own);
+    closing one conversation closes its instance only; the run's close closes the rest."""
+    Counter.made.clear()
+    async with run_with(tmp_path, _CountTools(), conversation_id="run") as run:
+        expected: dict[str | None, list[str]] = {}
+        for i, conversation in enumerate(conversations):
+            word = f"w{i}"
+            result = await run.call("note", {"word": word}, conversation=conversation)
+            key = conversation or "run"
+            expected.setdefault(key, []).append(word)
+            assert result.text_content == ",".join(expected[key])
+        assert len(run.resources.every(GREETER)) == len(expected)
+        # outside a call: the run's own conversation's (made now if it had no call)
+        assert run.resource(GREETER).seen == expected.get("run", [])
+        named = [c for c in conversations if c is not None]
+        if named:
+            gone = run.resources.every(GREETER)
+            await run.close_conversation(named[0])
+            closed = [c for c in gone if c.closed]
+            assert [c.seen for c in closed] == [expected[named[0]]]
+        made = list(Counter.made)
+    assert all(c.closed for c in made)

@@ -16,34 +16,11 @@ from typing import Any
 
 import pytest
 
-from tether.testing import require_real
-
 HERE = Path(__file__).parent / "clients"
 sys.path.insert(0, str(HERE))
-import setup_clients  # noqa: E402
 
 PY_CLIENTS = {"mcp1": "py_legacy.py", "mcp2": "py_modern.py"}
 ECHO_ALLOW = {"action": "accept", "content": {"choice": "allow"}}
-
-
-@pytest.fixture(scope="session")
-def client_envs() -> dict[str, Path]:
-    envs: dict[str, Path] = {}
-    for name in setup_clients.CLIENTS:
-        try:
-            envs[name] = setup_clients.ensure(name)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            require_real(False, f"the {name} MCP client ({exc})")
-    return envs
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    wd = tmp_path / "project"
-    wd.mkdir()
-    (wd / "pyproject.toml").write_text('[project]\nname = "demo"\nversion = "0"\n')
-    (wd / "a.py").write_text("def foo():\n    return 1\n\n\nfoo()\n")
-    return wd
 
 
 class Server:

@@ -11,6 +11,11 @@ defaults in dependency order: ``make(run)`` runs only when nobody wired the key 
 the defaults of the keys in ``after``, and returns the value or None (not provided). So a
 question port made from the session's card stream never depends on which hook ran last.
 
+A value may be :class:`PerConversation` (``make(run)`` per calling conversation): a run served to
+several conversations (``tether serve``) gives each its own (one debug session, one set of
+kernels per conversation) while the rest — language servers, caches — is shared. ``require``
+returns the calling conversation's (:func:`calling_conversation`), made on first use.
+
 A value of the wrong kind is dropped and its plugin reported ``failed``; when it comes from the
 harness's own plugin objects it fails the run's opening instead (it is the harness's input, like
 its configuration).
@@ -18,6 +23,7 @@ its configuration).
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar, overload
@@ -94,6 +100,53 @@ class Default(Generic[T]):
     after: tuple[ResourceKey[Any] | str, ...] = ()
 
 
+#: the conversation a call is made for (:meth:`tether.Run.call`'s ``conversation``); None: the
+#: run's own
+_calling_conversation: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "tether_calling_conversation", default=None
+)
+
+
+def calling_conversation(run: Any) -> str | None:
+    """The conversation of the call being made: the caller's when it named one, else the run's."""
+    return _calling_conversation.get() or getattr(run, "conversation_id", None)
+
+
+class PerConversation(Generic[T]):
+    """A resource each conversation of a run gets its own of: ``make(run)`` is called on a
+    conversation's first use; :meth:`close` ends one conversation's, ``aclose`` every one."""
+
+    def __init__(self, make: Callable[[Any], T], run: Any) -> None:
+        self._make = make
+        self._run = run
+        self._kind: type[Any] | None = None
+        self._name = ""
+        self.instances: dict[str | None, T] = {}
+
+    def get(self) -> T:
+        conversation = calling_conversation(self._run)
+        if conversation not in self.instances:
+            value = self._make(self._run)
+            if self._kind is not None and not isinstance(value, self._kind):
+                raise ToolError(
+                    f"{self._name}: expected a {self._kind.__qualname__}, "
+                    f"got {type(value).__qualname__}"
+                )
+            self.instances[conversation] = value
+        return self.instances[conversation]
+
+    async def close(self, conversation: str | None) -> None:
+        """Close ``conversation``'s (its debug session, its kernels), if it has one."""
+        value = self.instances.pop(conversation, None)
+        closer = getattr(value, "aclose", None)
+        if closer is not None and inspect.iscoroutinefunction(closer):
+            await closer()
+
+    async def aclose(self) -> None:
+        for conversation in list(self.instances):
+            await self.close(conversation)
+
+
 def key_name(key: ResourceKey[Any] | str) -> str:
     return key.name if isinstance(key, ResourceKey) else key
 
@@ -113,7 +166,16 @@ class Resources(Mapping[str, Any]):
         self._origin: dict[str, str] = {}
 
     def __getitem__(self, key: ResourceKey[Any] | str) -> Any:
-        return self._values[key_name(key)]
+        value = self._values[key_name(key)]
+        return value.get() if isinstance(value, PerConversation) else value
+
+    def every(self, key: ResourceKey[T] | str) -> list[T]:
+        """Every conversation's value of ``key`` made so far (one for a shared resource; none
+        when nothing is wired): what a change seen by every conversation must reach."""
+        value = self._values.get(key_name(key))
+        if value is None:
+            return []
+        return list(value.instances.values()) if isinstance(value, PerConversation) else [value]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
@@ -133,7 +195,8 @@ class Resources(Mapping[str, Any]):
         """The value wired for ``key``; ``default`` when given and nothing is wired, else a
         ToolError naming the key and what is wired."""
         if key.name in self._values:
-            return self._values[key.name]
+            value = self._values[key.name]
+            return value.get() if isinstance(value, PerConversation) else value
         if default is not _MISSING:
             return default
         wired = ", ".join(self._values) or "none"
@@ -198,7 +261,9 @@ class Resources(Mapping[str, Any]):
             return
         declared = key if isinstance(key, ResourceKey) else _DECLARED.get(name)
         kind = declared.kind_class() if declared is not None else None
-        if kind is not None and not isinstance(value, kind):
+        if isinstance(value, PerConversation):
+            value._kind, value._name = kind, name  # each conversation's value is checked when made
+        elif kind is not None and not isinstance(value, kind):
             problem = (
                 f"{name}: expected a {kind.__module__}.{kind.__qualname__}, "
                 f"got {type(value).__qualname__}"
@@ -211,6 +276,22 @@ class Resources(Mapping[str, Any]):
         self._origin[name] = plugin
 
     # --- closing ------------------------------------------------------------------------------
+
+    async def close_conversation(self, conversation: str, timeout_s: float) -> list[str]:
+        """Close what each :class:`PerConversation` resource holds for ``conversation``; the
+        problems, as text."""
+        problems: list[str] = []
+        for name, value in reversed(list(self._values.items())):
+            if not isinstance(value, PerConversation):
+                continue
+            with anyio.move_on_after(timeout_s) as scope:
+                try:
+                    await value.close(conversation)
+                except Exception as exc:
+                    problems.append(f"closing {name!r} of {conversation}: {exc}")
+            if scope.cancelled_caught:
+                problems.append(f"closing {name!r} of {conversation} took over {timeout_s:g} s")
+        return problems
 
     async def aclose(self, timeout_s: float, problems: list[str]) -> None:
         """Close every resource with ``async def aclose()``, last wired first, each bounded by

@@ -31,7 +31,7 @@ from tether.paths import confine as _confine
 from tether.person import APPROVER
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.registry import SchemaFormat, ToolRegistry, schema_problem
-from tether.resources import _MISSING, ResourceKey, Resources
+from tether.resources import _MISSING, ResourceKey, Resources, _calling_conversation
 from tether.text import duration
 from tether.tiers import Tier
 from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
@@ -275,15 +275,24 @@ class Run:
         surface: str = "default",
         call_id: str | None = None,
         on_progress: Callable[[str], None] | None = None,
+        conversation: str | None = None,
     ) -> ToolResult:
         """Call a tool through the whole pipeline: surface lookup → strict validation → approval
         → serialisation → handler under a timeout → ``tether_process_result`` wrappers.
         Workdir settings ignored since the last result are listed in ``meta.config_ignored``.
         ``on_progress`` receives the messages the tool reports while it runs
-        (:meth:`CallContext.report_progress`)."""
-        result = await self._call(
-            name, args, surface=surface, call_id=call_id, on_progress=on_progress
-        )
+        (:meth:`CallContext.report_progress`). ``conversation`` names the calling conversation
+        when one run serves several (``tether serve``): its per-conversation resources (a
+        debug session, kernels — :class:`tether.resources.PerConversation`) are its own;
+        default: the run's ``conversation_id``."""
+        token = _calling_conversation.set(conversation) if conversation is not None else None
+        try:
+            result = await self._call(
+                name, args, surface=surface, call_id=call_id, on_progress=on_progress
+            )
+        finally:
+            if token is not None:
+                _calling_conversation.reset(token)
         if self._unsent_notes:
             result = result.with_meta(config_ignored=list(self._unsent_notes))
             self._unsent_notes.clear()
@@ -520,7 +529,33 @@ class Run:
             return ToolResult.error(f"{spec.name} timed out after {timeout:g} s and was cancelled")
         return as_result(value)
 
+    def warm(self) -> None:
+        """Start in the background what the resources can start ahead of the first call (each
+        resource's ``async def warm()``: the language servers of the workdir's roots), so a
+        served run's first call does not pay the whole start. A call meanwhile waits as usual."""
+
+        async def warm_one(name: str, warm: Callable[[], Any]) -> None:
+            try:
+                await warm()
+            except Exception as exc:  # the first call reports what is wrong; this is a head start
+                _warn("tether: warming %s failed: %s", name, exc)
+
+        for name in self.resources:
+            values: list[Any] = self.resources.every(name)
+            for value in values:
+                warm = getattr(value, "warm", None)
+                if warm is not None and inspect.iscoroutinefunction(warm):
+                    self.task_group.start_soon(warm_one, name, warm)
+
     # --- closing ----------------------------------------------------------------------------
+
+    async def close_conversation(self, conversation: str) -> None:
+        """One conversation of a served run ended: close its per-conversation resources (its
+        debug session, its kernels); the shared ones stay."""
+        for problem in await self.resources.close_conversation(
+            conversation, self.core.close_timeout_s
+        ):
+            _warn("tether: %s", problem)
 
     async def _close(self) -> None:
         self.closed = True

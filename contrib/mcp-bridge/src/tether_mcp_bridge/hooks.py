@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from tether.cli import add_run_options
+    from tether.cli import add_attach_options, add_run_options
 
     # no --workdir: the single root the client offers (2025-11-25 clients only)
     add_run_options(
@@ -22,6 +22,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         workdir_default=None,
         workdir_help="the checkout the run works on (default: the one root the client offers; "
         "clients of the 2025-11-25 revision offer none, so pass it)",
+    )
+    add_attach_options(p)
+    p.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve MCP streamable HTTP here instead of stdio (bearer token required)",
+    )
+    p.add_argument(
+        "--token-file",
+        default=None,
+        metavar="FILE",
+        help="where --http writes its bearer token (0600; default: the runtime directory)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --http listen on an address other than loopback",
     )
 
 

@@ -15,9 +15,11 @@ the call's task, so a bridge call from inside an eval cell finds it too).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import itertools
 import logging
+import os
 import secrets
 import signal
 import sys
@@ -39,6 +41,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 import tether
 from tether.cli import cli_run, run_config
+from tether.cli.serve import attached_run, check_attach
 from tether.person import CARD_STREAM
 from tether_mcp_bridge.cards import answer_from_elicitation, card_message, card_schema
 
@@ -272,6 +275,14 @@ class Bridge:
         """The task that owns the run: it opens it, and closes it (every child process with
         it) when the client disconnects or the process is signalled."""
         try:
+            if self.ns.attach is not None or self.ns.warm:
+                # a served run (tether serve): this client is one connection of it, with its
+                # own surface; its cards come back here and go out as elicitations
+                async with attached_run(self.ns, self.cards.ask) as remote:
+                    self.run = remote
+                    self._opened.set()
+                    await self._close.wait()
+                return
             # the run as every CLI command opens it, with the elicitation card stream wired
             async with cli_run(self.ns, {CARD_STREAM: self.cards}) as run:
                 self.run = run
@@ -495,9 +506,111 @@ class Bridge:
         return await self._await(ctx, call)
 
 
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def _http_address(ns: argparse.Namespace) -> tuple[str, int]:
+    host, _, port = str(ns.http).rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise tether.ConfigError(
+            f"--http: expected HOST:PORT (e.g. 127.0.0.1:8765), got {ns.http!r}"
+        )
+    if host not in LOOPBACK:
+        if not ns.allow_remote:
+            raise tether.ConfigError(
+                f"--http: {host!r} is not a loopback address; pass --allow-remote to listen "
+                "beyond this machine (every client still needs the bearer token)"
+            )
+        log.warning("tether mcp: listening on %s, beyond this machine (--allow-remote)", host)
+    return host, int(port)
+
+
+def _write_token(ns: argparse.Namespace, port: int) -> tuple[str, Path]:
+    """A fresh bearer token in a file only this user can read (0600, created anew)."""
+    from tether.cli.serve import runtime_dir
+
+    token = secrets.token_urlsafe(32)
+    path = Path(ns.token_file) if ns.token_file else runtime_dir() / f"mcp-http-{port}.token"
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token, path
+
+
+async def serve_http(ns: argparse.Namespace, server: Server[Any]) -> None:
+    """MCP streamable HTTP on ``--http HOST:PORT``: every request needs ``Authorization: Bearer
+    TOKEN`` (the token file's), else 401 and nothing else; the surface is this endpoint's."""
+    import hmac
+    import json
+
+    import uvicorn
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    host, port = _http_address(ns)
+    token, token_file = _write_token(ns, port)
+    expected = f"Bearer {token}".encode()
+    manager = StreamableHTTPSessionManager(app=server)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        if not hmac.compare_digest(given, expected):
+            body = (
+                b'{"error": "unauthorized: send Authorization: Bearer <the token file\'s token>"}'
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b"Bearer"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await manager.handle_request(scope, receive, send)
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    http = uvicorn.Server(config)
+    async with manager.run():
+        ready = {
+            "ready": True,
+            "url": f"http://{host}:{port}/mcp",
+            "token_file": str(token_file),
+            "surface": ns.surface,
+        }
+        sys.stdout.write(json.dumps(ready) + "\n")
+        sys.stdout.flush()
+        try:
+            await http.serve()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                token_file.unlink()
+
+
 async def serve(ns: argparse.Namespace) -> int:
     """``tether mcp``: serve until the client disconnects or a signal arrives."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    if ns.http is not None:
+        _http_address(ns)  # a bad or non-loopback address is a usage error at start
+    if ns.attach is not None or ns.warm:
+        if ns.approve is not None:
+            raise tether.ConfigError(
+                "--approve: a connection cannot change a served run's approval policy; start "
+                "the server with it (tether serve --approve TIER)"
+            )
+        ns.workdir = ns.workdir or "."
+        if ns.attach:  # a socket that refuses this surface is a usage error at start
+            await check_attach(ns)
+    else:
+        ns.surface = ns.surface or "default"
     if ns.workdir is not None:
         run_config(ns)  # a bad --workdir or --config is a usage error at start
     server_version = _package_version()
@@ -525,8 +638,13 @@ async def serve(ns: argparse.Namespace) -> int:
         tg.start_soon(on_signals, serving, listening)
         tg.start_soon(bridge.load)
         with serving:
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            if ns.http is not None:
+                await serve_http(ns, server)
+            else:
+                async with stdio_server() as (read_stream, write_stream):
+                    await server.run(
+                        read_stream, write_stream, server.create_initialization_options()
+                    )
         listening.cancel()
         # the client disconnected (or a signal came): stop what runs, then close the run
         bridge.shutdown()

@@ -24,6 +24,8 @@ CLIENTS: dict[str, tuple[str, str]] = {
     "mcp1": ("python", "mcp<2"),  # 2025-11-25: initialize, elicitation/create
     "mcp2": ("python", "mcp>=2.3,<3"),  # 2026-07-28: stateless, input_required
     "pydantic-ai": ("python", "pydantic-ai-slim[mcp]"),
+    # its MCPServerStdio keeps the SDK's default 5 s session timeout in tests/test_attach.py
+    "openai-agents": ("python", "openai-agents"),
     "ts-sdk": ("node", "@modelcontextprotocol/sdk@^1"),
     # its CLI's `--strict` schema-portability check runs in tests/test_schemas.py (node >= 22)
     "inspector": ("node", "@modelcontextprotocol/inspector@^2"),

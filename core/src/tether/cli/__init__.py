@@ -1,4 +1,5 @@
-"""The ``tether`` command line: ``plugins``, ``tools``, ``call``, ``session`` and ``recover``."""
+"""The ``tether`` command line: ``plugins``, ``tools``, ``call``, ``session``, ``serve`` and
+``recover``."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def add_run_options(
         )
 
 
-BUILTIN_COMMANDS = ("plugins", "tools", "call", "session", "recover")
+BUILTIN_COMMANDS = ("plugins", "tools", "call", "session", "serve", "recover")
 
 
 class _VersionAction(argparse.Action):
@@ -141,13 +142,54 @@ def _parser(plugins: TetherPluginManager | None = None) -> argparse.ArgumentPars
             p.add_argument("tool")
             p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
         add_run_options(p, approve=True)
+        if name == "call":
+            add_attach_options(p)
         if name == "session":
             p.add_argument(
                 "--interactive", action="store_true", help="a person answers cards on this stream"
             )
+    p = sub.add_parser("serve", help="serve one run to many clients (a Unix socket)")
+    add_run_options(p, approve=True)
+    p.set_defaults(surface="default")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="close the run after S seconds with no client (default 0: never)",
+    )
+    p.add_argument(
+        "--no-warm",
+        dest="warm",
+        action="store_false",
+        help="do not start the workdir's language servers before the first call",
+    )
+    p.add_argument("--list", action="store_true", help="print the running servers (JSON) and exit")
+    p.add_argument(
+        "--stop", action="store_true", help="stop the server of this workdir and configuration"
+    )
     if plugins is not None:
         plugins.hook.tether_cli_commands(subparsers=sub)
     return parser
+
+
+def add_attach_options(p: argparse.ArgumentParser) -> None:
+    """``--attach [ENDPOINT]`` and ``--warm``: use a served run (``tether serve``) instead of
+    opening one. ``--surface`` then chooses the connection's surface (default: the server's)."""
+    p.set_defaults(surface=None)
+    p.add_argument(
+        "--attach",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="SOCKET",
+        help="use the served run of this workdir and configuration (or the one at SOCKET)",
+    )
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="as --attach, starting a server when there is none (one, however many ask at once)",
+    )
 
 
 def _command_parser(argv: list[str]) -> argparse.ArgumentParser:
@@ -279,6 +321,20 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
     if not isinstance(args, dict):
         print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
+    if ns.attach is not None or ns.warm:
+        if ns.approve is not None:
+            print(
+                "tether call: --approve: a connection cannot change a served run's approval "
+                "policy; start the server with it (tether serve --approve TIER)",
+                file=sys.stderr,
+            )
+            return 2
+        from tether.cli.serve import call_attached
+
+        reply = await call_attached(ns, stop, args)
+        _print(reply)
+        return stop.exit_code(1 if reply.get("is_error") else 0)
+    ns.surface = ns.surface or "default"
     async with cli_run(ns, {TERMINAL: Terminal.from_stdio()}) as run:
         with stop.scope() as scope:
             try:
@@ -305,6 +361,18 @@ async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
         make_resources=_CliResources,
         stop=stop,
     )
+
+
+async def cmd_serve(ns: argparse.Namespace, stop: Stop) -> int:
+    from tether.cli import serve
+
+    if ns.list:
+        return serve.list_servers()
+    if ns.stop:
+        workdir, _, _ = run_config(ns)
+        key = serve.server_key(workdir, ns.config, trust_workdir=ns.trust_workdir, vibe=ns.vibe)
+        return serve.stop_server(serve.ServerPaths.of(key))
+    return await serve.serve(ns, stop)
 
 
 async def _with_signals(command: Any, ns: argparse.Namespace) -> int:
@@ -361,7 +429,12 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_plugins(ns)
         if ns.command == "recover":
             return cmd_recover(ns)
-        builtin = {"tools": cmd_tools, "call": cmd_call, "session": cmd_session}
+        builtin = {
+            "tools": cmd_tools,
+            "call": cmd_call,
+            "session": cmd_session,
+            "serve": cmd_serve,
+        }
         if ns.command not in builtin:
             # a plugin's command (tether_cli_commands) handles its own signals
             try:

@@ -1,7 +1,8 @@
 """``tether session``: one long run over stdio, one JSON object per line.
 
-Requests ``{"id", "tool", "args"}`` run concurrently and are answered by ``{"id", "is_error",
-"content", "meta"}``. Cards ``{"card", "kind", …}`` go out for questions and approvals (only with
+Requests ``{"id", "tool", "args", "progress"?}`` run concurrently and are answered by ``{"id",
+"is_error", "content", "meta"}``; ``{"cancel": ID}`` stops one; a request with ``"progress": true``
+gets ``{"progress": ID, "elapsed_s", "message"}`` lines while it runs. Cards ``{"card", "kind", …}`` go out for questions and approvals (only with
 ``--interactive``) and come back as ``{"card", "choices", "text"}`` or ``{"card", "skip": true}``.
 See docs/session-protocol.md.
 """
@@ -17,7 +18,7 @@ import os
 import sys
 import termios
 import traceback
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
@@ -34,8 +35,13 @@ from tether.registry import SchemaFormat
 from tether.run import Run, open_run
 
 #: The session protocol's version, announced in the ready line (1: ready line, tools request,
-#: cards carry the client's request_id).
-PROTOCOL_VERSION = 1
+#: cards carry the client's request_id; 2: cancel and progress lines).
+PROTOCOL_VERSION = 2
+
+#: A request that asked for progress gets its first progress line after this long, then one
+#: every PROGRESS_EVERY_S (as the MCP bridge sends its notifications).
+PROGRESS_AFTER_S = 0.5
+PROGRESS_EVERY_S = 1.0
 
 #: The longest line the session reads (a request or an answer, without its newline); a longer
 #: one is answered with an error line and skipped, and the session reads on.
@@ -45,6 +51,10 @@ MAX_REQUEST_LINE_BYTES = 64 * 1024 * 1024
 #: from inside it — an eval cell's bridge — carry it as ``request_id``).
 _client_request: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "tether_session_request", default=None
+)
+#: The card stream of the connection whose call is running (a served run has one per connection)
+_connection_cards: contextvars.ContextVar[CardStream | None] = contextvars.ContextVar(
+    "tether_connection_cards", default=None
 )
 
 
@@ -143,6 +153,29 @@ class CardStream:
         pending.answer = answer
         pending.event.set()
         return None
+
+
+class CardRouter:
+    """The ``card_stream`` resource of a run served to several connections (``tether serve``):
+    a card goes to the connection whose call raised it, and to no other. A call made outside
+    any connection has nobody to ask."""
+
+    @property
+    def interactive(self) -> bool:
+        cards = _connection_cards.get()
+        return cards is not None and cards.interactive
+
+    async def ask(
+        self,
+        card: dict[str, Any],
+        *,
+        timeout_s: float,
+        validate: Callable[[dict[str, Any]], str | None] | None = None,
+    ) -> dict[str, Any]:
+        cards = _connection_cards.get()
+        if cards is None:
+            raise NoPerson("no person attached: the call came from no connection")
+        return await cards.ask(card, timeout_s=timeout_s, validate=validate)
 
 
 def _answer_shape_problem(answer: dict[str, Any]) -> str | None:
@@ -322,15 +355,32 @@ class _Session:
     """One ``tether session``: its output, the requests in flight, and what each input line
     asks for."""
 
-    def __init__(self, out: TextIO, stop: Stop, surface: str) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        stop: Stop,
+        surface: str,
+        *,
+        conversation: str | None = None,
+    ) -> None:
         self.out = out
         self.stop = stop
         self.surface = surface
-        self.in_flight: set[Any] = set()
+        #: the conversation this connection's calls are made for (None: the run's own)
+        self.conversation = conversation
+        #: the requests in flight, each with the scope that cancels it
+        self.in_flight: dict[Any, anyio.CancelScope] = {}
         self.cards: CardStream | None = None
         self.run: Run | None = None
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def cancel_all(self) -> None:
+        """Cancel every call of this connection (its client went away)."""
+        for scope in list(self.in_flight.values()):
+            scope.cancel()
+
+    def write(self, obj: dict[str, Any] | None) -> None:
+        if obj is None:
+            return
         try:
             line = json_line(obj)
         except ValueError as exc:
@@ -375,6 +425,9 @@ class _Session:
         if not isinstance(message, dict):
             self.write(_error_line("line must be a JSON object (a request or an answer)"))
             return
+        if "cancel" in message and "id" not in message and "card" not in message:
+            self.write(self._cancel(message))
+            return
         if "card" in message and "id" not in message:
             assert self.cards is not None
             problem = self.cards.deliver(message)
@@ -394,33 +447,93 @@ class _Session:
             )
             self.write(_error_line(problem, valid_id if valid_id not in self.in_flight else None))
             return
-        self.in_flight.add(request_id)
-        tg.start_soon(self.serve, request_id, message["tool"], message.get("args", {}))
+        self.in_flight[request_id] = anyio.CancelScope()
+        tg.start_soon(
+            self.serve,
+            request_id,
+            message["tool"],
+            message.get("args", {}),
+            message.get("progress", False),
+        )
 
-    async def serve(self, request_id: Any, tool: str, args: dict[str, Any]) -> None:
+    def _cancel(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """``{"cancel": ID}``: stop this connection's request ID (its reply says it was
+        cancelled); an error line when there is no such request in flight here."""
+        request_id = message["cancel"]
+        extra = set(message) - {"cancel"}
+        if extra:
+            problem = f"{sorted(extra)[0]}: unknown key in a cancel line (expected cancel)"
+        elif isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            problem = "cancel: expected the id (a string or an integer) of a request in flight"
+        elif request_id not in self.in_flight:
+            running = ", ".join(repr(i) for i in self.in_flight) or "none"
+            problem = (
+                f"cancel: no request {request_id!r} in flight on this connection "
+                f"(in flight: {running})"
+            )
+        else:
+            self.in_flight[request_id].cancel()
+            return None
+        return _error_line(problem, cancel=request_id)
+
+    async def serve(self, request_id: Any, tool: str, args: dict[str, Any], progress: bool) -> None:
         """One tool call, answered on its own line (a tool's bug included)."""
         _client_request.set(request_id)
+        _connection_cards.set(self.cards)
         assert self.run is not None
+        cancelled = self.in_flight[request_id]
+        latest: list[str] = []
         try:
-            with self.stop.scope() as scope:
-                result = await self.run.call(
-                    tool, args, surface=self.surface, call_id=f"req_{request_id}"
-                )
+            with self.stop.scope() as scope, cancelled:
+                async with anyio.create_task_group() as ticker:
+                    if progress:
+                        ticker.start_soon(self._tick, request_id, latest)
+                    try:
+                        result = await self.run.call(
+                            tool,
+                            args,
+                            surface=self.surface,
+                            call_id=f"req_{request_id}",
+                            on_progress=latest.append,
+                            conversation=self.conversation,
+                        )
+                    finally:
+                        ticker.cancel_scope.cancel()
             if scope.cancelled_caught:
                 reply = _error_line(
                     self.stop.reason(f"request {request_id!r} ({tool})"), request_id
                 )
+            elif cancelled.cancelled_caught:
+                reply = _error_line(
+                    f"request {request_id!r} ({tool}) was cancelled by the client "
+                    "(an eval cell is interrupted with its interpreter kept)",
+                    request_id,
+                )
+                reply["meta"] = {"cancelled": True}
             else:
                 reply = {"id": request_id, **result.to_json()}
         except Exception as exc:  # a bug in a tool: report it, keep the session alive
             reply = {"id": request_id, **internal_error(tool, exc)}
         finally:
-            self.in_flight.discard(request_id)
+            self.in_flight.pop(request_id, None)
         self.write(reply)
+
+    async def _tick(self, request_id: Any, latest: list[str]) -> None:
+        """Progress lines while request ``request_id`` runs: how long, and the last thing the
+        tool reported (a language server's indexing)."""
+        elapsed, step = 0.0, PROGRESS_AFTER_S
+        while True:
+            await anyio.sleep(step)
+            elapsed += step
+            step = PROGRESS_EVERY_S
+            text = f"still running after {elapsed:.1f} s"
+            if latest:
+                text += f": {latest[-1]}"
+            self.write({"progress": request_id, "elapsed_s": round(elapsed, 1), "message": text})
 
 
 def _answer_request(
-    message: dict[str, Any], in_flight: set[Any], run: Any, surface: str
+    message: dict[str, Any], in_flight: Mapping[Any, Any], run: Any, surface: str
 ) -> dict[str, Any]:
     """A request to the session itself: ``{"id", "request": "tools", "format"?}``."""
     request_id = message.get("id")
@@ -443,15 +556,17 @@ def _answer_request(
     return _error_line(problem, reply_id)
 
 
-def _request_problem(message: dict[str, Any], in_flight: set[Any]) -> str | None:
+def _request_problem(message: dict[str, Any], in_flight: Mapping[Any, Any]) -> str | None:
     request_id = message.get("id")
     if "id" not in message:
         return "id: a request needs an id (or a card answer needs a card)"
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         return "id: expected a string or an integer"
-    extra = set(message) - {"id", "tool", "args"}
+    extra = set(message) - {"id", "tool", "args", "progress"}
     if extra:
-        return f"{sorted(extra)[0]}: unknown key in a request (expected id, tool, args)"
+        return f"{sorted(extra)[0]}: unknown key in a request (expected id, tool, args, progress)"
+    if not isinstance(message.get("progress", False), bool):
+        return "progress: expected true or false"
     if not isinstance(message.get("tool"), str):
         return "tool: expected the tool's name (a string)"
     if "args" in message and not isinstance(message["args"], dict):

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 import tether
+from tether.resources import PerConversation
 from tether_debug import hookspecs
 from tether_debug.adapters import BUILTIN_ADAPTERS, DebugAdapter
 from tether_debug.tools import RESOURCE, tool_specs
@@ -33,9 +34,11 @@ def tether_resources(run: Run) -> dict[Any, Any] | None:
     # the session machinery (DAP client, sockets) is imported by the run that wires it
     from tether_debug.supervisor import DebugSupervisor
 
-    supervisor = DebugSupervisor(run)
-    supervisor.adapters()  # collected now, so a broken contribution is reported from the start
-    return {RESOURCE: supervisor}
+    # one debug session per conversation (a served run has several: tether serve)
+    per_conversation = PerConversation(DebugSupervisor, run)
+    # collected now, so a broken contribution is reported from the start
+    per_conversation.get().adapters()
+    return {RESOURCE: per_conversation}
 
 
 @tether.hookimpl
@@ -49,6 +52,6 @@ def tether_process_result(call: tether.CallContext, result: tether.ToolResult) -
     loaded, when the session had not taken it yet); it adds nothing to the result."""
     if not result.before:
         return
-    supervisor = call.run.resource(RESOURCE, None)
-    if supervisor is not None:
+    # every conversation's session: a file one conversation wrote is the one another's loaded
+    for supervisor in call.run.resources.every(RESOURCE):
         supervisor.saw_writes(result.before)

@@ -7,6 +7,7 @@ from typing import Any
 import pluggy
 
 import tether
+from tether.resources import PerConversation
 from tether_eval.config import EvalConfig
 from tether_eval.interpreters import Interpreters, check_prestart, collect_kernels
 from tether_eval.kernels import KernelSpec
@@ -34,9 +35,11 @@ def tether_resources(run: tether.Run) -> dict[Any, Any] | None:
     check_prestart(config, list(specs))
     if not specs:
         return None
-    interpreters = Interpreters(run, config, specs)
-    interpreters.prestart(config.prestart)
-    return {RESOURCE: interpreters}
+    # one set of interpreters per conversation (a served run has several); the run's own
+    # conversation's is made now, so its prestart begins with the run
+    per_conversation = PerConversation(lambda run: Interpreters(run, config, specs), run)
+    per_conversation.get().prestart(config.prestart)
+    return {RESOURCE: per_conversation}
 
 
 @tether.hookimpl

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -465,6 +466,24 @@ class LspSupervisor:
             async with anyio.create_task_group() as group:
                 for client in clients:
                     group.start_soon(client.close)
+
+    async def warm(self) -> None:
+        """Start, ahead of the first call, the preferred navigation server of each language
+        whose root markers are in the workdir (a served run: ``tether serve``); a server that
+        cannot start is left for the first call to report."""
+        for language in sorted({spec.language for spec in self.specs.values()}):
+            for spec in self.candidates(language):
+                if "navigation" not in spec.roles or not spec.root_markers:
+                    continue
+                if self.refusal(spec) is not None:
+                    continue
+                roots = self.roots_in_workdir(spec, limit=2)
+                if not roots or self.resolve_binary(spec.command[0], roots[0]) is None:
+                    continue
+                for root in roots:
+                    with contextlib.suppress(tether.ToolError):
+                        await self.client(spec, root)
+                break
 
     # -- status ----------------------------------------------------------------------------
 
