@@ -32,6 +32,7 @@ from tether.person import APPROVER
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.registry import SchemaFormat, ToolRegistry, schema_problem
 from tether.resources import _MISSING, ResourceKey, Resources
+from tether.terminal import warn as _warn
 from tether.text import duration
 from tether.tiers import Tier
 from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
@@ -40,13 +41,6 @@ if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
 
     from tether.preview import StagedChange
-
-
-def _warn(message: str, *args: object) -> None:
-    """A warning on the ``tether`` logger; ``logging`` is imported when there is one to give."""
-    import logging
-
-    logging.getLogger("tether").warning(message, *args)
 
 
 T = TypeVar("T")

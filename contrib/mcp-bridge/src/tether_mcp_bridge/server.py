@@ -497,7 +497,9 @@ class Bridge:
 
 async def serve(ns: argparse.Namespace) -> int:
     """``tether mcp``: serve until the client disconnects or a signal arrives."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    from tether.terminal import stderr_log_handler  # every log line with its controls visible
+
+    logging.basicConfig(level=logging.WARNING, handlers=[stderr_log_handler(sys.stderr)])
     if ns.workdir is not None:
         run_config(ns)  # a bad --workdir or --config is a usage error at start
     server_version = _package_version()

@@ -20,6 +20,7 @@ import anyio.abc
 import anyio.to_thread
 
 from tether.framing import LineReader
+from tether.terminal import say
 
 T = TypeVar("T")
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -71,11 +72,10 @@ class Stop:
             sys.stderr.flush()
             os._exit(128 + signum)  # the second signal: no more grace
         self.signum = signum
-        print(
+        say(
             f"tether {self.command}: {self.name} received, closing the run "
             "(send it again to exit at once)",
-            file=sys.stderr,
-            flush=True,
+            sys.stderr,
         )
         for scope in list(self._scopes):
             scope.cancel()
