@@ -23,6 +23,7 @@ import attrs
 
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.resources import ResourceKey
+from tether.text import LISTED_NAME_CHARS, listing, truncate
 
 CardKind = Literal["question", "approval"]
 
@@ -140,8 +141,9 @@ def check_answer(card: Card, answer: Answer) -> str | None:
     seen: set[str] = set()
     for choice in answer.choices:
         if choice not in card.labels:
-            offered = ", ".join(f'"{label}"' for label in card.labels) or "none"
-            return f'choices: "{choice}" is not an option of this card (options: {offered})'
+            offered = listing((f'"{label}"' for label in card.labels), quote=False)
+            shown = truncate(choice, LISTED_NAME_CHARS)
+            return f'choices: "{shown}" is not an option of this card (options: {offered})'
         if choice in seen:
             return f'choices: "{choice}" chosen twice'
         seen.add(choice)

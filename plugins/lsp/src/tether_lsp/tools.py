@@ -62,7 +62,10 @@ class LspArgs:
     )
     query: str | None = tether.arg(None, description="Workspace symbol search (action symbols)")
     name: str | None = tether.arg(
-        None, description="Name of the checkpoint to mark (action checkpoint; default cp1, cp2, …)"
+        None,
+        description="Name of the checkpoint to mark (action checkpoint; default cp1, cp2, …)",
+        min_length=1,
+        max_length=200,
     )
     since: str | None = tether.arg(
         None,
