@@ -514,7 +514,10 @@ class Run:
 
     async def _close(self) -> None:
         self.closed = True
-        await self.resources.aclose(self.core.close_timeout_s, self.problems)
+        # every resource at once under one budget; past it, the process trees are killed
+        await self.resources.aclose(
+            self.core.close_timeout_s, self.problems, on_overdue=self.process_owner.kill_all
+        )
         # spawning stays possible while resources close (a worktree's `git worktree remove`):
         # the processes are terminated only after that
         await self.process_owner.close()
