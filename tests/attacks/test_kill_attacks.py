@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +35,8 @@ PROGRAM = "import time\nx = 1\ntime.sleep(0.1)\nprint(x)\n"
 
 def project(tmp_path: Path) -> tuple[Path, Path]:
     """A workdir (a Python package, a program to debug) and a harness config outside it."""
-    require_real("basedpyright-langserver", "node")
+    found = all(shutil.which(name) for name in ("basedpyright-langserver", "node"))
+    require_real(found, "basedpyright-langserver and node")
     work = tmp_path / "work"
     (work / "pkg").mkdir(parents=True)
     (work / "pyproject.toml").write_text('[project]\nname = "victim"\nversion = "0"\n')

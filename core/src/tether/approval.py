@@ -40,6 +40,9 @@ class ApprovalRequest:
     call_id: str
     surface: str = "default"
     args: Mapping[str, Any] = attrs.field(factory=dict)
+    #: what the call will change (a bounded diff, visible), from its tool's
+    #: ``ToolSpec.describe_change``; empty when the tool says nothing
+    change: str = ""
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ import anyio
 from tether.approval import ApprovalRequest, Approver, Decision, render_args
 from tether.config import ApprovalPolicy
 from tether.errors import NoPerson
+from tether.preview import describe_call
 from tether.tools import CallContext
 
 
@@ -47,6 +48,7 @@ class ApprovalGate:
             call_id=ctx.call_id,
             surface=ctx.surface,
             args=dict(ctx.raw_args),
+            change=await describe_call(ctx),
         )
         waiting = self._waiting.setdefault(ctx.tool, set())
         decision: Decision | None = None
