@@ -112,6 +112,13 @@ async def test_a_card_bounds_a_huge_change_and_shows_its_controls(tmp_path: Path
     raw = [c for c in change if c != "\n" and unicodedata.category(c) in {"Cc", "Cf"}]
     assert not raw, raw[:5]
     assert "\\x1b[2K\\u202e" in change
+    # the MCP bridge's elicitation shows the same change, as safely
+    from tether_mcp_bridge.cards import card_message
+
+    card = person.cards[0]
+    message = card_message(card.to_json(), card.arguments)
+    assert CHANGE_HEADING in message and f"[{CARD_DIFF_LINES} of " in message
+    assert not [c for c in message if c != "\n" and unicodedata.category(c) in {"Cc", "Cf"}]
 
 
 async def test_lsp_rename_shows_the_servers_edit(tmp_path: Path) -> None:
