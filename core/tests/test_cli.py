@@ -190,7 +190,7 @@ def test_harness_and_workdir_layers_combine(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     (work / "tether.toml").write_text(
-        '[core]\ncall_timeout_s = 0.5\n[core.approval]\nexec = "deny"\n'
+        '[core]\ncall_timeout_s = 5\n[core.approval]\nexec = "deny"\n'
         '[core.surfaces]\nmine = "exec"\n'
     )
     common = ("--workdir", str(work), "--config", str(harness))
@@ -198,14 +198,15 @@ def test_harness_and_workdir_layers_combine(tmp_path):
     assert wrote.returncode == 0 and (work / "c.txt").read_text() == "y"
     assert "core.surfaces.mine: ignored" in wrote.stderr  # a new surface is the harness's
     # the workdir's timeout applies (the harness set none), its "deny" wins over --approve
-    slow = tether_cli("call", "echo", '{"message": "m", "delay_s": 5}', *common)
-    assert slow.returncode == 1 and "timed out after 0.5 s" in slow.stdout
+    # (5 s: the lowest call_timeout_s a workdir may set, its floor)
+    slow = tether_cli("call", "echo", '{"message": "m", "delay_s": 8}', *common)
+    assert slow.returncode == 1 and "timed out after 5 s" in slow.stdout
     denied = tether_cli("call", "echo_exec", '{"argv": ["true"]}', *common, "--approve", "exec")
     assert denied.returncode == 1 and "denied by policy" in denied.stdout
     # the workdir may lower the harness's timeout (never raise or remove it)
     harness.write_text("[core]\ncall_timeout_s = 30\n")
-    lowered = tether_cli("call", "echo", '{"message": "m", "delay_s": 1}', *common)
-    assert lowered.returncode == 1 and "timed out after 0.5 s" in lowered.stdout
+    lowered = tether_cli("call", "echo", '{"message": "m", "delay_s": 8}', *common)
+    assert lowered.returncode == 1 and "timed out after 5 s" in lowered.stdout
     (work / "tether.toml").write_text("[core]\ncall_timeout_s = 0\n")
     kept = tether_cli("call", "echo", '{"message": "m", "delay_s": 1}', *common)
     assert kept.returncode == 0, kept.stdout

@@ -18,8 +18,8 @@ class Server:
 
 @attrs.frozen
 class Table:
-    request_timeout_s: float = workdir_may_set(10.0, above=0)
-    retries: int = workdir_may_set(2, minimum=0, maximum=5)
+    request_timeout_s: float = workdir_may_set(10.0, floor=1, above=0)
+    retries: int = workdir_may_set(2, floor=0, minimum=0, maximum=5)
     servers: dict[str, Server] = attrs.field(factory=dict)
 
 
@@ -68,7 +68,7 @@ def test_an_empty_table_is_the_defaults_and_still_checked():
 
     @attrs.frozen
     class BadDefault:
-        retries: int = workdir_may_set(9, maximum=5)
+        retries: int = workdir_may_set(9, floor=1, maximum=5)
 
     with pytest.raises(tether.ConfigError, match=r"t\.retries: expected at most 5, got 9"):
         structure_config({}, BadDefault, "t")

@@ -724,7 +724,7 @@ async def test_allow_for_the_run_answers_the_other_waiting_cards_of_that_tool(tm
 class FamilyConfig:
     """A family's table: one timeout a workdir may set, one command it may not."""
 
-    timeout_s: float = workdir_may_set(5.0)
+    timeout_s: float = workdir_may_set(5.0, floor=0.1)
     command: tuple[str, ...] = ("safe",)
 
 

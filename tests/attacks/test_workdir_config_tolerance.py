@@ -255,7 +255,7 @@ def test_the_harness_config_stays_strict(tmp_path: Path) -> None:
 
 def test_a_workdir_may_lower_a_timeout_but_not_remove_it(tmp_path: Path) -> None:
     (tmp_path / "tether.toml").write_text(
-        "[core]\ncall_timeout_s = 0.5\n[lsp]\nstart_timeout_s = 99\n"
+        "[core]\ncall_timeout_s = 7.5\n[lsp]\nstart_timeout_s = 99\n"
     )
 
     async def main() -> tuple[float, float]:
@@ -264,4 +264,7 @@ def test_a_workdir_may_lower_a_timeout_but_not_remove_it(tmp_path: Path) -> None
         ) as run:
             return run.core.call_timeout_s, run.config("lsp", LspConfig).start_timeout_s
 
-    assert anyio.run(main) == (0.5, 30.0)  # lowered: kept; raised above the default: ignored
+    assert anyio.run(main) == (
+        7.5,
+        30.0,
+    )  # lowered (above its floor): kept; raised above the default: ignored

@@ -6,12 +6,13 @@ from __future__ import annotations
 import enum
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
+from tether.terminal import escape as _escape
+from tether.terminal import is_hidden
 from tether.tiers import Tier
 
 Policy = Literal["auto", "ask", "deny"]
@@ -39,6 +40,9 @@ class ApprovalRequest:
     call_id: str
     surface: str = "default"
     args: Mapping[str, Any] = attrs.field(factory=dict)
+    #: what the call will change (a bounded diff, visible), from its tool's
+    #: ``ToolSpec.describe_change``; empty when the tool says nothing
+    change: str = ""
 
 
 @runtime_checkable
@@ -53,17 +57,6 @@ _SPACE_RUN = re.compile(r"(?<=\S) {3,}| +$", re.MULTILINE)
 _SHOWN_AS_IS = {"\n", " "}
 
 
-def _escape(char: str) -> str:
-    code = ord(char)
-    return (
-        f"\\x{code:02x}"
-        if code < 0x100
-        else f"\\u{code:04x}"
-        if code < 0x10000
-        else f"\\U{code:08x}"
-    )
-
-
 def visible(text: str) -> str:
     """``text`` with nothing hidden in it: runs of spaces after text (and trailing spaces)
     become ``⟨N spaces⟩``, tabs ``⟨tab⟩``, and control, format (bidi overrides, zero-width),
@@ -75,16 +68,7 @@ def visible(text: str) -> str:
             out.append(_escape(char))
         elif char == "\t":
             out.append("⟨tab⟩")
-        elif char not in _SHOWN_AS_IS and unicodedata.category(char) in {
-            "Cc",
-            "Cf",
-            "Cs",
-            "Co",
-            "Cn",
-            "Zs",
-            "Zl",
-            "Zp",
-        }:
+        elif char not in _SHOWN_AS_IS and (is_hidden(char) or char.isspace()):
             out.append(_escape(char))
         else:
             out.append(char)

@@ -7,7 +7,8 @@ anything. The workdir layer (the checkout's ``[tool.tether]`` in ``pyproject.tom
 them — so it may set only what each field allows (an allowlist the fields declare themselves):
 
 - :func:`workdir_may_set` — a timeout or a cap: the workdir may only lower it below the
-  harness's value (or the default); zero, a negative number or a larger value is ignored;
+  harness's value (or the default), down to the field's floor; zero, a negative number, a
+  value under the floor or a larger value is ignored;
 - :func:`workdir_may_tighten` — an approval policy, a surface's tier: the workdir may only make it
   stricter than the harness's value (or the default);
 - a field without either is harness-only: a workdir value is ignored, and said so.
@@ -37,6 +38,7 @@ _WORKDIR = "tether_workdir"  # field metadata: "set" or "tighten"
 _ORDER = "tether_workdir_order"  # "tighten": the values, loosest first
 _BASELINE = "tether_workdir_baseline"  # "tighten" of a dict: entries that exist without config
 _NO_LIMIT = "tether_workdir_no_limit"  # "set": the value that means "no limit" (0: no timeout)
+_FLOOR = "tether_workdir_floor"  # "set": the lowest value a workdir may set
 
 HARNESS_ONLY_HINT = "harness-only: set it with --config FILE or open_run(config=…)"
 
@@ -55,22 +57,40 @@ def config_field(
 def workdir_may_set(
     default: Any = attrs.NOTHING,
     *,
+    floor: float | None = None,
     factory: Any = None,
     no_limit: float | None = None,
     **limits: float | None,
 ) -> Any:
     """A field a workdir file may lower (a timeout, a cap): below the harness's value, or the
-    default; never to zero or below (unless the bounds allow zero and it is not ``no_limit``,
-    the value that means "none"). On a field whose type is an attrs class, its own fields
-    decide, one by one. ``limits`` are bounds as in :func:`config_field`."""
+    default, but never below ``floor`` ("tighten only" must not mean "lock out": a workdir value
+    under it is ignored and said, and the harness's value stands); never to zero or below
+    (unless the bounds allow zero and it is not ``no_limit``, the value that means "none"). On
+    a field whose type is an attrs class, its own fields decide, one by one; on a dict field,
+    ``floor`` bounds every entry. ``limits`` are bounds as in :func:`config_field`.
+
+    ``floor`` is required for every number (and dict of numbers) a workdir may lower."""
+    default_value = default.factory() if isinstance(default, attrs.Factory) else default  # type: ignore[arg-type]
+    if floor is None and not attrs.has(type(default_value)):
+        raise TypeError(
+            "workdir_may_set: floor= is required: the lowest value a workdir file may set "
+            "(below it the harness's value stands)"
+        )
     metadata: dict[str, Any] = {
         _WORKDIR: "set",
         _CONSTRAINTS: bounds(**limits),
         _NO_LIMIT: no_limit,
+        _FLOOR: floor,
     }
     if factory is not None:
         return attrs.field(factory=factory, metadata=metadata)
     return attrs.field(default=default, metadata=metadata)
+
+
+def workdir_floor(field: Any) -> float | None:
+    """The lowest value a workdir file may give ``field`` (an attrs field made by
+    :func:`workdir_may_set`), or None when it has none (a nested table)."""
+    return field.metadata.get(_FLOOR)
 
 
 def workdir_may_tighten(
@@ -131,10 +151,10 @@ class CoreConfig:
     """The ``[core]`` table."""
 
     approval: ApprovalPolicy = workdir_may_set(ApprovalPolicy())  # each policy: tighten only
-    call_timeout_s: float = workdir_may_set(120.0, minimum=0, no_limit=0)  # 0: no timeout
-    close_timeout_s: float = workdir_may_set(10.0, above=0)
+    call_timeout_s: float = workdir_may_set(120.0, floor=5, minimum=0, no_limit=0)  # 0: none
+    close_timeout_s: float = workdir_may_set(10.0, floor=1, above=0)
     #: how long each result post-processor (``tether_process_result``) may take for one call
-    post_process_timeout_s: float = workdir_may_set(60.0, above=0)
+    post_process_timeout_s: float = workdir_may_set(60.0, floor=5, above=0)
     surfaces: dict[str, Literal["read", "write", "exec"]] = workdir_may_tighten(
         factory=dict,
         order=("exec", "write", "read"),
@@ -182,7 +202,9 @@ def layer_config(
                             f"entry, not add one; {HARNESS_ONLY_HINT})"
                         )
                         continue
-                    out[entry] = _lower(current[entry], entry_value, None, f"{name}.{entry}", notes)
+                    out[entry] = _lower(
+                        current[entry], entry_value, field, f"{name}.{entry}", notes
+                    )
                 merged[key] = out
             else:
                 merged[key] = _lower(current, value, field, name, notes)
@@ -246,6 +268,13 @@ def _lower(current: Any, value: Any, field: Any, name: str, notes: list[str]) ->
         notes.append(
             f"{name}: ignored {value!r} (a workdir file may only lower it, to a value above 0; "
             f"it stays {current!r})"
+        )
+        return current
+    floor = metadata.get(_FLOOR)
+    if floor is not None and value < floor and value < current:
+        notes.append(
+            f"{name}: ignored {value!r} (a workdir file may lower it to {floor:g} at the least, "
+            f"so that it cannot lock the run out; it stays {current!r})"
         )
         return current
     if current == no_limit or value <= current:

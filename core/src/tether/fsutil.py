@@ -272,9 +272,9 @@ async def apply_changes_async(
 
 
 def _warn_recovered(line: str) -> None:
-    import logging  # paid only when a dead process left a change behind
+    from tether.terminal import warn  # paid only when a dead process left a change behind
 
-    logging.getLogger("tether").warning("tether: recovered %s", line)
+    warn("tether: recovered %s", line)
 
 
 def _current(walker: Walker, base: Path, path: Path) -> bytes | None:

@@ -13,6 +13,7 @@ import attrs
 from tether.approval import ApprovalRequest, Approver, Decision, render_args
 from tether.config import HARNESS_ORIGIN, ApprovalPolicy
 from tether.errors import NoPerson
+from tether.preview import describe_call
 from tether.tiers import Tier
 from tether.tools import CallContext
 
@@ -59,6 +60,7 @@ class ApprovalGate:
             call_id=ctx.call_id,
             surface=ctx.surface,
             args=dict(ctx.raw_args),
+            change=await describe_call(ctx),
         )
         waiting = self._waiting.setdefault(ctx.tool, set())
         decision: Decision | None = None

@@ -23,6 +23,7 @@ import attrs
 
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.resources import ResourceKey
+from tether.text import LISTED_NAME_CHARS, listing, truncate
 
 CardKind = Literal["question", "approval"]
 
@@ -140,8 +141,9 @@ def check_answer(card: Card, answer: Answer) -> str | None:
     seen: set[str] = set()
     for choice in answer.choices:
         if choice not in card.labels:
-            offered = ", ".join(f'"{label}"' for label in card.labels) or "none"
-            return f'choices: "{choice}" is not an option of this card (options: {offered})'
+            offered = listing((f'"{label}"' for label in card.labels), quote=False)
+            shown = truncate(choice, LISTED_NAME_CHARS)
+            return f'choices: "{shown}" is not an option of this card (options: {offered})'
         if choice in seen:
             return f'choices: "{choice}" chosen twice'
         seen.add(choice)
@@ -230,13 +232,21 @@ ALLOW_FOR_RUN = "allow for this run"
 _DECISIONS = {ALLOW: Decision.ALLOW, DENY: Decision.DENY, ALLOW_FOR_RUN: Decision.ALLOW_FOR_RUN}
 
 
+#: the line of an approval card's context after which comes what the call will change
+CHANGE_HEADING = "── what it will change ──"
+
+
 def approval_card(request: ApprovalRequest, timeout_s: float) -> Card:
     """The card the approval gate shows for ``request``: allow once, deny, or allow the tool for
-    the rest of the run; the call's arguments complete."""
+    the rest of the run; the call's arguments complete, then what it will change (the staged
+    diff, or the file and its new text, bounded) when its tool says."""
+    context = request.args_summary
+    if request.change:
+        context += f"\n{CHANGE_HEADING}\n{request.change}"
     return Card(
         kind="approval",
         question=f"May I run {request.tool} ({request.tier.value} tier)?",
-        context=request.args_summary,
+        context=context,
         options=(
             Option(ALLOW, "run this call once"),
             Option(DENY, "do not run it"),

@@ -112,7 +112,12 @@ def make_plugin_manager(
             if plugin is not None:
                 info.hooks = pm.hooks_of(plugin)
     if os.environ.get("TETHER_TRACE_PLUGINS"):
-        pm.trace.root.setwriter(lambda text: sys.stderr.write(f"[tether] {text}"))
+        from tether.terminal import for_terminal
+
+        # a hook's arguments carry the checkout's and the model's text
+        pm.trace.root.setwriter(
+            lambda text: sys.stderr.write(f"[tether] {for_terminal(text, newlines=True)}")
+        )
         pm.enable_tracing()
     return pm
 

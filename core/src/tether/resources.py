@@ -155,7 +155,7 @@ _MISSING: Any = object()
 
 
 class Resources(Mapping[str, Any]):
-    """The resources of one run, by name, in wiring order (they close in reverse).
+    """The resources of one run, by name, in wiring order (they close all at once).
 
     A read-only mapping of name to value (``run.resources["lsp_supervisor"]``,
     ``run.resources.get(name)``), plus :meth:`require` for typed access by key.
@@ -293,22 +293,54 @@ class Resources(Mapping[str, Any]):
                 problems.append(f"closing {name!r} of {conversation} took over {timeout_s:g} s")
         return problems
 
-    async def aclose(self, timeout_s: float, problems: list[str]) -> None:
-        """Close every resource with ``async def aclose()``, last wired first, each bounded by
-        ``timeout_s``; what went wrong is appended to ``problems``."""
-        for name in reversed(list(self._values)):
-            closer = getattr(self._values[name], "aclose", None)
-            if closer is None or not inspect.iscoroutinefunction(closer):
-                continue
-            with anyio.move_on_after(timeout_s) as scope:
-                try:
-                    await closer()
-                except Exception as exc:
-                    problems.append(
-                        f"closing resource {name!r} failed: {type(exc).__name__}: {exc}"
-                    )
-            if scope.cancelled_caught:
+    async def aclose(
+        self,
+        timeout_s: float,
+        problems: list[str],
+        on_overdue: Callable[[], object] | None = None,
+    ) -> None:
+        """Close every resource with ``async def aclose()`` at once, all of them under one
+        budget of ``timeout_s`` (five slow resources do not take five budgets: a signal ends a
+        run in bounded time). When the budget is spent, ``on_overdue()`` runs (the run kills its
+        process trees: a close waiting on a process that is still starting then sees it gone)
+        and every close still running is cancelled. What went wrong is appended to
+        ``problems``, last wired first."""
+        closers = [
+            (name, closer)
+            for name in reversed(list(self._values))
+            if inspect.iscoroutinefunction(closer := getattr(self._values[name], "aclose", None))
+        ]
+        if not closers:
+            return
+        outcome: dict[str, str] = {}
+        all_done = anyio.Event()
+
+        async def close_one(name: str, closer: Callable[[], Any]) -> None:
+            try:
+                await closer()
+            except Exception as exc:
+                outcome[name] = f"closing resource {name!r} failed: {type(exc).__name__}: {exc}"
+            else:
+                outcome[name] = ""
+            finally:
+                if len(outcome) == len(closers):
+                    all_done.set()
+
+        async with anyio.create_task_group() as tg:
+            for name, closer in closers:
+                tg.start_soon(close_one, name, closer)
+            with anyio.move_on_after(timeout_s):
+                await all_done.wait()
+            overdue = [name for name, _ in closers if name not in outcome]
+            if overdue:
+                if on_overdue is not None:
+                    on_overdue()
+                tg.cancel_scope.cancel()
+        for name, _ in closers:
+            if name in overdue:
                 problems.append(f"closing resource {name!r} took over {timeout_s:g} s")
+            elif outcome.get(name):
+                problems.append(outcome[name])
 
 
 def _dependency_order(

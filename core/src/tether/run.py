@@ -32,6 +32,7 @@ from tether.person import APPROVER
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.registry import SchemaFormat, ToolRegistry, schema_problem
 from tether.resources import _MISSING, ResourceKey, Resources, _calling_conversation
+from tether.terminal import warn as _warn
 from tether.text import duration
 from tether.tiers import Tier
 from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
@@ -40,13 +41,6 @@ if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
 
     from tether.preview import StagedChange
-
-
-def _warn(message: str, *args: object) -> None:
-    """A warning on the ``tether`` logger; ``logging`` is imported when there is one to give."""
-    import logging
-
-    logging.getLogger("tether").warning(message, *args)
 
 
 T = TypeVar("T")
@@ -559,7 +553,10 @@ class Run:
 
     async def _close(self) -> None:
         self.closed = True
-        await self.resources.aclose(self.core.close_timeout_s, self.problems)
+        # every resource at once under one budget; past it, the process trees are killed
+        await self.resources.aclose(
+            self.core.close_timeout_s, self.problems, on_overdue=self.process_owner.kill_all
+        )
         # spawning stays possible while resources close (a worktree's `git worktree remove`):
         # the processes are terminated only after that
         await self.process_owner.close()

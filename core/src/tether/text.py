@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -65,6 +65,26 @@ def shown_note(limit: int, total: int, noun: str = "") -> str | None:
         return None
     noun = noun.removesuffix("shown").strip()  # callers written before the noun was separate
     return f"{limit} of {total} {noun + ' ' if noun else ''}shown"
+
+
+#: names an answer lists back at most (a checkpoint, a util, a label…), and characters of each
+LISTED_NAMES = 20
+LISTED_NAME_CHARS = 80
+
+
+def listing(names: Iterable[object], *, empty: str = "none", quote: bool = True) -> str:
+    """Names echoed in an answer (``"marked: 'a', 'b'"``), bounded whatever the input holds: at
+    most :data:`LISTED_NAMES`, each cut to :data:`LISTED_NAME_CHARS` characters (saying how many
+    were cut), then ``… and N more``. Every list of names from the model's or the checkout's
+    input that an answer echoes comes from here."""
+    items = list(names)
+    shown = []
+    for name in items[:LISTED_NAMES]:
+        text = truncate(str(name), LISTED_NAME_CHARS)
+        shown.append(repr(text) if quote else text)
+    if len(items) > LISTED_NAMES:
+        shown.append(f"… and {len(items) - LISTED_NAMES} more")
+    return ", ".join(shown) or empty
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

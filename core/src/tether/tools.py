@@ -305,6 +305,12 @@ class ToolSpec:
     #: its path argument, or a function ``(call, result) -> paths`` (relative to the workdir or
     #: absolute). Tools writing through the core's writers need nothing here.
     writes: str | Callable[[CallContext, ToolResult], Iterable[str | Path]] | None = None
+    #: what a call will change, shown on its approval card (the card of a write shows what it
+    #: writes, not only its arguments): ``(call, args) ->`` text, a
+    #: :class:`~tether.preview.StagedChange`, or a :data:`~tether.fsutil.Plan` (the function
+    #: the tool hands the core's writer), run on the files as they are; sync or async. The core
+    #: renders it bounded and visible (:func:`tether.preview.describe_call`).
+    describe_change: Callable[[CallContext, Any], Any] | None = None
 
     @property
     def full_description(self) -> str:

@@ -6,7 +6,7 @@ import anyio
 import attrs
 
 import tether
-from tether.fsutil import atomic_write_async
+from tether.fsutil import FileChange, Plan, atomic_write_async
 
 
 @attrs.frozen
@@ -39,6 +39,12 @@ async def echo_write(call: tether.CallContext, args: EchoWriteArgs) -> tether.To
     return tether.ToolResult.text(f"wrote {args.path}", paths=[str(path)])
 
 
+def describe_echo_write(call: tether.CallContext, args: EchoWriteArgs) -> Plan:
+    """The file and its new text, for the approval card (a plan on the files as they are)."""
+    path = call.run.confine(args.path, "path")
+    return lambda current: [FileChange(path, current(path), args.text.encode())]
+
+
 async def echo_exec(call: tether.CallContext, args: EchoExecArgs) -> tether.ToolResult:
     try:
         proc = await call.run.spawn(args.argv, cwd=call.run.workdir, stdin=False)
@@ -62,7 +68,12 @@ def echo_tools() -> list[tether.ToolSpec]:
     return [
         tether.ToolSpec("echo", "read", EchoArgs, echo, "Send a message back."),
         tether.ToolSpec(
-            "echo_write", "write", EchoWriteArgs, echo_write, "Write a text file in the workdir."
+            "echo_write",
+            "write",
+            EchoWriteArgs,
+            echo_write,
+            "Write a text file in the workdir.",
+            describe_change=describe_echo_write,
         ),
         tether.ToolSpec(
             "echo_exec",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -173,7 +175,8 @@ async def read(call: tether.CallContext, args: ReadArgs) -> str:
     return body
 
 
-async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
+def write_plan(call: tether.CallContext, args: WriteArgs) -> Plan:
+    """What ``write`` writes, as a plan of the files as they are (also its approval card's)."""
     if args.path.endswith(("/", os.sep)):
         raise tether.ArgumentError(
             "path", f"{args.path!r} ends with a slash: it names a directory, not a file"
@@ -181,28 +184,33 @@ async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
     path = call.run.confine(args.path, "path")
     if path.is_dir():
         raise tether.ArgumentError("path", f"{args.path!r} is a directory")
+    return lambda current: [FileChange(path, current(path), args.content.encode())]
+
+
+async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
+    plan = write_plan(call, args)
     existed = False
 
-    def plan(current: CurrentContent) -> list[FileChange]:
+    def planned(current: CurrentContent) -> Sequence[FileChange]:
         nonlocal existed
-        before = current(path)
-        existed = before is not None
-        return [FileChange(path, before, args.content.encode())]
+        changes = plan(current)
+        existed = changes[0].expected is not None
+        return changes
 
-    await _write_all(call, plan)
+    await _write_all(call, planned)
+    path = call.run.confine(args.path, "path")
     verb = "overwrote" if existed else "created"
     return tether.ToolResult.text(
         f"{verb} {args.path} ({len(args.content.encode())} bytes)", paths=[str(path)]
     )
 
 
-async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
+def edit_plan(call: tether.CallContext, args: EditArgs) -> Plan:
+    """What ``edit`` writes, as a plan of the files as they are (also its approval card's)."""
     path = call.run.confine(args.path, "path")
-    line = 0
 
     def plan(current: CurrentContent) -> list[FileChange]:
         # under the write lock: the edit applies to the file as it is, whoever wrote it last
-        nonlocal line
         data, text = _text_of(current, path, "path", args.path)
         count = text.count(args.old)
         if count == 0:
@@ -212,14 +220,29 @@ async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
                 "old",
                 f"occurs {count} times in {args.path}; include more context so it occurs once",
             )
-        line = text[: text.index(args.old)].count("\n") + 1
         return [FileChange(path, data, text.replace(args.old, args.new, 1).encode())]
 
-    await _write_all(call, plan)
+    return plan
+
+
+async def edit(call: tether.CallContext, args: EditArgs) -> tether.ToolResult:
+    plan = edit_plan(call, args)
+    line = 0
+
+    def planned(current: CurrentContent) -> Sequence[FileChange]:
+        nonlocal line
+        changes = plan(current)
+        text = (changes[0].expected or b"").decode("utf-8")
+        line = text[: text.index(args.old)].count("\n") + 1
+        return changes
+
+    await _write_all(call, planned)
+    path = call.run.confine(args.path, "path")
     return tether.ToolResult.text(f"edited {args.path} at line {line}", paths=[str(path)])
 
 
-async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolResult:
+def patch_plan(call: tether.CallContext, args: PatchArgs) -> tuple[Plan, list[tuple[Any, Path]]]:
+    """What ``apply_patch`` writes, as a plan of the files as they are, and its targets."""
     from tether_files.patch import apply_hunks, parse_patch  # the parser: paid by a patch
 
     targets = []
@@ -254,6 +277,11 @@ async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolR
             changes.append(FileChange(target, original_bytes, new_text.encode()))
         return changes
 
+    return plan, targets
+
+
+async def apply_patch(call: tether.CallContext, args: PatchArgs) -> tether.ToolResult:
+    plan, targets = patch_plan(call, args)
     await _write_all(call, plan)
     return tether.ToolResult.text(
         f"patched {len(targets)} file(s): {', '.join(fp.new_path or '' for fp, _ in targets)}",
@@ -271,8 +299,14 @@ def file_tools() -> list[tether.ToolSpec]:
             read,
             "Read a text file of the workdir (line window).",
         ),
+        # each write's approval card shows its diff: the same plan, on the files as they are
         tether.ToolSpec(
-            "write", tether.Tier.WRITE, WriteArgs, write, "Create or overwrite a file (atomic)."
+            "write",
+            tether.Tier.WRITE,
+            WriteArgs,
+            write,
+            "Create or overwrite a file (atomic).",
+            describe_change=write_plan,
         ),
         tether.ToolSpec(
             "edit",
@@ -280,6 +314,7 @@ def file_tools() -> list[tether.ToolSpec]:
             EditArgs,
             edit,
             "Replace one exact occurrence of a string in a file.",
+            describe_change=edit_plan,
         ),
         tether.ToolSpec(
             "apply_patch",
@@ -287,5 +322,6 @@ def file_tools() -> list[tether.ToolSpec]:
             PatchArgs,
             apply_patch,
             "Apply a unified diff to one or more files, all or nothing.",
+            describe_change=lambda call, args: patch_plan(call, args)[0],
         ),
     ]

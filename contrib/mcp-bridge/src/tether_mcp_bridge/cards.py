@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tether.person import CHANGE_HEADING
+from tether.terminal import for_terminal
+
 CHOICE = "choice"
 CHOICES = "choices"
 TEXT = "text"
@@ -20,13 +23,17 @@ def card_message(card: dict[str, Any], arguments: dict[str, Any] | None = None) 
     """What the person reads: the question, then the card's context, and for an approval of a
     call whose ``arguments`` are known, those arguments complete (never shortened)."""
     parts = [str(card.get("question") or "")]
+    context = str(card.get("context") or "")
     if arguments is not None and card.get("kind") == "approval":
         parts.append(
             "arguments:\n" + json.dumps(arguments, indent=2, ensure_ascii=False, sort_keys=True)
         )
-    elif card.get("context"):
-        parts.append(str(card["context"]))
-    return "\n\n".join(parts)
+        if CHANGE_HEADING in context:  # what the call will write (a bounded diff)
+            parts.append(CHANGE_HEADING + context.split(CHANGE_HEADING, 1)[1])
+    elif context:
+        parts.append(context)
+    # a client may show it on a terminal: controls and bidi characters as escapes
+    return for_terminal("\n\n".join(parts), newlines=True)
 
 
 def card_schema(card: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +73,7 @@ def card_schema(card: dict[str, Any]) -> dict[str, Any]:
 def _title(option: dict[str, Any]) -> str:
     label = str(option.get("label", ""))
     description = option.get("description")
-    return f"{label} — {description}" if description else label
+    return for_terminal(f"{label} — {description}" if description else label)
 
 
 def answer_from_elicitation(action: str, content: dict[str, Any] | None) -> dict[str, Any]:

@@ -597,7 +597,9 @@ async def serve_http(ns: argparse.Namespace, server: Server[Any]) -> None:
 
 async def serve(ns: argparse.Namespace) -> int:
     """``tether mcp``: serve until the client disconnects or a signal arrives."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
+    from tether.terminal import stderr_log_handler  # every log line with its controls visible
+
+    logging.basicConfig(level=logging.WARNING, handlers=[stderr_log_handler(sys.stderr)])
     if ns.http is not None:
         _http_address(ns)  # a bad or non-loopback address is a usage error at start
     if ns.attach is not None or ns.warm:

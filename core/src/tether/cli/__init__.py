@@ -41,6 +41,7 @@ from tether.plugins import (
 from tether.process import become_subreaper, kill_orphans
 from tether.registry import SchemaFormat
 from tether.run import Run, open_run
+from tether.terminal import say
 from tether.tiers import Tier
 from tether.tools import ToolResult
 
@@ -107,7 +108,7 @@ class _VersionAction(argparse.Action):
         lines = [f"tether {core_version() or '(no distribution metadata)'}"]
         for info in make_plugin_manager().report:
             lines.append(f"  {info.name} {info.version or '-'} ({info.status})")
-        sys.stdout.write("\n".join(lines) + "\n")
+        say("\n".join(lines), sys.stdout)
         parser.exit(0)
 
 
@@ -250,12 +251,12 @@ def cmd_recover(ns: argparse.Namespace) -> int:
     try:
         report = recover(workdir)
     except WorkdirBusy as exc:  # a live change: nothing to recover until it is done
-        print(f"tether recover: {exc}", file=sys.stderr)
+        say(f"tether recover: {exc}", sys.stderr)
         return 1
     for line in report:
-        print(line)
+        say(line, sys.stdout)  # a journal's paths are the checkout's
     if not report:
-        print(f"nothing to recover in {workdir}")
+        say(f"nothing to recover in {workdir}", sys.stdout)
     return 1 if any("left alone" in line or "ignored" in line for line in report) else 0
 
 
@@ -272,7 +273,7 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
     try:
         report = anyio.run(_wired_report)
     except Exception as exc:  # a run that cannot even open: say so, and list what loaded
-        print(f"tether: a run could not be opened to check contributions: {exc}", file=sys.stderr)
+        say(f"tether: a run could not be opened to check contributions: {exc}", sys.stderr)
         report = [info.to_json() for info in make_plugin_manager().report]
     if ns.json:
         _print(report)
@@ -280,9 +281,10 @@ def cmd_plugins(ns: argparse.Namespace) -> int:
         for info in report:
             extra = f" ({info['reason']})" if info["reason"] else ""
             accepts = f"tether{info['accepts_core']}" if info["accepts_core"] else "-"
-            print(
+            say(
                 f"{info['name']:<16} {info['version'] or '-':<10} {accepts:<20} "
-                f"{info['status']}{extra}"
+                f"{info['status']}{extra}",
+                sys.stdout,
             )
     return 0
 
@@ -316,10 +318,10 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
     try:
         args = parse_json(ns.args)
     except ValueError as exc:
-        print(f"tether call: ARGS_JSON is not valid JSON: {exc}", file=sys.stderr)
+        say(f"tether call: ARGS_JSON is not valid JSON: {exc}", sys.stderr)
         return 2
     if not isinstance(args, dict):
-        print("tether call: ARGS_JSON must be a JSON object", file=sys.stderr)
+        say("tether call: ARGS_JSON must be a JSON object", sys.stderr)
         return 2
     if ns.attach is not None or ns.warm:
         if ns.approve is not None:
@@ -410,10 +412,10 @@ def leave_no_thread(command: str, code: int) -> None:
     left = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon]
     left = [name for name in left if name != threading.current_thread().name]
     if left:
-        print(
+        say(
             f"tether {command}: {len(left)} thread(s) of timed-out calls still blocked "
             f"({', '.join(sorted(set(left)))}); exiting without them",
-            file=sys.stderr,
+            sys.stderr,
         )
         sys.stdout.flush()
         sys.stderr.flush()
@@ -450,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
         leave_no_thread(ns.command, code)
         return code
     except (ConfigError, PluginError, TetherError) as exc:
-        print(f"tether {ns.command}: {exc}", file=sys.stderr)
+        say(f"tether {ns.command}: {exc}", sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -33,6 +33,7 @@ from tether.person import Answer
 from tether.plugins import core_version
 from tether.registry import SchemaFormat
 from tether.run import Run, open_run
+from tether.terminal import json_safe
 
 #: The session protocol's version, announced in the ready line (1: ready line, tools request,
 #: cards carry the client's request_id; 2: cancel and progress lines).
@@ -216,7 +217,8 @@ def utf8_stdout() -> None:
 
 def json_line(obj: Any) -> str:
     """``obj`` as one JSON line that is valid UTF-8 whatever its strings hold: a lone surrogate
-    (an echoed ``"\\ud800"``, a file name with non-UTF-8 bytes) is written as its JSON escape.
+    (an echoed ``"\\ud800"``, a file name with non-UTF-8 bytes) is written as its JSON escape,
+    and so is every character a terminal would act on (:func:`tether.terminal.json_safe`).
     Not JSON-encodable (NaN, a cycle, nesting too deep) raises ValueError."""
     try:
         text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
@@ -228,7 +230,8 @@ def json_line(obj: Any) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = json.dumps(obj, ensure_ascii=True, allow_nan=False)
-    return text + "\n"
+    # what a terminal acts on (C1 controls, bidi overrides) as JSON escapes: the same value
+    return json_safe(text) + "\n"
 
 
 def internal_error(tool: str, exc: BaseException) -> dict[str, Any]:

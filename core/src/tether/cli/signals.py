@@ -1,7 +1,8 @@
 """SIGTERM, SIGHUP and SIGINT for ``tether call`` and ``tether session``: the first one stops
 the command gracefully (every call in flight is cancelled and answered with an error naming the
 signal, the run closes and kills its children, the process exits with 128 + the signal's
-number); a second one exits at once (the run's watchdog then kills the children).
+number); a second one exits at once, whatever the process is doing (the run's watchdog then
+kills the children), and so does the process :data:`HARD_EXIT_S` after the first.
 
 SIGKILL runs no code here: :mod:`tether.watchdog` covers it.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -20,9 +22,20 @@ import anyio.abc
 import anyio.to_thread
 
 from tether.framing import LineReader
+from tether.terminal import say
 
 T = TypeVar("T")
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+#: the longest a stopping command lives after its first signal: its run's close is bounded
+#: (``[core] close_timeout_s`` for every resource at once, then the process trees are killed);
+#: this ends the process even if something holds that close up
+HARD_EXIT_S = 30.0
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    """End the process at once (the run's watchdog kills what it leaves)."""
+    sys.stderr.flush()
+    os._exit(128 + signum)
 
 
 class Stop:
@@ -68,14 +81,22 @@ class Stop:
 
     def trigger(self, signum: int) -> None:
         if self.requested:
-            sys.stderr.flush()
-            os._exit(128 + signum)  # the second signal: no more grace
+            _exit_now(signum, None)  # the second signal: no more grace
         self.signum = signum
-        print(
+        # from now on a signal ends the process at once, even while the event loop is busy
+        # (a close that holds it): the handler runs in the main thread between two bytecodes,
+        # without waiting for the loop to read its wake-up byte
+        for sig in SIGNALS:
+            signal.signal(sig, _exit_now)
+        # and whatever the close waits on, the process ends within HARD_EXIT_S (the run's
+        # watchdog then kills its children, as after a second signal)
+        timer = threading.Timer(HARD_EXIT_S, _exit_now, args=(signum, None))
+        timer.daemon = True
+        timer.start()
+        say(
             f"tether {self.command}: {self.name} received, closing the run "
             "(send it again to exit at once)",
-            file=sys.stderr,
-            flush=True,
+            sys.stderr,
         )
         for scope in list(self._scopes):
             scope.cancel()

@@ -18,6 +18,6 @@ class AskConfig:
       run's question port (the callback port, wired from configuration).
     """
 
-    timeout_s: float = workdir_may_set(600.0)
-    port_timeout_s: dict[str, float] = workdir_may_set(factory=dict)
+    timeout_s: float = workdir_may_set(600.0, floor=30)
+    port_timeout_s: dict[str, float] = workdir_may_set(floor=30, factory=dict)
     callback: str | None = None

@@ -18,6 +18,7 @@ import attrs
 
 import tether
 from tether.person import TerminalIO
+from tether.terminal import for_terminal
 from tether_ask.cards import Answer, Card, check_answer
 
 _NUMBERS = re.compile(r"\d+(?:[\s,]+\d+)*")
@@ -30,18 +31,25 @@ Terminal = TerminalIO  # the `terminal` resource `tether call` wires (tether.per
 
 
 def render_card(card: Card, number: str) -> str:
-    """The card as the person sees it on a terminal."""
+    """The card as the person sees it on a terminal. Every piece of it the model or the
+    checkout wrote goes through :func:`tether.terminal.for_terminal`: a control character, an
+    escape sequence or a bidi override is shown as its escape, never acted on; the question and
+    the context keep their line breaks, each later line indented so that it cannot pose as a
+    line of the card's own frame; a label or a description is one line."""
     title = "approval" if card.kind == "approval" else "question"
-    lines = [_RULE, f"{title} {number}", card.question]
+    question = for_terminal(card.question, newlines=True).split("\n")
+    lines = [_RULE, f"{title} {number}", question[0], *(f"  {line}" for line in question[1:])]
+    context = for_terminal(card.context, newlines=True)
     if card.kind == "approval" and card.context:
         # the call's arguments, every one whole (made visible by the core's render_args)
         lines.append("  arguments, whole:")
-        lines += [wrapped for line in card.context.splitlines() for wrapped in _wrap(line, "    ")]
+        lines += [wrapped for line in context.split("\n") for wrapped in _wrap(line, "    ")]
     elif card.context:
-        lines += [f"  ({line})" if line else "" for line in card.context.splitlines()]
+        lines += [f"  ({line})" if line else "" for line in context.split("\n")]
     for index, option in enumerate(card.options, start=1):
-        described = f" — {option.description}" if option.description else ""
-        lines.append(f"  {index}. {option.label}{described}")
+        label = for_terminal(option.label)
+        described = f" — {for_terminal(option.description)}" if option.description else ""
+        lines.append(f"  {index}. {label}{described}")
     lines.append(_instructions(card))
     return "\n".join(lines) + "\n"
 
@@ -135,7 +143,8 @@ class TerminalPort:
 
     def _write(self, text: str) -> None:
         out = self._terminal.stdout
-        out.write(text)
+        # the card's fields are already safe; a reply echoed back in an error is not
+        out.write(for_terminal(text, newlines=True))
         out.flush()
 
     def _discard_typeahead(self) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import tree_sitter as ts
 
+from tether.text import LISTED_NAME_CHARS, listing, truncate
 from tether_astgrep.grammars import Grammar
 from tether_astgrep.matcher import Match, Matcher, _run_span
 from tether_astgrep.pattern import (
@@ -478,9 +479,11 @@ class _Compiler:
         if "matches" in raw:
             name = raw["matches"]
             if not isinstance(name, str) or name not in self.utils:
-                known = ", ".join(sorted(self.utils)) or "none are defined"
+                known = listing(sorted(self.utils), empty="none are defined", quote=False)
                 raise RuleError(
-                    f"{path}.matches", f"unknown utility rule {name!r} (utils: {known})"
+                    f"{path}.matches",
+                    f"unknown utility rule {truncate(str(name), LISTED_NAME_CHARS)!r} "
+                    f"(utils: {known})",
                 )
             out["matches"] = self.utils[name]
         return Rule(**out)
@@ -783,10 +786,11 @@ def _check_rewriter_names(
         for name, t in table.items():
             missing = [i for i in t.rewriters if i not in rewriters]
             if missing:
-                known = ", ".join(rewriters) or "none are defined"
+                known = listing(rewriters, empty="none are defined", quote=False)
                 raise RuleError(
                     _transform_path(where, name) + ".rewriters",
-                    f"unknown rewriter {missing[0]!r} (rewriters: {known})",
+                    f"unknown rewriter {truncate(missing[0], LISTED_NAME_CHARS)!r} "
+                    f"(rewriters: {known})",
                 )
 
 

@@ -15,6 +15,7 @@ import attrs
 
 import tether
 from tether.paths import confine
+from tether.text import listing
 from tether_astgrep.config import AstgrepConfig
 from tether_astgrep.files import RunCommand, list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
@@ -369,7 +370,7 @@ def _check_rewrite(
 
         unbound = [v for v in template_vars(rewrite) if v not in compiled.var_names]
         if unbound:
-            names = ", ".join(f"${v}" for v in dict.fromkeys(unbound))
+            names = listing((f"${v}" for v in dict.fromkeys(unbound)), quote=False)
             raise tether.ArgumentError("rewrite", f"uses {names}, which the pattern does not bind")
 
 

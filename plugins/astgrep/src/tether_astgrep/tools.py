@@ -551,6 +551,20 @@ def _syntax_summary(changed: list[FileResult]) -> list[str]:
     return out
 
 
+#: what ``ast_edit``'s approval card says it changes: it stages, ``resolve`` writes
+STAGES_ONLY = "nothing is written: the edit is staged, and resolve's card will show its diff"
+
+
+def describe_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.StagedChange | str:
+    """What ``resolve`` will write, for its approval card: the staged edit's diff."""
+    if args.action != "accept":
+        return "nothing is written: the staged edit is dropped"
+    staged = _service(call).staged.get(args.edit_id)
+    if staged is None:
+        return f"nothing: {truncate(args.edit_id, 80)!r} is not a staged edit"
+    return staged_change(staged)
+
+
 async def handle_resolve(call: tether.CallContext, args: ResolveArgs) -> tether.ToolResult:
     service = _service(call)
     staged = service.staged.get(args.edit_id)
@@ -644,6 +658,7 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
             handler=handle_ast_edit,
             description=EDIT_DOC,
             requires=(RESOURCE,),
+            describe_change=lambda call, args: STAGES_ONLY,
         ),
         tether.ToolSpec(
             name="resolve",
@@ -653,5 +668,6 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
             description=RESOLVE_DOC,
             requires=(RESOURCE,),
             parallel_safe=False,
+            describe_change=describe_resolve,
         ),
     ]

@@ -22,7 +22,7 @@ import attrs
 
 import tether
 from tether.reading import Reader, UnreadableFile, off_loop
-from tether.text import cap
+from tether.text import LISTED_NAME_CHARS, cap, listing, truncate
 from tether_lsp.ledger import Seen, Stamp, diagnostic_key
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 FILES_CAP = 50
 #: rows shown per file and kind
 ROWS_CAP = 20
+#: checkpoints a run keeps; marking one more forgets the oldest (and says so)
+CHECKPOINTS_CAP = 100
 #: a file's mtime comes from the kernel's coarse clock, which may lag the wall clock by a tick
 #: (4-10 ms): a write just after the mark can carry a time just before it
 MTIME_SLACK_NS = 50_000_000
@@ -55,11 +57,11 @@ class Checkpoints:
     def get(self, name: str) -> Checkpoint:
         found = self._marked.get(name)
         if found is None:
-            known = ", ".join(repr(known) for known in self._marked) or "none yet"
+            known = listing(self._marked, empty="none yet")
             raise tether.ArgumentError(
                 "since",
                 f'a checkpoint marked in this run with action "checkpoint" (marked: {known}), '
-                f"not {name!r}",
+                f"not {truncate(name, LISTED_NAME_CHARS)!r}",
             )
         return found
 
@@ -73,6 +75,12 @@ class Checkpoints:
             for path, item in seen.items()
         }
         replaced = name in self._marked
+        self._marked.pop(name, None)
+        forgotten = []
+        while len(self._marked) >= CHECKPOINTS_CAP:
+            oldest = next(iter(self._marked))
+            forgotten.append(oldest)
+            del self._marked[oldest]
         self._marked[name] = Checkpoint(name, marked_ns, baseline)
         known = sum(1 for item in baseline.values() if item is not None)
         stale = len(baseline) - known
@@ -86,6 +94,11 @@ class Checkpoints:
             "; any other file's baseline is unknown. Ask "
             f'{{"action": "diagnostics", "since": "{name}"}} for what changed since.'
         )
+        if forgotten:
+            text += (
+                f" A run keeps {CHECKPOINTS_CAP} checkpoints: the oldest, "
+                f"{listing(forgotten)}, is forgotten."
+            )
         return text
 
 

@@ -20,16 +20,16 @@ class LspConfig:
     servers: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: per-server settings merged over the spec's own, e.g. {"pylsp": {"pylsp": {...}}}
     settings: dict[str, dict[str, Any]] = attrs.field(factory=dict)
-    request_timeout_s: float = workdir_may_set(10.0, above=0)
-    start_timeout_s: float = workdir_may_set(30.0, above=0)
+    request_timeout_s: float = workdir_may_set(10.0, floor=2, above=0)
+    start_timeout_s: float = workdir_may_set(30.0, floor=5, above=0)
     #: how long a query waits for indexing to finish before answering "still indexing"
-    ready_timeout_s: float = workdir_may_set(15.0, above=0)
+    ready_timeout_s: float = workdir_may_set(15.0, floor=2, above=0)
     #: how long a write waits for the server's diagnostics of the new version
-    diagnostics_timeout_s: float = workdir_may_set(5.0, above=0)
+    diagnostics_timeout_s: float = workdir_may_set(5.0, floor=1, above=0)
     #: below the core's default call timeout (120 s), so the checker's own limit speaks first
-    checker_timeout_s: float = workdir_may_set(100.0, above=0)
+    checker_timeout_s: float = workdir_may_set(100.0, floor=10, above=0)
     #: crashes within a minute after which a server is no longer restarted
-    max_restarts: int = workdir_may_set(3, minimum=0)
+    max_restarts: int = workdir_may_set(3, floor=1, minimum=0)
     #: requests in a row that time out while the server looks hung (stopped, no CPU used)
     #: before the next query restarts it; a busy server is never restarted
-    restart_after_timeouts: int = workdir_may_set(2, minimum=1)
+    restart_after_timeouts: int = workdir_may_set(2, floor=1, minimum=1)

@@ -42,25 +42,7 @@ async def rename(
     preview: bool = False,
 ) -> str:
     client, supervisor = session.client, session.supervisor
-    if not new_name.strip():
-        raise tether.ArgumentError("new_name", "a non-empty name")
-    session.require("textDocument/rename", "renameProvider", "rename")
-    pos, params = session.position(line, symbol)
-    old_name = pos.line_text[pos.start : pos.end]
-    old_name = await _prepared_name(session, line, params, old_name)
-    edit = await client.request("textDocument/rename", {**params, "newName": new_name})
-    grouped = edits_by_file(edit or {})
-    if not grouped:
-        raise tether.ToolError(
-            f"{client.spec.id} returned no edits for renaming `{old_name}` at "
-            f"{session.rel}:{line}; nothing was written"
-        )
-    changes, synced, counts = await _planned_changes(session, grouped)
-    if not changes:
-        raise tether.ToolError(
-            f"renaming `{old_name}` to `{new_name}` changes nothing "
-            f"({client.spec.id} returned edits that leave every file as it is)"
-        )
+    old_name, grouped, (changes, synced, counts) = await _proposal(session, line, symbol, new_name)
     # part of the proposal: where else the old name occurs, and whether the server could see it
     spans = await crosscheck.covered_spans(
         client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
@@ -77,6 +59,44 @@ async def rename(
         missed, old_name, client.spec.id, supervisor.workdir, suffix="; not renamed"
     )
     return text + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+async def _proposal(
+    session: Session, line: int, symbol: str, new_name: str
+) -> tuple[
+    str, dict[str, list[dict[str, Any]]], tuple[list[FileChange], dict[Path, Path], dict[Path, int]]
+]:
+    """The server's rename, computed and read against the files; nothing is written."""
+    client = session.client
+    if not new_name.strip():
+        raise tether.ArgumentError("new_name", "a non-empty name")
+    session.require("textDocument/rename", "renameProvider", "rename")
+    pos, params = session.position(line, symbol)
+    old_name = pos.line_text[pos.start : pos.end]
+    old_name = await _prepared_name(session, line, params, old_name)
+    edit = await client.request("textDocument/rename", {**params, "newName": new_name})
+    grouped = edits_by_file(edit or {})
+    if not grouped:
+        raise tether.ToolError(
+            f"{client.spec.id} returned no edits for renaming `{old_name}` at "
+            f"{session.rel}:{line}; nothing was written"
+        )
+    planned = await _planned_changes(session, grouped)
+    if not planned[0]:
+        raise tether.ToolError(
+            f"renaming `{old_name}` to `{new_name}` changes nothing "
+            f"({client.spec.id} returned edits that leave every file as it is)"
+        )
+    return old_name, grouped, planned
+
+
+async def proposed_change(
+    session: Session, line: int, symbol: str, new_name: str
+) -> tether.StagedChange:
+    """What the rename would write (for its approval card); nothing is written."""
+    _, _, (changes, _, _) = await _proposal(session, line, symbol, new_name)
+    files = tuple(tether.StagedFile(c.path, c.expected, c.new) for c in changes)
+    return tether.StagedChange(files, origin="lsp_rename")
 
 
 async def _prepared_name(session: Session, line: int, params: dict[str, Any], old_name: str) -> str:

@@ -62,7 +62,10 @@ class LspArgs:
     )
     query: str | None = tether.arg(None, description="Workspace symbol search (action symbols)")
     name: str | None = tether.arg(
-        None, description="Name of the checkpoint to mark (action checkpoint; default cp1, cp2, …)"
+        None,
+        description="Name of the checkpoint to mark (action checkpoint; default cp1, cp2, …)",
+        min_length=1,
+        max_length=200,
     )
     since: str | None = tether.arg(
         None,
@@ -238,6 +241,18 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
     return _with_notes(supervisor, session.with_indexing(text))
 
 
+async def describe_rename(call: tether.CallContext, args: RenameArgs) -> tether.StagedChange | str:
+    """What ``lsp_rename`` will write, for its approval card: the server's edit as a diff."""
+    from tether_lsp import queries, rename
+
+    if args.preview:
+        return "nothing is written: a preview"
+    supervisor = _supervisor(call)
+    path = call.run.confine(args.file, field="file")
+    session = await queries.open_session(supervisor, path, "rename")
+    return await rename.proposed_change(session, args.line, args.symbol, args.new_name)
+
+
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
     return [
         tether.ToolSpec(
@@ -258,5 +273,6 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
             description=RENAME_DESCRIPTION,
             requires=(RESOURCE,),
             parallel_safe=True,
+            describe_change=describe_rename,
         ),
     ]

@@ -27,16 +27,16 @@ class CommandRunnerConfig:
 @attrs.frozen
 class VibeConfig:
     runners: dict[str, CommandRunnerConfig] = attrs.field(factory=dict)
-    max_concurrent: int = workdir_may_set(4, above=0)
-    idle_timeout_s: float = workdir_may_set(300.0, above=0)
+    max_concurrent: int = workdir_may_set(4, floor=1, above=0)
+    idle_timeout_s: float = workdir_may_set(300.0, floor=30, above=0)
     isolation: Literal["none", "worktree"] = "none"
     worktree_root: str | None = None
     default_tier: Literal["fast", "good"] = "fast"
-    default_wait_s: float = workdir_may_set(600.0, minimum=0)
-    max_wait_s: float = workdir_may_set(3600.0, above=0)
-    kill_grace_s: float = workdir_may_set(2.0, minimum=0, maximum=60)
-    output_tail_bytes: int = workdir_may_set(16_000, above=0)
-    result_chars: int = workdir_may_set(20_000, above=0)
+    default_wait_s: float = workdir_may_set(600.0, floor=0, minimum=0)
+    max_wait_s: float = workdir_may_set(3600.0, floor=10, above=0)
+    kill_grace_s: float = workdir_may_set(2.0, floor=0, minimum=0, maximum=60)
+    output_tail_bytes: int = workdir_may_set(16_000, floor=1000, above=0)
+    result_chars: int = workdir_may_set(20_000, floor=1000, above=0)
 
 
 def validate(config: VibeConfig) -> VibeConfig:

@@ -107,8 +107,9 @@ class Roster:
     def get(self, worker_id: str) -> Worker:
         worker = self.workers.get(worker_id)
         if worker is None:
-            known = ", ".join(self.workers) or "none yet"
-            raise tether.ArgumentError("worker_id", f"no worker {worker_id!r} (known: {known})")
+            known = tether.text.listing(self.workers, empty="none yet", quote=False)
+            shown = tether.text.truncate(worker_id, tether.text.LISTED_NAME_CHARS)
+            raise tether.ArgumentError("worker_id", f"no worker {shown!r} (known: {known})")
         return worker
 
     def runner_for(self, tier: str) -> Runner:
