@@ -97,8 +97,10 @@ def fake_project(workdir: Path) -> None:
 
 @pytest.mark.parametrize("trusted", [False, True])
 def test_a_declared_switch_is_given_on_an_untrusted_workdir_only(
-    tmp_path: Path, trusted: bool
+    tmp_path: Path, trusted: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the fake logs beside the workdir, a write the confinement would deny (tether.confine)
+    monkeypatch.setenv("TETHER_CONFINEMENT", "none")
     fake_project(tmp_path)
     closing = Untrusted(
         risk="it runs what its config names",
