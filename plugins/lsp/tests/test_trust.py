@@ -18,6 +18,14 @@ from tether_lsp.tools import RESOURCE
 from tether_lsp.trust import trusted_python
 
 
+@pytest.fixture(autouse=True)
+def _code_routes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code routes' closure is tested on its own: under the write confinement
+    (tether.confine) a payload that ran could not leave its mark outside the workdir, and the
+    test would pass unseen (and the fake server logs beside the workdir)."""
+    monkeypatch.setenv("TETHER_CONFINEMENT", "none")
+
+
 def plant(path: Path, text: str, executable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -97,10 +105,8 @@ def fake_project(workdir: Path) -> None:
 
 @pytest.mark.parametrize("trusted", [False, True])
 def test_a_declared_switch_is_given_on_an_untrusted_workdir_only(
-    tmp_path: Path, trusted: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, trusted: bool
 ) -> None:
-    # the fake logs beside the workdir, a write the confinement would deny (tether.confine)
-    monkeypatch.setenv("TETHER_CONFINEMENT", "none")
     fake_project(tmp_path)
     closing = Untrusted(
         risk="it runs what its config names",
