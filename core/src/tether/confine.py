@@ -54,20 +54,20 @@ class Confinement:
         """One line for ``status``: what confines, and what is left open."""
         if self.kind == "landlock":
             return (
-                f"landlock ABI {self.abi}: programs started for the run write only in its own "
-                f"directory and {_DEVICES}; left open: reading, and the network"
+                f"landlock ABI {self.abi}: programs started for read-tier calls write only in "
+                f"the run's own directory and {_DEVICES}; left open: reading, and the network"
             )
         if self.kind == "bwrap":
             return (
-                "bwrap (no Landlock here): programs started for the run see the filesystem "
-                "read-only except its own directory and a private /dev; left open: reading, "
-                "and the network"
+                "bwrap"
+                + (f" (no Landlock: {self.reason})" if self.reason else "")
+                + ": programs started for read-tier calls see the filesystem read-only except "
+                "the run's own directory and a private /dev; left open: reading, and the network"
             )
         return (
-            "none (neither Landlock nor bwrap here"
-            + (f": {self.reason}" if self.reason else "")
-            + "): left open: any write the program's pinned configuration does not name; "
-            "only each program's declared pins (docs/threat-model.md) hold"
+            f"none ({self.reason or 'neither Landlock nor bwrap here'}): left open: any write "
+            "the program's pinned configuration does not name; only each program's declared "
+            "pins (docs/threat-model.md) hold"
         )
 
 
