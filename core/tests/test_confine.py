@@ -91,3 +91,14 @@ def test_an_unknown_choice_falls_to_none_and_names_it(monkeypatch: pytest.Monkey
 def test_a_missing_program_is_not_found_as_without_confinement(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         confine.wrap(["no-such-program-anywhere"], tmp_path, {"PATH": "/usr/bin"})
+
+
+def test_the_runs_directory_goes_with_a_close_cut_short(tmp_path: Path) -> None:
+    with tether.open_run_sync(tmp_path) as run:
+        owner = run.run.process_owner
+        directory = owner.directory
+        (directory / "left").write_text("x")
+        owner.kill_all()  # what a close cut short does
+        assert not directory.exists()
+        with pytest.raises(tether.ToolError):
+            owner.directory  # noqa: B018 - made after the close, it would outlive the run

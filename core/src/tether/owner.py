@@ -55,6 +55,8 @@ class ProcessOwner:
         confined program may write (:mod:`tether.confine`), where its pinned caches, build info
         and temporary files go."""
         if self._directory is None:
+            if self.closed:  # made now, it would outlive the run
+                raise ToolError("the run is closed; no new process can start")
             import tempfile
 
             self._directory = Path(tempfile.mkdtemp(prefix="tether-run-"))
@@ -235,11 +237,6 @@ class ProcessOwner:
                 tg.start_soon(proc.terminate, grace_s)
         self.kill_all()
         self._swept = True
-        if self._directory is not None:
-            import shutil
-
-            # symlinks a program left there are removed, never followed
-            shutil.rmtree(self._directory, ignore_errors=True)
 
     def kill_all(self) -> None:
         """SIGKILL everything the run owns, at once (what a close cut short left)."""
@@ -254,6 +251,11 @@ class ProcessOwner:
         # daemons that left every tree still carry the run's marker
         for pid in _process.owned_by(f"{self.owner}/", prefix=True):
             self.kill_tree(pid)
+        if self._directory is not None:
+            import shutil
+
+            # what its programs left there goes too (symlinks removed, never followed)
+            shutil.rmtree(self._directory, ignore_errors=True)
 
 
 __all__ = ["ProcessOwner"]
