@@ -256,6 +256,7 @@ class ProcessOwner:
 
             # what its programs left there goes too (symlinks removed, never followed)
             shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
 
 
 __all__ = ["ProcessOwner"]
