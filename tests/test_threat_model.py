@@ -1,11 +1,14 @@
 """docs/threat-model.md covers every program tether may start on a read-tier call: each language
 server and checker the installed plugins contribute, and each program of the core's launch
 profiles — its row read from the same declaration the launch uses (``ServerSpec.untrusted``,
-``ServerSpec.checker_untrusted``, ``tether.launch.PROFILES``), so the page cannot drift."""
+``ServerSpec.checker_untrusted``, ``tether.launch.PROFILES``), so the page cannot drift. The
+same for the write routes: every server and checker states how a checkout can make it write
+(``Untrusted.writes``) and what pins it (``Untrusted.writes_closed_by``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import tether
 from tether.launch import PROFILES, Untrusted, declared
@@ -18,6 +21,35 @@ def _cells(untrusted: Untrusted) -> str:
         return "nothing it reads from the workdir runs code | — |"
     closed = untrusted.closed_by or "nothing: **unavailable** on an untrusted workdir"
     return f"{untrusted.risk} | {closed} |"
+
+
+def _write_cells(untrusted: Untrusted) -> str:
+    if untrusted.writes is None:
+        return "not declared | nothing: **unavailable** on an untrusted workdir |"
+    if not untrusted.writes:
+        return "no setting it reads from the workdir names a path it writes | — |"
+    closed = untrusted.writes_closed_by or "nothing: **unavailable** on an untrusted workdir"
+    return f"{untrusted.writes} | {closed} |"
+
+
+def _specs(tmp_path: Path, plugins: tuple[object, ...] = ()) -> list[Any]:
+    from tether_lsp.tools import RESOURCE
+
+    with tether.open_run_sync(tmp_path, plugins=plugins) as run:
+        specs = run.resource(RESOURCE).specs
+    return sorted(specs.values(), key=lambda s: s.id)
+
+
+def expected_write_rows(tmp_path: Path, plugins: tuple[object, ...] = ()) -> list[str]:
+    """The write-route table's rows as the installed plugins (and ``plugins``) declare them."""
+    rows = []
+    for spec in _specs(tmp_path, plugins):
+        rows.append(f"| `{spec.id}` | language server | {_write_cells(declared(spec.untrusted))}")
+        if spec.checker:
+            shown = " ".join(spec.checker)
+            untrusted = declared(spec.checker_untrusted)
+            rows.append(f"| `{shown}` | checker of `{spec.id}` | {_write_cells(untrusted)}")
+    return rows
 
 
 def expected_rows(tmp_path: Path, plugins: tuple[object, ...] = ()) -> list[str]:
@@ -79,3 +111,47 @@ def test_a_server_the_page_does_not_know_is_caught(tmp_path: Path) -> None:
     text = DOC.read_text("utf-8")
     missing = [row for row in expected_rows(tmp_path, (ThirdParty(),)) if row not in text]
     assert missing == ["| `zls` | language server | " + _cells(declared(None))], missing
+
+
+def test_the_threat_model_has_a_write_route_row_for_every_server_and_checker(
+    tmp_path: Path,
+) -> None:
+    text = DOC.read_text("utf-8")
+    missing = [row for row in expected_write_rows(tmp_path) if row not in text]
+    assert not missing, "docs/threat-model.md lacks (or words differently):\n" + "\n".join(missing)
+
+
+def test_every_installed_server_and_checker_states_its_write_routes(tmp_path: Path) -> None:
+    undeclared = [spec.id for spec in _specs(tmp_path) if declared(spec.untrusted).writes is None]
+    undeclared += [
+        f"{spec.id} (checker)"
+        for spec in _specs(tmp_path)
+        if spec.checker and declared(spec.checker_untrusted).writes is None
+    ]
+    assert not undeclared, undeclared
+
+
+def test_a_server_that_does_not_state_its_write_routes_is_caught(tmp_path: Path) -> None:
+    """The check can fail: a declaration of its code routes only is reported."""
+    from tether_lsp import ServerSpec
+
+    class CodeOnly:
+        @tether.hookimpl
+        def tether_lsp_servers(self) -> list[ServerSpec]:
+            return [
+                ServerSpec(
+                    id="zls",
+                    language="zig",
+                    extensions={".zig": "zig"},
+                    command=("zls",),
+                    root_markers=("build.zig",),
+                    untrusted=Untrusted(),  # says what it runs (nothing), not where it writes
+                )
+            ]
+
+    text = DOC.read_text("utf-8")
+    missing = [row for row in expected_write_rows(tmp_path, (CodeOnly(),)) if row not in text]
+    assert missing == [
+        "| `zls` | language server | not declared | nothing: **unavailable** on an untrusted "
+        "workdir |"
+    ], missing

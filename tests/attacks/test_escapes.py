@@ -19,6 +19,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from attack_cli import TETHER, Session, call
 
+
+@pytest.fixture(autouse=True)
+def _code_routes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code routes' closure is attacked on its own: under the write confinement
+    (tether.confine) a payload that ran could not leave its mark outside the workdir, and the
+    attack would pass unseen."""
+    monkeypatch.setenv("TETHER_CONFINEMENT", "none")
+
+
 ROOT = Path(__file__).resolve().parents[2]
 TSPROJ = ROOT / "plugins" / "lsp" / "tests" / "fixtures" / "tsproj"
 

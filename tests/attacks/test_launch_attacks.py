@@ -21,7 +21,16 @@ import pytest
 
 import tether
 
+
 # what a payload looks like when it runs: it leaves the marker and fails
+@pytest.fixture(autouse=True)
+def _code_routes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code routes' closure is attacked on its own: under the write confinement
+    (tether.confine) a payload that ran could not leave its mark outside the workdir, and the
+    attack would pass unseen."""
+    monkeypatch.setenv("TETHER_CONFINEMENT", "none")
+
+
 PAYLOAD = "#!/bin/sh\ntouch {mark}\nexit 1\n"
 
 

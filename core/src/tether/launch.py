@@ -38,9 +38,18 @@ class Untrusted:
 
     ``risk``: how a checkout can make it run code ("" when nothing it reads does). ``closed_by``:
     the switch tether passes that closes it ("" with a risk: nothing does, and the program is
-    unavailable on an untrusted workdir). ``args``/``env``/``settings`` are that switch: argv
-    appended, environment added, settings given (a language server's), on an untrusted workdir
-    only; ``{python}`` in them is an interpreter outside the workdir.
+    unavailable on an untrusted workdir).
+
+    ``writes``: how a checkout can make it *write* — each setting that names a path (a cache,
+    a baseline, build info, an index, a log, an output), "" when none does, None when the
+    contributor did not say. ``writes_closed_by``: the switch that pins those writes into the
+    run's own directory or turns them off ("" with a route: nothing does, and the program is
+    unavailable on an untrusted workdir). Beyond the declared routes, a program the lsp family
+    starts there can write only in the run's directory (:mod:`tether.confine`).
+
+    ``args``/``env``/``settings`` are the switches of both: argv appended, environment added,
+    settings given (a language server's), on an untrusted workdir only; ``{python}`` in them is
+    an interpreter outside the workdir, ``{rundir}`` the run's own directory.
     """
 
     risk: str = ""
@@ -48,21 +57,31 @@ class Untrusted:
     args: tuple[str, ...] = attrs.field(converter=_strings, default=())
     env: Mapping[str, str] = attrs.field(converter=_frozen, factory=dict)
     settings: Mapping[str, Any] = attrs.field(converter=_frozen, factory=dict)
+    writes: str | None = None
+    writes_closed_by: str = ""
+    #: arguments added only where no confinement holds (neither Landlock nor bwrap): a write
+    #: the confinement would deny (the program keeping its data in memory) is turned off
+    unconfined_args: tuple[str, ...] = attrs.field(converter=_strings, default=())
 
     @property
     def usable(self) -> bool:
         """Whether it may run on an untrusted workdir (nothing to close, or closed)."""
-        return not self.risk or bool(self.closed_by)
+        runs = not self.risk or bool(self.closed_by)
+        return runs and (not self.writes or bool(self.writes_closed_by))
 
     def refusal(self, what: str) -> str | None:
         """Why ``what`` cannot run on an untrusted workdir, or None when it can."""
         if self.usable:
             return None
-        return f"{what} is unavailable on an untrusted workdir: {self.risk}; {ALLOW}"
+        if self.risk and not self.closed_by:
+            why = self.risk
+        else:
+            why = f"{self.writes}, and nothing pins that write"
+        return f"{what} is unavailable on an untrusted workdir: {why}; {ALLOW}"
 
 
-#: a program with nothing in the workdir that makes it run code
-SAFE = Untrusted()
+#: a program with nothing in the workdir that makes it run code or write
+SAFE = Untrusted(writes="")
 #: what a spec that declares nothing is taken to be
 UNDECLARED = Untrusted(
     risk="its spec declares nothing about what the workdir can make it run (`untrusted`)"

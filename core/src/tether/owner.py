@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from tether import confine as _confine
 from tether import launch as _launch
 from tether import process as _process
 from tether.errors import ToolError
@@ -46,6 +47,28 @@ class ProcessOwner:
         self.lineage = _process.Lineage(f"{self.owner}/")
         self.closed = False
         self._swept = False
+        self._directory: Path | None = None
+
+    @property
+    def directory(self) -> Path:
+        """The run's own directory (made on first use, removed at close): the only place a
+        confined program may write (:mod:`tether.confine`), where its pinned caches, build info
+        and temporary files go."""
+        if self._directory is None:
+            if self.closed:  # made now, it would outlive the run
+                raise ToolError("the run is closed; no new process can start")
+            import tempfile
+
+            self._directory = Path(tempfile.mkdtemp(prefix="tether-run-"))
+        return self._directory
+
+    @property
+    def confinement(self) -> _confine.Confinement:
+        """What confines a program started with ``confine=True`` on this run: Landlock, bwrap,
+        or nothing; ``kind`` is "none" on a trusted workdir (nothing is confined there)."""
+        if self.trust_workdir:
+            return _confine.Confinement("none", reason="the harness trusts the workdir")
+        return _confine.detect()
 
     @property
     def processes(self) -> list[_process.ManagedProcess]:
@@ -56,19 +79,25 @@ class ProcessOwner:
         """The pids of processes libraries started for the run, still to be killed at close."""
         return frozenset(self._adopted)
 
-    async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
+    async def spawn(
+        self, argv: Sequence[str], *, confine: bool = False, **kwargs: Any
+    ) -> _process.ManagedProcess:
         """Start a child that belongs to the run.
 
         The start is shielded from cancellation; if the caller was cancelled meanwhile, the
         process it will never see is terminated at once and the cancellation goes on. On an
         untrusted workdir the program's launch profile applies (:func:`tether.launch.sanitise`);
         a program it refuses raises :class:`tether.launch.LaunchRefused` (an ``OSError``).
+        ``confine``: a program started for a read-tier call; on an untrusted workdir it can
+        write only in :attr:`directory` (:mod:`tether.confine`).
         """
         if self.closed:
             raise ToolError("the run is closed; no new process can start")
         if not self.trust_workdir:
             cwd = Path(kwargs.get("cwd") or self._cwd)
             argv, env = await _launch.sanitise(argv, kwargs.get("env"), cwd, self._probe)
+            if confine:
+                argv, env = _confine.wrap(argv, self.directory, env)
             kwargs["env"] = env
         return await self._spawn(argv, **kwargs)
 
@@ -103,6 +132,7 @@ class ProcessOwner:
         cwd: str | os.PathLike[str] | None = None,
         max_output_bytes: int = 4 * 1024 * 1024,
         env: Mapping[str, str] | None = None,
+        confine: bool = False,
     ) -> _process.CommandResult:
         """Run a short command (git, a version probe), bounded in time and in output: on timeout
         its whole tree is killed and ``timed_out`` is set; stdout beyond ``max_output_bytes`` is
@@ -113,6 +143,8 @@ class ProcessOwner:
         where = Path(cwd if cwd is not None else self._cwd)
         if not self.trust_workdir:
             argv, env = await _launch.sanitise(argv, env, where, self._probe)
+            if confine:
+                argv, env = _confine.wrap(argv, self.directory, env)
         return await self._bounded(argv, where, env, timeout_s, max_output_bytes)
 
     async def _bounded(
@@ -219,6 +251,12 @@ class ProcessOwner:
         # daemons that left every tree still carry the run's marker
         for pid in _process.owned_by(f"{self.owner}/", prefix=True):
             self.kill_tree(pid)
+        if self._directory is not None:
+            import shutil
+
+            # what its programs left there goes too (symlinks removed, never followed)
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
 
 
 __all__ = ["ProcessOwner"]

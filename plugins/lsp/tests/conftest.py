@@ -35,3 +35,14 @@ def _without_contrib_ruff() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def python_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_project("pyproj", tmp_path_factory.mktemp("py"))
+
+
+@pytest.fixture(autouse=True)
+def _fake_server_unconfined(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fake server (``fake_lsp_server.py``) logs what it was sent to a file its test reads,
+    a write the confinement (``tether.confine``) denies: the modules that start it test
+    supervision and connections, not writes, and run with it off."""
+    if getattr(request.module, "FAKE", None):
+        monkeypatch.setenv("TETHER_CONFINEMENT", "none")

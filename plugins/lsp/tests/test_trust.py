@@ -18,6 +18,14 @@ from tether_lsp.tools import RESOURCE
 from tether_lsp.trust import trusted_python
 
 
+@pytest.fixture(autouse=True)
+def _code_routes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The code routes' closure is tested on its own: under the write confinement
+    (tether.confine) a payload that ran could not leave its mark outside the workdir, and the
+    test would pass unseen (and the fake server logs beside the workdir)."""
+    monkeypatch.setenv("TETHER_CONFINEMENT", "none")
+
+
 def plant(path: Path, text: str, executable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tether
-from tether.launch import SAFE
+from tether.launch import SAFE, Untrusted
 from tether_lsp import ServerSpec
 
 RUFF = ServerSpec(
@@ -18,9 +18,17 @@ RUFF = ServerSpec(
     # (definition, hover, rename, ...) goes to the language's navigation server
     roles=frozenset({"diagnostics"}),
     priority=5,
-    # ruff reads ruff.toml / [tool.ruff] from the workdir: settings, never a program to run
+    # ruff reads ruff.toml / [tool.ruff] from the workdir: settings, never a program to run;
+    # the server keeps no cache and applies no fix of its own
     untrusted=SAFE,
-    checker_untrusted=SAFE,
+    checker_untrusted=Untrusted(
+        writes=(
+            "cache-dir in [tool.ruff], ruff.toml or .ruff.toml names where `ruff check` creates "
+            "its cache, anywhere; fix = true there makes it rewrite the files it checks"
+        ),
+        writes_closed_by="--no-cache --no-fix",
+        args=("--no-cache", "--no-fix"),
+    ),
 )
 
 

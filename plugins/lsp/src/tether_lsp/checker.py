@@ -122,6 +122,7 @@ async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> t
         env=untrusted_env(spec.checker_untrusted, supervisor.run) or None,
         stdin=False,
         stdout=True,
+        confine=True,  # on an untrusted workdir it writes only in the run's directory
     )
     output = TailBuffer(OUTPUT_CAP_BYTES)
     timeout = supervisor.config.checker_timeout_s

@@ -221,7 +221,10 @@ class LspClient:
 
     async def start(self, timeout_s: float) -> None:
         env = {**os.environ, **untrusted_env(self.spec.untrusted, self.run)}
-        process = await self.run.spawn(self.argv, cwd=self.root, env=env, stdin=True, stdout=True)
+        # confined: on an untrusted workdir the server writes only in the run's directory
+        process = await self.run.spawn(
+            self.argv, cwd=self.root, env=env, stdin=True, stdout=True, confine=True
+        )
         await self.rpc.start(process, self.run.task_group)
         root_uri = path_to_uri(self.root)
         params: dict[str, Any] = {

@@ -140,10 +140,29 @@ _RUNS_VENV_PYTHON = (
     "it runs the project's .venv/bin/python (or the interpreter a venv setting names) to learn "
     "its search paths"
 )
+# ... and how it can make each one *write* (each setting that names a path), and what pins
+# that write into the run's own directory ({rundir}) or turns it off. Whatever is not declared
+# is still held by the confinement (tether.confine): on an untrusted workdir every server and
+# checker writes only in the run's directory, its TMPDIR and XDG_CACHE_HOME pointing there.
+_BASELINE = (
+    "a baselineFile in pyrightconfig.json or [tool.basedpyright] names a file it rewrites, "
+    "anywhere, when errors were fixed (its default baseline mode, auto)"
+)
 _PYRIGHT = Untrusted(
     risk=_RUNS_VENV_PYTHON,
     closed_by="python.pythonPath set to an interpreter outside the workdir",
     settings={"python": {"pythonPath": "{python}"}},
+    writes="",
+)
+_BASEDPYRIGHT = attrs.evolve(
+    _PYRIGHT,
+    settings={
+        "python": {"pythonPath": "{python}"},
+        "basedpyright": {"analysis": {"baselineMode": "discard"}},
+    },
+    writes=_BASELINE,
+    # the setting beats the file's baselineFile: a discarded baseline is never written
+    writes_closed_by="basedpyright.analysis.baselineMode set to discard (never written)",
 )
 #: the pyright family's interpreter setting, for a root's own environment
 _PYRIGHT_PROJECT_PYTHON = {"python": {"pythonPath": "{python}"}}
@@ -151,31 +170,95 @@ _PYRIGHT_CHECKER = Untrusted(
     risk=_RUNS_VENV_PYTHON,
     closed_by="--pythonpath set to an interpreter outside the workdir",
     args=("--pythonpath", "{python}"),
+    writes="",
+)
+# --baselinefile cannot help: the file's baselineFile wins over it
+_BASEDPYRIGHT_CHECKER = attrs.evolve(
+    _PYRIGHT_CHECKER,
+    args=("--pythonpath", "{python}", "--baselinemode", "discard"),
+    writes=_BASELINE,
+    writes_closed_by="--baselinemode discard (never written)",
 )
 _PYREFLY = Untrusted(
     risk=(
         "it runs the interpreter a .venv, pyrefly.toml or [tool.pyrefly] "
         "python-interpreter-path names, and a [build-system] command; `pyrefly lsp` has no "
         "switch that pins them"
-    )
+    ),
+    writes="not examined (the code route makes it unavailable)",
 )
 _TSSERVER = Untrusted(
     risk="it loads the workspace's node_modules/typescript/lib/tsserver.js before its own",
     closed_by="tsserver.path set to the tsserver.js installed beside the binary",
+    writes=(
+        "a package.json's dependencies make tsserver's automatic type acquisition install "
+        "@types packages into its typings cache (under XDG_CACHE_HOME)"
+    ),
+    writes_closed_by="XDG_CACHE_HOME and TMPDIR set to the run's directory",
+    env={"XDG_CACHE_HOME": "{rundir}/cache", "TMPDIR": "{rundir}/tmp"},
+)
+_TSC = Untrusted(
+    writes=(
+        "incremental or composite in tsconfig.json makes `tsc --noEmit` write build info to "
+        "the file tsBuildInfoFile names, anywhere (or beside the config)"
+    ),
+    writes_closed_by=(
+        "--incremental false --composite false --tsBuildInfoFile <run's directory> "
+        "(with --noEmit, outDir, declarationDir and outFile write nothing)"
+    ),
+    args=(
+        "--incremental", "false", "--composite", "false",
+        "--tsBuildInfoFile", "{rundir}/tsc.tsbuildinfo",
+    ),
+)  # fmt: skip
+_CLANGD = Untrusted(
+    writes=(
+        "--background-index writes .cache/clangd/index beside compile_commands.json "
+        "(a planted .cache symlink sends it anywhere); preambles go to TMPDIR"
+    ),
+    writes_closed_by=(
+        "the confinement denies the index's writes (clangd keeps it in memory); with none in "
+        "force, --background-index=false (no switch moves the index; references then come "
+        "from the files opened); TMPDIR set to the run's directory"
+    ),
+    env={"TMPDIR": "{rundir}/tmp"},
+    unconfined_args=("--background-index=false",),
 )
 _CARGO_RUNS = "cargo reads .cargo/config.toml from the workdir (build.rustc, build.rustc-wrapper)"
+_CARGO_WRITES = (
+    "it builds into target/, or where CARGO_TARGET_DIR or build.target-dir in the workdir's "
+    ".cargo/config.toml says"
+)
 _RUST_ANALYZER = Untrusted(
     risk=(
         "it runs the crate's build scripts and proc macros, and " + _CARGO_RUNS + "; its "
         "rustup proxy is pinned by the core, the rest has no switch that closes it"
-    )
+    ),
+    writes=_CARGO_WRITES,
 )
-_CARGO_CHECK = Untrusted(risk="`cargo check` builds: it runs build.rs, and " + _CARGO_RUNS)
+_CARGO_CHECK = Untrusted(
+    risk="`cargo check` builds: it runs build.rs, and " + _CARGO_RUNS, writes=_CARGO_WRITES
+)
 _GO = Untrusted(
     risk="a `toolchain` line in go.mod/go.work makes go download and run that toolchain",
     closed_by="GOTOOLCHAIN=local (the core's launch profile for go and gopls)",
+    writes=(
+        "the requirements of go.mod make go download modules into GOMODCACHE; it writes its "
+        "build cache (GOCACHE) and gopls its file cache (XDG_CACHE_HOME)"
+    ),
+    writes_closed_by=(
+        "GOPROXY=off (no download), GOCACHE and XDG_CACHE_HOME set to the run's directory"
+    ),
+    env={
+        "GOPROXY": "off",
+        "GOCACHE": "{rundir}/go-build",
+        "XDG_CACHE_HOME": "{rundir}/cache",
+    },
 )
-_DART = Untrusted(risk="analysis_options.yaml names analyzer plugins, which the server runs")
+_DART = Untrusted(
+    risk="analysis_options.yaml names analyzer plugins, which the server runs",
+    writes="it writes .dart_tool/ in the package and its analysis cache under the home directory",
+)
 
 BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
     ServerSpec(
@@ -193,8 +276,8 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         pull_diagnostics=True,
         settles_after_file_events=True,
         project_config="pyright",
-        untrusted=_PYRIGHT,
-        checker_untrusted=_PYRIGHT_CHECKER,
+        untrusted=_BASEDPYRIGHT,
+        checker_untrusted=_BASEDPYRIGHT_CHECKER,
         project_python_settings=_PYRIGHT_PROJECT_PYTHON,
         checking_progress=r"files? to analyze",
     ),
@@ -292,7 +375,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         workspace_needs_open_file=True,
         open_waits_for_diagnostics=True,
         untrusted=_TSSERVER,
-        checker_untrusted=SAFE,
+        checker_untrusted=_TSC,
         tsserver_diagnostics=True,
     ),
     ServerSpec(
@@ -313,7 +396,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         priority=10,
         workspace_needs_open_file=True,
         open_waits_for_diagnostics=True,
-        untrusted=SAFE,
+        untrusted=_CLANGD,
     ),
     ServerSpec(
         id="rust-analyzer",

@@ -562,6 +562,7 @@ class LspSupervisor:
         for language in sorted({spec.language for spec in specs}):
             order = ", ".join(spec.id for spec in self.candidates(language))
             lines.append(f"Order for {language}: {order}")
+        lines.append(f"Write confinement: {self._confinement()}")
         # the workdir's own configuration that was ignored: the [lsp] table's keys, and a file
         # that could not be read at all (it concerns every family)
         ignored = [
@@ -600,6 +601,15 @@ class LspSupervisor:
         if spec.checker and checker_why is not None and self.refusal(spec) is None:
             result += f"; {checker_why}"
         return result
+
+    def _confinement(self) -> str:
+        """What keeps servers and checkers from writing outside the run's directory."""
+        if self.run.trust_workdir:
+            return (
+                "none: the harness trusts the workdir, so servers and checkers write where its "
+                "configuration says"
+            )
+        return self.run.process_owner.confinement.describe()
 
     def _running_lines(self) -> list[str]:
         """The running servers' lines of :meth:`status`: each one's state."""

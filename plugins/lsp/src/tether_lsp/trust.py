@@ -68,13 +68,14 @@ def project_settings(spec: ServerSpec, root: Path, run: tether.Run) -> dict[str,
     return _replace_python(dict(spec.project_python_settings), str(python))
 
 
-def _replace_python(value: Any, python: str) -> Any:
+def _replace_python(value: Any, python: str, rundir: str | None = None) -> Any:
     if isinstance(value, str):
-        return value.replace("{python}", python)
+        value = value.replace("{python}", python)
+        return value if rundir is None else value.replace("{rundir}", rundir)
     if isinstance(value, Mapping):
-        return {key: _replace_python(item, python) for key, item in value.items()}
+        return {key: _replace_python(item, python, rundir) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_replace_python(item, python) for item in value]
+        return [_replace_python(item, python, rundir) for item in value]
     return value
 
 
@@ -95,6 +96,15 @@ def with_python(value: Any, workdir: Path) -> Any:
     return _replace_python(value, trusted_python(workdir))
 
 
+def with_placeholders(value: Any, run: tether.Run) -> Any:
+    """``value`` with ``{python}`` replaced by :func:`trusted_python` and ``{rundir}`` by the
+    run's own directory (where a declaration pins a program's caches and build info)."""
+    rundir = None
+    if "{rundir}" in repr(value):
+        rundir = str(run.process_owner.directory)
+    return _replace_python(value, trusted_python(run.workdir), rundir)
+
+
 def refusal(declaration: Untrusted | None, what: str, run: tether.Run) -> str | None:
     """Why ``what`` cannot run on this run's workdir (untrusted, and nothing closes what it
     would run from there), or None."""
@@ -105,14 +115,17 @@ def untrusted_args(declaration: Untrusted | None, run: tether.Run) -> list[str]:
     """The arguments that close what ``declaration`` names, on an untrusted workdir."""
     if run.trust_workdir or declaration is None:
         return []
-    return [str(arg) for arg in with_python(list(declaration.args), run.workdir)]
+    args = list(declaration.args)
+    if run.process_owner.confinement.kind == "none":
+        args += declaration.unconfined_args
+    return [str(arg) for arg in with_placeholders(args, run)]
 
 
 def untrusted_env(declaration: Untrusted | None, run: tether.Run) -> dict[str, str]:
     """The environment that closes what ``declaration`` names, on an untrusted workdir."""
     if run.trust_workdir or declaration is None:
         return {}
-    return {key: str(with_python(value, run.workdir)) for key, value in declaration.env.items()}
+    return {key: str(with_placeholders(value, run)) for key, value in declaration.env.items()}
 
 
 def pin_workspace_loads(
@@ -122,7 +135,7 @@ def pin_workspace_loads(
     workdir; unchanged (no settings) when the workdir is trusted."""
     if run.trust_workdir:
         return spec, {}
-    settings = with_python(dict(declared(spec.untrusted).settings), run.workdir)
+    settings = with_placeholders(dict(declared(spec.untrusted).settings), run)
     if spec.id in _LOADS_WORKSPACE_TSSERVER:
         tsserver = bundled_tsserver(binary)
         if tsserver is None:
