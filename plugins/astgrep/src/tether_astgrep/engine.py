@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import tree_sitter as ts
 
+from tether import regex as linear
 from tether.process import kill_tree
 from tether.reading import Reader, UnreadableFile
 from tether.text import truncate
@@ -191,7 +192,7 @@ class ProcessState:
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str, bool], Matcher] = {}
         self._rule: RuleMatcher | None = None
-        self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
+        self._chains: dict[tuple[bytes, ...], list[linear.Regex[bytes]]] = {}
         self._words: dict[tuple[bytes, ...], list[bytes]] = {}
         self._caching = False
         self._keep: int | None = None  # matches this task may still describe
@@ -202,10 +203,16 @@ class ProcessState:
             parser = self._parsers[grammar.id] = grammar.parser()
         return parser
 
-    def chains(self, pattern: CompiledPattern | CompiledRule) -> list[re.Pattern[bytes]]:
+    def chains(self, pattern: CompiledPattern | CompiledRule) -> list[linear.Regex[bytes]]:
+        """The pattern's chains, compiled for the linear engine: they run over files of the
+        checkout, where a backtracking engine is quadratic (an unclosed `/*` repeated: a
+        40 KB file took 10 s). The grammar's comment regexes are written for Python's `re`
+        (possessive, lookahead); the superset the engine runs keeps every file they keep."""
         found = self._chains.get(pattern.chains)
         if found is None:
-            found = self._chains[pattern.chains] = [re.compile(c) for c in pattern.chains]
+            found = self._chains[pattern.chains] = [
+                linear.compile(linear.superset(c)) for c in pattern.chains
+            ]
         return found
 
     def words(self, pattern: CompiledPattern | CompiledRule) -> list[bytes]:

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import tree_sitter as ts
 
+from tether import regex as linear
 from tether_astgrep.grammars import Grammar
 from tether_astgrep.matcher import Match, Matcher, _run_span
 from tether_astgrep.pattern import (
@@ -85,7 +86,7 @@ class Rule:
 
     pattern: CompiledPattern | None = None
     kind_ids: frozenset[int] | None = None
-    regex: re.Pattern[str] | None = None
+    regex: linear.Regex[str] | None = None
     nth: NthChild | None = None
     span: tuple[int, int, int, int] | None = None  # `range`: 0-based lines, character columns
     inside: Relation | None = None
@@ -142,7 +143,7 @@ class Transform:
     source: str  # a metavariable name (single or multi) or an earlier transform's
     start: int | None = None  # substring: character slice, negative from the end
     end: int | None = None
-    regex: re.Pattern[str] | None = None  # replace: every match of `regex` by `by`
+    regex: linear.Regex[str] | None = None  # replace: every match of `regex` by `by`
     by: str = ""
     to_case: str = ""  # convert
     separators: tuple[str, ...] = ()
@@ -344,6 +345,15 @@ def _transform(op: Any, args: Any, path: str, names: frozenset[str]) -> Transfor
     return Transform(op, name, to_case=to_case, separators=tuple(seps))
 
 
+# Read with the linear engine: these scan text the model wrote, and with Python's `re` their
+# runs of `\s*` around optional parts backtrack cubically (2,000 spaces: 26 s).
+_STRING_FORM = linear.compile(r"(?s)\s*(\w+)\s*\(\s*(\$[$\w]*)\s*(.*?)\s*\)\s*")
+_STRING_FORM_KEY = linear.compile(r"\s*(\w+)\s*=\s*")
+_SINGLE_QUOTED = linear.compile(r"'((?:[^']|'')*)'")
+_DOUBLE_QUOTED = linear.compile(r'(?s)"((?:[^"\\]|\\.)*)"')
+_AN_PLUS_B = linear.compile(r"\s*(?:([+-]?\d*)\s*n)?\s*(?:([+-])\s*(\d+))?\s*")
+
+
 def _parse_transform_string(text: str, path: str) -> tuple[str, dict[str, Any]]:
     """ast-grep's string form, `op($SOURCE, key=value, ...)`, as (op, arguments).
 
@@ -351,7 +361,7 @@ def _parse_transform_string(text: str, path: str) -> tuple[str, dict[str, Any]]:
     (`[a, 'b']`), or bare up to the next comma (a number for startChar/endChar).
     """
     form = "expected `op($SOURCE, key=value, …)`, e.g. `replace($A, replace='^_', by='')`"
-    m = re.fullmatch(r"\s*(\w+)\s*\(\s*(\$[$\w]*)\s*(.*?)\s*\)\s*", text, re.S)
+    m = _STRING_FORM.fullmatch(text)
     if m is None:
         raise RuleError(path, f"{form}; got {text!r}")
     op, source, rest = m.groups()
@@ -360,7 +370,7 @@ def _parse_transform_string(text: str, path: str) -> tuple[str, dict[str, Any]]:
     while pos < len(rest):
         if rest[pos] == ",":
             pos += 1
-        key_match = re.compile(r"\s*(\w+)\s*=\s*").match(rest, pos)
+        key_match = _STRING_FORM_KEY.match(rest, pos)
         if key_match is None:
             if not rest[pos:].strip():
                 break
@@ -393,12 +403,12 @@ def _string_form_value(text: str, pos: int, path: str) -> tuple[Any, int]:
         items = [i.strip() for i in text[pos + 1 : close].split(",")]
         return [_unquote(i, path) for i in items if i], close + 1
     if first == "'":
-        m = re.compile(r"'((?:[^']|'')*)'").match(text, pos)
+        m = _SINGLE_QUOTED.match(text, pos)
         if m is None:
             raise RuleError(path, "a quoted value is not closed with `'`")
         return m.group(1).replace("''", "'"), m.end()
     if first == '"':
-        m = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S).match(text, pos)
+        m = _DOUBLE_QUOTED.match(text, pos)
         if m is None:
             raise RuleError(path, 'a quoted value is not closed with `"`')
         return _unquote(m.group(0), path), m.end()
@@ -559,7 +569,7 @@ class _Compiler:
             if position < 1:
                 raise RuleError(path, f"positions start at 1, got {position}")
             return NthChild(0, position, reverse, of_rule)
-        m = re.fullmatch(r"\s*(?:([+-]?\d*)\s*n)?\s*(?:([+-])\s*(\d+))?\s*", position)
+        m = _AN_PLUS_B.fullmatch(position)
         if not position.strip() or m is None:
             raise RuleError(path, f"expected a number or An+B (`2n+1`, `-n+3`), got {position!r}")
         a_text, sign, b_text = m.groups()
@@ -650,13 +660,13 @@ def _unknown_key(key: str, known: tuple[str, ...]) -> str:
     return f"unknown key; {hint}known: {', '.join(known)}"
 
 
-def _regex(raw: Any, path: str) -> re.Pattern[str]:
+def _regex(raw: Any, path: str) -> linear.Regex[str]:
     if not isinstance(raw, str):
         raise RuleError(path, "expected a regular expression string")
     try:
-        return re.compile(raw)
-    except re.error as exc:
-        raise RuleError(path, f"invalid regular expression: {exc}") from None
+        return linear.compile(raw)
+    except linear.RegexError as exc:
+        raise RuleError(path, str(exc)) from None
 
 
 def _select(compiled: CompiledPattern, selector: str, path: str) -> CompiledPattern:
