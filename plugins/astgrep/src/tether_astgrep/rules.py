@@ -18,6 +18,7 @@ import attrs
 import tree_sitter as ts
 
 from tether import regex as linear
+from tether.text import truncate
 from tether_astgrep.grammars import Grammar
 from tether_astgrep.matcher import Match, Matcher, _run_span
 from tether_astgrep.pattern import (
@@ -54,6 +55,15 @@ SCAN_KEYS = {
     "files": "file selection of `scan`; give the tool's `path` (a file or directory) instead",
     "ignores": "file selection of `scan`; give the tool's `path` (a file or directory) instead",
 }
+
+
+# A rule is the model's input and its cost is paid per node of every file searched: bounded.
+#: rule objects a rule may hold, counting a utility's whole rule each time `matches` uses it
+MAX_RULE_NODES = 10_000
+#: how deep rule objects may nest, counting the rules each `matches` brings in
+MAX_RULE_DEPTH = 64
+#: digits of a number in an `nthChild` formula
+MAX_NTH_DIGITS = 9
 
 
 class RuleError(Exception):
@@ -439,6 +449,8 @@ class _Compiler:
         self.strictness = strictness
         self.utils = utils  # a name `matches` may use -> its key in the compiled utils
         self.patterns: list[CompiledPattern] = []
+        self.written = [0]  # rule objects compiled, shared with the scoped compilers
+        self.depth = 0
         lang = grammar.ts_language
         self.kinds: dict[str, set[int]] = {}
         for i, name in enumerate(grammar.kind_names):
@@ -456,6 +468,18 @@ class _Compiler:
         return child
 
     def rule(self, raw: Any, path: str) -> Rule:
+        self.written[0] += 1
+        if self.written[0] > MAX_RULE_NODES:
+            raise RuleError(path, f"the rule holds more than {MAX_RULE_NODES} rule objects")
+        if self.depth >= MAX_RULE_DEPTH:
+            raise RuleError(path, f"rule objects nest deeper than {MAX_RULE_DEPTH} levels")
+        self.depth += 1
+        try:
+            return self._rule(raw, path)
+        finally:
+            self.depth -= 1
+
+    def _rule(self, raw: Any, path: str) -> Rule:
         if not isinstance(raw, Mapping):
             raise RuleError(path, f"expected a rule object, got {type(raw).__name__}")
         unknown = [k for k in raw if k not in RULE_KEYS]
@@ -571,8 +595,16 @@ class _Compiler:
             return NthChild(0, position, reverse, of_rule)
         m = _AN_PLUS_B.fullmatch(position)
         if not position.strip() or m is None:
-            raise RuleError(path, f"expected a number or An+B (`2n+1`, `-n+3`), got {position!r}")
+            raise RuleError(
+                path,
+                f"expected a number or An+B (`2n+1`, `-n+3`), got {truncate(repr(position), 80)}",
+            )
         a_text, sign, b_text = m.groups()
+        if any(len((t or "").lstrip("+-")) > MAX_NTH_DIGITS for t in (a_text, b_text)):
+            raise RuleError(
+                path,
+                f"a number of more than {MAX_NTH_DIGITS} digits in {truncate(repr(position), 80)}",
+            )
         if a_text is None:
             step = 0
         elif a_text in ("", "+"):
@@ -583,7 +615,7 @@ class _Compiler:
             step = int(a_text)
         offset = int(b_text) * (-1 if sign == "-" else 1) if b_text else 0
         if a_text is None and not b_text:
-            raise RuleError(path, f"expected a number or An+B, got {position!r}")
+            raise RuleError(path, f"expected a number or An+B, got {truncate(repr(position), 80)}")
         return NthChild(step, offset, reverse, of_rule)
 
     def relation(self, raw: Any, path: str, key: str) -> Relation:
@@ -800,6 +832,69 @@ def _check_rewriter_names(
                 )
 
 
+def _check_expansion(rules: Mapping[str, Rule], utils: Mapping[str, Rule]) -> None:
+    """Each of `rules` (by argument path), its utilities inlined where `matches` uses them, is
+    at most MAX_RULE_NODES rule objects and MAX_RULE_DEPTH levels deep: what matching it costs
+    at one node. Each utility is measured once, so a diamond of utilities (each using the next
+    twice: 2**51 objects from 51) is refused at once; a utility reached again through itself
+    (recursion through a relation, which moves through the tree) counts one object there."""
+    measured: dict[str, tuple[int, int]] = {}
+    active: set[str] = set()
+
+    def util(name: str, path: str, depth: int) -> tuple[int, int]:
+        if name in measured:
+            return measured[name]
+        if name in active:
+            return 1, 1
+        active.add(name)
+        found = measure(utils[name], path, depth)
+        active.discard(name)
+        measured[name] = found
+        return found
+
+    def measure(rule: Rule, path: str, depth: int) -> tuple[int, int]:
+        if depth > MAX_RULE_DEPTH:
+            raise RuleError(
+                path,
+                f"nests deeper than {MAX_RULE_DEPTH} levels, counting the utilities `matches` "
+                "brings in",
+            )
+        parts: list[Rule] = [*(rule.all or ()), *(rule.any or ())]
+        if rule.not_ is not None:
+            parts.append(rule.not_)
+        for rel in (rule.inside, rule.has, rule.follows, rule.precedes):
+            if rel is not None:
+                parts.append(rel.rule)
+                if isinstance(rel.stop, Rule):
+                    parts.append(rel.stop)
+        if rule.nth is not None and rule.nth.of_rule is not None:
+            parts.append(rule.nth.of_rule)
+        size, deepest = 1, 0
+        for part in parts:
+            part_size, part_depth = measure(part, path, depth + 1)
+            size, deepest = size + part_size, max(deepest, part_depth)
+        if rule.matches is not None:
+            used_size, used_depth = util(rule.matches, path, depth + 1)
+            size, deepest = size + used_size, max(deepest, used_depth)
+        if size > MAX_RULE_NODES:
+            raise RuleError(
+                path,
+                f"expands to more than {MAX_RULE_NODES} rule objects, counting a utility's "
+                "whole rule each time `matches` uses it",
+            )
+        return size, deepest + 1
+
+    for name in utils:
+        util(name, _util_path(name), 1)
+    for path, rule in rules.items():
+        measure(rule, path, 1)
+
+
+def _util_path(name: str) -> str:
+    rid, _, own = name.partition("/")
+    return f"rule.rewriters[{rid}].utils.{own}" if own else f"rule.utils.{name}"
+
+
 def _check_util_cycles(utils: Mapping[str, Rule]) -> None:
     """No utility matches itself on the same node (it would recurse forever)."""
     for name in utils:
@@ -830,6 +925,24 @@ def compile_rule(
     fix, expand_start, expand_end = _fix(compiler, config.get("fix"), "rule.fix")
     rewriters = _rewriters(compiler, config.get("rewriters"), names, frozenset(transforms), utils)
     _check_rewriter_names(transforms, rewriters)
+    _check_expansion(
+        {
+            base: rule,
+            **{f"rule.constraints.{k}": r for k, r in constraints.items()},
+            **{f"rule.rewriters[{k}].rule": r.rule for k, r in rewriters.items()},
+            **{
+                f"rule.rewriters[{k}].constraints.{c}": cr
+                for k, r in rewriters.items()
+                for c, cr in r.constraints.items()
+            },
+            **{
+                f"rule.fix.{key}": rel.rule
+                for key, rel in (("expandStart", expand_start), ("expandEnd", expand_end))
+                if rel is not None
+            },
+        },
+        utils,
+    )
     _check_util_cycles(utils)
     if not _is_positive(rule, utils, frozenset()):
         raise RuleError(
