@@ -45,8 +45,8 @@ def regex_families(n: int = 40) -> Iterator[tuple[str, str, str]]:
     yield "nested (a+)+", r'^"(a+)+"$', f'"{a}!"'
     yield "nested (a*)*", r'^"(a*)*b"$', f'"{a}!"'
     yield "optional (a|a?)+", r'^"(a|a?)+"$', f'"{a}!"'
-    yield "words (\\w+\\s?)+", r'^"(\w+\s?)+"$', '"' + "ab " * (n // 2) + '!"'
-    yield "polynomial (.*a){12}", r'^"(.*a){12}"$', f'"{a}"'
+    yield "words (\\w+\\s?)+", r'^"(\w+\s?)+"$', f'"{a}!"'
+    yield "polynomial (.*a){12}", r'^"(.*a){12}"$', f'"{a}!"'
     yield "adjacent (x+x+)+y", r'"(x+x+)+y"', f'"{"x" * n}"'
 
 
