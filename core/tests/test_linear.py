@@ -56,6 +56,24 @@ def test_what_the_linear_engine_cannot_run_is_refused_with_the_reason(
         linear.compile(pattern)
 
 
+@pytest.mark.parametrize("pattern", [r"^_[a-z]", r"é+$", r"^a.b$", r"\d{2}", r"(?i)SELF"])
+def test_matches_answers_as_re_on_the_decoded_text(pattern: str) -> None:
+    compiled, exact = linear.compile(pattern), re.compile(pattern)
+    rng = random.Random(3)
+    pieces = [b"_", b"a", b"b", b"self", "é".encode(), b"\xff", b"1", b"2", b" "]
+    for _ in range(2000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+        expected = exact.search(data.decode("utf-8", "replace")) is not None
+        assert compiled.matches(data) == expected, data
+        assert compiled.matches(data) == expected, data  # remembered
+
+
+def test_dollar_is_the_end_of_the_text_as_in_ast_grep() -> None:
+    # Python's `$` also matches before a final newline; Rust's (ast-grep's) and RE2's do not
+    assert not linear.compile("a$").matches(b"a\n")
+    assert linear.compile("a$").matches(b"a")
+
+
 def test_a_compiled_expression_pickles_by_its_pattern() -> None:
     compiled = pickle.loads(pickle.dumps(linear.compile(rb"a\s*b")))
     assert compiled.search(b"xa \t b") is not None and compiled == linear.compile(rb"a\s*b")

@@ -50,6 +50,16 @@ class Timed:
             Timed.spent += time.perf_counter() - start
             Timed.calls += 1
 
+    def matches(self, data: bytes) -> bool:
+        start = time.perf_counter()
+        try:
+            if isinstance(self._compiled, re.Pattern):  # what the rule engine did before
+                return self._compiled.search(data.decode("utf-8", "replace")) is not None
+            return bool(self._compiled.matches(data))
+        finally:
+            Timed.spent += time.perf_counter() - start
+            Timed.calls += 1
+
     def sub(self, *args: Any) -> Any:
         start = time.perf_counter()
         try:

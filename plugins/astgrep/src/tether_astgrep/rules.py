@@ -1349,10 +1349,10 @@ class RuleMatcher:
             if merged is None:
                 return None
             env = merged
-        if rule.regex is not None:
-            text = f.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
-            if rule.regex.search(text) is None:
-                return None
+        if rule.regex is not None and not rule.regex.matches(
+            f.source[node.start_byte : node.end_byte]
+        ):
+            return None
         if rule.nth is not None and not self._nth(rule.nth, node, f):
             return None
         if rule.span is not None and rule.span != _char_span(node, f.source):
