@@ -40,7 +40,7 @@ _BYTES_OPTIONS = _options(latin1=True)
 
 #: inputs up to this many bytes have their answer remembered by :meth:`Regex.matches`
 MEMO_INPUT_BYTES = 128
-#: answers remembered per expression (then it starts over)
+#: answers remembered per expression (admission, not eviction: past it, nothing more is kept)
 MEMO_ENTRIES = 65_536
 
 
@@ -65,23 +65,21 @@ class Regex(Generic[AnyStr]):
         A matcher asks this of every node of a kind, most of them short and many the same
         (identifiers): the answer for a short input is remembered, and the call goes to RE2
         without the wrapper's str/offset conversions (they made it ten times Python's `re`)."""
-        memo = self._memo
-        if len(data) <= MEMO_INPUT_BYTES:
-            found = memo.get(data)
-            if found is not None:
-                return found
+        found = self._memo.get(data)
+        if found is None:
+            found = self._search(data)
+            if len(data) <= MEMO_INPUT_BYTES and len(self._memo) < MEMO_ENTRIES:
+                self._memo[data] = found  # the first ones seen stay: common ones come early
+        return found
+
+    def _search(self, data: bytes) -> bool:
         program = self._program
         if program is None:
             program = self._program = self._compile_program()
-        subject = data
         if not data.isascii() and isinstance(self.pattern, str):
             # an invalid sequence reads as U+FFFD (which `.` matches), as when decoded
-            subject = data.decode("utf-8", "replace").encode()
-        found = program.Match(_UNANCHORED, subject, 0, len(subject))[0] != _NO_MATCH
-        if len(data) <= MEMO_INPUT_BYTES:
-            if len(memo) >= MEMO_ENTRIES:
-                memo.clear()
-            memo[data] = found
+            data = data.decode("utf-8", "replace").encode()
+        found: bool = program.Match(_UNANCHORED, data, 0, len(data))[0] != _NO_MATCH
         return found
 
     def _compile_program(self) -> Any:
