@@ -31,6 +31,7 @@ from attack_cli import TETHER
 CALL_TIMEOUT_S = 5.0
 ANSWER_S = 6.0  # the call's timeout plus what killing its work may take
 SIGTERM_S = 2.0
+STOPPED_S = 0.5  # from SIGTERM to the answer of the search it cancelled
 INTO_S = 0.5  # when the `tools` request is sent: the attack is running
 HARMLESS = {"pattern": "y = 1"}
 
@@ -428,11 +429,15 @@ def test_matching_past_its_deadline_is_killed_and_sigterm_ends_the_run(
             # the worker past its deadline is gone (killed and replaced), never reused
             assert {p for p in before if not alive(p)}, before
         # again, and SIGTERM while it runs
-        session.send({"tool": "ast_grep", "args": {"rule": SLOW_RULE}})
+        running = session.send({"tool": "ast_grep", "args": {"rule": SLOW_RULE}})
         time.sleep(1.0)
         workers = children(session.proc.pid)
         start = time.monotonic()
         session.proc.send_signal(signal.SIGTERM)
+        # the search lets go at once: its call is answered, then the run closes
+        stopped = session.reply(running, SIGTERM_S)
+        assert stopped is not None and "SIGTERM" in text(stopped), stopped
+        assert time.monotonic() - start <= STOPPED_S, time.monotonic() - start
         try:
             session.proc.wait(timeout=SIGTERM_S)
         except subprocess.TimeoutExpired:
