@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import tree_sitter as ts
 
+from tether import regex as linear
 from tether.process import kill_tree
 from tether.reading import Reader, UnreadableFile
 from tether.text import truncate
@@ -191,7 +192,7 @@ class ProcessState:
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str, bool], Matcher] = {}
         self._rule: RuleMatcher | None = None
-        self._chains: dict[tuple[bytes, ...], list[re.Pattern[bytes]]] = {}
+        self._chains: dict[tuple[bytes, ...], list[linear.Regex[bytes]]] = {}
         self._words: dict[tuple[bytes, ...], list[bytes]] = {}
         self._caching = False
         self._keep: int | None = None  # matches this task may still describe
@@ -202,10 +203,16 @@ class ProcessState:
             parser = self._parsers[grammar.id] = grammar.parser()
         return parser
 
-    def chains(self, pattern: CompiledPattern | CompiledRule) -> list[re.Pattern[bytes]]:
+    def chains(self, pattern: CompiledPattern | CompiledRule) -> list[linear.Regex[bytes]]:
+        """The pattern's chains, compiled for the linear engine: they run over files of the
+        checkout, where a backtracking engine is quadratic (an unclosed `/*` repeated: a
+        40 KB file took 10 s). The grammar's comment regexes are written for Python's `re`
+        (possessive, lookahead); the superset the engine runs keeps every file they keep."""
         found = self._chains.get(pattern.chains)
         if found is None:
-            found = self._chains[pattern.chains] = [re.compile(c) for c in pattern.chains]
+            found = self._chains[pattern.chains] = [
+                linear.compile(linear.superset(c)) for c in pattern.chains
+            ]
         return found
 
     def words(self, pattern: CompiledPattern | CompiledRule) -> list[bytes]:
@@ -636,6 +643,11 @@ class WorkerPool:
         self._searches = 0
         self.start_method: StartMethod = start or default_start_method()
         self._shipped: list[Grammar] | None = None  # spawn: the grammars the workers get
+        # written to when a search is cancelled or the pool stops: wakes the search's wait
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._closing = False
 
     def serves(self, grammar_id: str) -> bool:
         """Whether the workers can search this grammar (with ``spawn``, only those that
@@ -780,8 +792,37 @@ class WorkerPool:
         self._outstanding[i] -= 1
         return msg
 
-    def run(self, task: Task, root: str, paths: Sequence[str], stall_s: float) -> PoolResult:
+    def cancel(self, cancelled: threading.Event) -> None:
+        """End the search that was given ``cancelled`` (its call timed out or was cancelled):
+        the workers still owing it work are killed and replaced, never left computing (a rule
+        may cost more than any deadline) nor given the next search."""
+        cancelled.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:  # full (a wake-up is pending anyway) or closed (the pool is gone)
+            pass
+
+    def _woken(self) -> None:
+        try:
+            while os.read(self._wake_r, 512):
+                pass
+        except OSError:  # empty
+            pass
+
+    def run(
+        self,
+        task: Task,
+        root: str,
+        paths: Sequence[str],
+        stall_s: float,
+        cancelled: threading.Event | None = None,
+    ) -> PoolResult:
         with self._lock:
+            if (cancelled is not None and cancelled.is_set()) or self._closing:
+                return PoolResult([], stalled=True)  # cancelled while an earlier one ended
             if not self._procs:
                 self._start()
             self._await_ready()
@@ -798,7 +839,7 @@ class WorkerPool:
             ]
             dispatch = _Dispatch(self, task_id, task, root, queues, shared)
             try:
-                return self._collect(dispatch, stall_s)
+                return self._collect(dispatch, stall_s, cancelled or threading.Event())
             except OSError as exc:
                 self._stop_locked()
                 raise WorkerError(f"a search worker died ({type(exc).__name__})") from exc
@@ -812,9 +853,11 @@ class WorkerPool:
             shards[zlib.crc32(p.encode()) % self.size].append(p)
         return shards
 
-    def _collect(self, dispatch: _Dispatch, stall_s: float) -> PoolResult:
-        """Feed the workers the search's chunks and gather what comes back, until all is in
-        or no worker owing work made progress for `stall_s`."""
+    def _collect(
+        self, dispatch: _Dispatch, stall_s: float, cancelled: threading.Event
+    ) -> PoolResult:
+        """Feed the workers the search's chunks and gather what comes back, until all is in,
+        the search is cancelled, or no worker owing work made progress for `stall_s`."""
         from multiprocessing.connection import wait
 
         results: list[FileResult] = []
@@ -825,6 +868,17 @@ class WorkerPool:
             waiting = [i for i in range(self.size) if dispatch.pending(i)]
             if not waiting:
                 return PoolResult(results, stalled=False)
+            if cancelled.is_set() or self._closing:
+                # Nobody waits for the rest: each worker still computing for this search is
+                # killed (and replaced, unless the pool is stopping), so no deadline is
+                # outlived and the next search is whole.
+                busy = [i for i in range(self.size) if self._outstanding[i]]
+                for i in busy:
+                    if self._closing:
+                        kill_tree(self._procs[i])  # reaped by the stop
+                    else:
+                        self._replace(i)
+                return PoolResult(results, stalled=True, replaced=len(busy))
             remaining = last_progress + stall_s - time.monotonic()
             if remaining <= 0:
                 # Every worker still owing work made no progress for stall_s: it
@@ -833,7 +887,10 @@ class WorkerPool:
                     self._replace(i)
                 return PoolResult(results, stalled=True, replaced=len(waiting))
             by_conn = {self._conns[i]: i for i in waiting if self._outstanding[i]}
-            for conn in wait(list(by_conn), remaining):
+            for conn in wait([*by_conn, self._wake_r], remaining):
+                if conn == self._wake_r:
+                    self._woken()
+                    continue
                 i = by_conn[conn]  # type: ignore[index]
                 kind, got_id, _, got, error = self._recv(i)
                 last_progress = time.monotonic()
@@ -896,6 +953,8 @@ class WorkerPool:
             self.on_exit(pid)
 
     def stop(self) -> None:
+        self._closing = True
+        self._wake()  # a search still collecting ends now, and lets go of the lock
         if self._lock.acquire(timeout=2.0):
             try:
                 self._stop_locked()

@@ -97,11 +97,15 @@ def _walk_files(reader: Reader) -> FileListing:
         rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
         if ".gitignore" in filenames:
             import pathspec  # only a directory with a .gitignore and no git pays for it
+            import re2
 
             try:
                 text = reader.read_text(Path(dirpath) / ".gitignore", errors="replace")
-                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(text.splitlines())))
-            except UnreadableFile:
+                # RE2, not pathspec's default backtracking backend: the globs are the
+                # checkout's, and `a**********b` against a file named `a`*60 never ends there
+                spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines(), backend="re2")
+                specs.append((rel_dir, spec))
+            except (UnreadableFile, ValueError, re2.error):
                 # Its rules stay unapplied; the caller must say so, or ignored files would be
                 # searched (and edited) without a word.
                 unreadable.append(f"{rel_dir}/.gitignore" if rel_dir else ".gitignore")

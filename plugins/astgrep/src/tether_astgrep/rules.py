@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import tree_sitter as ts
 
+from tether import regex as linear
 from tether.text import LISTED_NAME_CHARS, listing, truncate
 from tether_astgrep.grammars import Grammar
 from tether_astgrep.matcher import Match, Matcher, _run_span
@@ -56,6 +57,15 @@ SCAN_KEYS = {
 }
 
 
+# A rule is the model's input and its cost is paid per node of every file searched: bounded.
+#: rule objects a rule may hold, counting a utility's whole rule each time `matches` uses it
+MAX_RULE_NODES = 10_000
+#: how deep rule objects may nest, counting the rules each `matches` brings in
+MAX_RULE_DEPTH = 64
+#: digits of a number in an `nthChild` formula
+MAX_NTH_DIGITS = 9
+
+
 class RuleError(Exception):
     """A rule cannot be used; `path` is where (`rule.all[1].kind`), the message says why."""
 
@@ -86,7 +96,7 @@ class Rule:
 
     pattern: CompiledPattern | None = None
     kind_ids: frozenset[int] | None = None
-    regex: re.Pattern[str] | None = None
+    regex: linear.Regex[str] | None = None
     nth: NthChild | None = None
     span: tuple[int, int, int, int] | None = None  # `range`: 0-based lines, character columns
     inside: Relation | None = None
@@ -143,7 +153,7 @@ class Transform:
     source: str  # a metavariable name (single or multi) or an earlier transform's
     start: int | None = None  # substring: character slice, negative from the end
     end: int | None = None
-    regex: re.Pattern[str] | None = None  # replace: every match of `regex` by `by`
+    regex: linear.Regex[str] | None = None  # replace: every match of `regex` by `by`
     by: str = ""
     to_case: str = ""  # convert
     separators: tuple[str, ...] = ()
@@ -345,6 +355,15 @@ def _transform(op: Any, args: Any, path: str, names: frozenset[str]) -> Transfor
     return Transform(op, name, to_case=to_case, separators=tuple(seps))
 
 
+# Read with the linear engine: these scan text the model wrote, and with Python's `re` their
+# runs of `\s*` around optional parts backtrack cubically (2,000 spaces: 26 s).
+_STRING_FORM = linear.compile(r"(?s)\s*(\w+)\s*\(\s*(\$[$\w]*)\s*(.*?)\s*\)\s*")
+_STRING_FORM_KEY = linear.compile(r"\s*(\w+)\s*=\s*")
+_SINGLE_QUOTED = linear.compile(r"'((?:[^']|'')*)'")
+_DOUBLE_QUOTED = linear.compile(r'(?s)"((?:[^"\\]|\\.)*)"')
+_AN_PLUS_B = linear.compile(r"\s*(?:([+-]?\d*)\s*n)?\s*(?:([+-])\s*(\d+))?\s*")
+
+
 def _parse_transform_string(text: str, path: str) -> tuple[str, dict[str, Any]]:
     """ast-grep's string form, `op($SOURCE, key=value, ...)`, as (op, arguments).
 
@@ -352,7 +371,7 @@ def _parse_transform_string(text: str, path: str) -> tuple[str, dict[str, Any]]:
     (`[a, 'b']`), or bare up to the next comma (a number for startChar/endChar).
     """
     form = "expected `op($SOURCE, key=value, …)`, e.g. `replace($A, replace='^_', by='')`"
-    m = re.fullmatch(r"\s*(\w+)\s*\(\s*(\$[$\w]*)\s*(.*?)\s*\)\s*", text, re.S)
+    m = _STRING_FORM.fullmatch(text)
     if m is None:
         raise RuleError(path, f"{form}; got {text!r}")
     op, source, rest = m.groups()
@@ -361,7 +380,7 @@ def _parse_transform_string(text: str, path: str) -> tuple[str, dict[str, Any]]:
     while pos < len(rest):
         if rest[pos] == ",":
             pos += 1
-        key_match = re.compile(r"\s*(\w+)\s*=\s*").match(rest, pos)
+        key_match = _STRING_FORM_KEY.match(rest, pos)
         if key_match is None:
             if not rest[pos:].strip():
                 break
@@ -394,12 +413,12 @@ def _string_form_value(text: str, pos: int, path: str) -> tuple[Any, int]:
         items = [i.strip() for i in text[pos + 1 : close].split(",")]
         return [_unquote(i, path) for i in items if i], close + 1
     if first == "'":
-        m = re.compile(r"'((?:[^']|'')*)'").match(text, pos)
+        m = _SINGLE_QUOTED.match(text, pos)
         if m is None:
             raise RuleError(path, "a quoted value is not closed with `'`")
         return m.group(1).replace("''", "'"), m.end()
     if first == '"':
-        m = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S).match(text, pos)
+        m = _DOUBLE_QUOTED.match(text, pos)
         if m is None:
             raise RuleError(path, 'a quoted value is not closed with `"`')
         return _unquote(m.group(0), path), m.end()
@@ -430,6 +449,8 @@ class _Compiler:
         self.strictness = strictness
         self.utils = utils  # a name `matches` may use -> its key in the compiled utils
         self.patterns: list[CompiledPattern] = []
+        self.written = [0]  # rule objects compiled, shared with the scoped compilers
+        self.depth = 0
         lang = grammar.ts_language
         self.kinds: dict[str, set[int]] = {}
         for i, name in enumerate(grammar.kind_names):
@@ -447,6 +468,18 @@ class _Compiler:
         return child
 
     def rule(self, raw: Any, path: str) -> Rule:
+        self.written[0] += 1
+        if self.written[0] > MAX_RULE_NODES:
+            raise RuleError(path, f"the rule holds more than {MAX_RULE_NODES} rule objects")
+        if self.depth >= MAX_RULE_DEPTH:
+            raise RuleError(path, f"rule objects nest deeper than {MAX_RULE_DEPTH} levels")
+        self.depth += 1
+        try:
+            return self._rule(raw, path)
+        finally:
+            self.depth -= 1
+
+    def _rule(self, raw: Any, path: str) -> Rule:
         if not isinstance(raw, Mapping):
             raise RuleError(path, f"expected a rule object, got {type(raw).__name__}")
         unknown = [k for k in raw if k not in RULE_KEYS]
@@ -562,10 +595,18 @@ class _Compiler:
             if position < 1:
                 raise RuleError(path, f"positions start at 1, got {position}")
             return NthChild(0, position, reverse, of_rule)
-        m = re.fullmatch(r"\s*(?:([+-]?\d*)\s*n)?\s*(?:([+-])\s*(\d+))?\s*", position)
+        m = _AN_PLUS_B.fullmatch(position)
         if not position.strip() or m is None:
-            raise RuleError(path, f"expected a number or An+B (`2n+1`, `-n+3`), got {position!r}")
+            raise RuleError(
+                path,
+                f"expected a number or An+B (`2n+1`, `-n+3`), got {truncate(repr(position), 80)}",
+            )
         a_text, sign, b_text = m.groups()
+        if any(len((t or "").lstrip("+-")) > MAX_NTH_DIGITS for t in (a_text, b_text)):
+            raise RuleError(
+                path,
+                f"a number of more than {MAX_NTH_DIGITS} digits in {truncate(repr(position), 80)}",
+            )
         if a_text is None:
             step = 0
         elif a_text in ("", "+"):
@@ -576,7 +617,7 @@ class _Compiler:
             step = int(a_text)
         offset = int(b_text) * (-1 if sign == "-" else 1) if b_text else 0
         if a_text is None and not b_text:
-            raise RuleError(path, f"expected a number or An+B, got {position!r}")
+            raise RuleError(path, f"expected a number or An+B, got {truncate(repr(position), 80)}")
         return NthChild(step, offset, reverse, of_rule)
 
     def relation(self, raw: Any, path: str, key: str) -> Relation:
@@ -653,13 +694,13 @@ def _unknown_key(key: str, known: tuple[str, ...]) -> str:
     return f"unknown key; {hint}known: {', '.join(known)}"
 
 
-def _regex(raw: Any, path: str) -> re.Pattern[str]:
+def _regex(raw: Any, path: str) -> linear.Regex[str]:
     if not isinstance(raw, str):
         raise RuleError(path, "expected a regular expression string")
     try:
-        return re.compile(raw)
-    except re.error as exc:
-        raise RuleError(path, f"invalid regular expression: {exc}") from None
+        return linear.compile(raw)
+    except linear.RegexError as exc:
+        raise RuleError(path, str(exc)) from None
 
 
 def _select(compiled: CompiledPattern, selector: str, path: str) -> CompiledPattern:
@@ -794,6 +835,69 @@ def _check_rewriter_names(
                 )
 
 
+def _check_expansion(rules: Mapping[str, Rule], utils: Mapping[str, Rule]) -> None:
+    """Each of `rules` (by argument path), its utilities inlined where `matches` uses them, is
+    at most MAX_RULE_NODES rule objects and MAX_RULE_DEPTH levels deep: what matching it costs
+    at one node. Each utility is measured once, so a diamond of utilities (each using the next
+    twice: 2**51 objects from 51) is refused at once; a utility reached again through itself
+    (recursion through a relation, which moves through the tree) counts one object there."""
+    measured: dict[str, tuple[int, int]] = {}
+    active: set[str] = set()
+
+    def util(name: str, path: str, depth: int) -> tuple[int, int]:
+        if name in measured:
+            return measured[name]
+        if name in active:
+            return 1, 1
+        active.add(name)
+        found = measure(utils[name], path, depth)
+        active.discard(name)
+        measured[name] = found
+        return found
+
+    def measure(rule: Rule, path: str, depth: int) -> tuple[int, int]:
+        if depth > MAX_RULE_DEPTH:
+            raise RuleError(
+                path,
+                f"nests deeper than {MAX_RULE_DEPTH} levels, counting the utilities `matches` "
+                "brings in",
+            )
+        parts: list[Rule] = [*(rule.all or ()), *(rule.any or ())]
+        if rule.not_ is not None:
+            parts.append(rule.not_)
+        for rel in (rule.inside, rule.has, rule.follows, rule.precedes):
+            if rel is not None:
+                parts.append(rel.rule)
+                if isinstance(rel.stop, Rule):
+                    parts.append(rel.stop)
+        if rule.nth is not None and rule.nth.of_rule is not None:
+            parts.append(rule.nth.of_rule)
+        size, deepest = 1, 0
+        for part in parts:
+            part_size, part_depth = measure(part, path, depth + 1)
+            size, deepest = size + part_size, max(deepest, part_depth)
+        if rule.matches is not None:
+            used_size, used_depth = util(rule.matches, path, depth + 1)
+            size, deepest = size + used_size, max(deepest, used_depth)
+        if size > MAX_RULE_NODES:
+            raise RuleError(
+                path,
+                f"expands to more than {MAX_RULE_NODES} rule objects, counting a utility's "
+                "whole rule each time `matches` uses it",
+            )
+        return size, deepest + 1
+
+    for name in utils:
+        util(name, _util_path(name), 1)
+    for path, rule in rules.items():
+        measure(rule, path, 1)
+
+
+def _util_path(name: str) -> str:
+    rid, _, own = name.partition("/")
+    return f"rule.rewriters[{rid}].utils.{own}" if own else f"rule.utils.{name}"
+
+
 def _check_util_cycles(utils: Mapping[str, Rule]) -> None:
     """No utility matches itself on the same node (it would recurse forever)."""
     for name in utils:
@@ -824,6 +928,24 @@ def compile_rule(
     fix, expand_start, expand_end = _fix(compiler, config.get("fix"), "rule.fix")
     rewriters = _rewriters(compiler, config.get("rewriters"), names, frozenset(transforms), utils)
     _check_rewriter_names(transforms, rewriters)
+    _check_expansion(
+        {
+            base: rule,
+            **{f"rule.constraints.{k}": r for k, r in constraints.items()},
+            **{f"rule.rewriters[{k}].rule": r.rule for k, r in rewriters.items()},
+            **{
+                f"rule.rewriters[{k}].constraints.{c}": cr
+                for k, r in rewriters.items()
+                for c, cr in r.constraints.items()
+            },
+            **{
+                f"rule.fix.{key}": rel.rule
+                for key, rel in (("expandStart", expand_start), ("expandEnd", expand_end))
+                if rel is not None
+            },
+        },
+        utils,
+    )
     _check_util_cycles(utils)
     if not _is_positive(rule, utils, frozenset()):
         raise RuleError(
@@ -1230,10 +1352,10 @@ class RuleMatcher:
             if merged is None:
                 return None
             env = merged
-        if rule.regex is not None:
-            text = f.source[node.start_byte : node.end_byte].decode("utf-8", "replace")
-            if rule.regex.search(text) is None:
-                return None
+        if rule.regex is not None and not rule.regex.matches(
+            f.source[node.start_byte : node.end_byte]
+        ):
+            return None
         if rule.nth is not None and not self._nth(rule.nth, node, f):
             return None
         if rule.span is not None and rule.span != _char_span(node, f.source):

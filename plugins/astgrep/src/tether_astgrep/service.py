@@ -14,6 +14,7 @@ import anyio.to_thread
 import attrs
 
 import tether
+from tether.killable import run_killable
 from tether.paths import confine
 from tether.text import listing
 from tether_astgrep.config import AstgrepConfig
@@ -92,7 +93,7 @@ class AstgrepService:
             cache = config.cache_mb * 1024 * 1024
             # Large searches run in the workers, so they get most of the budget.
             local = cache if config.workers <= 0 else min(cache // 8, 64 * 1024 * 1024)
-            if config.workers > 0:
+            if config.workers > 0 and self._pool is None:
                 self._pool = WorkerPool(
                     self.registry,
                     config.workers,
@@ -281,20 +282,27 @@ class AstgrepService:
             and len(files) >= self.config.parallel_min_files
             and pool.serves(task.pattern.grammar_id)
         ):
+            cancelled = threading.Event()
+            done = None
             try:
                 done = await anyio.to_thread.run_sync(
-                    lambda: pool.run(task, root, files, stall), abandon_on_cancel=True
+                    lambda: pool.run(task, root, files, stall, cancelled), abandon_on_cancel=True
                 )
             except WorkerError as exc:
                 raise tether.ToolError(str(exc)) from None
+            finally:
+                if done is None:  # the call timed out or the run closes: end its workers
+                    pool.cancel(cancelled)
             return done.results, done.stalled
         async with self._local_lock:
             stop = threading.Event()
             try:
-                # cancellable: on the call's timeout the search stops at its next file
-                found = await anyio.to_thread.run_sync(
-                    lambda: local.run(task, root, files, stop), abandon_on_cancel=True
-                )
+                # killable: on the call's timeout (or the run's close) the search ends at
+                # once, even inside a file, and its half-updated state is dropped
+                found = await run_killable(lambda: local.run(task, root, files, stop))
+            except BaseException:
+                self._local = None
+                raise
             finally:
                 stop.set()
             return found, False

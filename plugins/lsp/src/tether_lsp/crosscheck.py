@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 import tether
+from tether import regex as linear
 from tether.paths import relative
 from tether.reading import Reader, UnreadableFile, off_loop
 from tether_lsp.client import LspClient
@@ -168,7 +169,9 @@ def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None
     return None
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def _glob_regex(pattern: str) -> linear.Regex[str]:
+    """A pyrightconfig `include`/`exclude` glob as a regex for the linear engine (the globs are
+    the checkout's: `**a**a**a…` would backtrack for ever in Python's `re`)."""
     pattern = pattern.strip().removeprefix("./").rstrip("/")
     out = ""
     index = 0
@@ -189,7 +192,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out += re.escape(pattern[index])
             index += 1
     # a directory entry covers everything below it
-    return re.compile(rf"^{out}(?:/.*)?$")
+    return linear.compile(rf"^{out}(?:/.*)?$")
 
 
 def _pyright_config(root: Path, server: str, reader: Reader) -> tuple[dict[str, Any], str] | None:
