@@ -17,6 +17,12 @@ import tree_sitter as ts
 # A keyword's spelling: Ruby's `defined?`, Rust's `macro_rules!` are words too.
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[?!]?")
 
+
+def _index(parent: ts.Node, child: ts.Node) -> int:
+    """`child`'s position among all of `parent`'s children."""
+    return next(i for i, c in enumerate(parent.children) if c == child)
+
+
 RUNGS = ("statement", "expression", "class member", "declaration")
 
 
@@ -194,6 +200,92 @@ class Grammar:
                     soft.add(word)
                     break
         return frozenset(soft)
+
+    @cached_property
+    def _value_kinds(self) -> dict[str, bool]:
+        return {}
+
+    def is_value_kind(self, kind: str) -> bool:
+        """Whether a leaf of the named kind `kind` is a value (`true`, `nil`, `this`,
+        `identifier`): the grammar reads the kind's name alone, in its expression rung (every
+        rung where it has none), as one leaf of that kind. A value is never skipped as an
+        unmentioned keyword; a named keyword (Swift's `throws`) is no value. Probed once per
+        kind, on first use."""
+        known = self._value_kinds.get(kind)
+        if known is not None:
+            return known
+        found = False
+        if _WORD.fullmatch(kind):
+            rungs = [s for s in self.scaffolds if s.rung == "expression"] or list(self.scaffolds)
+            parser = self.parser()
+            for scaffold in rungs:
+                start = len(f"{scaffold.prefix}{scaffold.indent}".encode())
+                for terminator in scaffold.terminators:
+                    src = f"{scaffold.prefix}{scaffold.indent}{kind}{terminator}{scaffold.suffix}"
+                    tree = parser.parse(src.encode())
+                    leaf = tree.root_node.descendant_for_byte_range(start, start + len(kind))
+                    if (
+                        not tree.root_node.has_error
+                        and leaf is not None
+                        and leaf.is_named
+                        and leaf.type == kind
+                        and leaf.start_byte == start
+                        and leaf.end_byte == start + len(kind)
+                    ):
+                        found = True
+                        break
+                if found:
+                    break
+        self._value_kinds[kind] = found
+        return found
+
+    @cached_property
+    def list_comma_ids(self) -> frozenset[int]:
+        """The comma tokens: what separates the items of a list (arguments, parameters,
+        elements, type arguments)."""
+        lang = self.ts_language
+        return frozenset(
+            i
+            for i in range(lang.node_kind_count)
+            if self.kind_names[i] == "," and not lang.node_kind_is_named(i)
+        )
+
+    def listed(self, node: ts.Node) -> bool:
+        """Whether `node` is one item of a list: a comma stands right before or after it (comments
+        aside), or its field repeats the field of the sibling before it (bash's words, each
+        an `argument`). An item the pattern does not mention is never skipped."""
+        commas = self.list_comma_ids
+        before = node.prev_sibling
+        while before is not None and before.is_extra:
+            before = before.prev_sibling
+        if before is not None and before.kind_id in commas:
+            return True
+        after = node.next_sibling
+        while after is not None and after.is_extra:
+            after = after.next_sibling
+        if after is not None and after.kind_id in commas:
+            return True
+        parent = node.parent
+        if before is None or parent is None or not node.is_named or not before.is_named:
+            return False
+        field = parent.field_name_for_child(_index(parent, node))
+        return field is not None and field == parent.field_name_for_child(_index(parent, before))
+
+    def is_list(self, node: ts.Node) -> bool:
+        """Whether `node` holds more than one item of a list (commas between its children, or
+        a field repeated)."""
+        commas = self.list_comma_ids
+        comma = False
+        fields: list[str | None] = []
+        for i, child in enumerate(node.children):
+            if child.kind_id in commas:
+                comma = True
+            elif child.is_named and not child.is_extra:
+                field = node.field_name_for_child(i)
+                if field is not None and field in fields:
+                    return True
+                fields.append(field)
+        return comma and len(fields) > 1
 
     @cached_property
     def comma_ids(self) -> frozenset[int]:

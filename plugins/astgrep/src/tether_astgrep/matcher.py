@@ -361,6 +361,8 @@ class Matcher:
         if isinstance(p, MetaVar):
             if not n.is_named:
                 return None
+            if p.container is not None and n.type == p.container and self.grammar.is_list(n):
+                return None
             return self._bind(p, n, env)
         if n.kind_id not in p.ids:
             inner = self._unwrapped(n)
@@ -425,8 +427,11 @@ class Matcher:
         """The pattern's children are all matched: what the candidate's left (`cs[j:]`) allows."""
         if whole and j != len(cs):
             # Trailing children the pattern does not mention: smart accepts any,
-            # ast/signature only keywords and punctuation, cst none.
+            # ast/signature only keywords and punctuation, cst none; never one more item
+            # of a list (an argument, an element).
             if self.strict or not (self.any_trailing or all(not c.is_named for c in cs[j:])):
+                return None
+            if self.grammar.listed(cs[j]):
                 return None
             if self.track:
                 env = self._skipped(
@@ -463,13 +468,19 @@ class Matcher:
         unmentioned (`env, i, j`), or None when `cs[j]` cannot be skipped."""
         p = ps[i]
         c = cs[j]
-        # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too.
+        goal_token = self.skip_goal_tokens and p.text is not None and not p.named
+        if self.grammar.listed(c):
+            # An argument, parameter or element is never unmentioned code: `f($X)` does not
+            # find `f(x, true)`.
+            return (env, i + 1, j) if goal_token else None
+        # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too; a value
+        # leaf (`true`, `nil`, `this`, a name) never is (`Grammar.is_value_kind`).
         token = not c.is_named or (
             c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
             and c.child_count == 0
             and c.text == c.type.encode()
+            and not self.grammar.is_value_kind(c.type)
         )
-        goal_token = self.skip_goal_tokens and p.text is not None and not p.named
         # Smart never skips code between two tokens the pattern writes side by side
         # (`for (` does not match `for await (`), which keeps its prefilter sound.
         between_tokens = (
@@ -512,6 +523,7 @@ class Matcher:
             and cs[j].is_named
             and cs[j].kind_id not in self.clause_ids
             and self._node(p, cs[j], env) is None
+            and not self.grammar.listed(cs[j])
         ):
             if self.track:
                 env = self._skipped(env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1)
@@ -539,6 +551,7 @@ class Matcher:
             and cs[j].is_named
             and not any(ch.isalnum() for ch in (c.text or b"x").decode("latin-1"))
             and self._node(p, cs[j], env) is None
+            and not self.grammar.listed(cs[j])
         ):
             # The node an unmentioned punctuation token introduces, before a node
             # the pattern names (Swift's `-> Double` before a function body, `: P`

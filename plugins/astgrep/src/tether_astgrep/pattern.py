@@ -35,6 +35,10 @@ class MetaVar:
 
     name: str | None
     multi: bool
+    # The kind of list the grammar made of the metavariable alone (Ruby's `puts $X` reads
+    # `$X` as an `argument_list`, Go's `return $X` as an `expression_list`): it binds such a
+    # node only when that holds one item, so `puts $X` does not find `puts a, nil`.
+    container: str | None = None
 
 
 @attrs.frozen
@@ -273,6 +277,8 @@ def _convert(
         literals.append((b"", 0, 0, None))  # a chain break: anything may stand here
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
+        if not mv.multi and node.child_count:
+            return attrs.evolve(mv, container=node.type)
         return mv
     if node.child_count == 0 or (whole_literal(node) and b"__tmv" not in text):
         # (a literal whose text is no child, YAML's `"name"`, CSS's `100%`, is compared whole)
