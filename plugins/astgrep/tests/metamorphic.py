@@ -88,6 +88,16 @@ def _matches(
     return {(m.start_byte, m.end_byte) for m in matcher.find(tree, source)}
 
 
+def _captures(
+    grammar: Grammar, pattern: str, source: bytes, strictness: str
+) -> dict[tuple[int, int], dict[str, tuple[int, int]]]:
+    _matches(grammar, pattern, b"", strictness)  # compiles it (or raises)
+    matcher = _COMPILED[(grammar.id, pattern, strictness)]
+    assert isinstance(matcher, Matcher)
+    tree = grammar.parser().parse(source)
+    return {(m.start_byte, m.end_byte): m.captures for m in matcher.find(tree, source)}
+
+
 def _value_leaves(node: ts.Node, grammar: Grammar) -> list[ts.Node]:
     """Leaves that are values by themselves (a number, `true`, `nil`, a string)."""
     out = []
@@ -153,10 +163,18 @@ def check(
             with_vars = with_vars[:a] + f"$I{k}" + with_vars[b:]
         patterns = [text]
         try:
-            if (node.start_byte, node.end_byte) in _matches(grammar, with_vars, source, strictness):
-                patterns.append(with_vars)
+            found = _captures(grammar, with_vars, source, strictness)
         except PatternError:
-            pass
+            found = {}
+        caps = found.get((node.start_byte, node.end_byte))
+        if caps is not None:
+            patterns.append(with_vars)
+            # Each metavariable captured its whole item.
+            want = {f"I{k}": (item.start_byte, item.end_byte) for k, item in enumerate(items)}
+            tally.mutations += 1
+            if caps != want:
+                got = {k: source[a:b].decode("utf-8", "replace") for k, (a, b) in caps.items()}
+                tally.findings.append(Finding(grammar.id, f"captures {got}", with_vars, text))
         # One more item: the last one again, or one of the code's literals (`true`, `nil`).
         last = items[-1]
         extras = [source[last.start_byte : last.end_byte]]

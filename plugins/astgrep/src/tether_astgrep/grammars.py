@@ -107,6 +107,9 @@ class Grammar:
     # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
     # matches code that has it.
     modifier_kinds: frozenset[str] = frozenset()
+    # Kinds other builds of the grammar have (ast-grep's, a catalog rule's) that this one does
+    # not, with what to use instead: a rule's `kind` naming one is refused with that advice.
+    kind_hints: Mapping[str, str] = attrs.field(factory=dict)
     # Reserved words beyond those derived from the grammar itself (`reserved_words`): a
     # pattern reading that takes one for a name (`switch ($X) {…}` as a method named
     # `switch`) is refused, so the ladder goes on to the reading meant.
@@ -395,10 +398,20 @@ _JS_CODE = frozenset({"template_substitution"})
 _JS_FILLERS = ("case {0}:",)
 
 
+def decorator_rung(rung: str, prefix: str, declaration: str) -> Scaffold:
+    """The last rung of a grammar with decorators, annotations or attributes: the fragment
+    before a `declaration` it decorates, so that a lone one (`@property`, `@Override`,
+    `[Obsolete($$$A)]`) reads as what it is; it finds that decorator on any declaration."""
+    return Scaffold(rung, prefix, "\n" + declaration + "\n")
+
+
 def builtin_grammars() -> list[Grammar]:
     """The grammars shipped with tether-astgrep (one PyPI grammar package each)."""
-    js_ladder = braced_ladder(
-        "function _t()", ("function _t() { (\n", "\n); }"), "class _T", semicolon=True
+    js_ladder = (
+        *braced_ladder(
+            "function _t()", ("function _t() { (\n", "\n); }"), "class _T", semicolon=True
+        ),
+        decorator_rung("decorator", "", "class _T {}"),
     )
     return [
         Grammar(
@@ -411,6 +424,7 @@ def builtin_grammars() -> list[Grammar]:
                 Scaffold("expression", "_ = (\n", "\n)"),
                 Scaffold("class member", "class _T:\n", "\n", indent="    "),
                 Scaffold("declaration", "def _t():\n", "\n", indent="    "),
+                decorator_rung("decorator", "", "def _t(): pass"),
             ),
             string_kinds=frozenset({"string"}),
             code_in_string_kinds=frozenset({"interpolation"}),
@@ -506,6 +520,7 @@ def builtin_grammars() -> list[Grammar]:
                 Scaffold("expression", "var _t = (\n", "\n);"),
                 Scaffold("class member", "class _T {\n", "\n}", terminators=("", ";")),
                 Scaffold("declaration", "", "", terminators=("", ";")),
+                decorator_rung("annotation", "", "void _t() {}"),
             ),
             string_kinds=frozenset({"string_literal"}),
             code_in_string_kinds=frozenset({"template_substitution"}),
@@ -516,6 +531,10 @@ def builtin_grammars() -> list[Grammar]:
                     "cascade_section",
                     "unconditional_assignable_selector",
                     "conditional_assignable_selector",
+                    # a type's arguments and `?` (`Future<List<int>>`, `String?`) are siblings
+                    # of its name: `$T` binds the whole type
+                    "type_arguments",
+                    "nullable_type",
                 }
             ),
             statement_terminator=";",
@@ -526,6 +545,14 @@ def builtin_grammars() -> list[Grammar]:
             item_fillers=("case {0}:", "var {0};"),
             also_read={"local_variable_declaration": ("class member", "declaration")},
             modifier_kinds=frozenset({"abstract", "base", "interface", "sealed"}),
+            kind_hints={
+                kind: (
+                    "this Dart grammar has no call node: a call is its callee then `selector` "
+                    "siblings, the last holding an `argument_part` (`(…)`); use a pattern "
+                    "(`$F($$$A)`, `$O.$M($$$A)`) or `kind: argument_part`"
+                )
+                for kind in ("call_expression", "method_invocation", "function_call")
+            },
         ),
     ]
 

@@ -52,6 +52,10 @@ class PNode:
     # A token the rung added after a `$$$` run (C++ `template<typename $T> $$$D` reads as
     # `… D;`): matched when the code has it, so the run does not capture it, never required.
     optional: bool = False
+    # The fields its children fill (`name`, `parameters`, `body`): a candidate's child in a
+    # field the pattern's node leaves empty (`return_type`, `type_parameters`) is an optional
+    # part the pattern does not mention (the pattern parsed without it).
+    fields: frozenset[str] = frozenset()
 
 
 PItem = PNode | MetaVar
@@ -345,7 +349,10 @@ def _convert_children(
             continue
         out.append(_convert(kid, mapping, grammar, literals, named, src, (node.id, i), added))
         i += 1
-    return PNode(node.type, node.is_named, None, tuple(out))
+    fields = frozenset(
+        f for k in range(node.child_count) if (f := node.field_name_for_child(k)) is not None
+    )
+    return PNode(node.type, node.is_named, None, tuple(out), fields=fields)
 
 
 def _chains(

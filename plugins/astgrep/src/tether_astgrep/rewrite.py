@@ -86,6 +86,21 @@ def _ends_in_line_comment(source: bytes, tree: ts.Tree, end: int) -> bool:
     )
 
 
+_BEFORE = re.compile(rb",[ \t]*$")
+_AFTER = re.compile(rb"[ \t]*,[ \t]*")
+
+
+def _drop_separator(pieces: list[bytes], body: bytes, end: int) -> int:
+    """An empty `$$$` run ending at `end` in the template: drop the comma before it (in the
+    last piece) or else the one after it; where the template goes on."""
+    before = _BEFORE.search(pieces[-1]) if pieces else None
+    if before is not None:
+        pieces[-1] = pieces[-1][: before.start()].rstrip(b" \t")
+        return end
+    after = _AFTER.match(body, end)
+    return after.end() if after is not None else end
+
+
 def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: Grammar) -> bytes:
     """The replacement text for one match.
 
@@ -122,6 +137,11 @@ def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: G
                 computed.replace(b"\n", b"\n" + column_bytes) if column_bytes else computed
             )
         elif span is None or span[0] < 0:
+            if multi:
+                # An empty run takes a separator next to it in the template along:
+                # `xpcall($F, debug.traceback, $$$A)` on `pcall(f)` is `xpcall(f, debug.traceback)`.
+                pos = _drop_separator(pieces, body, m.end())
+                continue
             pieces.append(b"")
         else:
             alone = not landing.strip()

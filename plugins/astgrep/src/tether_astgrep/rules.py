@@ -530,6 +530,9 @@ class _Compiler:
             raise RuleError(path, "expected a node kind name")
         ids = self.kinds.get(raw)
         if ids is None:
+            advice = self.grammar.kind_hints.get(raw)
+            if advice is not None:
+                raise RuleError(path, f'unknown kind "{raw}" for {self.grammar.id}: {advice}')
             close = _similar(raw, list(self.kinds))
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise RuleError(path, f'unknown kind "{raw}" for {self.grammar.id}{hint}')
