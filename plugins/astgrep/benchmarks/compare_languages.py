@@ -380,24 +380,37 @@ def ast_grep() -> str:
 
 
 Captures = dict[Key, dict[str, str]]
-_NOISE = re.compile(r"//[^\n]*|/\*.*?\*/|#[^\n]*|--[^\n]*|\s+|[,;]", re.S)
+_NOISE = re.compile(r"\s+|[,;]")
+_COMMENTS: dict[str, re.Pattern[str]] = {}
 
 
-def normalized(text: str) -> str:
-    """A capture's text without whitespace, comments, commas and `;` (how both tools may
-    differ without capturing different code)."""
+def normalized(text: str, comment: str | None = None) -> str:
+    """A capture's text without whitespace, comments (the grammar's `comment_regex`), commas
+    and `;` (how both tools may differ without capturing different code)."""
+    if comment:
+        pattern = _COMMENTS.get(comment) or _COMMENTS.setdefault(comment, re.compile(comment))
+        text = pattern.sub("", text)
     return _NOISE.sub("", text)
 
 
-def capture_differences(mine: Captures, theirs: Captures) -> list[tuple[Key, str, str, str]]:
+_CUT = re.compile(r"… ?\(\d+ more characters\)$")
+
+
+def capture_differences(
+    mine: Captures, theirs: Captures, comment: str | None = None
+) -> list[tuple[Key, str, str, str]]:
     """(start, name, tether's, ast-grep's) for every capture the two differ on, at the starts
-    both have (names one side binds and the other does not: ast-grep omits empty runs)."""
+    both have (names one side binds and the other does not: ast-grep omits empty runs). A
+    capture the search result cut (`…(N more characters)`) is compared by what it shows."""
     out = []
     for key in sorted(set(mine) & set(theirs)):
         a, b = mine[key], theirs[key]
         for name in sorted(set(a) | set(b)):
             x, y = a.get(name, ""), b.get(name, "")
-            if normalized(x) != normalized(y):
+            cut = _CUT.search(x)
+            nx = normalized(x[: cut.start()] if cut else x, comment)
+            ny = normalized(y, comment)
+            if (nx != ny) if cut is None else not ny.startswith(nx):
                 out.append((key, name, x, y))
     return out
 
@@ -427,7 +440,7 @@ def run_ast_grep(
             got = {k: v["text"] for k, v in mv.get("single", {}).items() if not k.startswith("_")}
             for k, nodes in mv.get("multi", {}).items():
                 if not k.startswith("_"):
-                    got[k] = " ".join(n["text"] for n in nodes)
+                    got[k] = "\n".join(n["text"] for n in nodes)
             caps[key] = got
     return found, text
 
@@ -487,7 +500,9 @@ def main() -> None:
             their_caps: Captures = {}
             mine, mine_text = run_tether(state, pattern, lang, root, files, mine_caps)
             theirs, their_text = run_ast_grep(binary, pattern, lang, root, files, their_caps)
-            differs = capture_differences(mine_caps, their_caps)
+            grammar = registry.get(lang)
+            comment = grammar.comment_regex if grammar is not None else None
+            differs = capture_differences(mine_caps, their_caps, comment)
             n_t = "refused" if ("refused", 0, 0) in mine_text else str(sum(mine.values()))
             n_a = "refused" if ("refused", 0, 0) in their_text else str(sum(theirs.values()))
             same = sum((mine & theirs).values())

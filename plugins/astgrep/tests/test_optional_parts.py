@@ -77,3 +77,17 @@ def test_cpp_trailing_return_types_and_lambdas(
 def test_an_unmentioned_part_is_never_an_argument(registry: GrammarRegistry) -> None:
     # a field the pattern leaves empty is optional; an argument is never one
     assert find(registry, "python", "f($X)", "f(a, b)\nf(c)\n") == ["f(c)"]
+
+
+def test_only_a_definitions_optional_parts_are_unmentioned(registry: GrammarRegistry) -> None:
+    # an annotated assignment is no definition (no `body`): `$A = $B` does not find it, as in
+    # ast-grep
+    assert find(registry, "python", "$A = $B", "x: int = 1\ny = 2\n") == ["y = 2"]
+    assert find(registry, "rust", "let $X = $Y;", "fn f() { let x: u8 = 1; let y = 2; }") == [
+        "let y = 2;"
+    ]
+
+
+def test_dart_mixin_class_modifiers_are_unmentioned(registry: GrammarRegistry) -> None:
+    code = "abstract base mixin class A {\n  int x = 1;\n}\n"
+    assert find(registry, "dart", "class $C { $$$B }", code) == [code.strip()]

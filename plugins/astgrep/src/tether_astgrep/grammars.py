@@ -544,7 +544,7 @@ def builtin_grammars() -> list[Grammar]:
             wrapper_kinds=frozenset({"method_signature"}),
             item_fillers=("case {0}:", "var {0};"),
             also_read={"local_variable_declaration": ("class member", "declaration")},
-            modifier_kinds=frozenset({"abstract", "base", "interface", "sealed"}),
+            modifier_kinds=frozenset({"abstract", "base", "interface", "sealed", "mixin"}),
             kind_hints={
                 kind: (
                     "this Dart grammar has no call node: a call is its callee then `selector` "

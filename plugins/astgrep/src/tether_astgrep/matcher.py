@@ -575,7 +575,9 @@ class Matcher:
             return False
         entry = self._fields.get(id(ps))
         parent = c.parent
-        if entry is None or entry[0] is not ps or parent is None:
+        # Only in a definition (the pattern's node fills a `body`): `$A = $B` does not find
+        # Python's `x: int = 1`, nor Rust's `let $X = $Y;` a `let x: T = y;`, as in ast-grep.
+        if entry is None or entry[0] is not ps or parent is None or "body" not in entry[1]:
             return False
         for k, child in enumerate(parent.children):
             if child == c:
