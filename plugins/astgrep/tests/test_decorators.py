@@ -67,3 +67,12 @@ def test_python_decorator_arguments_are_captured(registry: GrammarRegistry) -> N
     assert captures(registry, "python", "@pytest.mark.parametrize($$$A)", code) == [
         {"A": "'a', [1, 2]"}
     ]
+
+
+@pytest.mark.parametrize("lang", ["javascript", "typescript", "tsx"])
+def test_a_run_between_a_class_name_and_its_body(registry: GrammarRegistry, lang: str) -> None:
+    code = "class A extends B { f() {} }\nclass C { }\n"
+    assert find(registry, lang, "class $KLASS $$$_ { $$$_ }", code) == [
+        "class A extends B { f() {} }",
+        "class C { }",
+    ]

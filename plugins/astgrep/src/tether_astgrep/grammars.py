@@ -396,6 +396,8 @@ _JS_CODE = frozenset({"template_substitution"})
 
 
 _JS_FILLERS = ("case {0}:",)
+# A `$$$` between a class's name and its body (`class $C $$$_ { $$$_ }`) stands for its heritage.
+_JS_TYPED = ("extends {}",)
 
 
 def decorator_rung(rung: str, prefix: str, declaration: str) -> Scaffold:
@@ -442,6 +444,7 @@ def builtin_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),
             comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
+            typed_placeholders=_JS_TYPED,
         ),
         Grammar(
             id="typescript",
@@ -453,6 +456,7 @@ def builtin_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),
             comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
+            typed_placeholders=_JS_TYPED,
         ),
         Grammar(
             id="tsx",
@@ -464,6 +468,7 @@ def builtin_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),
             comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
+            typed_placeholders=_JS_TYPED,
         ),
         Grammar(
             id="rust",
