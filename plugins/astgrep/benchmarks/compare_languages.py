@@ -6,15 +6,19 @@ CORPUS holds one folder per language id (`CORPUS/kotlin/*.kt`, …) of real code
 time (never committed): files copied from fetched public repositories. For each language and
 each pattern an agent would ask for, the same file list goes to tether's search engine (the
 path the `ast_grep` tool takes) and to `ast-grep run -p P -l LANG --json=stream`; matches are
-compared by their start (file:line:column). It prints both counts, how many start at the same
-place, and examples of each side's extras, to be judged by hand (the README's table says which
-side is right). A pattern tether refuses is shown as "refused" with the reason.
+compared by their start (file:line:column) and, where both start at the same place, by what
+every metavariable captured (whitespace, comments, commas and `;` ignored; a `$$$` capture is
+ast-grep's nodes joined). It prints both counts, how many start at the same place, how many of
+those capture differently, and examples of each side's extras and of the capture differences,
+to be judged by hand (benchmarks/RESULTS.md says which side is right). A pattern tether
+refuses is shown as "refused" with the reason.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -375,8 +379,44 @@ def ast_grep() -> str:
     return found
 
 
+Captures = dict[Key, dict[str, str]]
+_NOISE = re.compile(r"\s+|[,;]")
+_COMMENTS: dict[str, re.Pattern[str]] = {}
+
+
+def normalized(text: str, comment: str | None = None) -> str:
+    """A capture's text without whitespace, comments (the grammar's `comment_regex`), commas
+    and `;` (how both tools may differ without capturing different code)."""
+    if comment:
+        pattern = _COMMENTS.get(comment) or _COMMENTS.setdefault(comment, re.compile(comment))
+        text = pattern.sub("", text)
+    return _NOISE.sub("", text)
+
+
+_CUT = re.compile(r"… ?\(\d+ more characters\)$")
+
+
+def capture_differences(
+    mine: Captures, theirs: Captures, comment: str | None = None
+) -> list[tuple[Key, str, str, str]]:
+    """(start, name, tether's, ast-grep's) for every capture the two differ on, at the starts
+    both have (names one side binds and the other does not: ast-grep omits empty runs). A
+    capture the search result cut (`…(N more characters)`) is compared by what it shows."""
+    out = []
+    for key in sorted(set(mine) & set(theirs)):
+        a, b = mine[key], theirs[key]
+        for name in sorted(set(a) | set(b)):
+            x, y = a.get(name, ""), b.get(name, "")
+            cut = _CUT.search(x)
+            nx = normalized(x[: cut.start()] if cut else x, comment)
+            ny = normalized(y, comment)
+            if (nx != ny) if cut is None else not ny.startswith(nx):
+                out.append((key, name, x, y))
+    return out
+
+
 def run_ast_grep(
-    binary: str, pattern: str, lang: str, root: Path, files: list[str]
+    binary: str, pattern: str, lang: str, root: Path, files: list[str], caps: Captures | None = None
 ) -> tuple[Counter[Key], dict[Key, str]]:
     proc = subprocess.run(
         [binary, "run", f"--pattern={pattern}", "-l", lang, "--json=stream", *files],
@@ -395,11 +435,23 @@ def run_ast_grep(
         key = (m["file"], start["line"] + 1, start["column"] + 1)
         found[key] += 1
         text[key] = m["text"]
+        if caps is not None:
+            mv = m.get("metaVariables", {})
+            got = {k: v["text"] for k, v in mv.get("single", {}).items() if not k.startswith("_")}
+            for k, nodes in mv.get("multi", {}).items():
+                if not k.startswith("_"):
+                    got[k] = "\n".join(n["text"] for n in nodes)
+            caps[key] = got
     return found, text
 
 
 def run_tether(
-    state: ProcessState, pattern: str, lang: str, root: Path, files: list[str]
+    state: ProcessState,
+    pattern: str,
+    lang: str,
+    root: Path,
+    files: list[str],
+    caps: Captures | None = None,
 ) -> tuple[Counter[Key], dict[Key, str]]:
     grammar = state.registry.get(lang)
     assert grammar is not None
@@ -410,10 +462,12 @@ def run_tether(
     found: Counter[Key] = Counter()
     text: dict[Key, str] = {}
     for r in state.run(Task("search", compiled, None, 2_000_000), str(root), files):
-        for line, col, _el, _ec, matched, _caps in r.matches:
+        for line, col, _el, _ec, matched, got in r.matches:
             key = (r.path, line, col)
             found[key] += 1
             text[key] = matched
+            if caps is not None:
+                caps[key] = {k: v for k, v in got.items() if not k.startswith("_")}
     return found, text
 
 
@@ -422,12 +476,16 @@ def main() -> None:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--only", default="", help="comma-separated language ids to run")
     parser.add_argument("--show", type=int, default=3, help="examples of each side's extras")
+    parser.add_argument(
+        "--patterns", type=Path, help="a JSON file {language: [pattern, ...]} instead of PATTERNS"
+    )
     args = parser.parse_args()
     binary = ast_grep()
     registry = GrammarRegistry(all_grammars())
     state = ProcessState(registry, 0)
     rows = []
-    for lang, patterns in PATTERNS.items():
+    table = json.loads(args.patterns.read_text()) if args.patterns else PATTERNS
+    for lang, patterns in table.items():
         if args.only and lang not in args.only.split(","):
             continue
         root = args.corpus / lang
@@ -438,16 +496,27 @@ def main() -> None:
         print(f"\n## {lang} ({len(files)} files)")
         for pattern in patterns:
             shown = pattern.replace("\n", "\\n")
-            mine, mine_text = run_tether(state, pattern, lang, root, files)
-            theirs, their_text = run_ast_grep(binary, pattern, lang, root, files)
+            mine_caps: Captures = {}
+            their_caps: Captures = {}
+            mine, mine_text = run_tether(state, pattern, lang, root, files, mine_caps)
+            theirs, their_text = run_ast_grep(binary, pattern, lang, root, files, their_caps)
+            grammar = registry.get(lang)
+            comment = grammar.comment_regex if grammar is not None else None
+            differs = capture_differences(mine_caps, their_caps, comment)
             n_t = "refused" if ("refused", 0, 0) in mine_text else str(sum(mine.values()))
             n_a = "refused" if ("refused", 0, 0) in their_text else str(sum(theirs.values()))
             same = sum((mine & theirs).values())
             only_t, only_a = mine - theirs, theirs - mine
             print(
                 f"{shown!r}: tether {n_t}, ast-grep {n_a}, same {same}, "
-                f"only tether {sum(only_t.values())}, only ast-grep {sum(only_a.values())}"
+                f"only tether {sum(only_t.values())}, only ast-grep {sum(only_a.values())}, "
+                f"capture differs {len({d[0] for d in differs})}"
             )
+            for key, name, x, y in differs[: args.show]:
+                print(
+                    f"    capture ${name} at {key[0]}:{key[1]}:{key[2]}: tether "
+                    f"{x.replace(chr(10), ' ')[:80]!r}, ast-grep {y.replace(chr(10), ' ')[:80]!r}"
+                )
             for side, texts in (("tether", mine_text), ("ast-grep", their_text)):
                 if ("refused", 0, 0) in texts:
                     print(f"    {side} refused: {texts[('refused', 0, 0)][:300]}")
@@ -458,11 +527,11 @@ def main() -> None:
                 for key in sorted(extra)[: args.show]:
                     snippet = texts[key].replace("\n", "\\n")[:140]
                     print(f"    only {label}: {key[0]}:{key[1]}:{key[2]}: {snippet}")
-            rows.append((lang, shown, n_t, n_a, same))
-    print("\n| language | pattern | tether | ast-grep | same start |")
-    print("|---|---|---:|---:|---:|")
-    for lang, shown, n_t, n_a, same in rows:
-        print(f"| {lang} | `{shown}` | {n_t} | {n_a} | {same} |")
+            rows.append((lang, shown, n_t, n_a, same, len({d[0] for d in differs})))
+    print("\n| language | pattern | tether | ast-grep | same start | of which capture differs |")
+    print("|---|---|---:|---:|---:|---:|")
+    for lang, shown, n_t, n_a, same, capdiff in rows:
+        print(f"| {lang} | `{shown}` | {n_t} | {n_a} | {same} | {capdiff} |")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ async def test_an_inline_capture_keeps_its_lines_where_they_were(
         "  const A = z.strictObject({ a: z.string(),\n"
         "    b: z.object({\n"
         "      c: z.number(),\n"
-        "    }) });\n"
+        "    }), });\n"  # the run keeps its trailing comma, as ast-grep's does
         "}\n"
     )
 
@@ -286,7 +286,7 @@ fn main() {
     [
         ("impl $T for $U { $$$B }", "B", ["fn fmt(&self) {}"]),
         ("impl $T { $$$B }", "B", ["fn new() -> Self { todo!() }\n    const ZERO: i32 = 0;"]),
-        ("struct $S { $$$F }", "F", ["x: i32,\n    y: i32"]),
+        ("struct $S { $$$F }", "F", ["x: i32,\n    y: i32,"]),  # its trailing comma, as ast-grep
         ("match $X { $$$A }", "A", ["Some(x) => x,\n        None => 0,"]),
     ],
 )

@@ -13,18 +13,22 @@ RUNG_CASES: dict[tuple[str, str], tuple[str, str]] = {
     ("python", "expression"): ("$A + $B", "binary operator"),
     ("python", "class member"): ("def $M(self): $$$B", "function definition"),
     ("python", "declaration"): ("yield $X", "yield"),
+    ("python", "decorator"): ("@pytest.mark.parametrize($$$A)", "decorator"),
     ("javascript", "statement"): ("return $X", "return statement"),
     ("javascript", "expression"): ("{ a: $X }", "object"),
     ("javascript", "class member"): ("$M($$$P) { $$$B }", "method definition"),
     ("javascript", "declaration"): ("import $X from 'y'", "import statement"),
+    ("javascript", "decorator"): ("@sealed", "decorator"),
     ("typescript", "statement"): ("let $X: number = 1", "lexical declaration"),
     ("typescript", "expression"): ("$X as string", "as expression"),
     ("typescript", "class member"): ("private $F: string", "public field definition"),
     ("typescript", "declaration"): ("export type $T = string", "export statement"),
+    ("typescript", "decorator"): ("@Component($$$A)", "decorator"),
     ("tsx", "statement"): ("return <div>{$X}</div>", "return statement"),
     ("tsx", "expression"): ("<b>{$X}</b>", "jsx element"),
     ("tsx", "class member"): ("render() { return $X }", "method definition"),
     ("tsx", "declaration"): ("export default $X", "export statement"),
+    ("tsx", "decorator"): ("@Component($$$A)", "decorator"),
     ("rust", "statement"): ("let $X = $Y", "let declaration"),
     ("rust", "expression"): ("$A + $B", "binary expression"),
     ("rust", "class member"): ("fn $M(&self) {}", "function item"),
@@ -41,6 +45,7 @@ RUNG_CASES: dict[tuple[str, str], tuple[str, str]] = {
     ("dart", "expression"): ("$A + $B", "additive expression"),
     ("dart", "class member"): ("int $F = 0", "declaration"),
     ("dart", "declaration"): ("import 'package:x/y.dart'", "import specification"),
+    ("dart", "annotation"): ("@override", "annotation"),
 }
 
 
@@ -48,7 +53,9 @@ def test_every_builtin_grammar_has_the_four_rungs(registry: GrammarRegistry) -> 
     for gid in ("python", "javascript", "typescript", "tsx", "rust", "c", "go", "dart"):
         grammar = registry.get(gid)
         assert grammar is not None, gid
-        assert tuple(s.rung for s in grammar.scaffolds) == RUNGS, gid
+        # and, last, the rung a lone decorator or annotation is read at (`@property`)
+        rungs = tuple(s.rung for s in grammar.scaffolds)
+        assert rungs[:4] == RUNGS and rungs[4:] in ((), ("decorator",), ("annotation",)), gid
         assert any(k[0] == gid for k in RUNG_CASES)
 
 

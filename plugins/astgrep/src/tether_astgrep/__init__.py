@@ -3,6 +3,6 @@
 A plugin adds a language by returning :class:`Grammar` objects from ``tether_astgrep_grammars()``.
 """
 
-from tether_astgrep.grammars import Grammar, Scaffold
+from tether_astgrep.grammars import Grammar, Scaffold, lazy_language
 
-__all__ = ["Grammar", "Scaffold"]
+__all__ = ["Grammar", "Scaffold", "lazy_language"]

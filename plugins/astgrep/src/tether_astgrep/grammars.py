@@ -17,6 +17,12 @@ import tree_sitter as ts
 # A keyword's spelling: Ruby's `defined?`, Rust's `macro_rules!` are words too.
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[?!]?")
 
+
+def _index(parent: ts.Node, child: ts.Node) -> int:
+    """`child`'s position among all of `parent`'s children."""
+    return next(i for i, c in enumerate(parent.children) if c == child)
+
+
 RUNGS = ("statement", "expression", "class member", "declaration")
 
 
@@ -101,6 +107,9 @@ class Grammar:
     # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
     # matches code that has it.
     modifier_kinds: frozenset[str] = frozenset()
+    # Kinds other builds of the grammar have (ast-grep's, a catalog rule's) that this one does
+    # not, with what to use instead: a rule's `kind` naming one is refused with that advice.
+    kind_hints: Mapping[str, str] = attrs.field(factory=dict)
     # Reserved words beyond those derived from the grammar itself (`reserved_words`): a
     # pattern reading that takes one for a name (`switch ($X) {…}` as a method named
     # `switch`) is refused, so the ladder goes on to the reading meant.
@@ -194,6 +203,92 @@ class Grammar:
                     soft.add(word)
                     break
         return frozenset(soft)
+
+    @cached_property
+    def _value_kinds(self) -> dict[str, bool]:
+        return {}
+
+    def is_value_kind(self, kind: str) -> bool:
+        """Whether a leaf of the named kind `kind` is a value (`true`, `nil`, `this`,
+        `identifier`): the grammar reads the kind's name alone, in its expression rung (every
+        rung where it has none), as one leaf of that kind. A value is never skipped as an
+        unmentioned keyword; a named keyword (Swift's `throws`) is no value. Probed once per
+        kind, on first use."""
+        known = self._value_kinds.get(kind)
+        if known is not None:
+            return known
+        found = False
+        if _WORD.fullmatch(kind):
+            rungs = [s for s in self.scaffolds if s.rung == "expression"] or list(self.scaffolds)
+            parser = self.parser()
+            for scaffold in rungs:
+                start = len(f"{scaffold.prefix}{scaffold.indent}".encode())
+                for terminator in scaffold.terminators:
+                    src = f"{scaffold.prefix}{scaffold.indent}{kind}{terminator}{scaffold.suffix}"
+                    tree = parser.parse(src.encode())
+                    leaf = tree.root_node.descendant_for_byte_range(start, start + len(kind))
+                    if (
+                        not tree.root_node.has_error
+                        and leaf is not None
+                        and leaf.is_named
+                        and leaf.type == kind
+                        and leaf.start_byte == start
+                        and leaf.end_byte == start + len(kind)
+                    ):
+                        found = True
+                        break
+                if found:
+                    break
+        self._value_kinds[kind] = found
+        return found
+
+    @cached_property
+    def list_comma_ids(self) -> frozenset[int]:
+        """The comma tokens: what separates the items of a list (arguments, parameters,
+        elements, type arguments)."""
+        lang = self.ts_language
+        return frozenset(
+            i
+            for i in range(lang.node_kind_count)
+            if self.kind_names[i] == "," and not lang.node_kind_is_named(i)
+        )
+
+    def listed(self, node: ts.Node) -> bool:
+        """Whether `node` is one item of a list: a comma stands right before or after it (comments
+        aside), or its field repeats the field of the sibling before it (bash's words, each
+        an `argument`). An item the pattern does not mention is never skipped."""
+        commas = self.list_comma_ids
+        before = node.prev_sibling
+        while before is not None and before.is_extra:
+            before = before.prev_sibling
+        if before is not None and before.kind_id in commas:
+            return True
+        after = node.next_sibling
+        while after is not None and after.is_extra:
+            after = after.next_sibling
+        if after is not None and after.kind_id in commas:
+            return True
+        parent = node.parent
+        if before is None or parent is None or not node.is_named or not before.is_named:
+            return False
+        field = parent.field_name_for_child(_index(parent, node))
+        return field is not None and field == parent.field_name_for_child(_index(parent, before))
+
+    def is_list(self, node: ts.Node) -> bool:
+        """Whether `node` holds more than one item of a list (commas between its children, or
+        a field repeated)."""
+        commas = self.list_comma_ids
+        comma = False
+        fields: list[str | None] = []
+        for i, child in enumerate(node.children):
+            if child.kind_id in commas:
+                comma = True
+            elif child.is_named and not child.is_extra:
+                field = node.field_name_for_child(i)
+                if field is not None and field in fields:
+                    return True
+                fields.append(field)
+        return comma and len(fields) > 1
 
     @cached_property
     def comma_ids(self) -> frozenset[int]:
@@ -301,12 +396,24 @@ _JS_CODE = frozenset({"template_substitution"})
 
 
 _JS_FILLERS = ("case {0}:",)
+# A `$$$` between a class's name and its body (`class $C $$$_ { $$$_ }`) stands for its heritage.
+_JS_TYPED = ("extends {}",)
+
+
+def decorator_rung(rung: str, prefix: str, declaration: str) -> Scaffold:
+    """The last rung of a grammar with decorators, annotations or attributes: the fragment
+    before a `declaration` it decorates, so that a lone one (`@property`, `@Override`,
+    `[Obsolete($$$A)]`) reads as what it is; it finds that decorator on any declaration."""
+    return Scaffold(rung, prefix, "\n" + declaration + "\n")
 
 
 def builtin_grammars() -> list[Grammar]:
     """The grammars shipped with tether-astgrep (one PyPI grammar package each)."""
-    js_ladder = braced_ladder(
-        "function _t()", ("function _t() { (\n", "\n); }"), "class _T", semicolon=True
+    js_ladder = (
+        *braced_ladder(
+            "function _t()", ("function _t() { (\n", "\n); }"), "class _T", semicolon=True
+        ),
+        decorator_rung("decorator", "", "class _T {}"),
     )
     return [
         Grammar(
@@ -319,6 +426,7 @@ def builtin_grammars() -> list[Grammar]:
                 Scaffold("expression", "_ = (\n", "\n)"),
                 Scaffold("class member", "class _T:\n", "\n", indent="    "),
                 Scaffold("declaration", "def _t():\n", "\n", indent="    "),
+                decorator_rung("decorator", "", "def _t(): pass"),
             ),
             string_kinds=frozenset({"string"}),
             code_in_string_kinds=frozenset({"interpolation"}),
@@ -336,6 +444,7 @@ def builtin_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),
             comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
+            typed_placeholders=_JS_TYPED,
         ),
         Grammar(
             id="typescript",
@@ -347,6 +456,7 @@ def builtin_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),
             comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
+            typed_placeholders=_JS_TYPED,
         ),
         Grammar(
             id="tsx",
@@ -358,6 +468,7 @@ def builtin_grammars() -> list[Grammar]:
             optional_trailing=frozenset({";"}),
             comment_regex=C_COMMENT,
             item_fillers=_JS_FILLERS,
+            typed_placeholders=_JS_TYPED,
         ),
         Grammar(
             id="rust",
@@ -414,6 +525,7 @@ def builtin_grammars() -> list[Grammar]:
                 Scaffold("expression", "var _t = (\n", "\n);"),
                 Scaffold("class member", "class _T {\n", "\n}", terminators=("", ";")),
                 Scaffold("declaration", "", "", terminators=("", ";")),
+                decorator_rung("annotation", "", "void _t() {}"),
             ),
             string_kinds=frozenset({"string_literal"}),
             code_in_string_kinds=frozenset({"template_substitution"}),
@@ -424,6 +536,10 @@ def builtin_grammars() -> list[Grammar]:
                     "cascade_section",
                     "unconditional_assignable_selector",
                     "conditional_assignable_selector",
+                    # a type's arguments and `?` (`Future<List<int>>`, `String?`) are siblings
+                    # of its name: `$T` binds the whole type
+                    "type_arguments",
+                    "nullable_type",
                 }
             ),
             statement_terminator=";",
@@ -433,7 +549,15 @@ def builtin_grammars() -> list[Grammar]:
             wrapper_kinds=frozenset({"method_signature"}),
             item_fillers=("case {0}:", "var {0};"),
             also_read={"local_variable_declaration": ("class member", "declaration")},
-            modifier_kinds=frozenset({"abstract", "base", "interface", "sealed"}),
+            modifier_kinds=frozenset({"abstract", "base", "interface", "sealed", "mixin"}),
+            kind_hints={
+                kind: (
+                    "this Dart grammar has no call node: a call is its callee then `selector` "
+                    "siblings, the last holding an `argument_part` (`(…)`); use a pattern "
+                    "(`$F($$$A)`, `$O.$M($$$A)`) or `kind: argument_part`"
+                )
+                for kind in ("call_expression", "method_invocation", "function_call")
+            },
         ),
     ]
 

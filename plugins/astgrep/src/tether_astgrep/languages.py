@@ -17,6 +17,7 @@ from tether_astgrep.grammars import (
     Grammar,
     Scaffold,
     braced_ladder,
+    decorator_rung,
     lazy_language,
 )
 
@@ -76,10 +77,18 @@ def optional_grammars() -> list[Grammar]:
                 semicolon=True,
                 member_end="};",
             ),
+            read_first_at={
+                # `[$$$C]($$$P) { $$$B }` is a lambda before it is a function whose
+                # declarator is a structured binding
+                "function_definition": ("expression", "lambdas"),
+            },
             string_kinds=frozenset(
                 {"string_literal", "char_literal", "raw_string_literal", "system_lib_string"}
             ),
             comment_regex=C_COMMENT,
+            # `{ $$$B }` reads as statements (`B;`), as in C: a function body, not a brace
+            # initializer (`auto $F($$$P) -> $R { $$$B }`)
+            statement_terminator=";",
             typed_placeholders=(
                 "{};",
             ),  # a statement: `{ $$$B }` (an enum's `{ $$$V }` needs none)
@@ -99,10 +108,13 @@ def optional_grammars() -> list[Grammar]:
                 Scaffold("expression", "class _T { object _t = (\n", "\n); }"),
                 Scaffold("declaration", "class _T {\n", "\n}", terminators=BRACE_TERMINATORS),
                 Scaffold("top level", "", "", terminators=BRACE_TERMINATORS),
+                decorator_rung("attribute", "class _T {\n", "void _t() {}\n}"),
             ),
             declaration_first={"local_function_statement": "methods, not local functions"},
             read_first_at={
-                "local_declaration_statement": ("top level", "using directives, not statements")
+                "local_declaration_statement": ("top level", "using directives, not statements"),
+                # `[Obsolete($$$A)]` is an attribute list before it is a collection
+                "collection_expression": ("attribute", "attributes, not collection expressions"),
             },
             string_kinds=frozenset(
                 {
@@ -191,11 +203,14 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_java"),
             extra="java",
             item_fillers=("case {}:",),  # `switch ($X) { $$$C }`: C the cases
-            scaffolds=braced_ladder(
-                "class _T { void _t()",
-                ("class _T { Object _t = (\n", "\n); }"),
-                "class _T",
-                semicolon=True,
+            scaffolds=(
+                *braced_ladder(
+                    "class _T { void _t()",
+                    ("class _T { Object _t = (\n", "\n); }"),
+                    "class _T",
+                    semicolon=True,
+                ),
+                decorator_rung("annotation", "class _T {\n", "void _t() {}\n}"),
             ),
             string_kinds=frozenset({"string_literal", "character_literal"}),
             code_in_string_kinds=frozenset({"string_interpolation"}),
@@ -224,9 +239,14 @@ def optional_grammars() -> list[Grammar]:
             language=lazy_language("tree_sitter_kotlin"),
             extra="kotlin",
             # Members first, in an `object`: a `class` body would read `println(x)` as an enum entry.
-            scaffolds=_members_first(
-                braced_ladder("fun _t()", ("val _t = (\n", "\n)"), "object _T", semicolon=False)
+            scaffolds=(
+                *_members_first(
+                    braced_ladder("fun _t()", ("val _t = (\n", "\n)"), "object _T", semicolon=False)
+                ),
+                decorator_rung("annotation", "", "fun _t() {}"),
             ),
+            # `@Suppress($$$A)` is an annotation before it is an annotated `($$$A)`
+            read_first_at={"annotated_expression": ("annotation", "annotations")},
             string_kinds=frozenset(
                 {"string_literal", "multiline_string_literal", "character_literal"}
             ),
@@ -265,6 +285,7 @@ def optional_grammars() -> list[Grammar]:
                     "class member", "<?php\nclass _T {\n", "\n}", terminators=BRACE_TERMINATORS
                 ),
                 Scaffold("declaration", "<?php\n", "", terminators=BRACE_TERMINATORS),
+                decorator_rung("attribute", "<?php\n", "function _t() {}"),
             ),
             string_kinds=frozenset(
                 {"string", "encapsed_string", "heredoc", "heredoc_body", "nowdoc", "nowdoc_body"}
@@ -318,8 +339,11 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".scala", ".sc", ".sbt"),
             language=lazy_language("tree_sitter_scala"),
             extra="scala",
-            scaffolds=braced_ladder(
-                "object _T { def _t() =", ("val _t = (\n", "\n)"), "class _T", semicolon=False
+            scaffolds=(
+                *braced_ladder(
+                    "object _T { def _t() =", ("val _t = (\n", "\n)"), "class _T", semicolon=False
+                ),
+                decorator_rung("annotation", "object _T {\n", "def _t = 1\n}"),
             ),
             string_kinds=frozenset({"string", "interpolated_string", "character_literal"}),
             code_in_string_kinds=frozenset({"interpolation"}),
@@ -331,8 +355,11 @@ def optional_grammars() -> list[Grammar]:
             extensions=(".swift",),
             language=lazy_language("tree_sitter_swift"),
             extra="swift",
-            scaffolds=_members_first(
-                braced_ladder("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False)
+            scaffolds=(
+                *_members_first(
+                    braced_ladder("func _t()", ("let _t = (\n", "\n)"), "class _T", semicolon=False)
+                ),
+                decorator_rung("attribute", "", "func _t() {}"),
             ),
             string_kinds=frozenset(
                 {"line_string_literal", "multi_line_string_literal", "raw_string_literal"}

@@ -111,10 +111,21 @@ def query_source(root: PNode, budget: int = 48, *, tokens: bool = True, texts: b
     return render(root, 0)
 
 
-def _run_span(nodes: list[ts.Node]) -> tuple[int, int]:
+def _run_span(nodes: list[ts.Node], commas: frozenset[int] = frozenset()) -> tuple[int, int]:
     """A `$$$` run's bytes, with the comments at its edges when it reaches its container's
-    opening or closing token: `{ $$$B }` keeps a block's last `// note`."""
+    opening or closing token: `{ $$$B }` keeps a block's last `// note`; and with the trailing
+    comma of a list it ends (`f(a, b,)`: `a, b,`, as ast-grep captures it)."""
     start, end = nodes[0].start_byte, nodes[-1].end_byte
+    after = nodes[-1].next_sibling
+    while after is not None and after.is_extra:
+        after = after.next_sibling
+    if after is not None and after.kind_id in commas:
+        beyond = after.next_sibling
+        while beyond is not None and beyond.is_extra:
+            beyond = beyond.next_sibling
+        if beyond is None or not beyond.is_named:
+            nodes = [*nodes, after]
+            end = after.end_byte
     edge = nodes[0].prev_sibling
     first = None
     while edge is not None and edge.is_extra:
@@ -177,6 +188,8 @@ class Matcher:
         for i, name in enumerate(grammar.kind_names):
             key = (name, lang.node_kind_is_named(i))
             self._ids[key] = self._ids.get(key, frozenset()) | {i}
+        # The fields each pattern node fills, by its children tuple (`_seq`'s `ps`).
+        self._fields: dict[int, tuple[tuple[Any, ...], frozenset[str]]] = {}
         self.items = tuple(self._prep(i) for i in pattern.items)
         self.comma_ids = grammar.comma_ids
         self.string_ids = grammar.string_ids
@@ -211,6 +224,8 @@ class Matcher:
             return item
         ids = self._ids.get((item.kind, item.named), frozenset())
         children = tuple(self._prep(c) for c in item.children)
+        if item.text is None:
+            self._fields[id(children)] = (children, item.fields)
         return _N(ids, item.text, children, item.named, item.optional)
 
     # -- candidates -----------------------------------------------------------------
@@ -361,6 +376,8 @@ class Matcher:
         if isinstance(p, MetaVar):
             if not n.is_named:
                 return None
+            if p.container is not None and n.type == p.container and self.grammar.is_list(n):
+                return None
             return self._bind(p, n, env)
         if n.kind_id not in p.ids:
             inner = self._unwrapped(n)
@@ -425,8 +442,11 @@ class Matcher:
         """The pattern's children are all matched: what the candidate's left (`cs[j:]`) allows."""
         if whole and j != len(cs):
             # Trailing children the pattern does not mention: smart accepts any,
-            # ast/signature only keywords and punctuation, cst none.
+            # ast/signature only keywords and punctuation, cst none; never one more item
+            # of a list (an argument, an element).
             if self.strict or not (self.any_trailing or all(not c.is_named for c in cs[j:])):
+                return None
+            if self.grammar.listed(cs[j]):
                 return None
             if self.track:
                 env = self._skipped(
@@ -447,7 +467,26 @@ class Matcher:
         ks: Any = [len(cs)] if last and whole else range(j, len(cs) + 1)
         if rest and last and whole and len(cs) > j and self._node(rest[0], cs[-1], env) is not None:
             ks = [len(cs) - 1]  # the run ends before the token it may end with
+        # Before the pattern's next token (`}` in `{ $$$M }`), a token that is not it belongs
+        # to the run (a member's `;`), not to code the pattern leaves unmentioned.
+        nxt = rest[0] if rest else None
+        closing: frozenset[int] | None = (
+            nxt.ids
+            if isinstance(nxt, _N)
+            and not nxt.named
+            and nxt.text is not None
+            and not nxt.optional
+            and not self.skip_goal_tokens
+            else None
+        )
         for k in ks:
+            if (
+                closing is not None
+                and k < len(cs)
+                and not cs[k].is_named
+                and cs[k].kind_id not in closing
+            ):
+                continue
             e2 = self._bind(p, cs[j:k], env)
             if e2 is None:
                 continue
@@ -463,13 +502,19 @@ class Matcher:
         unmentioned (`env, i, j`), or None when `cs[j]` cannot be skipped."""
         p = ps[i]
         c = cs[j]
-        # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too.
+        goal_token = self.skip_goal_tokens and p.text is not None and not p.named
+        if self.grammar.listed(c):
+            # An argument, parameter or element is never unmentioned code: `f($X)` does not
+            # find `f(x, true)`.
+            return (env, i + 1, j) if goal_token else None
+        # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too; a value
+        # leaf (`true`, `nil`, `this`, a name) never is (`Grammar.is_value_kind`).
         token = not c.is_named or (
             c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
             and c.child_count == 0
             and c.text == c.type.encode()
+            and not self.grammar.is_value_kind(c.type)
         )
-        goal_token = self.skip_goal_tokens and p.text is not None and not p.named
         # Smart never skips code between two tokens the pattern writes side by side
         # (`for (` does not match `for await (`), which keeps its prefilter sound.
         between_tokens = (
@@ -479,6 +524,24 @@ class Matcher:
             and isinstance(ps[i - 1], _N)
             and ps[i - 1].text is not None
         )
+        if (
+            self.any_trailing
+            and c.is_named
+            and (
+                self._unfilled(ps, i, c)
+                or (
+                    c.kind_id in self.clause_ids
+                    and p.ids.isdisjoint(self.clause_ids)
+                    and all(c.kind_id not in q.ids for q in ps if isinstance(q, _N))
+                )
+            )
+        ):
+            # An optional part in a field the pattern leaves empty (a return type, type
+            # parameters), or a clause of a kind the pattern has none of (Rust's `where`):
+            # unmentioned, like a leading modifier.
+            if self.track:
+                env = self._skipped(env, c.start_byte, c.end_byte, c.start_point[0] + 1)
+            return env, i, j + 1
         clause = c.kind_id in self.clause_ids and not p.ids.isdisjoint(self.clause_ids)
         if clause:
             # A chain that nests its last clause (Ruby's `elsif … else`): the clause the
@@ -504,6 +567,24 @@ class Matcher:
             return env, i + 1, j
         return None
 
+    def _unfilled(self, ps: tuple[Any, ...], i: int, c: ts.Node) -> bool:
+        """Whether `c` fills a field of its parent that the pattern node (children `ps`)
+        leaves empty, after a name or a node the pattern names (`ps[i - 1]`), not right after
+        a keyword (Swift's `catch { … }` is the untyped catch)."""
+        if i == 0 or (isinstance(ps[i - 1], _N) and ps[i - 1].text is not None):
+            return False
+        entry = self._fields.get(id(ps))
+        parent = c.parent
+        # Only in a definition (the pattern's node fills a `body`): `$A = $B` does not find
+        # Python's `x: int = 1`, nor Rust's `let $X = $Y;` a `let x: T = y;`, as in ast-grep.
+        if entry is None or entry[0] is not ps or parent is None or "body" not in entry[1]:
+            return False
+        for k, child in enumerate(parent.children):
+            if child == c:
+                field = parent.field_name_for_child(k)
+                return field is not None and field not in entry[1]
+        return False
+
     def _skip_clause_body(self, p: Any, cs: list[ts.Node], j: int, env: Env) -> tuple[Env, int]:
         """A clause whose body the grammar puts after it (Dart's `catch (e)` then its
         block): the body goes with the unmentioned clause."""
@@ -512,6 +593,7 @@ class Matcher:
             and cs[j].is_named
             and cs[j].kind_id not in self.clause_ids
             and self._node(p, cs[j], env) is None
+            and not self.grammar.listed(cs[j])
         ):
             if self.track:
                 env = self._skipped(env, cs[j].start_byte, cs[j].end_byte, cs[j].start_point[0] + 1)
@@ -532,13 +614,14 @@ class Matcher:
         item `c` was tried against): the node `c` introduces, when unmentioned too."""
         if (
             self.any_trailing
-            and p.text is None
+            and (p.text is None or not p.named)
             and i > 0
             and not isinstance(ps[i - 1], MetaVar)
             and j < len(cs)
             and cs[j].is_named
             and not any(ch.isalnum() for ch in (c.text or b"x").decode("latin-1"))
             and self._node(p, cs[j], env) is None
+            and not self.grammar.listed(cs[j])
         ):
             # The node an unmentioned punctuation token introduces, before a node
             # the pattern names (Swift's `-> Double` before a function body, `: P`
@@ -668,7 +751,7 @@ class Matcher:
             if name.startswith("\0"):
                 continue
             if isinstance(value, list):
-                caps[name] = _run_span(value) if value else (-1, -1)
+                caps[name] = _run_span(value, self.grammar.list_comma_ids) if value else (-1, -1)
             else:
                 caps[name] = (value.start_byte, value.end_byte)
         return Match(

@@ -35,6 +35,10 @@ class MetaVar:
 
     name: str | None
     multi: bool
+    # The kind of list the grammar made of the metavariable alone (Ruby's `puts $X` reads
+    # `$X` as an `argument_list`, Go's `return $X` as an `expression_list`): it binds such a
+    # node only when that holds one item, so `puts $X` does not find `puts a, nil`.
+    container: str | None = None
 
 
 @attrs.frozen
@@ -48,6 +52,10 @@ class PNode:
     # A token the rung added after a `$$$` run (C++ `template<typename $T> $$$D` reads as
     # `… D;`): matched when the code has it, so the run does not capture it, never required.
     optional: bool = False
+    # The fields its children fill (`name`, `parameters`, `body`): a candidate's child in a
+    # field the pattern's node leaves empty (`return_type`, `type_parameters`) is an optional
+    # part the pattern does not mention (the pattern parsed without it).
+    fields: frozenset[str] = frozenset()
 
 
 PItem = PNode | MetaVar
@@ -273,6 +281,8 @@ def _convert(
         literals.append((b"", 0, 0, None))  # a chain break: anything may stand here
         if mv.multi and node.type in grammar.block_kinds:
             return PNode(node.type, node.is_named, None, (mv,))
+        if not mv.multi and node.child_count:
+            return attrs.evolve(mv, container=node.type)
         return mv
     if node.child_count == 0 or (whole_literal(node) and b"__tmv" not in text):
         # (a literal whose text is no child, YAML's `"name"`, CSS's `100%`, is compared whole)
@@ -339,7 +349,10 @@ def _convert_children(
             continue
         out.append(_convert(kid, mapping, grammar, literals, named, src, (node.id, i), added))
         i += 1
-    return PNode(node.type, node.is_named, None, tuple(out))
+    fields = frozenset(
+        f for k in range(node.child_count) if (f := node.field_name_for_child(k)) is not None
+    )
+    return PNode(node.type, node.is_named, None, tuple(out), fields=fields)
 
 
 def _chains(

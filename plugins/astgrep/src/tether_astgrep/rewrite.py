@@ -13,6 +13,11 @@ from tether_astgrep.matcher import Match
 from tether_astgrep.pattern import METAVAR_RE
 
 _INDENT = re.compile(rb"[ \t]*")
+# A metavariable in a template, standing alone or glued to other text (`Base$COMP`,
+# `$R$MAYBE_COMMA$$$ARGS`, as ast-grep's `fix` reads them): a glued one is replaced only when
+# the match binds it, so `$ZodType` in a template stays literal code.
+_TEMPLATE_VAR = re.compile(rb"\$\$\$([A-Z_][A-Z0-9_]*)|\$([A-Z_][A-Z0-9_]*)")
+_GLUE = re.compile(rb"[\w$]")
 
 
 def template_vars(template: str) -> list[str]:
@@ -86,6 +91,29 @@ def _ends_in_line_comment(source: bytes, tree: ts.Tree, end: int) -> bool:
     )
 
 
+_BEFORE = re.compile(rb",[ \t]*$")
+_AFTER = re.compile(rb"[ \t]*,[ \t]*")
+
+
+def _standalone_at(body: bytes, start: int, end: int) -> bool:
+    """Whether the metavariable at body[start:end] stands as a whole token (nothing that
+    continues a name or a metavariable right before or after it)."""
+    before = body[start - 1 : start] if start else b""
+    after = body[end : end + 1]
+    return not (before and _GLUE.match(before)) and not (after and _GLUE.match(after))
+
+
+def _drop_separator(pieces: list[bytes], body: bytes, end: int) -> int:
+    """An empty `$$$` run ending at `end` in the template: drop the comma before it (in the
+    last piece) or else the one after it; where the template goes on."""
+    before = _BEFORE.search(pieces[-1]) if pieces else None
+    if before is not None:
+        pieces[-1] = pieces[-1][: before.start()].rstrip(b" \t")
+        return end
+    after = _AFTER.match(body, end)
+    return after.end() if after is not None else end
+
+
 def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: Grammar) -> bytes:
     """The replacement text for one match.
 
@@ -103,13 +131,14 @@ def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: G
     )
     pieces: list[bytes] = []
     pos = 0
-    var_re = re.compile(METAVAR_RE.pattern.encode())
-    for m in var_re.finditer(body):
-        pieces.append(body[pos : m.start()])
+    for m in _TEMPLATE_VAR.finditer(body):
         multi = m.group(0).startswith(b"$$$")
         name = (m.group(1) if multi else m.group(2)) or b""
         span = match.captures.get(name.decode())
         computed = getattr(match, "texts", {}).get(name.decode())  # a rule's `transform`
+        if span is None and computed is None and not _standalone_at(body, m.start(), m.end()):
+            continue  # glued to other text and unbound: literal code
+        pieces.append(body[pos : m.start()])
         line_start = body.rfind(b"\n", 0, m.start()) + 1
         landing = body[line_start : m.start()]
         if line_start == 0:
@@ -122,6 +151,11 @@ def render(template: str, match: Match, source: bytes, tree: ts.Tree, grammar: G
                 computed.replace(b"\n", b"\n" + column_bytes) if column_bytes else computed
             )
         elif span is None or span[0] < 0:
+            if multi:
+                # An empty run takes a separator next to it in the template along:
+                # `xpcall($F, debug.traceback, $$$A)` on `pcall(f)` is `xpcall(f, debug.traceback)`.
+                pos = _drop_separator(pieces, body, m.end())
+                continue
             pieces.append(b"")
         else:
             alone = not landing.strip()

@@ -39,7 +39,8 @@ COMPOSITE = ("all", "any", "not", "matches")
 RULE_KEYS = (*ATOMIC, *RELATIONAL, *COMPOSITE)
 RELATION_KEYS = ("stopBy", "field")
 CONFIG_KEYS = ("rule", "constraints", "utils", "fix", "transform", "rewriters")
-REWRITER_KEYS = ("id", "rule", "constraints", "utils", "transform", "fix")
+# (`language`: ast-grep's rewriters may repeat the rule's; it must be the search's language)
+REWRITER_KEYS = ("id", "language", "rule", "constraints", "utils", "transform", "fix")
 FIX_KEYS = ("template", "expandStart", "expandEnd", "title")
 # Keys of an ast-grep rule file that are about `scan`'s reporting and file selection: why each
 # is refused (an accepted key that did nothing would be a silent guess).
@@ -541,7 +542,7 @@ class _Compiler:
                 if not isinstance(selector, str):
                     raise RuleError(f"{path}.selector", "expected a kind name")
                 self.kind(selector, f"{path}.selector")
-                compiled = _select(compiled, selector, f"{path}.selector")
+                compiled = _select(compiled, selector, f"{path}.selector", self.grammar)
         else:
             raise RuleError(path, "expected a pattern string or {context, selector}")
         if compiled.is_sequence:
@@ -566,6 +567,9 @@ class _Compiler:
             raise RuleError(path, "expected a node kind name")
         ids = self.kinds.get(raw)
         if ids is None:
+            advice = self.grammar.kind_hints.get(raw)
+            if advice is not None:
+                raise RuleError(path, f'unknown kind "{raw}" for {self.grammar.id}: {advice}')
             close = _similar(raw, list(self.kinds))
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise RuleError(path, f'unknown kind "{raw}" for {self.grammar.id}{hint}')
@@ -691,7 +695,10 @@ def _span(raw: Any, path: str) -> tuple[int, int, int, int]:
 def _unknown_key(key: str, known: tuple[str, ...]) -> str:
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
-    return f"unknown key; {hint}known: {', '.join(known)}"
+    return (
+        f"unknown key; {hint}known: {', '.join(known)} (ast-grep ignores a key it does not "
+        "know; tether refuses it, so that a typo does not silently search for something else)"
+    )
 
 
 def _regex(raw: Any, path: str) -> linear.Regex[str]:
@@ -703,9 +710,43 @@ def _regex(raw: Any, path: str) -> linear.Regex[str]:
         raise RuleError(path, str(exc)) from None
 
 
-def _select(compiled: CompiledPattern, selector: str, path: str) -> CompiledPattern:
-    """The first node of kind `selector` in the context's pattern tree, as the pattern."""
+def _wrapped(compiled: CompiledPattern, selector: str, grammar: Grammar) -> PItem | None:
+    """The context's pattern inside the node of kind `selector` that the reading dropped as a
+    wrapper (`$A = $B` is an `expression_statement` around an assignment): that node, when the
+    context read in its rung has one spanning exactly the fragment."""
+    from tether_astgrep.pattern import placeholders_for
+
+    scaffold = next((sc for sc in grammar.scaffolds if sc.rung == compiled.rung), None)
+    if scaffold is None or len(compiled.items) != 1:
+        return None
+    substituted, _ = placeholders_for(compiled.source, "", None, grammar.metavar_template)
+    parser = grammar.parser()
+    for terminator in scaffold.terminators:
+        body = "\n".join(scaffold.indent + line for line in (substituted + terminator).split("\n"))
+        start = len((scaffold.prefix + scaffold.indent).encode())
+        end = len((scaffold.prefix + body).encode())
+        tree = parser.parse((scaffold.prefix + body + scaffold.suffix).encode())
+        if tree.root_node.has_error:
+            continue
+        node = tree.root_node.descendant_for_byte_range(start, end - len(terminator))
+        while node is not None and node.start_byte == start:
+            if node.type == selector and node.end_byte <= end:
+                return PNode(selector, True, None, compiled.items)
+            node = node.parent
+    return None
+
+
+def _select(
+    compiled: CompiledPattern, selector: str, path: str, grammar: Grammar | None = None
+) -> CompiledPattern:
+    """The first node of kind `selector` in the context's pattern tree, as the pattern (or the
+    wrapper of that kind the reading dropped around it)."""
     stack: list[PItem] = list(reversed(compiled.items))
+    wrapper = None
+    if grammar is not None and not any(selector == k for k in _kinds(compiled.items)):
+        wrapper = _wrapped(compiled, selector, grammar)
+    if wrapper is not None:
+        stack = [wrapper]
     while stack:
         item = stack.pop()
         if isinstance(item, PNode):
@@ -724,6 +765,13 @@ def _select(compiled: CompiledPattern, selector: str, path: str) -> CompiledPatt
                 )
             stack.extend(reversed(item.children))
     raise RuleError(path, f"no {selector} node in the context ({compiled.interpretation})")
+
+
+def _kinds(items: tuple[PItem, ...]) -> Iterator[str]:
+    for item in items:
+        if isinstance(item, PNode):
+            yield item.kind
+            yield from _kinds(item.children)
 
 
 def _leaves(item: PItem) -> Iterator[bytes]:
@@ -1049,6 +1097,15 @@ def _rewriters(
     out: dict[str, Rewriter] = {}
     for i, item in enumerate(raw):
         rid = _rewriter_id(item, f"rule.rewriters[{i}]", out)
+        language = item.get("language")
+        if language is not None and (
+            not isinstance(language, str) or language.lower() != compiler.grammar.id
+        ):
+            raise RuleError(
+                f"rule.rewriters[{i}].language",
+                f"{language!r} is not the language searched ({compiler.grammar.id}); a "
+                "rewriter applies to the rule's own matches, in its language",
+            )
         out[rid] = _rewriter(compiler, item, rid, upper, upper_transforms, utils)
     return out
 
@@ -1198,7 +1255,7 @@ class RuleMatcher:
         caps: dict[str, tuple[int, int]] = {}
         for name, value in env.items():
             if isinstance(value, list):
-                caps[name] = _run_span(value) if value else (-1, -1)
+                caps[name] = _run_span(value, self.grammar.list_comma_ids) if value else (-1, -1)
             else:
                 caps[name] = (value.start_byte, value.end_byte)
         start: tuple[int, int] = tuple(node.start_point)  # type: ignore[assignment]

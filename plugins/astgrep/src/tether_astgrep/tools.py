@@ -66,6 +66,11 @@ def _grammar_problem(grammar: Grammar) -> str | None:
     return None
 
 
+# One answer shows at most this many matches (20,000 were 3.6 MB): the rest is counted, and the
+# answer says how to get the next page (`offset`).
+MAX_RESULTS_CAP = 500
+
+
 def _service(call: tether.CallContext) -> AstgrepService:
     service = call.run.resource(RESOURCE)
     return service
@@ -104,14 +109,21 @@ class AstGrepArgs:
     )
     language: str | None = tether.arg(
         None,
-        description=(
-            "Grammar id (python, dart, rust, c, go, javascript, typescript, tsx; with their extras "
-            "bash, cpp, csharp, css, elixir, haskell, html, java, json, kotlin, lua, php, ruby, "
-            "scala, swift, yaml); inferred from a file path"
-        ),
+        # (the run's tool spec says which grammars are installed: `_with_languages`)
+        description="Grammar id; inferred from a file path",
     )
-    max_results: int = tether.arg(50, description="How many matches to show", minimum=1)
+    max_results: int = tether.arg(
+        50,
+        description=(
+            f"How many matches to show (at most {MAX_RESULTS_CAP}; `offset` for the next page)"
+        ),
+        minimum=1,
+        maximum=MAX_RESULTS_CAP,
+    )
     strictness: Strictness = tether.arg("smart", description=STRICTNESS_DOC)
+    offset: int = tether.arg(
+        0, description="Matches to skip before the first shown (the next page)", minimum=0
+    )
 
 
 @attrs.frozen
@@ -192,6 +204,46 @@ def _unread_ignores(outcome: SearchOutcome) -> str | None:
     )
 
 
+def installed_grammars(run: tether.Run) -> list[str]:
+    """The ids of the grammars the run's plugins contribute whose package is installed,
+    without importing any grammar (a lazy grammar's module is looked up, not loaded)."""
+    import importlib.util
+
+    from tether_astgrep.grammars import LazyLanguage
+
+    ids = []
+    for contributed in run.pm.hook.tether_astgrep_grammars():
+        for grammar in contributed or ():
+            if not isinstance(grammar, Grammar):
+                continue
+            language = grammar.language
+            if isinstance(language, LazyLanguage):
+                try:
+                    if importlib.util.find_spec(language.module) is None:
+                        continue
+                except (ImportError, ValueError):
+                    continue
+            ids.append(grammar.id)
+    return sorted(set(ids))
+
+
+def _with_languages(args: type, ids: list[str]) -> type:
+    """`args` whose `language` description lists the installed grammars."""
+    described = (
+        f"Grammar id, one of: {', '.join(ids)} (installed here); inferred from a file path"
+        if ids
+        else "Grammar id; inferred from a file path (no grammar is installed)"
+    )
+
+    @attrs.frozen
+    class WithLanguages(args):
+        language: str | None = tether.arg(None, description=described)
+
+    WithLanguages.__name__ = WithLanguages.__qualname__ = args.__name__
+    WithLanguages.__doc__ = args.__doc__
+    return WithLanguages
+
+
 def _one_of(pattern: str | None, rule: dict[str, Any] | None) -> None:
     if (pattern is None) == (rule is None):
         why = "both were given" if pattern is not None else "neither was given"
@@ -212,18 +264,18 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         args.path,
         args.language,
         strictness=args.strictness,
-        max_results=args.max_results,
+        max_results=args.offset + args.max_results,
         rule=args.rule,
     )
-    # Only the first max_results matches were built; the rest are counts.
-    shown = [(r, m) for r in outcome.files for m in r.matches]
+    # Only the first offset + max_results matches were built; the rest are counts.
+    shown = [(r, m) for r in outcome.files for m in r.matches][args.offset :]
     total = outcome.total
     files_with = sum(1 for r in outcome.files if r.count)
     lines = [
         f"{plural(total, 'match')} in {plural(files_with, 'file')} "
         f"({outcome.searched} {outcome.grammar.id} files searched); " + _header(outcome)
     ]
-    note = shown_note(len(shown), total)
+    note = _page_note(args.offset, len(shown), total)
     structured = _match_lines(shown, lines)
     if note:
         lines.append(note)
@@ -243,6 +295,19 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         unreadable_ignores=outcome.unreadable_ignores,
         unsearchable=unsearchable_meta,
     )
+
+
+def _page_note(offset: int, shown: int, total: int) -> str | None:
+    """What part of the matches the answer shows, and how to ask for the next page."""
+    if offset == 0:
+        note = shown_note(shown, total)
+    elif shown:
+        note = f"matches {offset + 1}-{offset + shown} of {total} shown"
+    else:
+        note = f"no match past offset {offset} ({total} in all)"
+    if note and offset + shown < total:
+        note += f"; the next page: offset {offset + shown}"
+    return note
 
 
 def _dump(service: AstgrepService, args: AstGrepArgs) -> tether.ToolResult:
@@ -642,11 +707,12 @@ RESOLVE_DOC = (
 
 
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
+    ids = installed_grammars(run)
     return [
         tether.ToolSpec(
             name="ast_grep",
             tier=tether.Tier.READ,
-            args=AstGrepArgs,
+            args=_with_languages(AstGrepArgs, ids),
             handler=handle_ast_grep,
             description=GREP_DOC,
             requires=(RESOURCE,),
@@ -654,7 +720,7 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
         tether.ToolSpec(
             name="ast_edit",
             tier=tether.Tier.WRITE,
-            args=AstEditArgs,
+            args=_with_languages(AstEditArgs, ids),
             handler=handle_ast_edit,
             description=EDIT_DOC,
             requires=(RESOURCE,),

@@ -1,0 +1,93 @@
+"""An optional part in the middle of a definition that the pattern does not mention (a return
+type, type parameters, a `where` clause) does not prevent a match at smart strictness, as an
+unmentioned leading modifier does not; `cst` is the strict reading (issue 36 §3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.testing import require_real
+from tether_astgrep.grammars import GrammarRegistry
+from tether_astgrep.testing import captures, find
+
+# grammar -> (pattern, code whose definition has optional parts the pattern leaves out, captures)
+OPTIONAL: dict[str, tuple[str, str, dict[str, str]]] = {
+    "python": (
+        "def $F($$$A): $$$B",
+        "def f(a) -> int:\n    pass\n",
+        {"F": "f", "A": "a", "B": "pass"},
+    ),
+    "rust": (
+        "fn $F($$$P) { $$$B }",
+        "fn f<T>(a: T) -> u8 where T: Copy { 1 }\n",
+        {"F": "f", "P": "a: T", "B": "1"},
+    ),
+    "typescript": (
+        "function $F($$$P) { $$$B }",
+        "function f<T>(a: T): number { return 1 }\n",
+        {"F": "f", "P": "a: T", "B": "return 1"},
+    ),
+    "go": (
+        "func $F($$$P) { $$$B }",
+        "package a\n\nfunc f[T any](a T) error { return nil }\n",
+        {"F": "f", "P": "a T", "B": "return nil"},
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(OPTIONAL))
+def test_an_unmentioned_middle_part_does_not_prevent_a_match(
+    registry: GrammarRegistry, lang: str
+) -> None:
+    grammar = registry.get(lang)
+    assert grammar is not None
+    if grammar.missing():
+        require_real(False, grammar.missing() or "")
+    pattern, code, expected = OPTIONAL[lang]
+    assert captures(registry, lang, pattern, code) == [expected]
+    # the strict reading
+    assert find(registry, lang, pattern, code, strictness="cst") == []
+
+
+@pytest.mark.parametrize(
+    ("pattern", "code", "expected"),
+    [
+        (
+            "auto $F($$$P) -> $R { $$$B }",
+            "auto f(int a) -> int { return a; }\n",
+            ["auto f(int a) -> int { return a; }"],
+        ),
+        (
+            "[$$$C]($$$P) { $$$B }",
+            "void g() { auto l = [&](int a) { return a; }; }\n",
+            ["[&](int a) { return a; }"],
+        ),
+    ],
+)
+def test_cpp_trailing_return_types_and_lambdas(
+    registry: GrammarRegistry, pattern: str, code: str, expected: list[str]
+) -> None:
+    grammar = registry.get("cpp")
+    assert grammar is not None
+    if grammar.missing():
+        require_real(False, grammar.missing() or "")
+    assert find(registry, "cpp", pattern, code) == expected
+
+
+def test_an_unmentioned_part_is_never_an_argument(registry: GrammarRegistry) -> None:
+    # a field the pattern leaves empty is optional; an argument is never one
+    assert find(registry, "python", "f($X)", "f(a, b)\nf(c)\n") == ["f(c)"]
+
+
+def test_only_a_definitions_optional_parts_are_unmentioned(registry: GrammarRegistry) -> None:
+    # an annotated assignment is no definition (no `body`): `$A = $B` does not find it, as in
+    # ast-grep
+    assert find(registry, "python", "$A = $B", "x: int = 1\ny = 2\n") == ["y = 2"]
+    assert find(registry, "rust", "let $X = $Y;", "fn f() { let x: u8 = 1; let y = 2; }") == [
+        "let y = 2;"
+    ]
+
+
+def test_dart_mixin_class_modifiers_are_unmentioned(registry: GrammarRegistry) -> None:
+    code = "abstract base mixin class A {\n  int x = 1;\n}\n"
+    assert find(registry, "dart", "class $C { $$$B }", code) == [code.strip()]

@@ -1,0 +1,73 @@
+"""Captures are whole nodes (issue 36 §2): a type with its arguments, a run with its last
+member's `;`, and the advice for a kind this build of a grammar does not have."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.testing import require_real
+from tether_astgrep.grammars import GrammarRegistry
+from tether_astgrep.testing import captures
+
+DART = """
+Future<List<int>> f(int a) async { return []; }
+Future<String?> g() async { return null; }
+Future<int> h() async { return 1; }
+class A extends State<X> { int x = 1; }
+final Map<String, int>? m = {};
+"""
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (
+            "Future<$T> $F($$$P) async { $$$B }",
+            [
+                {"T": "List<int>", "F": "f", "P": "int a", "B": "return [];"},
+                {"T": "String?", "F": "g", "P": "", "B": "return null;"},
+                {"T": "int", "F": "h", "P": "", "B": "return 1;"},
+            ],
+        ),
+        ("class $C extends $B { $$$M }", [{"C": "A", "B": "State<X>", "M": "int x = 1;"}]),
+        ("final $T $X = $V;", [{"T": "Map<String, int>?", "X": "m", "V": "{}"}]),
+    ],
+)
+def test_dart_types_are_captured_whole(
+    registry: GrammarRegistry, pattern: str, expected: list[dict[str, str]]
+) -> None:
+    assert captures(registry, "dart", pattern, DART) == expected
+
+
+# A run before the closing token takes the last member's `;` (every grammar whose members end
+# with one).
+RUNS = {
+    "java": ("class $C { $$$M }", "class A { int x = 1; }", "int x = 1;"),
+    "dart": ("class $C { $$$M }", "class A { int x = 1; }", "int x = 1;"),
+    "cpp": ("struct $C { $$$M };", "struct A { int x = 1; };", "int x = 1;"),
+    "csharp": ("class $C { $$$M }", "class A { int x = 1; }", "int x = 1;"),
+    "typescript": ("class $C { $$$M }", "class A { x = 1; }", "x = 1;"),
+    "c": ("struct $C { $$$M };", "struct A { int x; };", "int x;"),
+    "rust": ("struct $C { $$$M }", "struct A { x: u8, }", "x: u8,"),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(RUNS))
+def test_a_run_ends_with_its_last_members_terminator(registry: GrammarRegistry, lang: str) -> None:
+    grammar = registry.get(lang)
+    assert grammar is not None
+    if grammar.missing():
+        require_real(False, grammar.missing() or "")
+    pattern, code, member = RUNS[lang]
+    found = captures(registry, lang, pattern, code)
+    assert [c["M"] for c in found] == [member], found
+
+
+def test_a_kind_another_build_has_is_refused_with_what_to_use(registry: GrammarRegistry) -> None:
+    from tether_astgrep.rules import RuleError, compile_rule
+
+    grammar = registry.get("dart")
+    assert grammar is not None
+    with pytest.raises(RuleError) as err:
+        compile_rule({"kind": "call_expression"}, grammar)
+    assert "argument_part" in str(err.value) and "$F($$$A)" in str(err.value)
