@@ -26,6 +26,7 @@ if _sys.platform.startswith(("win32", "cygwin")) or not hasattr(__import__("os")
 
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.args import arg, object_schema, structure_args
+from tether.budget import Continuation, Cut
 from tether.errors import (
     ArgumentError,
     ArgumentErrors,
@@ -63,6 +64,8 @@ __all__ = [
     "CallContext",
     "ConfigError",
     "Content",
+    "Continuation",
+    "Cut",
     "Decision",
     "Image",
     "NoPerson",

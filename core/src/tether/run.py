@@ -21,6 +21,7 @@ from tether import preview as _preview
 from tether import process as _process
 from tether import watchdog as _watchdog
 from tether.args import structure_args, structure_config
+from tether.budget import apply_budget
 from tether.config import CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, PluginError, ToolError
@@ -328,7 +329,8 @@ class Run:
         if refusal is not None:
             return ToolResult.error(refusal, call_id=call_id)
         result = await self._run_serialised(ctx)
-        final = await self._post_process(ctx, result)
+        # the budget cuts what every post-processor added to, never what they see
+        final = apply_budget(ctx, await self._post_process(ctx, result))
         return final.with_meta(call_id=call_id) if "call_id" not in final.meta else final
 
     async def _post_process(self, ctx: CallContext, result: ToolResult) -> ToolResult:

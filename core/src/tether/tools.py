@@ -12,6 +12,7 @@ import attrs
 from tether.tiers import Tier
 
 if TYPE_CHECKING:
+    from tether.budget import Continuation
     from tether.resources import ResourceKey
     from tether.run import Run
 
@@ -305,6 +306,9 @@ class ToolSpec:
     #: its path argument, or a function ``(call, result) -> paths`` (relative to the workdir or
     #: absolute). Tools writing through the core's writers need nothing here.
     writes: str | Callable[[CallContext, ToolResult], Iterable[str | Path]] | None = None
+    #: how a result larger than the run's budget is cut (the tool's item separator) and how the
+    #: model gets the rest (a page, an offset, a narrower path): see :mod:`tether.budget`
+    continuation: Continuation | None = None
 
     @property
     def full_description(self) -> str:

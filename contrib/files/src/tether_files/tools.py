@@ -173,6 +173,11 @@ async def read(call: tether.CallContext, args: ReadArgs) -> str:
     return body
 
 
+def _read_on(call: tether.CallContext, cut: tether.Cut) -> dict[str, int]:
+    """The result budget kept the window's first lines: read on from the first one not shown."""
+    return {"offset": (call.args.offset or 1) + cut.items_kept()}
+
+
 async def write(call: tether.CallContext, args: WriteArgs) -> tether.ToolResult:
     if args.path.endswith(("/", os.sep)):
         raise tether.ArgumentError(
@@ -270,6 +275,7 @@ def file_tools() -> list[tether.ToolSpec]:
             ReadArgs,
             read,
             "Read a text file of the workdir (line window).",
+            continuation=tether.Continuation(next=_read_on),
         ),
         tether.ToolSpec(
             "write", tether.Tier.WRITE, WriteArgs, write, "Create or overwrite a file (atomic)."

@@ -134,6 +134,11 @@ def _parser(plugins: TetherPluginManager | None = None) -> argparse.ArgumentPars
         if name == "call":
             p.add_argument("tool")
             p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
+            p.add_argument(
+                "--text",
+                action="store_true",
+                help="print the content blocks as text (for a person), not one JSON line",
+            )
         add_run_options(p, approve=True)
         if name == "session":
             p.add_argument(
@@ -280,8 +285,29 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
                 reply = internal_error(ns.tool, exc)
         if scope.cancelled_caught:
             reply = ToolResult.error(stop.reason(ns.tool)).to_json()
-    _print(reply)
+    if getattr(ns, "text", False):
+        _print_text(reply)
+    else:
+        _print(reply)
     return stop.exit_code(1 if reply["is_error"] else 0)
+
+
+def _print_text(reply: dict[str, Any]) -> None:
+    """A reply for a person: each text block as it is, an image as one line saying what it is,
+    and "error:" first when the call failed (the exit status says it too)."""
+    utf8_stdout()
+    parts = []
+    for block in reply["content"]:
+        if block.get("type") == "text":
+            parts.append(block["text"])
+        else:
+            size = len(block.get("data", "")) * 3 // 4
+            parts.append(f"[{block.get('type')} {block.get('mime_type', '')}, about {size} bytes]")
+    text = "\n".join(parts)
+    if reply["is_error"]:
+        text = f"error: {text}"
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
 
 
 async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
