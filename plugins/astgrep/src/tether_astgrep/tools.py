@@ -72,7 +72,7 @@ def _service(call: tether.CallContext) -> AstgrepService:
 
 
 RULE_DOC = (
-    "Instead of pattern: an ast-grep rule object, e.g. "
+    "Instead of pattern: an ast-grep rule, as an object or as YAML/JSON text, e.g. "
     '{"kind": "call", "inside": {"kind": "for_statement", "stopBy": "end"}} (keys: pattern, '
     "kind, regex, nthChild, inside, has, follows, precedes with stopBy and field, all, any, "
     'not, matches), or an ast-grep rule config {"rule": {...}, "constraints": {"X": {...}}, '
@@ -90,7 +90,7 @@ class AstGrepArgs:
             "(exactly one of pattern and rule)"
         ),
     )
-    rule: dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
+    rule: str | dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
     dump: bool = tether.arg(
         False,
         description=(
@@ -126,7 +126,7 @@ class AstEditArgs:
             "rule config has a fix)"
         ),
     )
-    rule: dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
+    rule: str | dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
     path: str | None = tether.arg(
         None, description="Scope, relative to the workdir; default: all of it"
     )
@@ -192,7 +192,13 @@ def _unread_ignores(outcome: SearchOutcome) -> str | None:
     )
 
 
-def _one_of(pattern: str | None, rule: dict[str, Any] | None) -> None:
+def _rule_object(raw: str | dict[str, Any] | None) -> Any:
+    from tether_astgrep.rules import rule_object  # the rule engine loads on a rule's first use
+
+    return rule_object(raw)
+
+
+def _one_of(pattern: str | None, rule: str | dict[str, Any] | None) -> None:
     if (pattern is None) == (rule is None):
         why = "both were given" if pattern is not None else "neither was given"
         raise tether.ArgumentError(
@@ -213,7 +219,7 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         args.language,
         strictness=args.strictness,
         max_results=args.max_results,
-        rule=args.rule,
+        rule=_rule_object(args.rule),
     )
     # Only the first max_results matches were built; the rest are counts.
     shown = [(r, m) for r in outcome.files for m in r.matches]
@@ -398,7 +404,7 @@ async def _edit_outcome(service: AstgrepService, args: AstEditArgs) -> SearchOut
         mode="edit",
         rewrite=args.rewrite,
         strictness=args.strictness,
-        rule=args.rule,
+        rule=_rule_object(args.rule),
     )
     stopped = _stopped(outcome, service.config.search_timeout_s)
     if stopped:
