@@ -11,6 +11,7 @@ text block at the end; a tool says how to get the rest with ``ToolSpec.continuat
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,8 @@ class Cut:
     separator: str = "\n"
     #: whole items kept of each text block
     whole: tuple[int, ...] = ()
+    #: each text block as it was before the cut
+    texts: tuple[str, ...] = ()
 
     def items_kept(self, block: int = 0) -> int:
         """How many whole items of text block ``block`` (0: the tool's own output) were kept:
@@ -104,12 +107,17 @@ def _cut_text(text: str, cap: int, separator: str) -> tuple[str, int, int, bool]
         return text, items_total, items_total, False
     head = text[:cap]
     end = head.rfind(separator)
-    if end > 0:
-        kept = head[:end]
-        return kept, kept.count(separator) + 1, items_total, False
-    # one item longer than the share: its first lines (or characters), said as split
-    end = head.rfind("\n")
-    return (head[:end] if end > 0 else head), 0, items_total, True
+    whole = head[:end].count(separator) + 1 if end > 0 else 0
+    if end > cap // 2:
+        return head[:end], whole, items_total, False
+    # the next item alone would leave most of the share unused (one huge line, an answer):
+    # its beginning is kept too, up to a line end or a space, and said as cut mid-way
+    start = end + len(separator) if end > 0 else 0
+    for boundary in ("\n", " "):
+        stop = head.rfind(boundary, start)
+        if stop > start:
+            return head[:stop], whole, items_total, True
+    return head, whole, items_total, True
 
 
 def apply_budget(ctx: CallContext, result: ToolResult) -> ToolResult:
@@ -152,6 +160,7 @@ def apply_budget(ctx: CallContext, result: ToolResult) -> ToolResult:
         items_total=items_total,
         separator=continuation.separator,
         whole=tuple(whole),
+        texts=tuple(texts),
     )
     noun = "line" if continuation.separator == "\n" else "item"
     what = (
@@ -184,10 +193,55 @@ def _next(ctx: CallContext, cut: Cut, continuation: Continuation) -> str:
     else:
         failure = ""
     if isinstance(hint, Mapping):
-        args = {**ctx.raw_args, **hint}
-        args = {key: value for key, value in args.items() if value is not None}
-        return f"call {ctx.tool} with {json.dumps(args, ensure_ascii=False)}"
+        return ready_call(ctx, hint)
     return (hint or GENERIC_NEXT) + failure
 
 
-__all__ = ["Continuation", "Cut", "apply_budget", "budget_for"]
+def ready_call(ctx: CallContext, changes: Mapping[str, Any]) -> str:
+    """``call TOOL with {ARGS}``: this call's arguments with ``changes``, as the model sends them."""
+    args = {key: value for key, value in {**ctx.raw_args, **changes}.items() if value is not None}
+    return f"call {ctx.tool} with {json.dumps(args, ensure_ascii=False)}"
+
+
+# `path:line` (and `path:line:column`) at the start of a line: how results name a place
+_PLACE = re.compile(r"^[ \t]*(?P<path>[^\s:]+):\d+\b", re.M)
+
+
+def next_file(field: str = "path", listed: int = 8) -> Callable[[CallContext, Cut], str | None]:
+    """A continuation step for a result that lists places (``path:line…`` at a line's start)
+    and a tool whose ``field`` argument narrows it to one file or directory: the files whose
+    places were cut, and the ready call for the first of them (None: no place was cut)."""
+
+    def step(ctx: CallContext, cut: Cut) -> str | None:
+        uncut = cut.texts[0] if cut.texts else ""
+        kept = cut.kept[0] if cut.kept else ""
+        places = [m.group("path") for m in _PLACE.finditer(kept)]
+        # the file of the last place kept may have more places after the cut
+        cut_paths = dict.fromkeys(m.group("path") for m in _PLACE.finditer(uncut, len(kept)))
+        rest = [p for p in cut_paths if p not in places or p == places[-1]]
+        if not rest:
+            return None
+        more = f" and {len(rest) - listed} more" if len(rest) > listed else ""
+        return (
+            f"{ready_call(ctx, {field: rest[0]})}, then the next file "
+            f"({plural(len(rest), 'file')} not shown whole: {', '.join(rest[:listed])}{more})"
+        )
+
+    return step
+
+
+def narrower_path(field: str = "path") -> Continuation:
+    """The continuation of a tool whose result lists places and whose ``field`` narrows it
+    (:func:`next_file`)."""
+    return Continuation(next=next_file(field))
+
+
+__all__ = [
+    "Continuation",
+    "Cut",
+    "apply_budget",
+    "budget_for",
+    "narrower_path",
+    "next_file",
+    "ready_call",
+]

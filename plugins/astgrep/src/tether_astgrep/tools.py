@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 import tether
+from tether.budget import narrower_path
 from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.resources import ResourceKey
@@ -642,6 +643,7 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
             handler=handle_ast_grep,
             description=GREP_DOC,
             requires=(RESOURCE,),
+            continuation=narrower_path("path"),
         ),
         tether.ToolSpec(
             name="ast_edit",
