@@ -38,6 +38,7 @@ from tether.errors import (
     ToolError,
 )
 from tether.hookspecs import hookimpl, hookspec
+from tether.observe import waiting
 from tether.plugins import PluginInfo, make_plugin_manager
 from tether.preview import StagedChange, StagedFile
 from tether.run import Run, SyncRun, open_run, open_run_sync
@@ -91,4 +92,5 @@ __all__ = [
     "open_run",
     "open_run_sync",
     "structure_args",
+    "waiting",
 ]

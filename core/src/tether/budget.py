@@ -122,7 +122,8 @@ def _cut_text(text: str, cap: int, separator: str) -> tuple[str, int, int, bool]
 
 def apply_budget(ctx: CallContext, result: ToolResult) -> ToolResult:
     """``result`` within the call's budget: itself when it fits, else cut with a notice block
-    and ``meta["budget"]`` (``budget``, ``source``, ``total_chars``, ``shown_chars``)."""
+    and ``meta["budget"]`` (``budget``, ``source``, ``total_chars``, ``shown_chars``). The
+    notice counts too: a budget smaller than the notice alone keeps only the notice."""
     from tether.tools import Text
 
     budget, source = budget_for(ctx.run.core.result_budget, ctx.tool, ctx.surface)
@@ -132,6 +133,34 @@ def apply_budget(ctx: CallContext, result: ToolResult) -> ToolResult:
         return result
     continuation = ctx.spec.continuation or Continuation()
     room = min(NOTICE_ROOM, budget // 2)
+    for _ in range(3):  # the notice's length depends on the cut (its figures, the next call)
+        content, cut, notice = _cut(ctx, result, texts, budget, source, room, continuation)
+        used = cut.shown_chars + len(notice)
+        if used <= budget or room >= budget:
+            break
+        room = min(budget, room + used - budget)
+    content.append(Text(notice))
+    meta = {
+        "budget": budget,
+        "source": source,
+        "total_chars": total,
+        "shown_chars": cut.shown_chars,
+    }
+    return attrs.evolve(result, content=tuple(content)).with_meta(budget=meta)
+
+
+def _cut(
+    ctx: CallContext,
+    result: ToolResult,
+    texts: list[str],
+    budget: int,
+    source: str,
+    room: int,
+    continuation: Continuation,
+) -> tuple[list[Any], Cut, str]:
+    """The content blocks cut to ``budget - room``, the cut, and its notice."""
+    from tether.tools import Text
+
     cap = _caps([len(t) for t in texts], budget - room)
     content: list[Any] = []
     kept_texts: list[str] = []
@@ -153,7 +182,7 @@ def apply_budget(ctx: CallContext, result: ToolResult) -> ToolResult:
     cut = Cut(
         budget=budget,
         source=source,
-        total_chars=total,
+        total_chars=sum(len(t) for t in texts),
         shown_chars=sum(len(t) for t in kept_texts),
         kept=tuple(kept_texts),
         items_shown=items_shown,
@@ -164,7 +193,7 @@ def apply_budget(ctx: CallContext, result: ToolResult) -> ToolResult:
     )
     noun = "line" if continuation.separator == "\n" else "item"
     what = (
-        f"{cut.shown_chars} of {total} characters shown "
+        f"{cut.shown_chars} of {cut.total_chars} characters shown "
         f"({items_shown} of {plural(items_total, noun)}"
         + (", one cut mid-way" if split else "")
         + ")"
@@ -173,14 +202,7 @@ def apply_budget(ctx: CallContext, result: ToolResult) -> ToolResult:
         f"[tether cut this result to its budget: {what}; the budget is {source} = {budget}. "
         f"To get the rest: {_next(ctx, cut, continuation)}]"
     )
-    content.append(Text(notice))
-    meta = {
-        "budget": budget,
-        "source": source,
-        "total_chars": total,
-        "shown_chars": cut.shown_chars,
-    }
-    return attrs.evolve(result, content=tuple(content)).with_meta(budget=meta)
+    return content, cut, notice
 
 
 def _next(ctx: CallContext, cut: Cut, continuation: Continuation) -> str:

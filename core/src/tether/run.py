@@ -27,6 +27,7 @@ from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, PluginError, ToolError
 from tether.fsutil import recording_writes, writes_confined_to
 from tether.gate import ApprovalGate
+from tether.observe import CallObserver, CallRecord, observing
 from tether.owner import ProcessOwner
 from tether.paths import confine as _confine
 from tether.person import APPROVER
@@ -103,6 +104,8 @@ class Run:
         self._configs: dict[str, Any] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._call_ids = itertools.count(1)
+        #: what watches every call (``tether_call_observers``: a tracer, a call log)
+        self.observers: tuple[CallObserver, ...] = ()
         self.closed = False
         #: what plugins wired (a read-only mapping by name; typed access: :meth:`resource`)
         self.resources = Resources()
@@ -229,6 +232,26 @@ class Run:
         )
         for contribution in tools.values():
             self.registry.add(contribution.item, contribution.plugin, self.resources.__contains__)
+        self.observers = self._observers()
+
+    def _observers(self) -> tuple[CallObserver, ...]:
+        """What every ``tether_call_observers`` answered; one that is no observer is reported."""
+        found: list[CallObserver] = []
+        for plugin, value in call_each(self.pm, "tether_call_observers", run=self):
+            for item in value if isinstance(value, list | tuple) else [value]:
+                if item is None:
+                    continue
+                if isinstance(item, CallObserver):
+                    found.append(item)
+                else:
+                    report_failure(
+                        self.pm,
+                        plugin,
+                        "tether_call_observers",
+                        f"returned a {type(item).__name__}, which has no observe_call and "
+                        "observe_wait",
+                    )
+        return tuple(found)
 
     def register_host_tool(self, spec: ToolSpec) -> None:
         """Add one of the harness's own tools (write, edit, read…): same gates and wrappers."""
@@ -278,9 +301,14 @@ class Run:
         Workdir settings ignored since the last result are listed in ``meta.config_ignored``.
         ``on_progress`` receives the messages the tool reports while it runs
         (:meth:`CallContext.report_progress`)."""
-        result = await self._call(
-            name, args, surface=surface, call_id=call_id, on_progress=on_progress
-        )
+        call_id = call_id or f"call_{next(self._call_ids)}"
+        spec = self.registry.get(name)
+        record = CallRecord(self, name, surface, call_id, spec.tier.value if spec else None)
+        with observing(record, self.observers):
+            result = await self._call(
+                name, args, surface=surface, call_id=call_id, on_progress=on_progress
+            )
+            record.result = result
         if self._unsent_notes:
             result = result.with_meta(config_ignored=list(self._unsent_notes))
             self._unsent_notes.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -45,14 +46,24 @@ from tether.tools import ToolResult
 
 
 class _CliResources:
-    """The CLI's own plugin: the question transport of the current command."""
+    """The CLI's own plugin: the question transport of the current command, and the call log
+    (``--log-level``)."""
 
-    def __init__(self, resources: dict[Any, Any]) -> None:
+    def __init__(self, resources: dict[Any, Any], log_level: str | None = None) -> None:
         self.resources = resources
+        self.log_level = log_level
 
     @hookimpl
     def tether_resources(self, run: Any) -> dict[Any, Any]:
         return self.resources
+
+    @hookimpl
+    def tether_call_observers(self, run: Any) -> Any:
+        if self.log_level is None:
+            return None
+        from tether.cli.calllog import CallLog
+
+        return CallLog(self.log_level)
 
 
 def add_run_options(
@@ -74,6 +85,12 @@ def add_run_options(
     )
     p.add_argument("--conversation", default=None, help="conversation id (default: a fresh one)")
     p.add_argument("--vibe", action="store_true", help="vibe mode: register the vibe_* tools")
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=None,
+        help="log every call as a JSON line on stderr (info: each call; debug: also starts and waits)",
+    )
     if surface:
         p.add_argument(
             "--surface", default="default", help="default, plan, readonly or a configured one"
@@ -251,7 +268,7 @@ async def cli_run(ns: argparse.Namespace, resources: dict[Any, Any]) -> AsyncIte
     async with open_run(
         workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
-        plugins=[_CliResources(resources)],
+        plugins=[_CliResources(resources, getattr(ns, "log_level", None))],
         config=config,
         vibe=ns.vibe,
         workdir_config=workdir_config,
@@ -321,7 +338,7 @@ async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
         surface=ns.surface,
         vibe=ns.vibe,
         interactive=ns.interactive,
-        make_resources=_CliResources,
+        make_resources=functools.partial(_CliResources, log_level=ns.log_level),
         stop=stop,
     )
 
