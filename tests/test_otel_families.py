@@ -93,7 +93,7 @@ async def test_a_real_call_of_every_family_is_a_span_with_its_waits(tmp_path: Pa
         children = {
             s.attributes["tether.wait"]
             for s in spans
-            if s.name.startswith("tether.wait ") and _root(s, by_id) is span
+            if s.name.startswith("wait ") and _root(s, by_id) is span
         }
         assert waits <= children, (tool, children)
 

@@ -100,6 +100,36 @@ def test_the_checker_can_fail():
 
 
 @pytest.mark.parametrize("kind", RESULTS)
+def test_gemini_function_response_part(kind):
+    """Validated by google-genai's own ``Part`` (strict: an unknown key is refused)."""
+    genai = google_genai_types()
+    part = RESULTS[kind].to_gemini("read", call_id="fc_1")
+    parsed = genai.Part.model_validate(part)
+    response = parsed.function_response
+    assert response.name == "read" and response.id == "fc_1"
+    if kind == "error":
+        assert response.response == {"error": 'line: expected int, got "3a"'}
+    else:
+        assert set(response.response) == {"output"}
+    if kind == "image":
+        assert response.response == {"output": "a chart"}
+        assert response.parts[0].inline_data.mime_type == "image/png"
+        assert response.parts[0].inline_data.data == PNG
+    else:
+        assert not response.parts
+    assert "paths" not in str(part)  # meta is for the harness, never the model
+    with pytest.raises(Exception, match=r"(?i)extra"):  # the check can fail
+        genai.Part.model_validate({"function_response": {"name": "x", "output": "y"}})
+
+
+def test_gemini_image_of_another_type_becomes_a_note():
+    result = ToolResult(content=[Image(b"GIF89a", "image/gif")])
+    response = result.to_gemini("shot")["function_response"]
+    assert "parts" not in response
+    assert "the Gemini API does not take" in response["response"]["output"]
+
+
+@pytest.mark.parametrize("kind", RESULTS)
 def test_anthropic_tool_result_block(kind):
     block = RESULTS[kind].to_anthropic("toolu_1")
     assert conforms(block, anthropic_types.ToolResultBlockParam) == []
@@ -173,13 +203,15 @@ def _doc_loops() -> list[str]:
     return re.findall(r"```python\n(.*?)```", page, flags=re.S)
 
 
-@pytest.mark.parametrize("index", range(3), ids=["anthropic", "openai-chat", "openai-responses"])
+@pytest.mark.parametrize(
+    "index", range(4), ids=["anthropic", "openai-chat", "openai-responses", "gemini"]
+)
 def test_the_agent_loops_in_the_docs_run_offline(index, tmp_path):
     import subprocess
     import sys
 
     loops = _doc_loops()
-    assert len(loops) == 3
+    assert len(loops) == 4
     out = subprocess.run(
         [sys.executable, "-c", loops[index]],
         cwd=tmp_path,

@@ -90,8 +90,8 @@ async def test_waits_inside_a_call_are_its_child_spans(spans, tmp_path) -> None:
         await run.call("starts", {})
     by_name = {s.name: s for s in spans.get_finished_spans()}
     call = by_name["execute_tool starts"]
-    start = by_name["tether.wait server start"]
-    ready = by_name["tether.wait readiness"]
+    start = by_name["wait server start"]
+    ready = by_name["wait readiness"]
     assert start.parent.span_id == call.context.span_id
     assert ready.parent.span_id == start.context.span_id  # nested waits nest
     assert start.context.trace_id == call.context.trace_id

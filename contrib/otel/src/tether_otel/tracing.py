@@ -108,7 +108,7 @@ def _attributes(call: CallRecord) -> dict[str, Any]:
 
 class SpanObserver:
     """One span per call (``execute_tool {tool}``) and a child span per wait inside it
-    (``tether.wait {what}``)."""
+    (``wait {what}``)."""
 
     def __init__(self, tracer: trace.Tracer) -> None:
         self.tracer = tracer
@@ -155,9 +155,7 @@ class SpanObserver:
             context = trace.set_span_in_context(parent)
         fields = {"tether.wait": what, "tether.call_id": call.call_id, "tether.tool": call.tool}
         fields.update({f"tether.{key}": _value(value) for key, value in attributes.items()})
-        with self.tracer.start_as_current_span(
-            f"tether.wait {what}", context=context, attributes=fields
-        ):
+        with self.tracer.start_as_current_span(f"wait {what}", context=context, attributes=fields):
             yield
 
 
