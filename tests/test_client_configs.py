@@ -85,30 +85,79 @@ def test_the_installed_tether_has_the_chosen_families(tool_bin: Path, project: P
     assert loaded == {"files", "lsp", "mcp-bridge"}
 
 
-def test_claude_code_mcp_add_and_list_as_documented(
-    tool_bin: Path, project: Path, tmp_path: Path
-) -> None:
+def client_cli(name: str, binary: str) -> Path:
+    """A client's CLI from npm, installed as the bridge's client tests install theirs."""
     sys.path.insert(0, str(ROOT / "contrib" / "mcp-bridge" / "tests" / "clients"))
     import setup_clients
 
     try:
-        claude_env = setup_clients.ensure("claude-code")
+        env = setup_clients.ensure(name)
     except (OSError, subprocess.CalledProcessError) as exc:
-        require_real(False, f"Claude Code from npm ({exc})")
-    claude = claude_env / "node_modules" / ".bin" / "claude"
-    page = CLIENT_PAGES / "claude-code.md"
-    (add,) = documented_lines(page, "claude mcp add")
-    (listing,) = documented_lines(page, "claude mcp list")
+        require_real(False, f"{name} from npm ({exc})")
+    return env / "node_modules" / ".bin" / binary
+
+
+def run_line(line: str, binary: Path, tool_bin: Path, project: Path, home: Path) -> str:
+    """One documented line of a client's page, run with ``home`` as HOME; its output."""
+    home.mkdir(exist_ok=True)
+    out = subprocess.run(
+        [str(binary), *shlex.split(line)[1:]],
+        cwd=project,
+        env=on_path(tool_bin, home),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, f"{line}\n{out.stdout}\n{out.stderr}"
+    return out.stdout + out.stderr
+
+
+def run_page(page: str, binary: Path, tool_bin: Path, project: Path, home: Path) -> str:
+    """The page's `<client> mcp add`, then its `<client> mcp list`: what the list said."""
+    (add,) = documented_lines(CLIENT_PAGES / page, f"{binary.name} mcp add")
+    (listing,) = documented_lines(CLIENT_PAGES / page, f"{binary.name} mcp list")
+    run_line(add, binary, tool_bin, project, home)
+    return run_line(listing, binary, tool_bin, project, home)
+
+
+def test_claude_code_mcp_add_and_list_as_documented(
+    tool_bin: Path, project: Path, tmp_path: Path
+) -> None:
+    claude = client_cli("claude-code", "claude")
+    said = run_page("claude-code.md", claude, tool_bin, project, tmp_path / "home")
+    assert "tether: tether mcp --workdir . - ✔ Connected" in said, said
+
+
+def test_codex_mcp_add_writes_the_documented_configuration(
+    tool_bin: Path, project: Path, tmp_path: Path
+) -> None:
+    import tomllib
+
+    codex = client_cli("codex", "codex")
     home = tmp_path / "home"
-    home.mkdir()
-    env = on_path(tool_bin, home)
-    for line in (add, listing):
-        argv = [str(claude), *shlex.split(line)[1:]]
-        out = subprocess.run(
-            argv, cwd=project, env=env, capture_output=True, text=True, timeout=180
-        )
-        assert out.returncode == 0, f"{line}\n{out.stdout}\n{out.stderr}"
-    assert "tether: tether mcp --workdir . - ✔ Connected" in out.stdout, out.stdout
+    said = run_page("codex.md", codex, tool_bin, project, home)
+    assert re.search(r"^tether\s+tether\s+mcp --workdir \.\s.*enabled", said, re.M), said
+    (documented,) = re.findall(r"```toml\n(.*?)```", (CLIENT_PAGES / "codex.md").read_text(), re.S)
+    written = tomllib.loads((home / ".codex" / "config.toml").read_text())
+    assert written["mcp_servers"]["tether"] == tomllib.loads(documented)["mcp_servers"]["tether"]
+
+
+def test_gemini_cli_disables_the_server_until_the_folder_is_trusted(
+    tool_bin: Path, project: Path, tmp_path: Path
+) -> None:
+    import json
+
+    gemini = client_cli("gemini-cli", "gemini")
+    home = tmp_path / "home"
+    said = run_page("gemini-cli.md", gemini, tool_bin, project, home)
+    assert "disabled because this folder is untrusted" in said, said
+    assert "tether: tether mcp --workdir . (stdio) - Disabled" in said
+    # the page's way out, headless: the folder's entry in trustedFolders.json
+    trusted = json.dumps({str(project): "TRUST_FOLDER"})
+    (home / ".gemini" / "trustedFolders.json").write_text(trusted)
+    (listing,) = documented_lines(CLIENT_PAGES / "gemini-cli.md", "gemini mcp list")
+    said = run_line(listing, gemini, tool_bin, project, home)
+    assert "untrusted" not in said and "Disabled" not in said and "tether: tether mcp" in said
 
 
 def test_the_mcp_sdk_page_runs_as_written(tool_bin: Path, project: Path) -> None:
