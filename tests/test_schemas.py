@@ -112,3 +112,51 @@ def test_the_mcp_inspector_finds_no_portability_problem_in_any_tool(tmp_path):
     # tools."; with none, nothing
     assert "Warning:" not in out.stderr and "Error:" not in out.stderr, out.stderr[-3000:]
     assert " warnings across " not in out.stderr, out.stderr[-3000:]
+
+
+def every_declaration() -> list[tuple[str, str, dict]]:
+    """(tool, format, declaration) for every tool of every installed family, in every format."""
+    import anyio
+
+    from tether.dialects import CHECKERS
+
+    async def collect():
+        async with tether.open_run(
+            ".", conversation_id="dialects", vibe=True, plugins=[QuestionPort()]
+        ) as run:
+            out = []
+            for fmt in CHECKERS:
+                for schema in run.schemas(format=fmt):
+                    name = schema.get("name") or schema["function"]["name"]
+                    out.append((name, fmt, schema))
+            return out
+
+    return anyio.run(collect)
+
+
+DECLARATIONS = every_declaration()
+
+
+@pytest.mark.parametrize(
+    ("tool", "fmt", "declaration"), DECLARATIONS, ids=[f"{t}-{f}" for t, f, _ in DECLARATIONS]
+)
+def test_every_tool_in_every_format_keeps_its_dialects_rules(tool, fmt, declaration):
+    """OpenAI's, Anthropic's and Gemini's rules (tether.dialects) over every installed tool;
+    the Gemini form also parses as google-genai's FunctionDeclaration."""
+    from tether.dialects import dialect_problems
+
+    assert dialect_problems(declaration, fmt) == []
+    if fmt == "gemini":
+        from tether.testing import require_real
+
+        try:
+            from google.genai import types as genai
+        except ImportError:
+            require_real(False, "google-genai (the core's test extra)")
+        genai.FunctionDeclaration.model_validate(declaration)
+
+
+def test_every_family_and_format_is_in_the_dialect_sweep():
+    tools = {t for t, _, _ in DECLARATIONS}
+    assert {"ast_grep", "ast_edit", "vibe_list", "lsp", "debug", "eval", "ask_user"} <= tools
+    assert {f for _, f, _ in DECLARATIONS} == {"json", "openai", "anthropic", "gemini"}

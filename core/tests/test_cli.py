@@ -639,3 +639,20 @@ def test_call_with_a_plugin_missing_a_dependency_answers_a_result(tmp_path):
     assert "plugins that failed to load: " in text
     assert "echo (import failed: ModuleNotFoundError" in text
     assert "tether_echo.tools" in text
+
+
+def test_call_text_prints_the_content_blocks_for_a_person(tmp_path):
+    """``--text``: the blocks as they are (a cut result's notice among them), not a JSON line."""
+    (tmp_path / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 400)))
+    (tmp_path / "budget.toml").write_text("[core.result_budget]\nmax_chars = 700\n")
+    args = ["call", "read", '{"path": "big.txt"}', "--workdir", str(tmp_path)]
+    out = tether_cli(*args, "--config", str(tmp_path / "budget.toml"), "--text")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "line 1"
+    assert lines[-1].startswith("[tether cut this result to its budget:")
+    assert lines[-1].endswith(f'call read with {{"path": "big.txt", "offset": {len(lines)}}}]')
+    missing = tether_cli(
+        "call", "read", '{"path": "nope.txt"}', "--workdir", str(tmp_path), "--text"
+    )
+    assert missing.returncode == 1 and missing.stdout.startswith("error: ")

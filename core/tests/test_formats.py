@@ -100,6 +100,36 @@ def test_the_checker_can_fail():
 
 
 @pytest.mark.parametrize("kind", RESULTS)
+def test_gemini_function_response_part(kind):
+    """Validated by google-genai's own ``Part`` (strict: an unknown key is refused)."""
+    genai = google_genai_types()
+    part = RESULTS[kind].to_gemini("read", call_id="fc_1")
+    parsed = genai.Part.model_validate(part)
+    response = parsed.function_response
+    assert response.name == "read" and response.id == "fc_1"
+    if kind == "error":
+        assert response.response == {"error": 'line: expected int, got "3a"'}
+    else:
+        assert set(response.response) == {"output"}
+    if kind == "image":
+        assert response.response == {"output": "a chart"}
+        assert response.parts[0].inline_data.mime_type == "image/png"
+        assert response.parts[0].inline_data.data == PNG
+    else:
+        assert not response.parts
+    assert "paths" not in str(part)  # meta is for the harness, never the model
+    with pytest.raises(Exception, match=r"(?i)extra"):  # the check can fail
+        genai.Part.model_validate({"function_response": {"name": "x", "output": "y"}})
+
+
+def test_gemini_image_of_another_type_becomes_a_note():
+    result = ToolResult(content=[Image(b"GIF89a", "image/gif")])
+    response = result.to_gemini("shot")["function_response"]
+    assert "parts" not in response
+    assert "the Gemini API does not take" in response["response"]["output"]
+
+
+@pytest.mark.parametrize("kind", RESULTS)
 def test_anthropic_tool_result_block(kind):
     block = RESULTS[kind].to_anthropic("toolu_1")
     assert conforms(block, anthropic_types.ToolResultBlockParam) == []
@@ -173,13 +203,15 @@ def _doc_loops() -> list[str]:
     return re.findall(r"```python\n(.*?)```", page, flags=re.S)
 
 
-@pytest.mark.parametrize("index", range(3), ids=["anthropic", "openai-chat", "openai-responses"])
+@pytest.mark.parametrize(
+    "index", range(4), ids=["anthropic", "openai-chat", "openai-responses", "gemini"]
+)
 def test_the_agent_loops_in_the_docs_run_offline(index, tmp_path):
     import subprocess
     import sys
 
     loops = _doc_loops()
-    assert len(loops) == 3
+    assert len(loops) == 4
     out = subprocess.run(
         [sys.executable, "-c", loops[index]],
         cwd=tmp_path,
@@ -282,3 +314,78 @@ def test_the_gemini_check_can_fail_and_what_the_dialect_lacks_is_said():
     assert level["nullable"] is True and "enum" not in level
     assert level["description"] == "level; one of 1, 2"
     assert "additionalProperties" not in gemini
+
+
+def test_the_dialect_checkers_can_fail():
+    """Each checker refuses what its API refuses: the shapes tether emitted before (a rule
+    object without properties, an empty OBJECT for a tool without arguments), a type array."""
+    from tether.dialects import dialect_problems
+
+    free_rule = {
+        "name": "ast_grep",
+        "description": "d",
+        "parameters": {
+            "type": "object",
+            "properties": {"rule": {"type": "object", "nullable": True}},
+        },
+    }
+    assert dialect_problems(free_rule, "gemini") == [
+        "parameters.properties.rule: an OBJECT without properties (Gemini refuses it)"
+    ]
+    empty = {
+        "name": "vibe_list",
+        "description": "d",
+        "parameters": {"type": "object", "properties": {}},
+    }
+    assert dialect_problems(empty, "gemini") == [
+        "parameters: an OBJECT without properties (Gemini refuses it)"
+    ]
+    extra = {
+        "name": "x",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "string", "additionalProperties": False}},
+        },
+    }
+    assert dialect_problems(extra, "gemini") == [
+        "parameters.properties.a.additionalProperties: not in Gemini's schema"
+    ]
+    typed = {
+        "type": "object",
+        "properties": {"a": {"type": ["string", "null"]}, "b": {"type": "array"}},
+    }
+    assert dialect_problems({"name": "bad name", "input_schema": typed}, "anthropic") == [
+        "name: 'bad name' does not match ^[a-zA-Z0-9_-]{1,64}$",
+        "input_schema.properties.a: a type array; one type per subschema (anyOf)",
+        "input_schema.properties.b: an array schema without items",
+    ]
+    top = {"type": "function", "function": {"name": "x", "parameters": {"anyOf": [typed]}}}
+    assert dialect_problems(top, "openai")[:2] == [
+        "function.parameters: the top level must be type object, got None",
+        "function.parameters: no anyOf at the top level",
+    ]
+
+
+def test_a_union_with_a_free_object_keeps_its_text_form_in_gemini():
+    """``str | dict[str, Any] | None`` (an ast-grep rule): JSON Schema offers both, Gemini's
+    dialect the text, which the converter takes as well."""
+    import attrs
+
+    from tether.args import object_schema, openapi_schema
+
+    @attrs.frozen
+    class Args:
+        rule: str | dict[str, Any] | None = tether.arg(None, description="a rule")
+
+    schema = object_schema(Args)
+    assert schema["properties"]["rule"]["anyOf"] == [
+        {"type": "string"},
+        {"type": "object"},
+        {"type": "null"},
+    ]
+    gemini = openapi_schema(schema)["properties"]["rule"]
+    assert gemini == {"type": "string", "nullable": True, "default": None, "description": "a rule"}
+    assert tether.structure_args({"rule": "kind: call"}, Args).rule == "kind: call"
+    assert tether.structure_args({"rule": {"kind": "call"}}, Args).rule == {"kind": "call"}
+    with pytest.raises(tether.ArgumentErrors, match="rule: expected string or an object, got 3"):
+        tether.structure_args({"rule": 3}, Args)

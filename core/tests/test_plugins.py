@@ -188,6 +188,7 @@ def test_every_core_hook_is_documented_and_tested():
     names = [n for n in dir(hookspecs) if n.startswith("tether_")]
     assert names == [
         "tether_addhooks",
+        "tether_call_observers",
         "tether_cli_commands",
         "tether_preview_diagnostics",
         "tether_process_result",

@@ -26,6 +26,7 @@ if _sys.platform.startswith(("win32", "cygwin")) or not hasattr(__import__("os")
 
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.args import arg, object_schema, structure_args
+from tether.budget import Continuation, Cut
 from tether.errors import (
     ArgumentError,
     ArgumentErrors,
@@ -37,6 +38,7 @@ from tether.errors import (
     ToolError,
 )
 from tether.hookspecs import hookimpl, hookspec
+from tether.observe import waiting
 from tether.plugins import PluginInfo, make_plugin_manager
 from tether.preview import StagedChange, StagedFile
 from tether.run import Run, SyncRun, open_run, open_run_sync
@@ -63,6 +65,8 @@ __all__ = [
     "CallContext",
     "ConfigError",
     "Content",
+    "Continuation",
+    "Cut",
     "Decision",
     "Image",
     "NoPerson",
@@ -88,4 +92,5 @@ __all__ = [
     "open_run",
     "open_run_sync",
     "structure_args",
+    "waiting",
 ]

@@ -108,7 +108,18 @@ def _type_name(tp: Any) -> str:
         return "an object"
     if attrs.has(tp):
         return "an object"
+    if _union_members(tp):
+        return " or ".join(_type_name(member) for member in _union_members(tp))
     return getattr(tp, "__name__", str(tp))
+
+
+def _union_members(tp: Any) -> list[Any]:
+    """The non-null members of a union of two or more JSON types (``str | dict[str, Any]``:
+    an ast-grep rule as YAML text or as an object), else []."""
+    if get_origin(tp) not in (Union, types.UnionType):
+        return []
+    members = [a for a in get_args(tp) if a is not type(None)]
+    return members if len(members) > 1 else []
 
 
 def _is_optional(tp: Any) -> tuple[bool, Any]:
@@ -175,6 +186,22 @@ def _make_converter() -> cattrs.Converter:
         return conv.structure(value, _is_optional(tp)[1])
 
     conv.register_structure_hook_func(is_optional, structure_optional)
+
+    def is_union(tp: Any) -> bool:
+        return bool(_union_members(tp))
+
+    def structure_union(value: Any, tp: Any) -> Any:
+        # the member whose JSON type the value has; members are distinct JSON types
+        if value is None and type(None) in get_args(tp):
+            return None
+        for member in _union_members(tp):
+            try:
+                return conv.structure(value, member)
+            except _Mismatch:
+                continue
+        raise _Mismatch(_type_name(tp), value)
+
+    conv.register_structure_hook_func(is_union, structure_union)
 
     def is_sequence(tp: Any) -> bool:
         return get_origin(tp) in (list, tuple)
@@ -415,6 +442,11 @@ def structure_config(raw: Any, cls: type[T], table: str) -> T:
 
 
 def _type_schema(tp: Any) -> dict[str, Any]:
+    if members := _union_members(tp):
+        branches = [_type_schema(member) for member in members]
+        if type(None) in get_args(tp):
+            branches.append({"type": "null"})
+        return {"anyOf": branches}
     optional, inner = _is_optional(tp)
     if optional:
         # one `type` per schema: a type array (["string", "null"]) is legal JSON Schema, but
@@ -472,12 +504,21 @@ def openapi_schema(schema: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     said: list[str] = []
     branches = schema.get("anyOf")
-    if isinstance(branches, list) and any(b.get("type") == "null" for b in branches):
-        out = openapi_schema(value_schema(schema))
-        out["nullable"] = True
-        said = [out.pop("description")] if "description" in out else []
+    if isinstance(branches, list):
+        # `null` is `nullable`; an object without properties is no OBJECT the dialect takes
+        # (Gemini refuses one): a union offering another form (an ast-grep rule as YAML text)
+        # keeps only that one
+        kept = [b for b in branches if b.get("type") != "null" and not _free_object(b)]
+        nullable = len(kept) < len(branches) and any(b.get("type") == "null" for b in branches)
+        if len(kept) == 1:
+            out = openapi_schema(kept[0])
+            said = [out.pop("description")] if "description" in out else []
+        elif kept:
+            out = {"anyOf": [openapi_schema(b) for b in kept]}
+        if nullable:
+            out["nullable"] = True
     for key, value in schema.items():
-        if key == "anyOf" and "nullable" in out:
+        if key == "anyOf" and isinstance(branches, list):
             continue
         if key == "properties":
             out[key] = {name: openapi_schema(sub) for name, sub in value.items()}
@@ -500,6 +541,11 @@ def openapi_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if said:
         out["description"] = "; ".join(said)
     return out
+
+
+def _free_object(schema: dict[str, Any]) -> bool:
+    """An object schema that names no property (``dict[str, Any]``)."""
+    return schema.get("type") == "object" and not schema.get("properties")
 
 
 def object_schema(cls: type) -> dict[str, Any]:

@@ -147,6 +147,18 @@ class ApprovalPolicy:
 
 
 @attrs.frozen
+class ResultBudget:
+    """``[core.result_budget]``: how many characters of text a result may give the model
+    (:mod:`tether.budget`); 0 means no limit. The tool's entry replaces ``max_chars``; a surface's
+    entry lowers either. The default stays under what clients pass on (Claude Code cuts an MCP
+    result at about 25,000 tokens, silently). A workdir file may lower any of them."""
+
+    max_chars: int = workdir_may_set(60_000, minimum=0, no_limit=0)
+    tools: dict[str, int] = workdir_may_set(factory=dict)
+    surfaces: dict[str, int] = workdir_may_set(factory=dict)
+
+
+@attrs.frozen
 class CoreConfig:
     """The ``[core]`` table."""
 
@@ -160,6 +172,8 @@ class CoreConfig:
         order=("exec", "write", "read"),
         baseline={name: tier.value for name, tier in BUILTIN_SURFACES.items()},
     )
+    #: the most text one result gives the model (:mod:`tether.budget`)
+    result_budget: ResultBudget = workdir_may_set(ResultBudget())
 
 
 def layer_config(

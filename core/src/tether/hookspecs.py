@@ -71,6 +71,20 @@ def tether_process_result(call: CallContext, result: ToolResult) -> Any:
 
 
 @hookspec
+def tether_call_observers(run: Run) -> Any:
+    """Observers of every call of ``run`` (a tracer, a call log): one
+    :class:`tether.observe.CallObserver`, a list of them, or None.
+
+    Each observer's ``observe_call(call)`` is entered when a call starts and left when it ends
+    (``call.result`` set: tool, tier, surface, conversation, duration, outcome, result size);
+    ``observe_wait(call, what, attributes)`` around each long wait a family marks inside a call
+    with :func:`tether.waiting`. An observer that raises is reported and the call goes on.
+
+    :param run: the run, with every resource wired.
+    """
+
+
+@hookspec
 def tether_preview_diagnostics(run: Run, change: StagedChange) -> Any:
     """The diagnostics ``change`` would introduce, computed without writing it.
 

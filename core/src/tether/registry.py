@@ -113,11 +113,10 @@ def _schema(spec: ToolSpec, format: SchemaFormat) -> dict[str, Any]:
     if format == "anthropic":
         return {"name": spec.name, "description": spec.full_description, "input_schema": schema}
     if format == "gemini":  # a FunctionDeclaration: OpenAPI 3.0's schema subset
-        return {
-            "name": spec.name,
-            "description": spec.full_description,
-            "parameters": openapi_schema(schema),
-        }
+        declaration: dict[str, Any] = {"name": spec.name, "description": spec.full_description}
+        if schema["properties"]:  # a tool without arguments has no OBJECT to declare
+            declaration["parameters"] = openapi_schema(schema)
+        return declaration
     return {
         "name": spec.name,
         "tier": spec.tier.value,

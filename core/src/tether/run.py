@@ -21,11 +21,13 @@ from tether import preview as _preview
 from tether import process as _process
 from tether import watchdog as _watchdog
 from tether.args import structure_args, structure_config
+from tether.budget import apply_budget
 from tether.config import HARNESS_ORIGIN, CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, PluginError, ToolError
 from tether.fsutil import recording_writes, writes_confined_to
 from tether.gate import ApprovalGate, ApprovalSources
+from tether.observe import CallObserver, CallRecord, observing
 from tether.owner import ProcessOwner
 from tether.paths import confine as _confine
 from tether.person import APPROVER
@@ -96,6 +98,8 @@ class Run:
         self._configs: dict[str, Any] = {}
         self._locks: dict[str, anyio.Lock] = {}
         self._call_ids = itertools.count(1)
+        #: what watches every call (``tether_call_observers``: a tracer, a call log)
+        self.observers: tuple[CallObserver, ...] = ()
         self.closed = False
         #: what plugins wired (a read-only mapping by name; typed access: :meth:`resource`)
         self.resources = Resources()
@@ -226,6 +230,26 @@ class Run:
         )
         for contribution in tools.values():
             self.registry.add(contribution.item, contribution.plugin, self.resources.__contains__)
+        self.observers = self._observers()
+
+    def _observers(self) -> tuple[CallObserver, ...]:
+        """What every ``tether_call_observers`` answered; one that is no observer is reported."""
+        found: list[CallObserver] = []
+        for plugin, value in call_each(self.pm, "tether_call_observers", run=self):
+            for item in value if isinstance(value, list | tuple) else [value]:
+                if item is None:
+                    continue
+                if isinstance(item, CallObserver):
+                    found.append(item)
+                else:
+                    report_failure(
+                        self.pm,
+                        plugin,
+                        "tether_call_observers",
+                        f"returned a {type(item).__name__}, which has no observe_call and "
+                        "observe_wait",
+                    )
+        return tuple(found)
 
     def register_host_tool(self, spec: ToolSpec) -> None:
         """Add one of the harness's own tools (write, edit, read…): same gates and wrappers."""
@@ -279,11 +303,16 @@ class Run:
         when one run serves several (``tether serve``): its per-conversation resources (a
         debug session, kernels — :class:`tether.resources.PerConversation`) are its own;
         default: the run's ``conversation_id``."""
+        call_id = call_id or f"call_{next(self._call_ids)}"
+        spec = self.registry.get(name)
         token = _calling_conversation.set(conversation) if conversation is not None else None
         try:
-            result = await self._call(
-                name, args, surface=surface, call_id=call_id, on_progress=on_progress
-            )
+            record = CallRecord(self, name, surface, call_id, spec.tier.value if spec else None)
+            with observing(record, self.observers):
+                result = await self._call(
+                    name, args, surface=surface, call_id=call_id, on_progress=on_progress
+                )
+                record.result = result
         finally:
             if token is not None:
                 _calling_conversation.reset(token)
@@ -335,7 +364,8 @@ class Run:
         if refusal is not None:
             return ToolResult.error(refusal, call_id=call_id)
         result = await self._run_serialised(ctx)
-        final = await self._post_process(ctx, result)
+        # the budget cuts what every post-processor added to, never what they see
+        final = apply_budget(ctx, await self._post_process(ctx, result))
         return final.with_meta(call_id=call_id) if "call_id" not in final.meta else final
 
     async def _post_process(self, ctx: CallContext, result: ToolResult) -> ToolResult:

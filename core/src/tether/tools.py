@@ -12,6 +12,7 @@ import attrs
 from tether.tiers import Tier
 
 if TYPE_CHECKING:
+    from tether.budget import Continuation
     from tether.resources import ResourceKey
     from tether.run import Run
 
@@ -158,6 +159,33 @@ class ToolResult:
             output.insert(0, {"type": "input_text", "text": "Error: the tool call failed"})
         return {"type": "function_call_output", "call_id": call_id, "output": output}
 
+    def to_gemini(self, name: str, call_id: str | None = None) -> dict[str, Any]:
+        """A Gemini (``google-genai``) ``Part`` holding the ``function_response`` to send back
+        in the next user turn: ``response`` is ``{"output": text}``, or ``{"error": text}`` when
+        the call failed (the keys Gemini's documentation names); images ride along as
+        ``parts`` (``inline_data`` with raw bytes, as the SDK's types hold them), an image of
+        a type the API does not take becomes a text note. ``call_id`` is the ``id`` of the
+        model's ``function_call`` when it gave one."""
+        texts = [c.text for c in self.content if isinstance(c, Text)]
+        parts: list[dict[str, Any]] = []
+        for c in self.content:
+            if not isinstance(c, Image):
+                continue
+            if c.mime_type in GEMINI_IMAGE_TYPES:
+                parts.append({"inline_data": {"mime_type": c.mime_type, "data": c.data}})
+            else:
+                texts.append(_image_note(c, "Gemini"))
+        text = "\n".join(texts)
+        response: dict[str, Any] = (
+            {"error": text or "the tool call failed"} if self.is_error else {"output": text}
+        )
+        function_response: dict[str, Any] = {"name": name, "response": response}
+        if call_id is not None:
+            function_response["id"] = call_id
+        if parts:
+            function_response["parts"] = parts
+        return {"function_response": function_response}
+
     def _texts(self, *, prefix_error: bool) -> list[str]:
         texts = [c.text for c in self.content if isinstance(c, Text)]
         if prefix_error and self.is_error:
@@ -167,6 +195,8 @@ class ToolResult:
 
 #: The image types the Anthropic Messages API accepts in a ``tool_result``.
 ANTHROPIC_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+#: The image types Gemini takes in a function response's parts.
+GEMINI_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp")
 
 
 def _b64(data: bytes) -> str:
@@ -311,6 +341,9 @@ class ToolSpec:
     #: the tool hands the core's writer), run on the files as they are; sync or async. The core
     #: renders it bounded and visible (:func:`tether.preview.describe_call`).
     describe_change: Callable[[CallContext, Any], Any] | None = None
+    #: how a result larger than the run's budget is cut (the tool's item separator) and how the
+    #: model gets the rest (a page, an offset, a narrower path): see :mod:`tether.budget`
+    continuation: Continuation | None = None
 
     @property
     def full_description(self) -> str:

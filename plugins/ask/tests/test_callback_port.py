@@ -476,3 +476,23 @@ async def test_a_port_with_a_bad_timeout_is_refused_when_the_run_opens(ask_run: 
     ):
         async with ask_run(question_port=CallbackPort(Person(), timeout_s=0)):
             pass
+
+
+async def test_an_answer_larger_than_the_budget_is_cut_with_a_notice(ask_run: Any) -> None:
+    """The core's result budget over ask_user: the answer is cut, the notice says so and how to
+    go on (a narrower question), and the harness still has the whole answer in meta."""
+    long_answer = "a very long answer " * 200
+    person = Person(Answer(text=long_answer), Answer(text="the short part"))
+    config = {"core": {"result_budget": {"tools": {"ask_user": 1000}}}}
+    async with ask_run(question_port=CallbackPort(person), config=config) as run:
+        question = {"question": "Describe it all?", "allow_free_text": True}
+        result = await run.call("ask_user", question)
+        assert not result.is_error
+        texts = [block.text for block in result.content]
+        assert sum(len(t) for t in texts) <= 1000
+        assert texts[0].startswith('outcome: answered\ntext: "a very long answer')
+        assert texts[-1].startswith("[tether cut this result to its budget:")
+        assert "one cut mid-way" in texts[-1] and "ask the person a narrower question" in texts[-1]
+        assert result.meta["text"] == long_answer.strip()
+        narrower = await run.call("ask_user", {"question": "Which part?", "allow_free_text": True})
+        assert narrower.text_content == 'outcome: answered\ntext: "the short part"'

@@ -482,6 +482,45 @@ async def test_ast_grep_rule_reports_per_file(
         assert "a.py:3:9: print(item)" in text and "$A = item" in text
 
 
+RULE_AS_OBJECT = {"pattern": "print($A)", "inside": {"kind": "for_statement", "stopBy": "end"}}
+RULE_AS_YAML = "pattern: print($A)\ninside:\n  kind: for_statement\n  stopBy: end\n"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool", ["ast_grep", "ast_edit"])
+@pytest.mark.parametrize(
+    "rule",
+    [RULE_AS_OBJECT, RULE_AS_YAML, __import__("json").dumps(RULE_AS_OBJECT)],
+    ids=["object", "yaml", "json"],
+)
+async def test_a_rule_is_an_object_or_its_yaml_or_json_text(astgrep_run, tool, rule) -> None:
+    """A client whose schema dialect has no free-form object (Gemini's) sends the rule as text."""
+    async with astgrep_run({"a.py": PY}) as run:
+        args = {"rule": rule} if tool == "ast_grep" else {"rule": rule, "rewrite": "show($A)"}
+        result = await run.call(tool, args)
+        assert not result.is_error, result.text_content
+        expected = "a.py:3:9: print(item)" if tool == "ast_grep" else "+        show(item)"
+        assert expected in result.text_content and "1 " in result.text_content
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("pattern: [print(", "rule: not valid YAML or JSON at line 1"),
+        (
+            "- kind: call",
+            "rule: expected a rule object (a mapping, as YAML or JSON text), got list",
+        ),
+        ("", "rule: expected a rule object (a mapping, as YAML or JSON text), got nothing"),
+    ],
+)
+async def test_a_rule_text_that_is_no_mapping_names_the_field(astgrep_run, text, message) -> None:
+    async with astgrep_run({"a.py": PY}) as run:
+        result = await run.call("ast_grep", {"rule": text})
+        assert result.is_error and message in result.text_content, result.text_content
+
+
 @pytest.mark.anyio
 async def test_pattern_and_rule_are_exclusive(astgrep_run) -> None:
     async with astgrep_run({"a.py": PY}) as run:

@@ -420,3 +420,25 @@ async def test_bad_config(vibe_run: Any) -> None:
         error = await open_error(vibe_run, config=config)
         assert isinstance(error, tether.ConfigError), (config, error)
         assert message in str(error)
+
+
+async def test_a_result_larger_than_the_budget_is_cut_and_the_worker_asked_for_less(
+    vibe_run: Any,
+) -> None:
+    """The core's result budget over vibe_wait: the worker's long answer is cut with a notice,
+    and the continuation it names (vibe_send a narrower request) gives a whole answer."""
+    config = {**command_config(), "core": {"result_budget": {"tools": {"vibe_wait": 1200}}}}
+    async with vibe_run(config=config) as run:
+        long_line = " ".join(f"finding-{i}" for i in range(400))
+        worker = await spawn(run, f"say: {long_line}")
+        waited = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert waited.meta["status"] == "done", waited.text_content
+        texts = [block.text for block in waited.content]
+        assert sum(len(t) for t in texts) <= 1200
+        assert "result:\nfinding-0 finding-1" in texts[0]
+        assert texts[-1].startswith("[tether cut this result to its budget:")
+        assert "vibe_send the worker a request for the part you need" in texts[-1]
+        sent = await run.call("vibe_send", {"worker_id": worker, "message": "say: finding-7"})
+        assert not sent.is_error, sent.text_content
+        again = await run.call("vibe_wait", {"worker_id": worker, "timeout_seconds": 10})
+        assert "budget" not in again.meta and "result:\nfinding-7" in again.text_content

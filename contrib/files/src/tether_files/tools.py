@@ -175,6 +175,11 @@ async def read(call: tether.CallContext, args: ReadArgs) -> str:
     return body
 
 
+def _read_on(call: tether.CallContext, cut: tether.Cut) -> dict[str, int]:
+    """The result budget kept the window's first lines: read on from the first one not shown."""
+    return {"offset": (call.args.offset or 1) + cut.items_kept()}
+
+
 def write_plan(call: tether.CallContext, args: WriteArgs) -> Plan:
     """What ``write`` writes, as a plan of the files as they are (also its approval card's)."""
     if args.path.endswith(("/", os.sep)):
@@ -298,6 +303,7 @@ def file_tools() -> list[tether.ToolSpec]:
             ReadArgs,
             read,
             "Read a text file of the workdir (line window).",
+            continuation=tether.Continuation(next=_read_on),
         ),
         # each write's approval card shows its diff: the same plan, on the files as they are
         tether.ToolSpec(

@@ -29,6 +29,10 @@ CLIENTS: dict[str, tuple[str, str]] = {
     "ts-sdk": ("node", "@modelcontextprotocol/sdk@^1"),
     # its CLI's `--strict` schema-portability check runs in tests/test_schemas.py (node >= 22)
     "inspector": ("node", "@modelcontextprotocol/inspector@^2"),
+    # the `mcp add` and `mcp list` of their pages run in tests/test_client_configs.py
+    "claude-code": ("node", "@anthropic-ai/claude-code@^2"),
+    "codex": ("node", "@openai/codex@0"),
+    "gemini-cli": ("node", "@google/gemini-cli@0"),
 }
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -47,14 +48,24 @@ from tether.tools import ToolResult
 
 
 class _CliResources:
-    """The CLI's own plugin: the question transport of the current command."""
+    """The CLI's own plugin: the question transport of the current command, and the call log
+    (``--log-level``)."""
 
-    def __init__(self, resources: dict[Any, Any]) -> None:
+    def __init__(self, resources: dict[Any, Any], log_level: str | None = None) -> None:
         self.resources = resources
+        self.log_level = log_level
 
     @hookimpl
     def tether_resources(self, run: Any) -> dict[Any, Any]:
         return self.resources
+
+    @hookimpl
+    def tether_call_observers(self, run: Any) -> Any:
+        if self.log_level is None:
+            return None
+        from tether.cli.calllog import CallLog
+
+        return CallLog(self.log_level)
 
 
 def add_run_options(
@@ -82,6 +93,12 @@ def add_run_options(
     )
     p.add_argument("--conversation", default=None, help="conversation id (default: a fresh one)")
     p.add_argument("--vibe", action="store_true", help="vibe mode: register the vibe_* tools")
+    p.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=None,
+        help="log every call as a JSON line on stderr (info: each call; debug: also starts and waits)",
+    )
     if surface:
         p.add_argument(
             "--surface", default="default", help="default, plan, readonly or a configured one"
@@ -142,6 +159,11 @@ def _parser(plugins: TetherPluginManager | None = None) -> argparse.ArgumentPars
         if name == "call":
             p.add_argument("tool")
             p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
+            p.add_argument(
+                "--text",
+                action="store_true",
+                help="print the content blocks as text (for a person), not one JSON line",
+            )
         add_run_options(p, approve=True)
         if name == "call":
             add_attach_options(p)
@@ -297,7 +319,7 @@ async def cli_run(ns: argparse.Namespace, resources: dict[Any, Any]) -> AsyncIte
     async with open_run(
         workdir,
         conversation_id=ns.conversation or uuid.uuid4().hex,
-        plugins=[_CliResources(resources)],
+        plugins=[_CliResources(resources, getattr(ns, "log_level", None))],
         config=config,
         vibe=ns.vibe,
         workdir_config=workdir_config,
@@ -345,8 +367,29 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
                 reply = internal_error(ns.tool, exc)
         if scope.cancelled_caught:
             reply = ToolResult.error(stop.reason(ns.tool)).to_json()
-    _print(reply)
+    if getattr(ns, "text", False):
+        _print_text(reply)
+    else:
+        _print(reply)
     return stop.exit_code(1 if reply["is_error"] else 0)
+
+
+def _print_text(reply: dict[str, Any]) -> None:
+    """A reply for a person: each text block as it is, an image as one line saying what it is,
+    and "error:" first when the call failed (the exit status says it too)."""
+    utf8_stdout()
+    parts = []
+    for block in reply["content"]:
+        if block.get("type") == "text":
+            parts.append(block["text"])
+        else:
+            size = len(block.get("data", "")) * 3 // 4
+            parts.append(f"[{block.get('type')} {block.get('mime_type', '')}, about {size} bytes]")
+    text = "\n".join(parts)
+    if reply["is_error"]:
+        text = f"error: {text}"
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    sys.stdout.flush()
 
 
 async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
@@ -360,7 +403,7 @@ async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
         surface=ns.surface,
         vibe=ns.vibe,
         interactive=ns.interactive,
-        make_resources=_CliResources,
+        make_resources=functools.partial(_CliResources, log_level=ns.log_level),
         stop=stop,
     )
 

@@ -139,5 +139,10 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
         parallel_safe=True,
         # The wait is bounded by [ask] timeout_s, not by the core's call timeout.
         timeout_s=0,
+        # an answer is not asked for twice: the rest is a narrower question
+        continuation=tether.Continuation(
+            next="ask the person a narrower question about the part you still need (their "
+            "whole answer is in the result's meta for the harness)"
+        ),
     )
     return [spec]

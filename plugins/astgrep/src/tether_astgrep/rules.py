@@ -958,6 +958,32 @@ def _check_util_cycles(utils: Mapping[str, Rule]) -> None:
             )
 
 
+def rule_object(raw: str | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The ``rule`` argument as an object: given as one, or as YAML or JSON text (ast-grep's
+    own rule files are YAML; a client whose schema dialect has no free-form object, Gemini's,
+    sends text). A text that is not a YAML mapping is an error naming ``rule``."""
+    if raw is None or isinstance(raw, Mapping):
+        return raw
+    import yaml
+
+    import tether
+
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise tether.ArgumentError("rule", f"not valid YAML or JSON{at}: {problem}") from None
+    if not isinstance(value, Mapping):
+        raise tether.ArgumentError(
+            "rule",
+            f"expected a rule object (a mapping, as YAML or JSON text), got "
+            f"{type(value).__name__ if value is not None else 'nothing'}",
+        )
+    return value
+
+
 def compile_rule(
     raw: Mapping[str, Any], grammar: Grammar, strictness: str = "smart", *, edit: bool = False
 ) -> CompiledRule:

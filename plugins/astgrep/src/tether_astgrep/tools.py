@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 import tether
+from tether.budget import narrower_path
 from tether.contributions import collect
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.resources import ResourceKey
@@ -77,7 +78,7 @@ def _service(call: tether.CallContext) -> AstgrepService:
 
 
 RULE_DOC = (
-    "Instead of pattern: an ast-grep rule object, e.g. "
+    "Instead of pattern: an ast-grep rule, as an object or as YAML/JSON text, e.g. "
     '{"kind": "call", "inside": {"kind": "for_statement", "stopBy": "end"}} (keys: pattern, '
     "kind, regex, nthChild, inside, has, follows, precedes with stopBy and field, all, any, "
     'not, matches), or an ast-grep rule config {"rule": {...}, "constraints": {"X": {...}}, '
@@ -95,7 +96,7 @@ class AstGrepArgs:
             "(exactly one of pattern and rule)"
         ),
     )
-    rule: dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
+    rule: str | dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
     dump: bool = tether.arg(
         False,
         description=(
@@ -138,7 +139,7 @@ class AstEditArgs:
             "rule config has a fix)"
         ),
     )
-    rule: dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
+    rule: str | dict[str, Any] | None = tether.arg(None, description=RULE_DOC)
     path: str | None = tether.arg(
         None, description="Scope, relative to the workdir; default: all of it"
     )
@@ -244,7 +245,13 @@ def _with_languages(args: type, ids: list[str]) -> type:
     return WithLanguages
 
 
-def _one_of(pattern: str | None, rule: dict[str, Any] | None) -> None:
+def _rule_object(raw: str | dict[str, Any] | None) -> Any:
+    from tether_astgrep.rules import rule_object  # the rule engine loads on a rule's first use
+
+    return rule_object(raw)
+
+
+def _one_of(pattern: str | None, rule: str | dict[str, Any] | None) -> None:
     if (pattern is None) == (rule is None):
         why = "both were given" if pattern is not None else "neither was given"
         raise tether.ArgumentError(
@@ -265,7 +272,7 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         args.language,
         strictness=args.strictness,
         max_results=args.offset + args.max_results,
-        rule=args.rule,
+        rule=_rule_object(args.rule),
     )
     # Only the first offset + max_results matches were built; the rest are counts.
     shown = [(r, m) for r in outcome.files for m in r.matches][args.offset :]
@@ -463,7 +470,7 @@ async def _edit_outcome(service: AstgrepService, args: AstEditArgs) -> SearchOut
         mode="edit",
         rewrite=args.rewrite,
         strictness=args.strictness,
-        rule=args.rule,
+        rule=_rule_object(args.rule),
     )
     stopped = _stopped(outcome, service.config.search_timeout_s)
     if stopped:
@@ -716,6 +723,7 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
             handler=handle_ast_grep,
             description=GREP_DOC,
             requires=(RESOURCE,),
+            continuation=narrower_path("path"),
         ),
         tether.ToolSpec(
             name="ast_edit",

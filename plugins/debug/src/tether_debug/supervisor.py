@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from tether import ArgumentError, ToolError
+from tether import ArgumentError, ToolError, waiting
 from tether.availability import CommandProbe
 from tether.contributions import collect
 from tether.errors import PathError
@@ -584,6 +584,12 @@ class DebugSupervisor:
         return "\n".join(lines)
 
     async def _start(
+        self, session: DebugSession, command: str, arguments: dict[str, Any], port: int | None
+    ) -> None:
+        with waiting("debugger " + command, adapter=session.adapter.id):
+            await self._start_unobserved(session, command, arguments, port)
+
+    async def _start_unobserved(
         self, session: DebugSession, command: str, arguments: dict[str, Any], port: int | None
     ) -> None:
         filters = self.requested.exceptions

@@ -287,5 +287,19 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
         parallel_safe=False,  # a session is state across calls
         timeout_s=budget,
         actions=ACTIONS,
+        continuation=tether.Continuation(next=_ask_for_less),
     )
     return [spec]
+
+
+def _ask_for_less(call: tether.CallContext, cut: tether.Cut) -> str:
+    """A debug answer cut by the result budget: the session is still where it was, so the
+    rest is a narrower question to it."""
+    if call.args.op == "evaluate":
+        return (
+            "the session is still stopped where it was: evaluate a narrower expression (a "
+            "slice such as value[100:200], one field, len(value))"
+        )
+    if call.args.op == "variables":
+        return "the session is still stopped where it was: expand one variable by its reference"
+    return "the session is still where it was: ask about one frame, thread or variable at a time"

@@ -105,6 +105,10 @@ class Interpreters:
             return kernel, notes
 
     async def _start(self, language: str) -> Kernel:
+        with tether.waiting("kernel start", language=language):
+            return await self._start_unobserved(language)
+
+    async def _start_unobserved(self, language: str) -> Kernel:
         spec = self.specs[language]
         settings = {"python": self.config.python, "node": self.config.node}
         ok, why = spec.available(settings)

@@ -180,5 +180,16 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
         requires=(RESOURCE,),
         parallel_safe=False,
         timeout_s=0,
+        continuation=tether.Continuation(next=_print_less),
     )
     return [spec]
+
+
+def _print_less(call: tether.CallContext, cut: tether.Cut) -> str:
+    """A cell's output cut by the result budget: its values are still in the interpreter, so
+    the rest is a cell that prints a part of them, not the same cell again."""
+    return (
+        f"the cell ran once and its variables are still defined; do not run it again: run a "
+        f"cell that prints only what you need, e.g. its output from line {cut.items_kept() + 1} "
+        "on (a slice), or a summary"
+    )

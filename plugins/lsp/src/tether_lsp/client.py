@@ -220,6 +220,10 @@ class LspClient:
         return self.rpc.hang
 
     async def start(self, timeout_s: float) -> None:
+        with tether.waiting("server start", server=self.spec.id, root=str(self.root)):
+            await self._start(timeout_s)
+
+    async def _start(self, timeout_s: float) -> None:
         env = {**os.environ, **untrusted_env(self.spec.untrusted, self.run)}
         # confined: on an untrusted workdir the server writes only in the run's directory
         process = await self.run.spawn(
@@ -372,6 +376,10 @@ class LspClient:
     async def wait_ready(self, timeout_s: float, *, index: bool = True) -> bool:
         """Wait for the server's signals: its configuration loaded and, when ``index`` (a
         project-wide question), the end of its indexing progress."""
+        with tether.waiting("readiness", server=self.spec.id, index=index):
+            return await self._wait_ready(timeout_s, index=index)
+
+    async def _wait_ready(self, timeout_s: float, *, index: bool) -> bool:
         if not index:
             return await self.wait_until(
                 lambda: self.configured or not self.spec.waits_for_configuration, timeout_s

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 import attrs
 
 import tether
+from tether.budget import next_file
 from tether.resources import ResourceKey
 
 if TYPE_CHECKING:
@@ -253,6 +254,14 @@ async def describe_rename(call: tether.CallContext, args: RenameArgs) -> tether.
     return await rename.proposed_change(session, args.line, args.symbol, args.new_name)
 
 
+def _continue(call: tether.CallContext, cut: tether.Cut) -> str | None:
+    """A project's diagnostics cut by the result budget continue file by file; other actions
+    get the core's advice to ask for less."""
+    if call.args.action == "diagnostics" and call.args.file == "*" and call.args.since is None:
+        return next_file("file")(call, cut)
+    return None
+
+
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
     return [
         tether.ToolSpec(
@@ -264,6 +273,7 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
             requires=(RESOURCE,),
             parallel_safe=True,
             actions=ACTIONS,
+            continuation=tether.Continuation(next=_continue),
         ),
         tether.ToolSpec(
             name="lsp_rename",

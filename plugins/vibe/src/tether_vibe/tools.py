@@ -310,6 +310,13 @@ async def handle_list(call: tether.CallContext, args: ListArgs) -> tether.ToolRe
     )
 
 
+#: a worker's answer cut by the core's result budget: the worker is asked, not waited on again
+WORKER_CONTINUATION = tether.Continuation(
+    next="vibe_send the worker a request for the part you need (or to write its answer to a "
+    "file you then read a window at a time)"
+)
+
+
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
     read = tether.Tier.READ
     requires = (RESOURCE,)
@@ -343,6 +350,7 @@ def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
             description="Block until a worker settles (done, failed, killed) or the timeout passes; returns its status and result.",
             requires=requires,
             timeout_s=0,
+            continuation=WORKER_CONTINUATION,
         ),
         tether.ToolSpec(
             name="vibe_kill",
