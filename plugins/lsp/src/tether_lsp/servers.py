@@ -307,7 +307,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
             ".hh": "cpp",
         },
         language="c",
-        command=("clangd", "--background-index"),
+        command=("clangd", "--background-index", "--use-dirty-headers"),
         probe=("clangd", "--version"),
         root_markers=("compile_commands.json", "compile_flags.txt", ".clangd"),
         priority=10,
