@@ -24,7 +24,7 @@ from tether.text import cap
 from tether_lsp.client import LspClient
 from tether_lsp.dependents import Dependents, changed_names, find_dependents
 from tether_lsp.documents import OpenDocument
-from tether_lsp.ledger import DiagnosticLedger
+from tether_lsp.ledger import DiagnosticLedger, Seen
 from tether_lsp.queries import (
     REPORTED_SEVERITIES,
     Answers,
@@ -32,6 +32,7 @@ from tether_lsp.queries import (
     merge_diagnostics,
     seen_of,
 )
+from tether_lsp.render import format_diagnostics
 from tether_lsp.supervisor import LspSupervisor
 
 CAP = 30
@@ -49,6 +50,8 @@ class _Answer:
     #: the document the diagnostics are about (its text and disk stamp)
     doc: OpenDocument | None = None
     failure: str | None = None
+    #: the text the baseline is about
+    before_text: str = ""
 
 
 @attrs.define
@@ -160,6 +163,7 @@ async def _ask(
                 got = await client.current_diagnostics(doc, time_left(deadline))
                 baseline = None if got is None else [d for d in got if is_reported(d)]
                 answers[(id(client), path)].baseline = baseline
+                answers[(id(client), path)].before_text = doc.text
             elif path in result.before:
                 answers[(id(client), path)].baseline = []  # created by the call
         if deps is not None:
@@ -198,7 +202,8 @@ async def _find_dependents(
     limit = supervisor.config.dependents_limit
     if client.spec.companion or limit == 0:
         return None
-    names: list[str] = []
+    declared: list[str] = []
+    others: list[str] = []
     for path in files:
         old = _previous_text(client, path, before)
         if old is None:
@@ -207,11 +212,14 @@ async def _find_dependents(
             new = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        names += [name for name in changed_names(old, new) if name not in names]
-    if not names:
+        first, rest = changed_names(old, new)
+        declared += [name for name in first if name not in declared]
+        others += [name for name in rest if name not in others]
+    others = [name for name in others if name not in declared]
+    if not declared and not others:
         return None
     candidates = client.source_files()
-    found = await anyio.to_thread.run_sync(find_dependents, candidates, files, names)
+    found = await anyio.to_thread.run_sync(find_dependents, candidates, files, declared, others)
     if not found.files and not found.unread:
         return _Dependents(found, files) if found.searched else None
     deps = _Dependents(found, files, beyond=list(found.files[limit:]))
@@ -376,7 +384,13 @@ def _describe(
         else:
             baselines.append((client, answer.baseline))
     if current and not baseline_missing and not ledger.knows(path):
-        ledger.seed(path, [d for _, items in merge_diagnostics(baselines) for d in items])
+        merged_before = merge_diagnostics(baselines)
+        before_text = next((answer.before_text for _, answer in got if answer.before_text), "")
+        ledger.seed(
+            path,
+            [d for _, items in merged_before for d in items],
+            _seen_before(merged_before, rel, before_text),
+        )
     tail = "\n\n".join(f"({note})" for note in notes)
     if not current:
         return tail
@@ -391,6 +405,17 @@ def _describe(
     if not fresh:
         return tail
     return _news_note(news, len(fresh), rel, text, known, tail)
+
+
+def _seen_before(answers: Answers, rel: str, text: str) -> Seen:
+    """A write's baseline as the ledger keeps it for a checkpoint: each diagnostic with its
+    row on the text it was computed on."""
+    items = tuple(
+        (item, format_diagnostics([item], rel, text, client.encoding)[0])
+        for client, found in answers
+        for item in found
+    )
+    return Seen(items, None)
 
 
 def _news_note(news: Answers, count_new: int, rel: str, text: str, known: bool, tail: str) -> str:
@@ -424,12 +449,14 @@ def _describe_dependents(supervisor: LspSupervisor, client: LspClient, deps: _De
     server = client.spec.id
     where = ", ".join(supervisor.relative(path) for path in deps.written)
     used = _listed([f"`{name}`" for name in deps.found.names], 5)
+    if len(deps.found.names) > 1:
+        used = f"one of {used}"
     if deps.failure is not None:
         return f"({deps.failure}: the files that use names changed in {where} were not checked)"
     if not deps.answers and not deps.found.unread:
         searched = deps.found.searched
         return (
-            f"(no other of the {searched} file{'s' if searched != 1 else ''} {server} "
+            f"(none of the {searched} other file{'s' if searched != 1 else ''} {server} "
             f"covers uses a name changed in {where})"
         )
     rows: list[str] = []
@@ -446,7 +473,8 @@ def _describe_dependents(supervisor: LspSupervisor, client: LspClient, deps: _De
         merged = merge_diagnostics([(client, [d for d in answer.items if is_reported(d)])])
         items = merged[0][1]
         if not ledger.knows(path) and answer.baseline is not None:
-            ledger.seed(path, answer.baseline)
+            before = merge_diagnostics([(client, answer.baseline)])
+            ledger.seed(path, answer.baseline, _seen_before(before, rel, answer.text))
         known = ledger.knows(path)
         fresh = ledger.new_since_last(path, items)
         ledger.record(path, seen_of(merged, rel, answer.doc))

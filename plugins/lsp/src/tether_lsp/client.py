@@ -677,6 +677,8 @@ class LspClient:
             return None
         if got.version is not None:
             return got if got.version >= doc.version else None
+        if self.spec.versioned_publishes:
+            return None  # about the file on disk, not the text sent
         return got if got.seq > doc.sent_seq else None
 
     async def current_diagnostics(

@@ -44,20 +44,40 @@ FILE_CAP = 1 << 20
 SCAN_BUDGET = 64 << 20
 
 
-def changed_names(before: str, after: str) -> list[str]:
+#: a name declared or called on a line: before ``(`` or ``<`` (a function, a generic), or after
+#: a word that declares one (``def``, ``func``, ``class``, ``type``, ``const`` …)
+_DECLARED = re.compile(
+    r"\b([A-Za-z_][A-Za-z0-9_]*)\s*[(<]"
+    r"|\b(?:def|func|function|class|struct|enum|union|interface|type|typedef|const|let|var"
+    r"|trait|impl|fn|module|namespace|define)\s+\*?([A-Za-z_][A-Za-z0-9_]*)"
+)
+
+
+def changed_names(before: str, after: str) -> tuple[list[str], list[str]]:
     """The names on the lines that differ between ``before`` and ``after``, keywords and
-    one-letter names left out, in order of first appearance."""
+    one-letter names left out: (the names declared or called there — ``strbuffer_init`` of
+    ``int strbuffer_init(strbuffer_t *strbuff)`` —, the others), each in order of first
+    appearance."""
     old, new = before.splitlines(), after.splitlines()
+    declared: dict[str, None] = {}
     names: dict[str, None] = {}
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         for line in (*old[i1:i2], *new[j1:j2]):
-            for name in _WORD.findall(_code_part(line)):
-                if len(name) > 1 and name.lower() not in _KEYWORDS:
-                    names.setdefault(name)
-    return list(names)
+            code = _code_part(line)
+            for match in _DECLARED.finditer(code):
+                # ``JANSSON_ATTRS((…))``: a macro around a declaration declares nothing
+                if match[2] or not match[1].isupper():
+                    declared.setdefault(match[1] or match[2])
+            for name in _WORD.findall(code):
+                names.setdefault(name)
+
+    def kept(found: Iterable[str]) -> list[str]:
+        return [name for name in found if len(name) > 1 and name.lower() not in _KEYWORDS]
+
+    return kept(declared), kept(name for name in names if name not in declared)
 
 
 def _code_part(line: str) -> str:
@@ -84,10 +104,12 @@ class Dependents:
 
 
 def find_dependents(
-    candidates: Iterable[Path], written: Iterable[Path], names: list[str]
+    candidates: Iterable[Path], written: Iterable[Path], declared: list[str], others: list[str]
 ) -> Dependents:
-    """The files of ``candidates`` (not among ``written``) that use one of ``names`` as a
-    whole word, those using the rarest names first. Blocking: run it off the event loop."""
+    """The files of ``candidates`` (not among ``written``) that use one of the names as a
+    whole word: those using one of ``declared`` first, then by how rare the names they use
+    are. Blocking: run it off the event loop."""
+    names = [*declared, *others]
     if not names:
         return Dependents((), ())
     skip = {Path(p) for p in written}
@@ -116,8 +138,14 @@ def find_dependents(
         for name in found:
             frequency[name] = frequency.get(name, 0) + 1
 
-    def rank(path: Path) -> tuple[float, str]:
-        return (-sum(1 / frequency[name] for name in uses[path]), str(path))
+    # the files that use the rarest names declared on a changed line first, then by the
+    # rarity of all the names they use
+    first = set(declared)
+
+    def rank(path: Path) -> tuple[float, float, str]:
+        declared_score = sum(1 / frequency[name] for name in uses[path] & first)
+        score = sum(1 / frequency[name] for name in uses[path])
+        return (-declared_score, -score, str(path))
 
     files = sorted(uses, key=rank)
     used = {name for found in uses.values() for name in found}
