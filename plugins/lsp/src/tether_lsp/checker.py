@@ -56,6 +56,7 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     skipped: list[str] = []
     without: list[str] = []
     refused: list[str] = []  # servers unavailable on an untrusted workdir, with the reason
+    unusable: list[str] = []  # servers whose project is here but whose binary is not usable
     for language in sorted({spec.language for spec in supervisor.specs.values()}):
         primary_found = False
         for spec in supervisor.candidates(language):
@@ -68,6 +69,10 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
             if not probe.ok:
                 if supervisor.refusal(spec) is not None:
                     refused.append(probe.detail)  # unavailable here: say so, not "no server"
+                elif not spec.companion:
+                    # a project of this language with no usable server (a rustup stub for
+                    # rust-analyzer): not checked, and said, whether or not the next one runs
+                    unusable.append(f"{spec.id}: {probe.detail}")
                 continue
             if spec.checker:
                 chosen, passed = plan_roots(supervisor, spec)
@@ -76,7 +81,13 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
             elif spec.root_markers:  # a server that needs no project has no project to check
                 without.append(spec.id)
             primary_found = primary_found or not spec.companion
+    skipped += [f"not checked, no usable server — {line}" for line in unusable]
     if not targets:
+        if unusable:
+            raise tether.ToolError(
+                "no project checker: no usable server for the workdir's projects:\n  "
+                + "\n  ".join(refused + unusable)
+            )
         if refused:
             raise tether.ToolError("no project checker:\n  " + "\n  ".join(refused))
         reasons = "".join(f"\n  {line}" for line in skipped)
