@@ -205,6 +205,8 @@ async def _find_dependents(
     declared: list[str] = []
     others: list[str] = []
     for path in files:
+        if path in before and before[path] is None:
+            continue  # created by the call: nothing used it before
         old = _previous_text(client, path, before)
         if old is None:
             continue

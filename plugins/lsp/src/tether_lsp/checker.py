@@ -33,6 +33,9 @@ def plan_roots(supervisor: LspSupervisor, spec: ServerSpec) -> tuple[list[Path],
             continue
         outer = next((c for c in chosen if c in root.parents), None)
         outer = outer if spec.checker_covers_nested else None
+        if outer is not None and _leaves_out(supervisor, spec, outer, root):
+            # swr: the root tsconfig includes src/** only; test/ has a tsconfig of its own
+            outer = None
         if outer is not None:
             skipped.append(
                 f"{where}: inside {supervisor.relative(outer) or '.'}, whose `{shown}` run "
@@ -45,6 +48,21 @@ def plan_roots(supervisor: LspSupervisor, spec: ServerSpec) -> tuple[list[Path],
             f"roots past the first {ROOTS_CAP} found (workdir and two levels down): not checked"
         )
     return chosen, skipped
+
+
+def _leaves_out(supervisor: LspSupervisor, spec: ServerSpec, outer: Path, nested: Path) -> bool:
+    """The project at ``outer`` leaves ``nested``'s files out (its ``include``/``exclude``):
+    its checker run does not cover them, so ``nested`` is checked on its own."""
+    from tether.reading import Reader
+    from tether_lsp.crosscheck import leaves_out_nested
+
+    suffix = next(iter(spec.extensions), "")
+    try:
+        with Reader(supervisor.workdir) as reader:  # a tsconfig.json or pyproject.toml, small
+            why = leaves_out_nested(spec.id, spec.project_config, outer, nested, suffix, reader)
+    except (OSError, tether.ToolError):
+        return False
+    return why is not None
 
 
 async def run_checkers(supervisor: LspSupervisor) -> str:

@@ -202,10 +202,17 @@ def tsconfig_exclusion(root: Path, path: Path, server: str, reader: Reader) -> s
         if directory == root or root not in directory.parents:
             return None
         directory = directory.parent
+    return tsconfig_leaves_out(config_path, path, root, server, reader)
+
+
+def tsconfig_leaves_out(
+    config_path: Path, path: Path, root: Path, server: str, reader: Reader
+) -> str | None:
+    """``config_path`` (a tsconfig.json) leaves ``path`` out of its project: why."""
     config = _tsconfig(config_path, reader)
     if config is None:
         return None
-    rel = path.relative_to(directory).as_posix()
+    rel = path.relative_to(config_path.parent).as_posix()
     shown = config_path.relative_to(root).as_posix()
     files = [p for p in config.get("files") or [] if isinstance(p, str)]
     if any(Path(p).as_posix().removeprefix("./") == rel for p in files):
@@ -219,6 +226,19 @@ def tsconfig_exclusion(root: Path, path: Path, server: str, reader: Reader) -> s
     exclude = [p for p in config.get("exclude") or [] if isinstance(p, str)]
     if any(_glob_regex(p).match(rel) for p in exclude):
         return f"outside {server}'s project (`exclude` of {shown})"
+    return None
+
+
+def leaves_out_nested(
+    spec_id: str, project_config: str | None, outer: Path, nested: Path, suffix: str, reader: Reader
+) -> str | None:
+    """Whether the project at ``outer`` leaves the files of ``nested`` (a root inside it) out,
+    and why: then a checker run at ``outer`` does not cover them."""
+    probe = nested / f"__tether_probe__{suffix}"
+    if project_config == "tsconfig":
+        return tsconfig_leaves_out(outer / "tsconfig.json", probe, outer, spec_id, reader)
+    if project_config == "pyright":
+        return pyright_exclusion(outer, probe.relative_to(outer).as_posix(), spec_id, reader)
     return None
 
 
