@@ -337,7 +337,9 @@ async def _send_previous(client: LspClient, path: Path, before: Any) -> OpenDocu
         text = client.documents[uri].text
     else:
         return None
-    return await client.send_text(path, text)
+    doc = await client.send_text(path, text)
+    doc.previous_text = True
+    return doc
 
 
 def is_reported(diagnostic: dict[str, Any]) -> bool:

@@ -476,6 +476,7 @@ class LspClient:
         doc.text = text
         doc.sent_seq = self._seq
         doc.generation = self.generation
+        doc.previous_text = False
         await self.rpc.drop_kept(uri)
         await self.notify(
             "textDocument/didChange",
@@ -677,8 +678,8 @@ class LspClient:
             return None
         if got.version is not None:
             return got if got.version >= doc.version else None
-        if self.spec.versioned_publishes:
-            return None  # about the file on disk, not the text sent
+        if self.spec.versioned_publishes and doc.previous_text:
+            return None  # about the file on disk (the new text), not the old text sent
         return got if got.seq > doc.sent_seq else None
 
     async def current_diagnostics(

@@ -79,7 +79,7 @@ class ServerSpec:
     tsserver_diagnostics: bool = False
     #: its publishes for an open document carry the document's version; an unversioned one is
     #: about the file on disk (gopls diagnoses the workspace from disk) and never counts for
-    #: the open document's text
+    #: the old text of a written file sent for its baseline
     versioned_publishes: bool = False
     #: after files appear or vanish, the server takes them in on a timer: wait for the sign
     #: it did (diagnostics pushed, work ended) before asking, or a rename misses a file
