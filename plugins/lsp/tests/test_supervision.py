@@ -669,3 +669,25 @@ def test_every_family_hook_is_documented_and_tested() -> None:
     assert check_hookspecs(tether_lsp.hookspecs, readme, Path(__file__).parent) == [
         "tether_lsp_servers"
     ]
+
+
+def test_a_project_without_a_usable_server_says_what_is_missing(tmp_path: Path) -> None:
+    """Its root marker is there (Cargo.toml with rust-analyzer a rustup stub; here broken-ls
+    and absent-ls): workspace ``symbols`` and ``diagnostics "*"`` name the server and why it
+    cannot run, never "no language server has a root marker" (issue 31 §6)."""
+    (tmp_path / "broken.toml").write_text("")
+    (tmp_path / "bin").mkdir()
+    broken = tmp_path / "bin" / "broken-ls"
+    broken.write_text(
+        "#!/bin/sh\necho 'broken-ls: libfoo.so.3: cannot open shared object' >&2\nexit 127\n"
+    )
+    broken.chmod(broken.stat().st_mode | stat.S_IXUSR)
+    with open_lsp_run(tmp_path, LIMITS, plugins=[ThirdParty(tmp_path)]) as run:
+        caller = Caller(run)
+        symbols = caller.err(action="symbols", query="x")
+        assert "no language server has a root marker" not in symbols, symbols
+        assert symbols.startswith("no usable language server for the workdir's projects"), symbols
+        assert "broken-ls:" in symbols and "cannot open shared object" in symbols, symbols
+        checked = caller.err(action="diagnostics", file="*")
+        assert "has a root marker" not in checked, checked
+        assert "broken-ls:" in checked and "cannot open shared object" in checked, checked

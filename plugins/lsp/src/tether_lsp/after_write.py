@@ -19,10 +19,12 @@ import anyio
 import attrs
 
 import tether
+from tether import reading
 from tether.text import cap
 from tether_lsp.client import LspClient
+from tether_lsp.dependents import Dependents, changed_names, find_dependents
 from tether_lsp.documents import OpenDocument
-from tether_lsp.ledger import DiagnosticLedger
+from tether_lsp.ledger import DiagnosticLedger, Seen
 from tether_lsp.queries import (
     REPORTED_SEVERITIES,
     Answers,
@@ -30,6 +32,7 @@ from tether_lsp.queries import (
     merge_diagnostics,
     seen_of,
 )
+from tether_lsp.render import format_diagnostics
 from tether_lsp.supervisor import LspSupervisor
 
 CAP = 30
@@ -47,6 +50,22 @@ class _Answer:
     #: the document the diagnostics are about (its text and disk stamp)
     doc: OpenDocument | None = None
     failure: str | None = None
+    #: the text the baseline is about
+    before_text: str = ""
+
+
+@attrs.define
+class _Dependents:
+    """One server's word on the files that use names a write changed (``found``): the
+    diagnostics of those it checked, before and after, and those it did not check."""
+
+    found: Dependents
+    written: list[Path]
+    #: per file checked: its answer (``items`` None: not reported within the budget)
+    answers: dict[Path, _Answer] = attrs.field(factory=dict)
+    #: the files beyond the file budget
+    beyond: list[Path] = attrs.field(factory=list)
+    failure: str | None = None
 
 
 async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolResult) -> str | None:
@@ -61,12 +80,13 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
     ]
     clients_of, notes, by_client = await diagnosing_clients(supervisor, paths)
     answers: dict[tuple[int, Path], _Answer] = {}
+    dependents: dict[int, _Dependents] = {}
     timeout = supervisor.config.diagnostics_timeout_s
 
     # every server at once: one slow server does not make the others wait behind it
     async with anyio.create_task_group() as group:
         for client, files in by_client:
-            group.start_soon(_ask, supervisor, result, client, files, answers)
+            group.start_soon(_ask, supervisor, result, client, files, answers, dependents)
     out: list[str] = []
     for path in paths:
         clients = clients_of.get(path, [])
@@ -74,6 +94,11 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
         note = _describe(supervisor, ledger, path, got, notes[path], timeout)
         if note:
             out.append(note)
+    for client, _ in by_client:
+        if id(client) in dependents:
+            note = _describe_dependents(supervisor, client, dependents[id(client)])
+            if note:
+                out.append(note)
     return "\n" + "\n\n".join(out) if out else None
 
 
@@ -104,19 +129,29 @@ async def _ask(
     client: LspClient,
     files: list[Path],
     answers: dict[tuple[int, Path], _Answer],
+    dependents: dict[int, _Dependents],
 ) -> None:
     """``client``'s word on ``files``, into ``answers``: the baseline of each file the run has
-    not seen yet, then, once the whole change has reached it, the diagnostics of the new text."""
+    not seen yet, then, once the whole change has reached it, the diagnostics of the new text;
+    and the same for the files that use names the change altered, into ``dependents``."""
     ledger = supervisor.ledger
     timeout = supervisor.config.diagnostics_timeout_s
     for path in files:
         answers[(id(client), path)] = _Answer()
+    deps = await _find_dependents(supervisor, client, files, result.before)
+    if deps is not None:
+        dependents[id(client)] = deps
     try:
         # the text every file had before the call, all of it, then their diagnostics
         previous = {}
         for path in files:
             if not ledger.knows(path):
                 previous[path] = await _send_previous(client, path, result.before)
+        if deps is not None and any(not ledger.knows(p) for p in deps.answers):
+            # a dependent's baseline is its diagnostics against the old text of the change
+            for path in files:
+                if path not in previous:
+                    await _send_previous(client, path, result.before)
         # a first look at a file waits as a query's does (a cold server loads its
         # configuration and project meanwhile), so its start-up does not cost the baseline
         config = supervisor.config
@@ -128,8 +163,12 @@ async def _ask(
                 got = await client.current_diagnostics(doc, time_left(deadline))
                 baseline = None if got is None else [d for d in got if is_reported(d)]
                 answers[(id(client), path)].baseline = baseline
+                answers[(id(client), path)].before_text = doc.text
             elif path in result.before:
                 answers[(id(client), path)].baseline = []  # created by the call
+        if deps is not None:
+            deadline = anyio.current_time() + supervisor.config.dependents_timeout_s
+            await _dependent_baselines(client, ledger, deps, deadline)
         # the whole change reaches the server before any of it is diagnosed
         await client.refresh_documents()
         docs = []
@@ -144,9 +183,100 @@ async def _ask(
             answer.items = items
             answer.text = doc.text
             answer.doc = doc
+        if deps is not None:
+            deadline = anyio.current_time() + supervisor.config.dependents_timeout_s
+            await _dependent_diagnostics(client, deps, deadline)
     except tether.ToolError as exc:
         for path in files:
             answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
+        if deps is not None:
+            deps.failure = f"{client.spec.id}: {exc}"
+
+
+async def _find_dependents(
+    supervisor: LspSupervisor, client: LspClient, files: list[Path], before: Any
+) -> _Dependents | None:
+    """The files of ``client``'s root that use a name the write changed in ``files``, the
+    first ``dependents_limit`` of them to check; None for a diagnostics-only server (a linter
+    sees no other file) or when nothing names a declaration."""
+    limit = supervisor.config.dependents_limit
+    if client.spec.companion or limit == 0:
+        return None
+    declared: list[str] = []
+    others: list[str] = []
+    for path in files:
+        if path in before and before[path] is None:
+            continue  # created by the call: nothing used it before
+        old = _previous_text(client, path, before)
+        if old is None:
+            continue
+        try:
+            new = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        first, rest = changed_names(old, new)
+        declared += [name for name in first if name not in declared]
+        others += [name for name in rest if name not in others]
+    others = [name for name in others if name not in declared]
+    if not declared and not others:
+        return None
+    candidates = client.source_files()
+    found = await anyio.to_thread.run_sync(find_dependents, candidates, files, declared, others)
+    if not found.files and not found.unread:
+        return _Dependents(found, files) if found.searched else None
+    deps = _Dependents(found, files, beyond=list(found.files[limit:]))
+    for path in found.files[:limit]:
+        deps.answers[path] = _Answer()
+    return deps
+
+
+def _previous_text(client: LspClient, path: Path, before: Any) -> str | None:
+    """``path``'s text before the call: as the core recorded it, else as the server has it."""
+    if path in before:
+        previous = before[path]
+        return "" if previous is None else previous.decode("utf-8", errors="replace")
+    doc = client.documents.get(path.as_uri())
+    return None if doc is None else doc.text
+
+
+async def _dependent_baselines(
+    client: LspClient, ledger: DiagnosticLedger, deps: _Dependents, deadline: float
+) -> None:
+    """Each dependent the run has no baseline for, opened while the server still has the old
+    text of the change: its diagnostics then are its baseline."""
+    opened = []
+    for path in deps.answers:
+        if ledger.knows(path):
+            continue
+        try:
+            doc, _ = await client.sync_document(path)
+        except reading.UnreadableFile:
+            continue
+        opened.append((path, doc))
+    for path, doc in opened:
+        got = await client.current_diagnostics(doc, time_left(deadline))
+        deps.answers[path].baseline = None if got is None else [d for d in got if is_reported(d)]
+
+
+async def _dependent_diagnostics(client: LspClient, deps: _Dependents, deadline: float) -> None:
+    """The dependents' diagnostics once the whole change has reached the server: each is
+    sent again (a new version, so its next report is on the new state — clangd rebuilds its
+    preamble from the changed header then), bounded by ``deadline``."""
+    docs = []
+    for path in deps.answers:
+        try:
+            doc, _ = await client.sync_document(path)
+        except reading.UnreadableFile:
+            continue
+        docs.append((path, doc))
+        if client.pushes_diagnostics:
+            await client.resend(doc, rebuild=True)
+    got = await diagnose_change(client, [doc for _, doc in docs], deadline, client.resend, True)
+    for (path, doc), items in zip(docs, got, strict=True):
+        answer = deps.answers[path]
+        answer.items = items
+        answer.text = doc.text
+        answer.doc = doc
 
 
 #: how long a pushing server must send nothing before a multi-file change's pushes are taken
@@ -158,14 +288,17 @@ async def diagnose_change(
     docs: list[OpenDocument],
     deadline: float,
     resend: Callable[[OpenDocument], Awaitable[None]],
+    resent: bool = False,
 ) -> list[list[dict[str, Any]] | None]:
     """The diagnostics of every document of a change, each sent already (None: not in time),
-    taken once the whole change has reached the server."""
-    if len(docs) > 1 and client.pushes_diagnostics:
+    taken once the whole change has reached the server (``resent``: each was sent again
+    after all of it already)."""
+    if (len(docs) > 1 or resent) and client.pushes_diagnostics:
         # a pushing server may have diagnosed the first files before the rest arrived
         # (clangd: a source before its edited header): each is sent again, after all
-        for doc in docs:
-            await resend(doc)
+        if not resent:
+            for doc in docs:
+                await resend(doc)
         # and a version's first push may still be on the old state (clangd publishes
         # main.c once with its stale preamble, then again ~0.1 s later): its pushes
         # are taken once it has been quiet for a moment
@@ -204,7 +337,9 @@ async def _send_previous(client: LspClient, path: Path, before: Any) -> OpenDocu
         text = client.documents[uri].text
     else:
         return None
-    return await client.send_text(path, text)
+    doc = await client.send_text(path, text)
+    doc.previous_text = True
+    return doc
 
 
 def is_reported(diagnostic: dict[str, Any]) -> bool:
@@ -253,7 +388,13 @@ def _describe(
         else:
             baselines.append((client, answer.baseline))
     if current and not baseline_missing and not ledger.knows(path):
-        ledger.seed(path, [d for _, items in merge_diagnostics(baselines) for d in items])
+        merged_before = merge_diagnostics(baselines)
+        before_text = next((answer.before_text for _, answer in got if answer.before_text), "")
+        ledger.seed(
+            path,
+            [d for _, items in merged_before for d in items],
+            _seen_before(merged_before, rel, before_text),
+        )
     tail = "\n\n".join(f"({note})" for note in notes)
     if not current:
         return tail
@@ -268,6 +409,17 @@ def _describe(
     if not fresh:
         return tail
     return _news_note(news, len(fresh), rel, text, known, tail)
+
+
+def _seen_before(answers: Answers, rel: str, text: str) -> Seen:
+    """A write's baseline as the ledger keeps it for a checkpoint: each diagnostic with its
+    row on the text it was computed on."""
+    items = tuple(
+        (item, format_diagnostics([item], rel, text, client.encoding)[0])
+        for client, found in answers
+        for item in found
+    )
+    return Seen(items, None)
 
 
 def _news_note(news: Answers, count_new: int, rel: str, text: str, known: bool, tail: str) -> str:
@@ -286,3 +438,89 @@ def _news_note(news: Answers, count_new: int, rel: str, text: str, known: bool, 
             "checked before this write and its earlier text is unknown, so some may predate it):"
         )
     return head + "\n" + "\n".join(shown) + ("\n\n" + tail if tail else "")
+
+
+def _listed(rels: list[str], limit: int = 8) -> str:
+    shown = ", ".join(rels[:limit])
+    return shown + (f" and {len(rels) - limit} more" if len(rels) > limit else "")
+
+
+def _describe_dependents(supervisor: LspSupervisor, client: LspClient, deps: _Dependents) -> str:
+    """The note on the files that use names the write changed: their new diagnostics (under
+    the ledger's rule, as a written file's), then where the server looked and what it did not
+    check. Said even when nothing is new: an empty answer says where it looked."""
+    ledger = supervisor.ledger
+    server = client.spec.id
+    where = ", ".join(supervisor.relative(path) for path in deps.written)
+    used = _listed([f"`{name}`" for name in deps.found.names], 5)
+    if len(deps.found.names) > 1:
+        used = f"one of {used}"
+    if deps.failure is not None:
+        return f"({deps.failure}: the files that use names changed in {where} were not checked)"
+    if not deps.answers and not deps.found.unread:
+        searched = deps.found.searched
+        return (
+            f"(none of the {searched} other file{'s' if searched != 1 else ''} {server} "
+            f"covers uses a name changed in {where})"
+        )
+    rows: list[str] = []
+    count = 0
+    unknown: list[str] = []
+    checked: list[str] = []
+    late: list[str] = []
+    for path, answer in deps.answers.items():
+        rel = supervisor.relative(path)
+        if answer.items is None or answer.doc is None:
+            late.append(rel)
+            continue
+        checked.append(rel)
+        merged = merge_diagnostics([(client, [d for d in answer.items if is_reported(d)])])
+        items = merged[0][1]
+        if not ledger.knows(path) and answer.baseline is not None:
+            before = merge_diagnostics([(client, answer.baseline)])
+            ledger.seed(path, answer.baseline, _seen_before(before, rel, answer.text))
+        known = ledger.knows(path)
+        fresh = ledger.new_since_last(path, items)
+        ledger.record(path, seen_of(merged, rel, answer.doc))
+        if not fresh:
+            continue
+        if not known:
+            unknown.append(rel)
+        ids = {id(d) for d in fresh}
+        rows += format_merged([(client, [d for d in items if id(d) in ids])], rel, answer.text)
+        count += len(fresh)
+    notes: list[str] = []
+    timeout = supervisor.config.dependents_timeout_s
+    if checked and not rows:
+        notes.append(
+            f"{server} checked {_listed(checked)}, the files that use {used} (changed in "
+            f"{where}): nothing new there"
+        )
+    elif checked:
+        notes.append(f"checked by {server}: {_listed(checked)}, the files that use {used}")
+    if late:
+        notes.append(
+            f"{server} did not report on {_listed(late)} within {timeout:g} s of the write: "
+            "not checked; `lsp diagnostics` on them gives their diagnostics"
+        )
+    if deps.beyond:
+        rels = [supervisor.relative(path) for path in deps.beyond]
+        notes.append(
+            f"{len(rels)} more file{'s' if len(rels) != 1 else ''} use {used}; not checked "
+            f"(beyond `dependents_limit` = {supervisor.config.dependents_limit}): {_listed(rels)}"
+        )
+    if deps.found.unread:
+        rels = [supervisor.relative(path) for path in deps.found.unread]
+        notes.append(f"not searched for those names (too large or unreadable): {_listed(rels)}")
+    tail = "\n".join(f"({note})" for note in notes)
+    if not rows:
+        return tail
+    shown, note = cap(rows, CAP, "diagnostics shown")
+    total = f"{count}, {note}" if note else f"{count}"
+    head = f"New diagnostics in files that use {used} (changed in {where}), from {server} ({total}"
+    if unknown:
+        head += (
+            f"; baseline unknown for {_listed(unknown)}: not checked before this write, "
+            "so some may predate it"
+        )
+    return head + "):\n" + "\n".join(shown) + ("\n" + tail if tail else "")

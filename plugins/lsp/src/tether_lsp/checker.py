@@ -33,6 +33,9 @@ def plan_roots(supervisor: LspSupervisor, spec: ServerSpec) -> tuple[list[Path],
             continue
         outer = next((c for c in chosen if c in root.parents), None)
         outer = outer if spec.checker_covers_nested else None
+        if outer is not None and _leaves_out(supervisor, spec, outer, root):
+            # swr: the root tsconfig includes src/** only; test/ has a tsconfig of its own
+            outer = None
         if outer is not None:
             skipped.append(
                 f"{where}: inside {supervisor.relative(outer) or '.'}, whose `{shown}` run "
@@ -47,6 +50,21 @@ def plan_roots(supervisor: LspSupervisor, spec: ServerSpec) -> tuple[list[Path],
     return chosen, skipped
 
 
+def _leaves_out(supervisor: LspSupervisor, spec: ServerSpec, outer: Path, nested: Path) -> bool:
+    """The project at ``outer`` leaves ``nested``'s files out (its ``include``/``exclude``):
+    its checker run does not cover them, so ``nested`` is checked on its own."""
+    from tether.reading import Reader
+    from tether_lsp.crosscheck import leaves_out_nested
+
+    suffix = next(iter(spec.extensions), "")
+    try:
+        with Reader(supervisor.workdir) as reader:  # a tsconfig.json or pyproject.toml, small
+            why = leaves_out_nested(spec.id, spec.project_config, outer, nested, suffix, reader)
+    except (OSError, tether.ToolError):
+        return False
+    return why is not None
+
+
 async def run_checkers(supervisor: LspSupervisor) -> str:
     """The primary usable server of every language rooted in the workdir runs its checker, and
     so does every usable companion (diagnostics-only) server — once per file: in each root
@@ -56,6 +74,7 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     skipped: list[str] = []
     without: list[str] = []
     refused: list[str] = []  # servers unavailable on an untrusted workdir, with the reason
+    unusable: list[str] = []  # servers whose project is here but whose binary is not usable
     for language in sorted({spec.language for spec in supervisor.specs.values()}):
         primary_found = False
         for spec in supervisor.candidates(language):
@@ -68,6 +87,10 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
             if not probe.ok:
                 if supervisor.refusal(spec) is not None:
                     refused.append(probe.detail)  # unavailable here: say so, not "no server"
+                elif not spec.companion:
+                    # a project of this language with no usable server (a rustup stub for
+                    # rust-analyzer): not checked, and said, whether or not the next one runs
+                    unusable.append(f"{spec.id}: {probe.detail}")
                 continue
             if spec.checker:
                 chosen, passed = plan_roots(supervisor, spec)
@@ -76,7 +99,13 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
             elif spec.root_markers:  # a server that needs no project has no project to check
                 without.append(spec.id)
             primary_found = primary_found or not spec.companion
+    skipped += [f"not checked, no usable server — {line}" for line in unusable]
     if not targets:
+        if unusable:
+            raise tether.ToolError(
+                "no project checker: no usable server for the workdir's projects:\n  "
+                + "\n  ".join(refused + unusable)
+            )
         if refused:
             raise tether.ToolError("no project checker:\n  " + "\n  ".join(refused))
         reasons = "".join(f"\n  {line}" for line in skipped)

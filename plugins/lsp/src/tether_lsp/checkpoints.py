@@ -238,6 +238,10 @@ async def _file_since(
     now = seen_of(got.answers, rel, got.doc)
     names = ", ".join(client.spec.id for client, _ in got.answers)
     baseline = checkpoint.baseline.get(file)
+    if baseline is None and file not in checkpoint.baseline:
+        # the run's first write of it came after the mark: that write's baseline is the
+        # diagnostics of the text it had then
+        baseline = supervisor.ledger.baseline_since(file, checkpoint.marked_ns)
     if baseline is None:
         why = (
             "it changed on disk after the run last saw its diagnostics"

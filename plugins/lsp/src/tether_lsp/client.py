@@ -182,6 +182,10 @@ class LspClient:
         #: the last version of each document closed: reopened, it goes on from there, so a
         #: late publish for the closed text is never taken for the reopened one
         self._closed_versions: dict[str, int] = {}
+        #: counts the changes of the files the server knows (a refresh that sent anything, a
+        #: write): an open document sent before the last one is sent again before it is asked
+        #: about, so the server rebuilds it against the other files as they are now
+        self.generation = 0
 
     def _connect(self, request_timeout_s: float, first_request_timeout_s: float | None) -> None:
         """Make the session's :class:`RpcConnection` and take its calls onto the session."""
@@ -403,6 +407,13 @@ class LspClient:
         async with self._sync_lock:  # parallel calls must not open one document twice
             return await self._sync(path)
 
+    def source_files(self) -> list[Path]:
+        """The root's files of the server's languages as its last scan saw them, and the
+        documents open in it."""
+        paths = {Path(path) for path in self._snapshot}
+        paths.update(doc.path for doc in self.documents.values())
+        return sorted(paths)
+
     async def _scan(self) -> dict[str, tuple[int, int]]:
         suffixes = frozenset(self.spec.extensions)
         return await reading.off_loop(self.root, lambda reader: scan_root(reader, suffixes))
@@ -463,6 +474,7 @@ class LspClient:
             doc = OpenDocument(
                 path, uri, language_id, version, text, stat.st_mtime_ns, stat.st_size, self._seq
             )
+            doc.generation = self.generation
             self.documents[uri] = doc
             self._snapshot.pop(str(path), None)
             item = {"uri": uri, "languageId": language_id, "version": version, "text": text}
@@ -474,6 +486,8 @@ class LspClient:
         doc.version += 1
         doc.text = text
         doc.sent_seq = self._seq
+        doc.generation = self.generation
+        doc.previous_text = False
         await self.rpc.drop_kept(uri)
         await self.notify(
             "textDocument/didChange",
@@ -545,20 +559,26 @@ class LspClient:
         """Its diagnostics come when it pushes them (not when asked for)."""
         return not (self.spec.pull_diagnostics or self.spec.tsserver_diagnostics)
 
-    async def resend(self, doc: OpenDocument) -> None:
+    async def resend(self, doc: OpenDocument, rebuild: bool = False) -> None:
         """Send ``doc``'s text again as a new version: a pushing server diagnoses it anew, with
-        everything sent before it (the rest of a multi-file change)."""
+        everything sent before it (the rest of a multi-file change). ``rebuild``: its text is
+        the same, another file changed (clangd skips a version whose text and command did not
+        change, and publishes nothing for it, unless told ``forceRebuild``; other servers
+        ignore the field)."""
         async with self._sync_lock:
-            await self._resend(doc)
+            await self._resend(doc, rebuild)
 
-    async def _resend(self, doc: OpenDocument) -> None:
+    async def _resend(self, doc: OpenDocument, rebuild: bool = False) -> None:
         doc.version += 1
         doc.sent_seq = self._seq
+        doc.generation = self.generation
         await self.rpc.drop_kept(doc.uri)
-        params = {
+        params: dict[str, Any] = {
             "textDocument": {"uri": doc.uri, "version": doc.version},
             "contentChanges": [{"text": doc.text}],
         }
+        if rebuild:
+            params["forceRebuild"] = True
         await self.notify("textDocument/didChange", params)
 
     async def refresh_documents(self) -> bool:
@@ -574,9 +594,26 @@ class LspClient:
         async with self._sync_lock:
             refreshed = await self._refresh()
             doc, sent = await self._sync(path)
+            if doc.generation < self.generation:
+                # another file changed since the server last built this one (a header, a
+                # module it imports, changed by tether or by another process): sent again,
+                # so its diagnostics, hovers and definitions are on the files as they are now
+                await self._resend(doc, rebuild=True)
+                sent = True
             return doc, refreshed, sent
 
     async def _refresh(self) -> bool:
+        sent: list[OpenDocument] = []
+        if await self._refresh_files(sent):
+            # the documents sent by this refresh are on the new state; the others are not
+            self.generation += 1
+            for doc in sent:
+                doc.generation = self.generation
+            return True
+        return False
+
+    async def _refresh_files(self, resent: list[OpenDocument]) -> bool:
+        """The refresh, the documents it sent into ``resent``; True when anything was sent."""
         sent = False
         current = await self._changed_on_disk()
         # open documents travel as didChange below, not as file events
@@ -608,6 +645,7 @@ class LspClient:
                 except reading.UnreadableFile:
                     continue
                 opened.append(doc)
+                resent.append(doc)
                 sent = True
             if opened and self.pushes_diagnostics:
                 # it indexes an opened file as it parses it, done when it publishes for it
@@ -620,6 +658,8 @@ class LspClient:
             changed = False
             try:
                 _, changed = await self._sync(doc.path)
+                if changed:
+                    resent.append(doc)
             except reading.UnreadableFile:
                 # gone, or no longer a regular file: the server forgets it
                 await self._close_document(doc)
@@ -649,6 +689,8 @@ class LspClient:
             return None
         if got.version is not None:
             return got if got.version >= doc.version else None
+        if self.spec.versioned_publishes and doc.previous_text:
+            return None  # about the file on disk (the new text), not the old text sent
         return got if got.seq > doc.sent_seq else None
 
     async def current_diagnostics(

@@ -26,6 +26,11 @@ class LspConfig:
     ready_timeout_s: float = workdir_may_set(15.0, floor=2, above=0)
     #: how long a write waits for the server's diagnostics of the new version
     diagnostics_timeout_s: float = workdir_may_set(5.0, floor=1, above=0)
+    #: after a write, how many of the files that use a changed name have their diagnostics
+    #: asked for (the others are named as not checked); 0 checks none
+    dependents_limit: int = workdir_may_set(8, floor=2, minimum=0)
+    #: how long a write waits for those files' diagnostics, beyond its own
+    dependents_timeout_s: float = workdir_may_set(4.0, floor=1, above=0)
     #: below the core's default call timeout (120 s), so the checker's own limit speaks first
     checker_timeout_s: float = workdir_may_set(100.0, floor=10, above=0)
     #: crashes within a minute after which a server is no longer restarted

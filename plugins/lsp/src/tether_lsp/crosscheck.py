@@ -166,6 +166,80 @@ def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None
         return f"outside {client.spec.id}'s root ({root.name or root})"
     if client.spec.project_config == "pyright":
         return pyright_exclusion(root, rel.as_posix(), client.spec.id, reader)
+    if client.spec.project_config == "tsconfig":
+        return tsconfig_exclusion(root, path.resolve(), client.spec.id, reader)
+    return None
+
+
+_JSON_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def _tsconfig(path: Path, reader: Reader) -> dict[str, Any] | None:
+    """A tsconfig.json, whose JSON may carry comments and trailing commas; None: unreadable."""
+    try:
+        text = reader.read_text(path, max_bytes=SCAN_BYTES)
+    except (UnreadableFile, tether.ToolError):
+        return None
+    text = _JSON_COMMENT.sub(lambda m: m[0] if m[0].startswith('"') else "", text)
+    try:
+        data = json.loads(_TRAILING_COMMA.sub(r"\1", text))
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def tsconfig_exclusion(root: Path, path: Path, server: str, reader: Reader) -> str | None:
+    """The nearest tsconfig.json above ``path`` (up to the root) leaves it out of its project
+    (``files``/``include``/``exclude``): why. tsserver gives a file the project of the nearest
+    tsconfig.json; a file no tsconfig includes is in an inferred project of its own, where
+    imports mapped for a test runner (``swr/_internal``) do not resolve."""
+    directory = path.parent
+    root = root.resolve()
+    while True:
+        config_path = directory / "tsconfig.json"
+        if config_path.is_file():
+            break
+        if directory == root or root not in directory.parents:
+            return None
+        directory = directory.parent
+    return tsconfig_leaves_out(config_path, path, root, server, reader)
+
+
+def tsconfig_leaves_out(
+    config_path: Path, path: Path, root: Path, server: str, reader: Reader
+) -> str | None:
+    """``config_path`` (a tsconfig.json) leaves ``path`` out of its project: why."""
+    config = _tsconfig(config_path, reader)
+    if config is None:
+        return None
+    rel = path.relative_to(config_path.parent).as_posix()
+    shown = config_path.relative_to(root).as_posix()
+    files = [p for p in config.get("files") or [] if isinstance(p, str)]
+    if any(Path(p).as_posix().removeprefix("./") == rel for p in files):
+        return None
+    include = config.get("include")
+    if include is None:
+        include = [] if files else ["**/*"]
+    include = [p for p in include if isinstance(p, str)]
+    if not any(_glob_regex(p).match(rel) for p in include):
+        return f"outside {server}'s project (`include` of {shown})"
+    exclude = [p for p in config.get("exclude") or [] if isinstance(p, str)]
+    if any(_glob_regex(p).match(rel) for p in exclude):
+        return f"outside {server}'s project (`exclude` of {shown})"
+    return None
+
+
+def leaves_out_nested(
+    spec_id: str, project_config: str | None, outer: Path, nested: Path, suffix: str, reader: Reader
+) -> str | None:
+    """Whether the project at ``outer`` leaves the files of ``nested`` (a root inside it) out,
+    and why: then a checker run at ``outer`` does not cover them."""
+    probe = nested / f"__tether_probe__{suffix}"
+    if project_config == "tsconfig":
+        return tsconfig_leaves_out(outer / "tsconfig.json", probe, outer, spec_id, reader)
+    if project_config == "pyright":
+        return pyright_exclusion(outer, probe.relative_to(outer).as_posix(), spec_id, reader)
     return None
 
 

@@ -1,13 +1,18 @@
 """Which diagnostics a run has already been told about.
 
 Keyed on (severity, code, message) per file — the position is deliberately left out, so a
-diagnostic that merely moved is not new; a key whose count grows is new. Beside the keys, the
-last set seen of each file (with its rendered rows and the disk stamp of the text it was computed
-on) is kept for checkpoints (:mod:`tether_lsp.checkpoints`).
+diagnostic that merely moved is not new; a key whose count grows is new. Nothing old is ever
+new: what the run first knew of a file (its first answer, or the baseline of its first write)
+stays known, so a write that restores a file's original text does not report the file's old
+diagnostics again; a diagnostic the run itself introduced, fixed and brought back is reported
+again. Beside the keys, the last set seen of each file (with its rendered rows and the disk
+stamp of the text it was computed on) is kept for checkpoints (:mod:`tether_lsp.checkpoints`),
+and so is each first write's baseline, which is a later checkpoint's baseline for that file.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -41,11 +46,18 @@ class DiagnosticLedger:
     def __init__(self) -> None:
         self._known: dict[Path, Counter[Key]] = {}
         self._seen: dict[Path, Seen] = {}
+        #: what the run first knew of each file: never new
+        self._first: dict[Path, Counter[Key]] = {}
+        #: the baseline of the run's first write of a file it had not seen: (wall clock ns
+        #: when taken, the diagnostics of the text before the write)
+        self._baselines: dict[Path, tuple[int, Seen]] = {}
 
     def record(self, path: Path, seen: Seen) -> None:
         """The run was told ``seen`` of ``path`` (an answer or a write's note): it is what is
         known now, for the next write's "new" and for the next checkpoint."""
-        self._known[path] = Counter(diagnostic_key(item) for item, _ in seen.items)
+        counts = Counter(diagnostic_key(item) for item, _ in seen.items)
+        self._known[path] = counts
+        self._first.setdefault(path, counts)
         self._seen[path] = seen
 
     def seen(self) -> dict[Path, Seen]:
@@ -56,14 +68,28 @@ class DiagnosticLedger:
         """Whether ``path`` has a baseline: what the run was told of it before."""
         return path in self._known
 
-    def seed(self, path: Path, diagnostics: list[dict[str, Any]]) -> None:
-        """What the server said about ``path``'s text before this run's first write to it."""
+    def seed(self, path: Path, diagnostics: list[dict[str, Any]], seen: Seen | None = None) -> None:
+        """What the server said about ``path``'s text before this run's first write to it
+        (``seen``: the same with their rows, for a checkpoint marked before the write)."""
         if path not in self._known:
-            self._known[path] = key_counts(diagnostics)
+            counts = key_counts(diagnostics)
+            self._known[path] = counts
+            self._first.setdefault(path, counts)
+            if seen is not None:
+                self._baselines[path] = (time.time_ns(), seen)
+
+    def baseline_since(self, path: Path, since_ns: int) -> Seen | None:
+        """The diagnostics ``path`` had before the run's first write to it, when that write
+        came after ``since_ns`` (a checkpoint's mark): the file's text at the mark, unless
+        another process changed it in between."""
+        got = self._baselines.get(path)
+        return got[1] if got is not None and got[0] >= since_ns else None
 
     def new_since_last(self, path: Path, diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The diagnostics not reported before for ``path``; remembers the current set."""
-        fresh = new_against(self._known.get(path, Counter()), diagnostics)
+        """The diagnostics not reported before for ``path`` (nor known when the run first saw
+        it); remembers the current set."""
+        known = self._known.get(path, Counter()) | self._first.get(path, Counter())
+        fresh = new_against(known, diagnostics)
         # a fixed diagnostic is forgotten, so breaking it again is reported again
         self._known[path] = key_counts(diagnostics)
         return fresh

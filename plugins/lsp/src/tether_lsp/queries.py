@@ -391,11 +391,17 @@ async def workspace_symbols(supervisor: LspSupervisor, query: str, path: Path | 
                     choices.append(Choice(spec, root))
                     break
                 reasons.append(f"{spec.id}: {probe.detail}")
+        if not choices and reasons:
+            # the workdir is a project (Cargo.toml): what is missing is its server
+            raise tether.ToolError(
+                "no usable language server for the workdir's projects; pass `file` to pick "
+                "another project to search (its server and root are used):\n  "
+                + "\n  ".join(reasons)
+            )
         if not choices:
-            extra = ("\n  " + "\n  ".join(reasons)) if reasons else ""
             raise tether.ToolError(
                 "no language server has a root marker at the workdir; pass `file` to pick the "
-                f"project to search (its server and root are used){extra}"
+                "project to search (its server and root are used)"
             )
     sections: list[str] = []
     unsupported: list[str] = []

@@ -77,6 +77,10 @@ class ServerSpec:
     #: pull diagnostics through typescript-language-server's ``typescript.tsserverRequest``
     #: command: its pushes come one per tsserver pass, unversioned, and none says it is the last
     tsserver_diagnostics: bool = False
+    #: its publishes for an open document carry the document's version; an unversioned one is
+    #: about the file on disk (gopls diagnoses the workspace from disk) and never counts for
+    #: the old text of a written file sent for its baseline
+    versioned_publishes: bool = False
     #: after files appear or vanish, the server takes them in on a timer: wait for the sign
     #: it did (diagnostics pushed, work ended) before asking, or a rename misses a file
     settles_after_file_events: bool = False
@@ -88,7 +92,8 @@ class ServerSpec:
     #: LSP methods this server is known to answer wrongly although it advertises them
     unsupported: frozenset[str] = attrs.field(converter=_methods, factory=frozenset)
     #: how the server's project is configured, so tether can say which files it leaves out
-    #: ("pyright": ``include``/``exclude`` of pyrightconfig.json or [tool.pyright]); None: only
+    #: ("pyright": ``include``/``exclude`` of pyrightconfig.json or [tool.pyright]; "tsconfig":
+    #: the nearest tsconfig.json's ``files``/``include``/``exclude``); None: only
     #: files outside the root are known to be outside
     project_config: str | None = None
     #: a write of a file no installed server handles says "diagnostics unavailable" only for
@@ -377,6 +382,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         untrusted=_TSSERVER,
         checker_untrusted=_TSC,
         tsserver_diagnostics=True,
+        project_config="tsconfig",
     ),
     ServerSpec(
         id="clangd",
@@ -390,7 +396,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
             ".hh": "cpp",
         },
         language="c",
-        command=("clangd", "--background-index"),
+        command=("clangd", "--background-index", "--use-dirty-headers"),
         probe=("clangd", "--version"),
         root_markers=("compile_commands.json", "compile_flags.txt", ".clangd"),
         priority=10,
@@ -421,6 +427,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         checker=("go", "vet", "./..."),
         checker_covers_nested=False,
         priority=10,
+        versioned_publishes=True,
         untrusted=_GO,
         checker_untrusted=_GO,
     ),

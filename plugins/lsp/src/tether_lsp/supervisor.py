@@ -547,10 +547,24 @@ class LspSupervisor:
         specs = sorted(self.specs.values(), key=lambda spec: (spec.language, spec.priority))
         results: dict[str, str] = {}
 
+        roots_of = {spec.id: self.roots_in_workdir(spec) for spec in specs}
+        probes: dict[str, ProbeResult] = {}
+
+        async def probe(spec: ServerSpec) -> None:
+            roots = roots_of[spec.id]
+            probes[spec.id] = await self.probe(spec, roots[0] if roots else None)
+
+        async with anyio.create_task_group() as group:
+            for spec in specs:
+                group.start_soon(probe, spec)
+        defaults = self._default_servers(specs, probes, roots_of)
+        # the budget is for the starts: the version checks above are cached for the run
         deadline = anyio.current_time() + STATUS_BUDGET_S
 
         async def assess(spec: ServerSpec) -> None:
-            results[spec.id] = await self._assessment(spec, deadline)
+            results[spec.id] = await self._assessment(
+                spec, deadline, probes[spec.id], roots_of[spec.id], defaults
+            )
 
         async with anyio.create_task_group() as group:
             for spec in specs:
@@ -575,13 +589,46 @@ class LspSupervisor:
             lines += [f"  {note.removeprefix('workdir configuration: ')}" for note in ignored]
         return "\n".join(lines)
 
-    async def _assessment(self, spec: ServerSpec, deadline: float) -> str:
-        """``spec``'s line of :meth:`status`: can it answer here (started, to know), its roots,
-        and why its checker is refused."""
-        roots = self.roots_in_workdir(spec)
-        probe = await self.probe(spec, roots[0] if roots else None)
+    def _default_servers(
+        self,
+        specs: list[ServerSpec],
+        probes: dict[str, ProbeResult],
+        roots_of: dict[str, list[Path]],
+    ) -> dict[str, str]:
+        """The servers a query would start here, by language: the first usable navigation
+        server in preference order and every usable companion (a linter beside it). Each
+        language maps to its first choice's id, to name it beside the others."""
+        first: dict[str, str] = {}
+        for language in sorted({spec.language for spec in specs}):
+            for spec in self.candidates(language):
+                usable = probes.get(spec.id) is not None and probes[spec.id].ok
+                if usable and roots_of.get(spec.id) and "navigation" in spec.roles:
+                    first[language] = spec.id
+                    break
+        return first
+
+    async def _assessment(
+        self,
+        spec: ServerSpec,
+        deadline: float,
+        probe: ProbeResult,
+        roots: list[Path],
+        defaults: dict[str, str],
+    ) -> str:
+        """``spec``'s line of :meth:`status`: can it answer here (a server a query would use
+        is started, to know; another one only probed), its roots, and why its checker is
+        refused."""
         ok = probe.ok
         binary = f"usable ({probe.detail})" if ok else f"not usable: {probe.detail}"
+        chosen = defaults.get(spec.language)
+        if ok and roots and not spec.companion and chosen != spec.id:
+            # installed but not what a query here uses: started only on request
+            shown = ", ".join(self.relative(root) or "." for root in roots)
+            return (
+                f"  {spec.id} [{spec.language}] installed, not started — {probe.detail}; "
+                f"roots: {shown}; {chosen} answers for {spec.language} first (put "
+                f"{spec.id} first in `[lsp] servers.{spec.language}` to use it)"
+            )
         if ok and roots:
             # "usable" means it answered `initialize`: start it, in the run's task group so a
             # start slower than the budget goes on, and the first query gets this process
@@ -619,7 +666,9 @@ class LspSupervisor:
             running_lines.append("Running:")
             for client in running:
                 where = self.relative(client.root) or "."
-                if not client.alive:
+                if client.pid is None and client.exit_reason is None:
+                    state = "starting"
+                elif not client.alive:
                     state = f"exited: {client.exit_reason}"
                 elif client.hang.unresponsive:
                     state = (
@@ -630,8 +679,9 @@ class LspSupervisor:
                     state = "ready"
                 else:
                     state = f"still indexing: {client.busy_with()}"
+                pid = "not started yet" if client.pid is None else f"pid {client.pid}"
                 running_lines.append(
-                    f"  {client.spec.id} for {where} (pid {client.pid}, up "
+                    f"  {client.spec.id} for {where} ({pid}, up "
                     f"{time.monotonic() - client.started_at:.0f} s, {len(client.documents)} "
                     f"open files, {client.encoding} positions): {state}"
                 )
