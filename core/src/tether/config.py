@@ -153,9 +153,11 @@ class ResultBudget:
     entry lowers either. The default stays under what clients pass on (Claude Code cuts an MCP
     result at about 25,000 tokens, silently). A workdir file may lower any of them."""
 
-    max_chars: int = workdir_may_set(60_000, minimum=0, no_limit=0)
-    tools: dict[str, int] = workdir_may_set(factory=dict)
-    surfaces: dict[str, int] = workdir_may_set(factory=dict)
+    # a workdir file lowering the budget under 2,000 characters would leave the model nothing
+    # readable: below that floor the harness's value stands
+    max_chars: int = workdir_may_set(60_000, floor=2000, minimum=0, no_limit=0)
+    tools: dict[str, int] = workdir_may_set(factory=dict, floor=2000)
+    surfaces: dict[str, int] = workdir_may_set(factory=dict, floor=2000)
 
 
 @attrs.frozen
