@@ -174,3 +174,39 @@ def test_the_mcp_sdk_page_runs_as_written(tool_bin: Path, project: Path) -> None
     tools, text = out.stdout.splitlines()[:2]
     assert "'read'" in tools and "'lsp'" in tools
     assert text == "hello from the notes"
+
+
+def test_the_openai_agents_page_connects_as_written(tool_bin: Path, project: Path) -> None:
+    """The page's `MCPServerStdio(...)` exactly as written, in the Agents SDK's own environment:
+    it connects to `tether mcp` and lists tether's tools within the timeout the page sets. (The
+    page's `Runner.run` needs a model, which is not here; the connection is what the page
+    configures.)"""
+    sys.path.insert(0, str(ROOT / "contrib" / "mcp-bridge" / "tests" / "clients"))
+    import setup_clients
+
+    try:
+        env = setup_clients.ensure("openai-agents")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        require_real(False, f"the OpenAI Agents SDK ({exc})")
+    (code,) = re.findall(
+        r"```python\n(.*?)```", (CLIENT_PAGES / "openai-agents.md").read_text(), re.S
+    )
+    assert "client_session_timeout_seconds=120" in code
+    configured = code.split("\n\nasync def main")[0]
+    check = (
+        configured
+        + "\n\nimport asyncio\n\n\nasync def listed() -> None:\n"
+        + "    async with tether:\n"
+        + "        print(sorted(t.name for t in await tether.list_tools()))\n\n\n"
+        + "asyncio.run(listed())\n"
+    )
+    out = subprocess.run(
+        [str(env / "bin" / "python"), "-c", check],
+        cwd=project,
+        env=on_path(tool_bin),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "'lsp'" in out.stdout and "'read'" in out.stdout, out.stdout
