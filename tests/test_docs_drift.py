@@ -76,16 +76,19 @@ def signature_problems(code: str) -> Iterator[str]:
     if not names:
         return
     try:
-        real = list(inspect.signature(target).parameters)
+        parameters = inspect.signature(target).parameters
+        real = list(parameters)
         if real[:1] in (["self"], ["cls"]):  # a method, shown without its receiver
             real = real[1:]
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
     except (TypeError, ValueError):
         return
     parts = [p.strip() for p in listed.split(",") if p.strip() not in ("", "*", "/")]
     # `open_run(trust_workdir=True)`: a call with values shows some arguments, not the signature
     example = all(re.fullmatch(r"\w+\s*=\s*\S.*", part) for part in parts)
-    partial = example or "..." in listed or "…" in listed
-    unknown = [n for n in names if n not in real]
+    # `run.spawn(argv, **kwargs)`: any keyword it passes on is a real one
+    partial = example or takes_any or "..." in listed or "…" in listed
+    unknown = [n for n in names if n not in real and not takes_any]
     missing = [] if partial else [n for n in real if n not in names and not n.startswith("_")]
     if unknown or missing:
         said = []

@@ -199,12 +199,18 @@ def test_the_budget_of_a_call(table, tool, surface, expected):
 
 
 async def test_a_workdir_file_may_lower_the_budget_never_raise_it(tmp_path):
-    config = {"core": {"result_budget": {"max_chars": 1000}}}
+    config = {"core": {"result_budget": {"max_chars": 10_000}}}
     async with hermetic_run(
-        tmp_path, config=config, workdir_config={"core": {"result_budget": {"max_chars": 5000}}}
+        tmp_path, config=config, workdir_config={"core": {"result_budget": {"max_chars": 50_000}}}
     ) as run:
-        assert run.core.result_budget.max_chars == 1000
+        assert run.core.result_budget.max_chars == 10_000
+    async with hermetic_run(
+        tmp_path, config=config, workdir_config={"core": {"result_budget": {"max_chars": 4000}}}
+    ) as run:
+        assert run.core.result_budget.max_chars == 4000
+    # under the floor (2,000 characters) a workdir would leave the model nothing readable: the
+    # harness's value stands
     async with hermetic_run(
         tmp_path, config=config, workdir_config={"core": {"result_budget": {"max_chars": 400}}}
     ) as run:
-        assert run.core.result_budget.max_chars == 400
+        assert run.core.result_budget.max_chars == 10_000

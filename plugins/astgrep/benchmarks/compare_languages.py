@@ -10,7 +10,7 @@ compared by their start (file:line:column) and, where both start at the same pla
 every metavariable captured (whitespace, comments, commas and `;` ignored; a `$$$` capture is
 ast-grep's nodes joined). It prints both counts, how many start at the same place, how many of
 those capture differently, and examples of each side's extras and of the capture differences,
-to be judged by hand (benchmarks/RESULTS.md says which side is right). A pattern tether
+to be judged by hand (RESULTS.md beside this script says which side is right). A pattern tether
 refuses is shown as "refused" with the reason.
 """
 
