@@ -1,16 +1,24 @@
 """The text a debug session's answers are made of: frame labels, the source line a frame
-points at, an adapter's error and exception messages made readable, log point lines."""
+points at, an adapter's error and exception messages made readable, log point lines,
+locations, and the breakpoints a session holds. Stop reports, which ask the adapter for what
+they show, are :mod:`tether_debug.report`."""
 
 from __future__ import annotations
 
 import functools
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from tether.paths import OUTSIDE, is_inside, relative
 from tether.reading import UnreadableFile, read_outside
+from tether_debug import breakpoints as bp
+from tether_debug import features
+
+if TYPE_CHECKING:
+    from tether_debug.session import DebugSession
 
 
 def traceback_tail(message: str) -> str:
@@ -76,3 +84,41 @@ def logged_text(lines: list[str], dropped: int, kept: int) -> str:
     if dropped:
         head += f" ({dropped} earlier lines dropped; the last {kept} kept)"
     return "\n".join([head, *(f"  {line}" for line in lines)])
+
+
+def what(session: DebugSession) -> str:
+    """What the session debugs, and how."""
+    return f"{session.adapter.id} {session.mode} of {session.target}"
+
+
+def location(session: DebugSession, path: str | None, line: Any) -> str:
+    """``file:line`` as shown: relative to the workdir, or absolute and marked as outside
+    it (the interpreter's, a library's: its lines are not the checkout's). A line the
+    program reports is in the text it runs: when the file changed since, the session says
+    where that line is now."""
+    workdir = session.run.workdir
+    where = f"{relative(workdir, path) if path else '?'}:{line}"
+    if path and not is_inside(workdir, path):
+        where += OUTSIDE
+    if path and isinstance(line, int) and line > 0:
+        where += session.loaded.note(path, line)
+    return where
+
+
+def breakpoint_report(session: DebugSession) -> str:
+    """Each breakpoint the session holds, as the adapter answered it."""
+    parts = []
+    for path, states in session.breakpoints.items():
+        name = relative(session.run.workdir, path)
+        parts.append(f"{name}:\n{bp.render(states, name)}")
+    if session.function_breakpoints:
+        parts.append(f"functions:\n{bp.render(session.function_breakpoints)}")
+    if session.exceptions_refused:
+        offered = [name for name, _ in features.exception_filters(session.capabilities)]
+        parts.append(
+            f"Exception filters NOT set: {session.adapter.id} offers no "
+            f"{', '.join(session.exceptions_refused)} (it offers: {', '.join(offered) or 'none'})"
+        )
+    if not parts:
+        return "Breakpoints: none."
+    return "\n".join(["Breakpoints:", *parts])

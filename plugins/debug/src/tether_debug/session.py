@@ -1,12 +1,11 @@
-"""One live debug session: the DAP handshake, the program's state as events report it, the
-requests that drive and inspect it, its output, and a bounded shutdown. Reaching the adapter
-is :mod:`tether_debug.transport`, the DAP connection :mod:`tether_debug.client`, the text of
-frames, errors and log points :mod:`tether_debug.render`."""
+"""One live debug session: the DAP handshake, the program's state as events report it, an
+adapter that stops answering, and the session's end. Reaching the adapter is
+:mod:`tether_debug.transport`, the DAP connection :mod:`tether_debug.client`, the requests that
+drive and inspect the program :mod:`tether_debug.dap_requests`, the shutdown
+:mod:`tether_debug.ending`, the program's phase, stop and output :mod:`tether_debug.state`."""
 
 from __future__ import annotations
 
-import enum
-import shutil
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -15,14 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import attrs
 
-from tether import ArgumentError, ToolError
+from tether import ToolError
 from tether.hang import HangWatch, activity
-from tether.process import ManagedProcess, descendants, describe, is_alive
-from tether.text import TailBuffer, clock
-from tether_debug import breakpoints as bp
-from tether_debug import features
+from tether.process import ManagedProcess, descendants
+from tether.text import clock
+from tether_debug import dap_requests as dap
+from tether_debug import ending, features
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.breakpoints import BreakpointSpec, BreakpointState
 from tether_debug.client import (
@@ -34,101 +32,18 @@ from tether_debug.client import (
     first_of,
 )
 from tether_debug.config import DebugConfig
-from tether_debug.loaded import LoadedTexts, Placed
-from tether_debug.render import (
-    exception_text,
-    frame_label,
-    logged_text,
-    source_line,
-    traceback_tail,
-)
+from tether_debug.loaded import LoadedTexts
+from tether_debug.render import logged_text
+from tether_debug.state import OutputLog, Phase, StopPoint
 from tether_debug.transport import AdapterTransport
 
 if TYPE_CHECKING:
     from tether import Run
 
-_SHUTDOWN_S = 3.0
-_PAUSE_RETRY_S = 2.0
+__all__ = ["DebugSession", "OutputLog", "Phase", "StopPoint"]
 
-
-#: how many lines on each side of a breakpoint the adapter did not verify are tried for the
-#: nearest one it would (see DebugSession._nearest_valid_lines)
-_PROBE_SPAN = 12
-
-
-class Phase(enum.Enum):
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPED = "stopped"
-    ENDED = "ended"
-
-
-@attrs.define
-class StopPoint:
-    """Where the program stopped, as the stop event and its top frame say."""
-
-    reason: str
-    thread_id: int | None
-    description: str | None = None
-    frame_id: int | None = None
-    frame_name: str | None = None
-    path: str | None = None
-    line: int | None = None
-    source_line: str | None = None
-    exception: str | None = None
-    #: when the top frame is outside the workdir: the nearest frame inside it
-    #: (frame_id, name, path, line)
-    own_frame: tuple[int, str, str, int] | None = None
-
-
-class OutputLog:
-    """The program's stdout/stderr: a bounded tail plus a read cursor, so each ``output`` call
-    returns only what is new and says what was dropped before it was read."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self._tail = TailBuffer(max_bytes)
-        self._cursor = 0  # absolute byte offset already returned
-        self._sources: list[tuple[TailBuffer, list[int]]] = []
-
-    def write(self, text: str) -> None:
-        self._tail.write(text)
-
-    def follow(self, source: TailBuffer) -> None:
-        """Also take what is written to ``source`` (e.g. an adapter's stderr tail, where a
-        debuggee that inherited it writes), pulled in whenever the log is read."""
-        self._sources.append((source, [source.total]))
-
-    def _pull(self) -> None:
-        for source, cursor in self._sources:
-            text, _ = source.since(cursor[0])
-            cursor[0] = source.total
-            if text:
-                self._tail.write(text)
-
-    @property
-    def unread(self) -> int:
-        """Bytes written and not yet returned (dropped ones included)."""
-        self._pull()
-        return self._tail.total - self._cursor
-
-    def read_new(self, limit: int) -> tuple[str, list[str]]:
-        self._pull()
-        text, missed = self._tail.since(self._cursor)
-        notes = []
-        if missed:
-            notes.append(
-                f"{missed} bytes were dropped before they were read "
-                f"(the session keeps the last {self._tail.max_bytes} bytes)"
-            )
-        if len(text) > limit:
-            chunk = text[:limit]
-            notes.append(
-                f"{limit} of {len(text)} new characters shown; call output again for the rest"
-            )
-            self._cursor += missed + len(chunk.encode("utf-8"))
-            return chunk, notes
-        self._cursor = self._tail.total
-        return text, notes
+#: log point lines kept until the next answer (older ones are dropped and counted)
+_MAX_LOGGED = 200
 
 
 class DebugSession:
@@ -167,7 +82,7 @@ class DebugSession:
         self.start_arguments: dict[str, Any] = {}
         self.breakpoints: dict[Path, list[BreakpointState]] = {}
         #: files that changed since the program loaded them, told to the adapter
-        self._changed_sources: set[Path] = set()
+        self.changed_sources: set[Path] = set()
         self.function_breakpoints: list[BreakpointState] = []
         #: the exception filters in force, and those asked for that the adapter does not offer
         self.exceptions_set: list[str] = []
@@ -198,14 +113,14 @@ class DebugSession:
         """What says how the session ended and what it left behind."""
         self.end_reason: str | None = None
         self.ended_at: float | None = None
-        self._end_cause: str | None = None
-        self._program_ended = False
-        self._tree: set[int] = set()  # the adapter's descendants, for cleanup
+        self.end_cause: str | None = None
+        self.program_ended = False
+        self.tree: set[int] = set()  # the adapter's descendants, for cleanup
         #: processes that had left the session's trees and were ended with it ("pid `argv`")
         self.strays_ended: list[str] = []
         #: the session's processes still alive after its end (a kill that did not take)
         self.left_alive: list[str] = []
-        self._scratch: Path | None = None
+        self.scratch_dir: Path | None = None
         #: requests in a row that timed out, and since when the adapter looks hung (the core's
         #: rule, shared with tether-lsp's servers)
         self.hang = HangWatch()
@@ -236,15 +151,15 @@ class DebugSession:
     def scratch(self) -> Path:
         """A directory of this session's own (e.g. for the program an adapter builds), created
         on first use and removed when the session ends."""
-        if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix=f"tether-debug-{self.adapter.id}-"))
-        return self._scratch
+        if self.scratch_dir is None:
+            self.scratch_dir = Path(tempfile.mkdtemp(prefix=f"tether-debug-{self.adapter.id}-"))
+        return self.scratch_dir
 
-    def _notify(self) -> None:
+    def notify(self) -> None:
         self._changed.set()
         self._changed = anyio.Event()
 
-    def _forget_ids(self) -> None:
+    def forget_ids(self) -> None:
         self.seen_frames.update(self.frames)
         self.seen_references.update(self.references)
         self.frames.clear()
@@ -262,22 +177,22 @@ class DebugSession:
                 reason=str(body.get("reason", "unknown")), thread_id=body.get("threadId")
             )
             self.stop.description = body.get("description") or body.get("text")
-            self._forget_ids()
-            self._notify()
+            self.forget_ids()
+            self.notify()
         elif event == "continued":
             if self.phase is Phase.STOPPED:
                 self.phase = Phase.RUNNING
                 self.stop = None
-                self._forget_ids()
-                self._notify()
+                self.forget_ids()
+                self.notify()
         elif event == "exited":
             code = body.get("exitCode")
             self.exit_code = code if isinstance(code, int) else None
-            self._notify()
+            self.notify()
         elif event == "terminated":
-            self._program_ended = True
+            self.program_ended = True
             self._finish.set()
-            self._notify()
+            self.notify()
         elif event == "output":
             # "console"/"telemetry"/"important" are the adapter talking, not the program
             category = body.get("category", "console")
@@ -314,10 +229,10 @@ class DebugSession:
                     if "line" in info:
                         state.line = info["line"]
                         if path is not None:
-                            self._line_now(path, state)
+                            self.line_now(path, state)
                     state.message = info.get("message", state.message)
 
-    def _line_now(self, path: Path, state: BreakpointState) -> None:
+    def line_now(self, path: Path, state: BreakpointState) -> None:
         """The adapter answers in the text the program runs: its line, in the file now."""
         if state.line is None or not isinstance(state.line, int):
             return
@@ -344,7 +259,7 @@ class DebugSession:
         to end (a ``disconnect`` that goes unanswered)."""
         if self.phase is not Phase.RUNNING and self.phase is not Phase.STOPPED:
             return
-        if self._finish.is_set() or self._end_cause is not None:
+        if self._finish.is_set() or self.end_cause is not None:
             return
         if self.process is None:
             # connected straight to the program's own adapter: none of its processes is ours
@@ -369,7 +284,7 @@ class DebugSession:
             f"in a row; the session was ended ({killed}). {again} again to start over "
             f"(unresponsive since {clock(self.hang.since)}: {self.hang.why})"
         )
-        self._end_cause = self.hang_note
+        self.end_cause = self.hang_note
         self._finish.set()
 
     def session_pids(self) -> set[int]:
@@ -463,10 +378,10 @@ class DebugSession:
             raise ToolError(
                 f"{command} failed: {failure_reason(outcome['error'])}{self.transport.stderr_note()}"
             )
-        self._remember_tree()
+        ending.remember_tree(self)
         if self.phase is Phase.STARTING:
             self.phase = Phase.RUNNING
-            self._notify()
+            self.notify()
 
     async def _send_configuration(
         self,
@@ -479,9 +394,9 @@ class DebugSession:
         ``configurationDone``."""
         try:
             for path, lines in breakpoints.items():
-                await self.set_breakpoints(path, lines)
+                await dap.set_breakpoints(self, path, lines)
             if functions:
-                await self.set_function_breakpoints(functions)
+                await dap.set_function_breakpoints(self, functions)
             offered = [name for name, _ in features.exception_filters(self.capabilities)]
             filters = [name for name in exception_filters if name in offered]
             self.exceptions_set = filters
@@ -493,7 +408,7 @@ class DebugSession:
                 # a program that exits at once can lose this reply (debugpy#314)
                 await self._request_or_end("configurationDone", {})
         except (DapError, DapTimeout, AdapterGone) as exc:
-            why = f" ({self._end_cause})" if self._end_cause else ""
+            why = f" ({self.end_cause})" if self.end_cause else ""
             raise ToolError(
                 f"configuring the {self.adapter.id} adapter failed: {failure_reason(exc)}{why}"
             ) from None
@@ -525,387 +440,11 @@ class DebugSession:
         body: dict[str, Any] | None = outcome.get("body")
         return body
 
-    async def set_breakpoints(
-        self,
-        path: Path,
-        lines: Mapping[int, BreakpointSpec],
-        symbols: Mapping[int, str] | None = None,
-    ) -> list[BreakpointState]:
-        """Send one file's breakpoints, given as lines of the file now: each goes to its line in
-        the text the program loaded (``symbols`` help find an edited line), or is refused when
-        that text has none; keep what the adapter says about each (one whose settings the
-        adapter's capabilities lack is not sent, and says so)."""
-
-        def place(line: int) -> Placed:
-            return self.loaded.to_loaded(path, line, (symbols or {}).get(line))
-
-        states, sent = bp.source_breakpoints(lines, self.capabilities, self.adapter, place)
-        try:
-            await self._changed_source(path)
-            body = await self.client.request(
-                "setBreakpoints",
-                {
-                    "source": {"path": str(path), "name": path.name},
-                    "breakpoints": sent,
-                    "lines": [b["line"] for b in sent],
-                    "sourceModified": False,
-                },
-            )
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(
-                f"setting the breakpoints of {path} failed: {failure_reason(exc)}"
-            ) from None
-        bp.take_answer(states, body.get("breakpoints") or [])
-        if self.phase is not Phase.RUNNING:
-            await self._nearest_valid_lines(path, states, sent)
-        for state in states:
-            self._line_now(path, state)
-        if lines:
-            self.breakpoints[path] = states
-        else:
-            self.breakpoints.pop(path, None)
-        return states
-
-    async def _nearest_valid_lines(
-        self, path: Path, states: Sequence[BreakpointState], sent: list[dict[str, Any]]
-    ) -> None:
-        """For each line the adapter did not verify, the nearest line it would: the lines around
-        it are sent once beside the file's breakpoints, then the breakpoints alone again. Only
-        while the program is not running (before configurationDone, or stopped), so that no
-        probe can be hit."""
-        lost = [
-            s for s in states if s.refused is None and s.verified is False and s.function is None
-        ]
-        if not lost:
-            return
-        taken = {b["line"] for b in sent}
-        near: dict[int, list[int]] = {}
-        for state in lost:
-            at = state.loaded or state.requested
-            around = sorted(
-                range(max(1, at - _PROBE_SPAN), at + _PROBE_SPAN + 1), key=lambda n: abs(n - at)
-            )
-            near[at] = [n for n in around if n not in taken]
-        probes = sorted({n for lines in near.values() for n in lines})
-        source = {"path": str(path), "name": path.name}
-        try:
-            body = await self.client.request(
-                "setBreakpoints",
-                {"source": source, "breakpoints": [*sent, *({"line": n} for n in probes)]},
-            )
-            valid = {
-                probe: info.get("line") or probe
-                for probe, info in zip(
-                    probes, (body.get("breakpoints") or [])[len(sent) :], strict=False
-                )
-                if isinstance(info, Mapping) and info.get("verified")
-            }
-            restored = await self.client.request(
-                "setBreakpoints", {"source": source, "breakpoints": sent}
-            )
-        except (DapError, DapTimeout, AdapterGone):
-            return  # the answer then says only what the adapter said
-        bp.take_answer(states, restored.get("breakpoints") or [])
-        for state in lost:
-            at = state.loaded or state.requested
-            found = next((valid[n] for n in near[at] if n in valid), None)
-            if found is not None:
-                state.nearest = (
-                    found if state.loaded is None else self.loaded.to_now(path, found).line
-                )
-
-    async def _changed_source(self, path: Path) -> None:
-        """Once per file that changed since the program loaded it: what the adapter needs to
-        place lines by the program's code (see ``DebugAdapter.changed_source_requests``)."""
-        if path in self._changed_sources or not self.loaded.changed(path):
-            return
-        loaded = self.loaded.loaded(path)
-        if loaded is None:
-            return  # nothing is sent to this file (its lines are refused)
-        self._changed_sources.add(path)
-        for command, arguments in self.adapter.changed_source_requests(
-            path, len(loaded.splitlines())
-        ):
-            await self.client.request(command, arguments)
-
-    async def set_function_breakpoints(
-        self, functions: Mapping[str, BreakpointSpec]
-    ) -> list[BreakpointState]:
-        """Send the whole set of function breakpoints (DAP replaces it at each request)."""
-        states, sent = bp.function_breakpoints(functions, self.capabilities, self.adapter)
-        body: dict[str, Any] = {}
-        if sent or self.function_breakpoints:
-            try:
-                body = await self.client.request("setFunctionBreakpoints", {"breakpoints": sent})
-            except (DapError, DapTimeout, AdapterGone) as exc:
-                raise ToolError(
-                    f"setting the function breakpoints failed: {failure_reason(exc)}"
-                ) from None
-        bp.take_answer(states, body.get("breakpoints") or [])
-        self.function_breakpoints = states
-        return states
-
-    async def set_exception_filters(self, filters: Sequence[str]) -> None:
-        try:
-            await self.client.request("setExceptionBreakpoints", {"filters": list(filters)})
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(
-                f"setting the exception filters failed: {failure_reason(exc)}"
-            ) from None
-
     # --- driving ----------------------------------------------------------------------------
-
-    async def resume(self, command: str, thread_id: int | None) -> bool:
-        """continue / next / stepIn / stepOut, then wait (bounded) for the next stop or the end."""
-        if self.phase is not Phase.STOPPED and command != "continue":
-            raise ToolError(
-                f"{_OP_NAMES.get(command, command)} needs a stopped program; it is {self.describe_phase()}"
-            )
-        if self.phase is Phase.RUNNING:
-            # already running (attached, or still running after the last answer): continue
-            # means wait for the next stop; a continue request here is refused by some
-            # adapters ("debuggee is running")
-            return await self.wait_settled(self.config.stop_timeout_s)
-        tid = thread_id if thread_id is not None else await self.default_thread()
-        previous_phase, previous_stop = self.phase, self.stop
-        self.phase = Phase.RUNNING
-        self.stop = None
-        self._forget_ids()
-        self._notify()
-        try:
-            await self.client.request(command, {"threadId": tid})
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            if self.phase is Phase.RUNNING:
-                self.phase, self.stop = previous_phase, previous_stop
-            raise ToolError(
-                f"{_OP_NAMES.get(command, command)} failed: {failure_reason(exc)}"
-            ) from None
-        return await self.wait_settled(self.config.stop_timeout_s)
-
-    async def pause(self, thread_id: int | None) -> bool:
-        if self.phase is Phase.STOPPED:
-            return True
-        tid = thread_id if thread_id is not None else await self.default_thread()
-        deadline = anyio.current_time() + self.config.stop_timeout_s
-        for attempt in range(2):
-            try:
-                await self.client.request("pause", {"threadId": tid})
-            except (DapError, DapTimeout, AdapterGone) as exc:
-                raise ToolError(f"pause failed: {failure_reason(exc)}") from None
-            # lldb-vscode resumes asynchronously after configurationDone: a pause that lands
-            # before the resume took effect stops nothing, yet is answered with success; so
-            # one more pause once the first has produced no stop for a while
-            wait = max(0.0, deadline - anyio.current_time())
-            if attempt == 0:
-                wait = min(wait, _PAUSE_RETRY_S)
-            if await self.wait_settled(wait):
-                return True
-        return False
-
-    async def default_thread(self) -> int:
-        if self.stop is not None and self.stop.thread_id is not None:
-            return self.stop.thread_id
-        threads = await self.threads()
-        if not threads:
-            raise ToolError("the program has no threads to act on")
-        return int(threads[0]["id"])
-
-    async def threads(self) -> list[dict[str, Any]]:
-        try:
-            body = await self.client.request("threads")
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"threads failed: {failure_reason(exc)}") from None
-        return [t for t in body.get("threads") or [] if isinstance(t, dict)]
-
-    async def stack(
-        self, thread_id: int | None, levels: int, *, start: int = 0
-    ) -> tuple[list[dict[str, Any]], int | None]:
-        """Up to ``levels`` frames of a thread from ``start``, and the total the adapter reports
-        (if it does)."""
-        self.require_stopped("stack")
-        tid = thread_id if thread_id is not None else await self.default_thread()
-        try:
-            body = await self.client.request(
-                "stackTrace", {"threadId": tid, "startFrame": start, "levels": levels}
-            )
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"stack failed: {failure_reason(exc)}") from None
-        frames = [f for f in body.get("stackFrames") or [] if isinstance(f, dict)]
-        for frame in frames:
-            if isinstance(frame.get("name"), str):
-                frame["name"] = self.adapter.frame_name(frame["name"])
-        known = self.stop_frames.setdefault(tid, {})
-        for position, frame in enumerate(frames, start):
-            first = known.get(position)
-            if first is not None and frame_label(first) == frame_label(frame):
-                frame["id"] = first["id"]
-            else:
-                known[position] = frame
-            self.frames[int(frame["id"])] = frame_label(frame)
-        total = body.get("totalFrames")
-        return frames, total if isinstance(total, int) else None
-
-    async def describe_stop(self) -> StopPoint | None:
-        """Fill in the current stop's top frame, source line and exception (once per stop)."""
-        stop = self.stop
-        if stop is None or self.phase is not Phase.STOPPED or stop.frame_id is not None:
-            return stop
-        if stop.thread_id is None:  # delve's stop after pause names no thread
-            try:
-                stop.thread_id = await self.default_thread()
-            except ToolError:
-                pass
-        try:
-            frames, _ = await self.stack(stop.thread_id, 1)
-        except ToolError:
-            frames = []
-        if frames:
-            top = frames[0]
-            stop.frame_id = int(top["id"])
-            stop.frame_name = str(top.get("name", "?"))
-            stop.path = (top.get("source") or {}).get("path")
-            stop.line = top.get("line")
-            stop.source_line = await self.line_text(stop.path, stop.line)
-        if frames and not self._in_workdir(stop.path):
-            # stopped inside the runtime or a library (delve stops a panic in
-            # runtime.fatalpanic, a pause in runtime.gopark or libc): the nearest frame of the
-            # program's own code says more
-            try:
-                deeper, _ = await self.stack(stop.thread_id, _OWN_FRAME_SEARCH)
-            except ToolError:
-                deeper = []
-            for frame in deeper[1:]:
-                path = (frame.get("source") or {}).get("path")
-                if self._in_workdir(path):
-                    stop.own_frame = (
-                        int(frame["id"]),
-                        str(frame.get("name", "?")),
-                        str(path),
-                        int(frame.get("line") or 0),
-                    )
-                    break
-        if stop.reason == "exception" and self.capabilities.get("supportsExceptionInfoRequest"):
-            try:
-                info = await self.client.request("exceptionInfo", {"threadId": stop.thread_id})
-            except (DapError, DapTimeout, AdapterGone):
-                info = {}
-            stop.exception = exception_text(info)
-        return stop
-
-    async def line_text(self, path: str | None, line: int | None) -> str | None:
-        """Line ``line`` of ``path`` as the program runs it: from the text it loaded when the
-        file changed since (None when that text is unknown), else read from the file."""
-        if path and line and self.loaded.changed(path):
-            return self.loaded.line_text(path, line)
-        return await source_line(path, line)
-
-    def _in_workdir(self, path: str | None) -> bool:
-        if not path:
-            return False
-        try:
-            Path(path).resolve().relative_to(self.run.workdir.resolve())
-        except ValueError:
-            return False
-        return True
 
     def require_stopped(self, what: str) -> None:
         if self.phase is not Phase.STOPPED:
             raise ToolError(f"{what} needs a stopped program; it is {self.describe_phase()}")
-
-    async def scopes(self, frame_id: int) -> list[dict[str, Any]]:
-        try:
-            body = await self.client.request("scopes", {"frameId": frame_id})
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"scopes failed: {failure_reason(exc)}") from None
-        scopes = [s for s in body.get("scopes") or [] if isinstance(s, dict)]
-        self.references.update(
-            int(s["variablesReference"]) for s in scopes if s.get("variablesReference")
-        )
-        return scopes
-
-    async def variables(self, reference: int) -> list[dict[str, Any]]:
-        try:
-            body = await self.client.request("variables", {"variablesReference": reference})
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"variables failed: {failure_reason(exc)}") from None
-        variables = [v for v in body.get("variables") or [] if isinstance(v, dict)]
-        self.references.update(
-            int(v["variablesReference"]) for v in variables if v.get("variablesReference")
-        )
-        return variables
-
-    async def evaluate(self, expression: str, frame_id: int | None) -> dict[str, Any]:
-        arguments: dict[str, Any] = {"expression": expression, "context": "repl"}
-        if frame_id is not None:
-            arguments["frameId"] = frame_id
-        try:
-            body = await self.client.request("evaluate", arguments)
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            why = traceback_tail(failure_reason(exc))
-            sep = "\n" if "\n" in why else " "
-            raise ToolError(f"evaluate failed:{sep}{why}") from None
-        if body.get("variablesReference"):
-            self.references.add(int(body["variablesReference"]))
-        return body
-
-    async def set_variable(
-        self, name: str, value: str, reference: int | None, frame_id: int | None
-    ) -> tuple[dict[str, Any], str]:
-        """Assign ``name``: a child of ``reference`` (setVariable), else in the frame's scope —
-        through setExpression where the adapter offers it, else setVariable in the first of the
-        frame's scopes that holds ``name``. Returns the adapter's answer and how it was set."""
-        caps, adapter_id = self.capabilities, self.adapter.id
-        try:
-            if reference is None and features.supports(caps, "set_expression"):
-                assert frame_id is not None
-                # assigning a name that does not exist would make a new variable (Python):
-                # only what already evaluates is set
-                await self._must_exist(name, frame_id)
-                arguments: dict[str, Any] = {"expression": name, "value": value}
-                if frame_id is not None:
-                    arguments["frameId"] = frame_id
-                body = await self.client.request("setExpression", arguments)
-                return body, "setExpression"
-            features.require(caps, adapter_id, "set_variable", "set_variable")
-            if reference is None:
-                assert frame_id is not None
-                reference = await self._scope_holding(name, frame_id)
-            body = await self.client.request(
-                "setVariable", {"variablesReference": reference, "name": name, "value": value}
-            )
-        except (DapError, DapTimeout, AdapterGone) as exc:
-            raise ToolError(f"set_variable failed: {traceback_tail(failure_reason(exc))}") from None
-        return body, "setVariable"
-
-    async def _must_exist(self, name: str, frame_id: int) -> None:
-        try:
-            await self.client.request(
-                "evaluate", {"expression": name, "frameId": frame_id, "context": "watch"}
-            )
-        except DapError as exc:
-            why = traceback_tail(exc.message).strip().splitlines()[-1:]
-            raise ArgumentError(
-                "name",
-                f"no variable {name!r} in frame_id {frame_id} ({' '.join(why)}); set_variable "
-                "changes an existing variable",
-            ) from None
-
-    async def _scope_holding(self, name: str, frame_id: int) -> int:
-        """The reference of the first (cheap) scope of the frame that has a variable ``name``."""
-        looked = []
-        for scope in await self.scopes(frame_id):
-            reference = int(scope.get("variablesReference") or 0)
-            if not reference or scope.get("expensive"):
-                continue
-            looked.append(str(scope.get("name", "?")))
-            if any(v.get("name") == name for v in await self.variables(reference)):
-                return reference
-        where = f" (looked in {', '.join(looked)})" if looked else ""
-        raise ArgumentError(
-            "name",
-            f"no variable {name!r} in frame_id {frame_id}{where}; give the reference of its "
-            "container to set a member",
-        )
 
     def describe_phase(self) -> str:
         if self.phase is Phase.ENDED:
@@ -932,8 +471,8 @@ class DebugSession:
             task_status.started()
             with anyio.move_on_after(max(0.0, self.deadline - anyio.current_time())) as ttl:
                 await self._finish.wait()
-            if ttl.cancelled_caught and self._end_cause is None:
-                self._end_cause = (
+            if ttl.cancelled_caught and self.end_cause is None:
+                self.end_cause = (
                     f"the session's TTL of {self.config.ttl_s:g} s expired at {clock(time.time())}; "
                     + (
                         "debuggee and adapter killed"
@@ -942,115 +481,21 @@ class DebugSession:
                     )
                 )
             with anyio.CancelScope(shield=True):
-                await self._shutdown(client)
+                await ending.shutdown(self, client)
             tg.cancel_scope.cancel()
         self.phase = Phase.ENDED
         self.ended_at = time.time()
         self._ended.set()
-        self._notify()
-
-    async def _shutdown(self, client: DapClient) -> None:
-        self._remember_tree()
-        hung = self.hang_note is not None
-        await self._let_go(client, hung)
-        if self._end_cause is None:
-            self._end_cause = await self._unexpected_end(client)
-        self.end_reason = self._end_cause
-        await client.aclose()  # debugpy's adapter exits when its stdin closes, not on disconnect
-        if self.process is not None:
-            if not hung:
-                with anyio.move_on_after(_SHUTDOWN_S / 2):
-                    await self.process.wait()
-            await self.process.terminate(grace_s=0.5)
-        await self._end_leftovers()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-
-    async def _let_go(self, client: DapClient, hung: bool) -> None:
-        """Disconnect politely, or kill a hung adapter's processes at once."""
-        if hung:
-            # a hung adapter gets no polite disconnect and no grace: a stopped process cannot
-            # act on SIGTERM, and closing pipes it does not read could wait on it
-            if self.process is not None:
-                self.process.kill()
-            for pid in self._tree:
-                self.run.process_owner.kill_tree(pid)
-        elif not client.closed.is_set():
-            # first: an adapter may say how the program ended only now (delve's exit status)
-            with anyio.move_on_after(_SHUTDOWN_S / 2):
-                try:
-                    await client.request(
-                        "disconnect",
-                        {"terminateDebuggee": self.mode == "launch", "restart": False},
-                        timeout_s=_SHUTDOWN_S / 2,
-                    )
-                except (DapError, DapTimeout, AdapterGone):
-                    pass
-
-    async def _unexpected_end(self, client: DapClient) -> str:
-        """Why the session ended when nobody ended it: the program, or the adapter going."""
-        if self._program_ended:
-            return (
-                f"the program exited with code {self.exit_code}"
-                if self.exit_code is not None
-                else "the program ended"
-            )
-        code = None
-        if self.process is not None:
-            with anyio.move_on_after(1.0):
-                code = await self.process.wait()
-        status = f" (exit code {code})" if code is not None else ""
-        return (
-            f"the {self.adapter.id} adapter stopped unexpectedly{status}: {client.closed_reason}"
-            + self.transport.stderr_note()
-        )
-
-    async def _end_leftovers(self) -> None:
-        """End what the session started that outlived its adapter.
-
-        An adapter that exits by itself orphans its children (debugpy's launcher, the
-        debuggee). terminate() finds re-parented ones by process group and owner marker; a
-        debuggee that changed both (its own session, a scrubbed environment) would still
-        escape, so the pids seen while it ran are checked as well."""
-        owner = self.run.process_owner
-        leftovers = {pid for pid in self._tree if is_alive(pid)}
-        # A debuggee that double-forked, left its session and emptied its environment is in
-        # none of those: where this process is a subreaper it was re-parented here, and the
-        # run's orphans that started after the adapter are this session's
-        if self.process is not None:
-            since = self.process.lineage.roots.get(self.process.pid)
-            if since is not None:
-                strays = owner.strays(since, self.process.marker) - leftovers
-                self.strays_ended = [describe(pid) for pid in sorted(strays)]
-                leftovers |= strays
-        for pid in leftovers:
-            owner.kill_tree(pid)
-        with anyio.move_on_after(1.0):
-            while any(is_alive(pid) for pid in leftovers):  # reaped by whoever adopted them
-                await anyio.sleep(0.02)
-        self.left_alive = [describe(pid) for pid in sorted(leftovers) if is_alive(pid)]
-
-    def _remember_tree(self) -> None:
-        # only what the run owns: the adapter's ``systemProcessId`` is its word, not proof —
-        # a pid of someone else's is never remembered, so never killed
-        seen = self.run.process_owner.lineage.observe(self.session_pids())
-        self._tree |= seen - ({self.process.pid} if self.process else set())
+        self.notify()
 
     async def close(self, reason: str) -> None:
         """End the session (bounded); a no-op once it has ended."""
-        if self._end_cause is None and not self._ended.is_set():
-            self._end_cause = reason
+        if self.end_cause is None and not self._ended.is_set():
+            self.end_cause = reason
         self._finish.set()
         if self._client is None:
             self.phase = Phase.ENDED
             self.end_reason = self.end_reason or reason
             return
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_SHUTDOWN_S * 2):
+        with anyio.CancelScope(shield=True), anyio.move_on_after(ending.SHUTDOWN_S * 2):
             await self._ended.wait()
-
-
-_OWN_FRAME_SEARCH = 30
-#: log point lines kept until the next answer (older ones are dropped and counted)
-_MAX_LOGGED = 200
-
-_OP_NAMES = {"next": "step_over", "stepIn": "step_in", "stepOut": "step_out"}

@@ -216,13 +216,17 @@ async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
 
 
 async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
+    # the ops are imported by the first call (start-up imports none of the session machinery)
+    from tether_debug.ops import breakpoints, control, lifecycle
+
     op = args.op
     if op == "adapters":
-        return await supervisor.op_adapters()
+        return await lifecycle.op_adapters(supervisor)
     if op == "status":
-        return await supervisor.op_status()
+        return await lifecycle.op_status(supervisor)
     if op == "breakpoints":
-        return await supervisor.op_breakpoints(
+        return await breakpoints.op_breakpoints(
+            supervisor,
             file=args.file,
             lines=args.lines,
             function=args.function,
@@ -233,38 +237,45 @@ async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
         )
     if op == "launch":
         assert args.program is not None
-        return await supervisor.op_launch(args.program, args.args or [], args.adapter)
+        return await lifecycle.op_launch(supervisor, args.program, args.args or [], args.adapter)
     if op == "attach":
-        return await supervisor.op_attach(args.port, args.pid, args.adapter)
+        return await lifecycle.op_attach(supervisor, args.port, args.pid, args.adapter)
     if op in _RESUME:
-        return await supervisor.op_resume(_RESUME[op], args.thread_id)
+        return await control.op_resume(supervisor, _RESUME[op], args.thread_id)
     if op == "pause":
-        return await supervisor.op_pause(args.thread_id)
-    if op == "threads":
-        return await supervisor.op_threads()
-    if op == "stack":
-        return await supervisor.op_stack(args.thread_id)
-    if op == "scopes":
-        assert args.frame_id is not None
-        return await supervisor.op_scopes(args.frame_id)
-    if op == "variables":
-        assert args.reference is not None
-        return await supervisor.op_variables(args.reference)
-    if op == "evaluate":
-        assert args.expression is not None
-        return await supervisor.op_evaluate(args.expression, args.frame_id)
-    if op == "set_variable":
-        assert args.name is not None and args.value is not None
-        return await supervisor.op_set_variable(
-            args.name, args.value, args.reference, args.frame_id
-        )
+        return await control.op_pause(supervisor, args.thread_id)
     if op == "run_to":
         assert args.file is not None and args.line is not None
-        return await supervisor.op_run_to(args.file, args.line, args.thread_id)
+        return await control.op_run_to(supervisor, args.file, args.line, args.thread_id)
     if op == "output":
-        return await supervisor.op_output()
-    assert op == "terminate"
-    return await supervisor.op_terminate()
+        return await control.op_output(supervisor)
+    if op == "terminate":
+        return await control.op_terminate(supervisor)
+    return await _inspect(supervisor, args)
+
+
+async def _inspect(supervisor: DebugSupervisor, args: DebugArgs) -> str:
+    """The ops that look at a stopped program."""
+    from tether_debug.ops import inspection
+
+    op = args.op
+    if op == "threads":
+        return await inspection.op_threads(supervisor)
+    if op == "stack":
+        return await inspection.op_stack(supervisor, args.thread_id)
+    if op == "scopes":
+        assert args.frame_id is not None
+        return await inspection.op_scopes(supervisor, args.frame_id)
+    if op == "variables":
+        assert args.reference is not None
+        return await inspection.op_variables(supervisor, args.reference)
+    if op == "evaluate":
+        assert args.expression is not None
+        return await inspection.op_evaluate(supervisor, args.expression, args.frame_id)
+    assert op == "set_variable" and args.name is not None and args.value is not None
+    return await inspection.op_set_variable(
+        supervisor, args.name, args.value, args.reference, args.frame_id
+    )
 
 
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:

@@ -20,7 +20,7 @@ from tether_debug.config import DebugConfig
 
 if TYPE_CHECKING:
     from tether import Run
-    from tether_debug.session import OutputLog
+    from tether_debug.state import OutputLog
 
 LOCALHOST = "127.0.0.1"
 # The adapter's stdout lines read while looking for where it listens (a longer one is skipped).
