@@ -178,6 +178,75 @@ async def measure_starts(workdir: Path, starts: int) -> dict[str, float]:
     return {"raw_start": statistics.median(raw_starts), "py_start": statistics.median(our_starts)}
 
 
+async def measure_python_cells(
+    run: tether.Run, raw: RawKernel, workdir: Path, cells: int
+) -> dict[str, float]:
+    """A trivial cell's round trip: raw kernel vs eval in-process, then vs a ``tether session``."""
+    out: dict[str, float] = {}
+    await cell(run, "1")
+    raw_samples, our_samples = [], []
+    for _ in range(cells):
+        raw_samples.append(await raw.cell())
+        our_samples.append(await timed_cell(run))
+    out["raw_cell"] = statistics.median(raw_samples)
+    out["py_cell"] = statistics.median(our_samples)
+    # The in-process kernel idles while the session's runs: two busy kernels would share
+    # the cores.
+    session = SessionClient(workdir)
+    session.cell()
+    raw_samples, session_samples = [], []
+    for _ in range(cells):
+        raw_samples.append(await raw.cell())
+        session_samples.append(session.cell())
+    session.stop()
+    out["raw_cell_2"] = statistics.median(raw_samples)
+    out["session_cell"] = statistics.median(session_samples)
+    return out
+
+
+async def measure_python_bridge(run: tether.Run, bridge_calls: int) -> dict[str, float]:
+    """A tool called directly vs through ``tool()`` inside a python cell."""
+    direct = []
+    for _ in range(bridge_calls):
+        t = time.perf_counter()
+        await run.call("ping", {})
+        direct.append(time.perf_counter() - t)
+    timed = await cell(
+        run,
+        "import time, statistics\nsamples = []\n"
+        f"for _ in range({bridge_calls}):\n"
+        "    t = time.perf_counter(); tool('ping'); samples.append(time.perf_counter() - t)\n"
+        "print(statistics.median(samples))",
+    )
+    return {"direct": statistics.median(direct), "py_bridge": float(timed.text_content.split()[0])}
+
+
+async def measure_node(run: tether.Run, cells: int, bridge_calls: int) -> dict[str, float]:
+    """node's start, a trivial cell vs a raw ``vm`` round trip, and the bridge from a cell."""
+    out: dict[str, float] = {}
+    t = time.perf_counter()
+    await run.resources["eval_interpreters"].get("javascript")
+    out["js_start"] = time.perf_counter() - t
+    raw_node = RawNode()
+    node_raw, node_ours = [], []
+    for _ in range(cells):
+        node_raw.append(raw_node.cell())
+        node_ours.append(await timed_cell(run, "javascript"))
+    raw_node.stop()
+    out["raw_node"] = statistics.median(node_raw)
+    out["js_cell"] = statistics.median(node_ours)
+    timed = await cell(
+        run,
+        "const s = []; for (let i = 0; i < "
+        f"{bridge_calls}"
+        "; i++) { const t = performance.now(); await tool('ping'); s.push(performance.now() - t); }\n"
+        "s.sort((a, b) => a - b); s[Math.floor(s.length / 2)] / 1000",
+        "javascript",
+    )
+    out["js_bridge"] = float(timed.text_content.split()[0])
+    return out
+
+
 async def measure(cells: int, bridge_calls: int, starts: int) -> dict[str, float]:
     """Raw and tether samples interleaved, so the machine's load hits both alike."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-wd-"))
@@ -191,62 +260,12 @@ async def measure(cells: int, bridge_calls: int, starts: int) -> dict[str, float
         entry_points=False,
     ) as run:
         run.register_host_tool(PING)
-        interpreters = run.resources["eval_interpreters"]
-        await cell(run, "1")
-        raw_samples, our_samples = [], []
-        for _ in range(cells):
-            raw_samples.append(await raw.cell())
-            our_samples.append(await timed_cell(run))
-        out["raw_cell"] = statistics.median(raw_samples)
-        out["py_cell"] = statistics.median(our_samples)
-        # The in-process kernel idles while the session's runs: two busy kernels would share
-        # the cores.
-        session = SessionClient(workdir)
-        session.cell()
-        raw_samples, session_samples = [], []
-        for _ in range(cells):
-            raw_samples.append(await raw.cell())
-            session_samples.append(session.cell())
-        session.stop()
-        out["raw_cell_2"] = statistics.median(raw_samples)
-        out["session_cell"] = statistics.median(session_samples)
-        direct = []
-        for _ in range(bridge_calls):
-            t = time.perf_counter()
-            await run.call("ping", {})
-            direct.append(time.perf_counter() - t)
-        out["direct"] = statistics.median(direct)
-        timed = await cell(
-            run,
-            "import time, statistics\nsamples = []\n"
-            f"for _ in range({bridge_calls}):\n"
-            "    t = time.perf_counter(); tool('ping'); samples.append(time.perf_counter() - t)\n"
-            "print(statistics.median(samples))",
-        )
-        out["py_bridge"] = float(timed.text_content.split()[0])
+        out.update(await measure_python_cells(run, raw, workdir, cells))
+        out.update(await measure_python_bridge(run, bridge_calls))
         # Only node runs in the node phase: two idle kernels would share the 2 cores.
         await raw.stop()
-        await interpreters.discard("python")
-        t = time.perf_counter()
-        await interpreters.get("javascript")
-        out["js_start"] = time.perf_counter() - t
-        raw_node = RawNode()
-        node_raw, node_ours = [], []
-        for _ in range(cells):
-            node_raw.append(raw_node.cell())
-            node_ours.append(await timed_cell(run, "javascript"))
-        raw_node.stop()
-        out["raw_node"] = statistics.median(node_raw)
-        out["js_cell"] = statistics.median(node_ours)
-        timed = await cell(
-            run,
-            "const s = []; for (let i = 0; i < "
-            f"{bridge_calls}"
-            "; i++) { const t = performance.now(); await tool('ping'); s.push(performance.now() - t); }\n"
-            "s.sort((a, b) => a - b); s[Math.floor(s.length / 2)] / 1000",
-            "javascript",
-        )
-        out["js_bridge"] = float(timed.text_content.split()[0])
+        await run.resources["eval_interpreters"].discard("python")
+        out.update(await measure_node(run, cells, bridge_calls))
     shutil.rmtree(workdir, ignore_errors=True)
     return out
 

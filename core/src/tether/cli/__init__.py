@@ -142,6 +142,17 @@ def _parser(plugins: TetherPluginManager | None = None) -> argparse.ArgumentPars
         "recover", help="finish or undo the file changes a killed run left on a workdir"
     )
     p.add_argument("--workdir", default=".", help="the checkout (default: .)")
+    _add_tools_command(sub)
+    _add_call_command(sub)
+    _add_session_command(sub)
+    _add_serve_command(sub)
+    if plugins is not None:
+        plugins.hook.tether_cli_commands(subparsers=sub)
+    return parser
+
+
+def _add_tools_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``tether tools``: the tools a session with these flags registers."""
     p = sub.add_parser("tools", help="list the tools a session with these flags registers")
     add_run_options(p)
     p.add_argument("--format", choices=get_args(SchemaFormat), default="json")
@@ -151,26 +162,33 @@ def _parser(plugins: TetherPluginManager | None = None) -> argparse.ArgumentPars
     p.add_argument(
         "--approve", choices=[t.value for t in Tier], default=None, help="accepted, as for session"
     )
-    for name, text in (
-        ("call", "one tool call in a fresh run"),
-        ("session", "a long run over stdio (JSON lines)"),
-    ):
-        p = sub.add_parser(name, help=text)
-        if name == "call":
-            p.add_argument("tool")
-            p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
-            p.add_argument(
-                "--text",
-                action="store_true",
-                help="print the content blocks as text (for a person), not one JSON line",
-            )
-        add_run_options(p, approve=True)
-        if name == "call":
-            add_attach_options(p)
-        if name == "session":
-            p.add_argument(
-                "--interactive", action="store_true", help="a person answers cards on this stream"
-            )
+
+
+def _add_call_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``tether call TOOL [ARGS]``: one tool call in a fresh run (or an attached one)."""
+    p = sub.add_parser("call", help="one tool call in a fresh run")
+    p.add_argument("tool")
+    p.add_argument("args", nargs="?", default="{}", help="the arguments as a JSON object")
+    p.add_argument(
+        "--text",
+        action="store_true",
+        help="print the content blocks as text (for a person), not one JSON line",
+    )
+    add_run_options(p, approve=True)
+    add_attach_options(p)
+
+
+def _add_session_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``tether session``: a long run over stdio (JSON lines)."""
+    p = sub.add_parser("session", help="a long run over stdio (JSON lines)")
+    add_run_options(p, approve=True)
+    p.add_argument(
+        "--interactive", action="store_true", help="a person answers cards on this stream"
+    )
+
+
+def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``tether serve``: one run served to many clients over a Unix socket."""
     p = sub.add_parser("serve", help="serve one run to many clients (a Unix socket)")
     add_run_options(p, approve=True)
     p.set_defaults(surface="default")
@@ -191,9 +209,6 @@ def _parser(plugins: TetherPluginManager | None = None) -> argparse.ArgumentPars
     p.add_argument(
         "--stop", action="store_true", help="stop the server of this workdir and configuration"
     )
-    if plugins is not None:
-        plugins.hook.tether_cli_commands(subparsers=sub)
-    return parser
 
 
 def add_attach_options(p: argparse.ArgumentParser) -> None:
