@@ -53,6 +53,12 @@ class _Answer:
     #: the text the baseline is about
     before_text: str = ""
 
+    def take(self, items: list[dict[str, Any]] | None, doc: OpenDocument) -> None:
+        """Record the server's report (``items``) on ``doc``, the text just written."""
+        self.items = items
+        self.text = doc.text
+        self.doc = doc
+
 
 @attrs.define
 class _Dependents:
@@ -134,63 +140,81 @@ async def _ask(
     """``client``'s word on ``files``, into ``answers``: the baseline of each file the run has
     not seen yet, then, once the whole change has reached it, the diagnostics of the new text;
     and the same for the files that use names the change altered, into ``dependents``."""
-    ledger = supervisor.ledger
-    timeout = supervisor.config.diagnostics_timeout_s
     for path in files:
         answers[(id(client), path)] = _Answer()
+    mine = {path: answers[(id(client), path)] for path in files}
     deps = await _find_dependents(supervisor, client, files, result.before)
     if deps is not None:
         dependents[id(client)] = deps
     try:
-        # the text every file had before the call, all of it, then their diagnostics
-        previous = {}
-        for path in files:
-            if not ledger.knows(path):
-                previous[path] = await _send_previous(client, path, result.before)
-        if deps is not None and any(not ledger.knows(p) for p in deps.answers):
-            # a dependent's baseline is its diagnostics against the old text of the change
-            for path in files:
-                if path not in previous:
-                    await _send_previous(client, path, result.before)
-        # a first look at a file waits as a query's does (a cold server loads its
-        # configuration and project meanwhile), so its start-up does not cost the baseline
-        config = supervisor.config
-        deadline = anyio.current_time() + max(config.ready_timeout_s, timeout)
-        if previous:
-            await client.wait_ready(time_left(deadline), index=False)
-        for path, doc in previous.items():
-            if doc is not None:
-                got = await client.current_diagnostics(doc, time_left(deadline))
-                baseline = None if got is None else [d for d in got if is_reported(d)]
-                answers[(id(client), path)].baseline = baseline
-                answers[(id(client), path)].before_text = doc.text
-            elif path in result.before:
-                answers[(id(client), path)].baseline = []  # created by the call
-        if deps is not None:
-            deadline = anyio.current_time() + supervisor.config.dependents_timeout_s
-            await _dependent_baselines(client, ledger, deps, deadline)
-        # the whole change reaches the server before any of it is diagnosed
-        await client.refresh_documents()
-        docs = []
-        for path in files:
-            doc, _ = await client.sync_document(path)
-            await client.save(doc)
-            docs.append(doc)
-        deadline = anyio.current_time() + timeout
-        got_all = await diagnose_change(client, docs, deadline, client.resend)
-        for path, doc, items in zip(files, docs, got_all, strict=True):
-            answer = answers[(id(client), path)]
-            answer.items = items
-            answer.text = doc.text
-            answer.doc = doc
-        if deps is not None:
-            deadline = anyio.current_time() + supervisor.config.dependents_timeout_s
-            await _dependent_diagnostics(client, deps, deadline)
+        await _ask_baselines(supervisor, client, mine, result.before, deps)
+        await _ask_written(supervisor, client, mine, deps)
     except tether.ToolError as exc:
-        for path in files:
-            answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
+        for answer in mine.values():
+            answer.failure = f"{client.spec.id}: {exc}"
         if deps is not None:
             deps.failure = f"{client.spec.id}: {exc}"
+
+
+async def _ask_baselines(
+    supervisor: LspSupervisor,
+    client: LspClient,
+    answers: dict[Path, _Answer],
+    before: Any,
+    deps: _Dependents | None,
+) -> None:
+    """The baseline of each written file (``answers``' keys) the run has not seen yet, and of
+    each dependent: the server is given the text every file had before the call, all of it,
+    then asked for its diagnostics."""
+    ledger = supervisor.ledger
+    previous = {}
+    for path in answers:
+        if not ledger.knows(path):
+            previous[path] = await _send_previous(client, path, before)
+    if deps is not None and any(not ledger.knows(p) for p in deps.answers):
+        # a dependent's baseline is its diagnostics against the old text of the change
+        for path in answers:
+            if path not in previous:
+                await _send_previous(client, path, before)
+    # a first look at a file waits as a query's does (a cold server loads its
+    # configuration and project meanwhile), so its start-up does not cost the baseline
+    config = supervisor.config
+    deadline = anyio.current_time() + max(config.ready_timeout_s, config.diagnostics_timeout_s)
+    if previous:
+        await client.wait_ready(time_left(deadline), index=False)
+    for path, doc in previous.items():
+        if doc is not None:
+            got = await client.current_diagnostics(doc, time_left(deadline))
+            answers[path].baseline = None if got is None else [d for d in got if is_reported(d)]
+            answers[path].before_text = doc.text
+        elif path in before:
+            answers[path].baseline = []  # created by the call
+    if deps is not None:
+        deadline = anyio.current_time() + config.dependents_timeout_s
+        await _dependent_baselines(client, ledger, deps, deadline)
+
+
+async def _ask_written(
+    supervisor: LspSupervisor,
+    client: LspClient,
+    answers: dict[Path, _Answer],
+    deps: _Dependents | None,
+) -> None:
+    """The diagnostics of the new text of each written file (``answers``' keys) and of each
+    dependent: the whole change reaches the server before any of it is diagnosed."""
+    await client.refresh_documents()
+    docs = []
+    for path in answers:
+        doc, _ = await client.sync_document(path)
+        await client.save(doc)
+        docs.append(doc)
+    deadline = anyio.current_time() + supervisor.config.diagnostics_timeout_s
+    got_all = await diagnose_change(client, docs, deadline, client.resend)
+    for answer, doc, items in zip(answers.values(), docs, got_all, strict=True):
+        answer.take(items, doc)
+    if deps is not None:
+        deadline = anyio.current_time() + supervisor.config.dependents_timeout_s
+        await _dependent_diagnostics(client, deps, deadline)
 
 
 async def _find_dependents(
@@ -273,10 +297,7 @@ async def _dependent_diagnostics(client: LspClient, deps: _Dependents, deadline:
             await client.resend(doc, rebuild=True)
     got = await diagnose_change(client, [doc for _, doc in docs], deadline, client.resend, True)
     for (path, doc), items in zip(docs, got, strict=True):
-        answer = deps.answers[path]
-        answer.items = items
-        answer.text = doc.text
-        answer.doc = doc
+        deps.answers[path].take(items, doc)
 
 
 #: how long a pushing server must send nothing before a multi-file change's pushes are taken
@@ -346,6 +367,21 @@ def is_reported(diagnostic: dict[str, Any]) -> bool:
     return (diagnostic.get("severity") or 1) in REPORTED_SEVERITIES
 
 
+@attrs.define
+class _Gathered:
+    """The servers' answers on one written file, sorted out."""
+
+    notes: list[str]
+    #: every server answered: what the run saw is the whole picture
+    complete: bool
+    #: each answering server's reported diagnostics of the text written
+    current: Answers = attrs.field(factory=list)
+    #: their baselines (None: some answering server has none)
+    baselines: Answers | None = attrs.field(factory=list)
+    text: str = ""
+    doc: OpenDocument | None = None
+
+
 def _describe(
     supervisor: LspSupervisor,
     ledger: DiagnosticLedger,
@@ -356,59 +392,66 @@ def _describe(
 ) -> str:
     """The note for one written file: its new diagnostics, and why any server is missing."""
     rel = supervisor.relative(path)
-    notes = list(notes)
-    complete = not notes  # every server answered: what the run saw is the whole picture
-    current: Answers = []
-    baselines: Answers = []
-    baseline_missing = False
-    text = ""
-    doc: OpenDocument | None = None
-    for client, answer in got:
-        if answer.failure is not None:
-            notes.append(answer.failure)
-            complete = False
-            continue
-        if answer.items is None:
-            # not "nothing new": the answer is on its way and the next question gets it
-            notes.append(
-                f"{client.spec.id} is still computing the diagnostics of {rel} after "
-                f"{timeout:g} s: not computed yet for the text just written; `lsp diagnostics` "
-                f"for {rel} gives them once it is done"
-            )
-            complete = False
-            continue
-        current.append((client, [d for d in answer.items if is_reported(d)]))
-        root_note = supervisor.root_note(client)
-        if root_note:
-            notes.append(root_note)
-        text = answer.text
-        doc = doc or answer.doc
-        if answer.baseline is None:
-            baseline_missing = True
-        else:
-            baselines.append((client, answer.baseline))
-    if current and not baseline_missing and not ledger.knows(path):
-        merged_before = merge_diagnostics(baselines)
+    seen = _gather(supervisor, rel, got, notes, timeout)
+    if seen.current and seen.baselines is not None and not ledger.knows(path):
+        merged_before = merge_diagnostics(seen.baselines)
         before_text = next((answer.before_text for _, answer in got if answer.before_text), "")
         ledger.seed(
             path,
             [d for _, items in merged_before for d in items],
             _seen_before(merged_before, rel, before_text),
         )
-    tail = "\n\n".join(f"({note})" for note in notes)
-    if not current:
+    tail = "\n\n".join(f"({note})" for note in seen.notes)
+    if not seen.current:
         return tail
-    merged = merge_diagnostics(current)
+    merged = merge_diagnostics(seen.current)
     known = ledger.knows(path)
     fresh = ledger.new_since_last(path, [d for _, items in merged for d in items])
-    if doc is not None and complete:
+    if seen.doc is not None and seen.complete:
         # what the run was told of the text just written: a checkpoint's baseline
-        ledger.record(path, seen_of(merged, rel, doc))
+        ledger.record(path, seen_of(merged, rel, seen.doc))
     fresh_ids = {id(d) for d in fresh}
     news = [(client, [d for d in items if id(d) in fresh_ids]) for client, items in merged]
     if not fresh:
         return tail
-    return _news_note(news, len(fresh), rel, text, known, tail)
+    return _news_note(news, len(fresh), rel, seen.text, known, tail)
+
+
+def _gather(
+    supervisor: LspSupervisor,
+    rel: str,
+    got: list[tuple[LspClient, _Answer]],
+    notes: list[str],
+    timeout: float,
+) -> _Gathered:
+    """Each server's answer on ``rel`` (``got``) sorted into diagnostics, baselines and notes
+    (after ``notes``) on the servers that failed or are late."""
+    seen = _Gathered(notes=list(notes), complete=not notes)
+    for client, answer in got:
+        if answer.failure is not None:
+            seen.notes.append(answer.failure)
+            seen.complete = False
+            continue
+        if answer.items is None:
+            # not "nothing new": the answer is on its way and the next question gets it
+            seen.notes.append(
+                f"{client.spec.id} is still computing the diagnostics of {rel} after "
+                f"{timeout:g} s: not computed yet for the text just written; `lsp diagnostics` "
+                f"for {rel} gives them once it is done"
+            )
+            seen.complete = False
+            continue
+        seen.current.append((client, [d for d in answer.items if is_reported(d)]))
+        root_note = supervisor.root_note(client)
+        if root_note:
+            seen.notes.append(root_note)
+        seen.text = answer.text
+        seen.doc = seen.doc or answer.doc
+        if answer.baseline is None:
+            seen.baselines = None
+        elif seen.baselines is not None:
+            seen.baselines.append((client, answer.baseline))
+    return seen
 
 
 def _seen_before(answers: Answers, rel: str, text: str) -> Seen:
@@ -445,11 +488,24 @@ def _listed(rels: list[str], limit: int = 8) -> str:
     return shown + (f" and {len(rels) - limit} more" if len(rels) > limit else "")
 
 
+@attrs.define
+class _DependentNews:
+    """What the dependents' answers say: their new diagnostics' rows and the files seen."""
+
+    rows: list[str] = attrs.field(factory=list)
+    #: new diagnostics in all
+    count: int = 0
+    #: files with new diagnostics but no baseline
+    unknown: list[str] = attrs.field(factory=list)
+    checked: list[str] = attrs.field(factory=list)
+    #: files the server did not report on in time
+    late: list[str] = attrs.field(factory=list)
+
+
 def _describe_dependents(supervisor: LspSupervisor, client: LspClient, deps: _Dependents) -> str:
     """The note on the files that use names the write changed: their new diagnostics (under
     the ledger's rule, as a written file's), then where the server looked and what it did not
     check. Said even when nothing is new: an empty answer says where it looked."""
-    ledger = supervisor.ledger
     server = client.spec.id
     where = ", ".join(supervisor.relative(path) for path in deps.written)
     used = _listed([f"`{name}`" for name in deps.found.names], 5)
@@ -463,17 +519,35 @@ def _describe_dependents(supervisor: LspSupervisor, client: LspClient, deps: _De
             f"(none of the {searched} other file{'s' if searched != 1 else ''} {server} "
             f"covers uses a name changed in {where})"
         )
-    rows: list[str] = []
-    count = 0
-    unknown: list[str] = []
-    checked: list[str] = []
-    late: list[str] = []
+    news = _dependent_news(supervisor, client, deps)
+    notes = _dependent_notes(supervisor, server, deps, news, used, where)
+    tail = "\n".join(f"({note})" for note in notes)
+    if not news.rows:
+        return tail
+    shown, note = cap(news.rows, CAP, "diagnostics shown")
+    total = f"{news.count}, {note}" if note else f"{news.count}"
+    head = f"New diagnostics in files that use {used} (changed in {where}), from {server} ({total}"
+    if news.unknown:
+        head += (
+            f"; baseline unknown for {_listed(news.unknown)}: not checked before this write, "
+            "so some may predate it"
+        )
+    return head + "):\n" + "\n".join(shown) + ("\n" + tail if tail else "")
+
+
+def _dependent_news(
+    supervisor: LspSupervisor, client: LspClient, deps: _Dependents
+) -> _DependentNews:
+    """The dependents' new diagnostics under the ledger's rule (each answer's baseline seeds
+    the ledger when it has none), recording what the run is told of each."""
+    ledger = supervisor.ledger
+    news = _DependentNews()
     for path, answer in deps.answers.items():
         rel = supervisor.relative(path)
         if answer.items is None or answer.doc is None:
-            late.append(rel)
+            news.late.append(rel)
             continue
-        checked.append(rel)
+        news.checked.append(rel)
         merged = merge_diagnostics([(client, [d for d in answer.items if is_reported(d)])])
         items = merged[0][1]
         if not ledger.knows(path) and answer.baseline is not None:
@@ -485,22 +559,34 @@ def _describe_dependents(supervisor: LspSupervisor, client: LspClient, deps: _De
         if not fresh:
             continue
         if not known:
-            unknown.append(rel)
+            news.unknown.append(rel)
         ids = {id(d) for d in fresh}
-        rows += format_merged([(client, [d for d in items if id(d) in ids])], rel, answer.text)
-        count += len(fresh)
+        news.rows += format_merged([(client, [d for d in items if id(d) in ids])], rel, answer.text)
+        news.count += len(fresh)
+    return news
+
+
+def _dependent_notes(
+    supervisor: LspSupervisor,
+    server: str,
+    deps: _Dependents,
+    news: _DependentNews,
+    used: str,
+    where: str,
+) -> list[str]:
+    """Where ``server`` looked for the files that use ``used`` and what it did not check."""
     notes: list[str] = []
     timeout = supervisor.config.dependents_timeout_s
-    if checked and not rows:
+    if news.checked and not news.rows:
         notes.append(
-            f"{server} checked {_listed(checked)}, the files that use {used} (changed in "
+            f"{server} checked {_listed(news.checked)}, the files that use {used} (changed in "
             f"{where}): nothing new there"
         )
-    elif checked:
-        notes.append(f"checked by {server}: {_listed(checked)}, the files that use {used}")
-    if late:
+    elif news.checked:
+        notes.append(f"checked by {server}: {_listed(news.checked)}, the files that use {used}")
+    if news.late:
         notes.append(
-            f"{server} did not report on {_listed(late)} within {timeout:g} s of the write: "
+            f"{server} did not report on {_listed(news.late)} within {timeout:g} s of the write: "
             "not checked; `lsp diagnostics` on them gives their diagnostics"
         )
     if deps.beyond:
@@ -512,15 +598,4 @@ def _describe_dependents(supervisor: LspSupervisor, client: LspClient, deps: _De
     if deps.found.unread:
         rels = [supervisor.relative(path) for path in deps.found.unread]
         notes.append(f"not searched for those names (too large or unreadable): {_listed(rels)}")
-    tail = "\n".join(f"({note})" for note in notes)
-    if not rows:
-        return tail
-    shown, note = cap(rows, CAP, "diagnostics shown")
-    total = f"{count}, {note}" if note else f"{count}"
-    head = f"New diagnostics in files that use {used} (changed in {where}), from {server} ({total}"
-    if unknown:
-        head += (
-            f"; baseline unknown for {_listed(unknown)}: not checked before this write, "
-            "so some may predate it"
-        )
-    return head + "):\n" + "\n".join(shown) + ("\n" + tail if tail else "")
+    return notes

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import attrs
 
 import tether
 from tether.text import TailBuffer
@@ -65,74 +66,96 @@ def _leaves_out(supervisor: LspSupervisor, spec: ServerSpec, outer: Path, nested
     return why is not None
 
 
+@attrs.define
+class _Plan:
+    """What ``diagnostics "*"`` runs, and what it says it did not."""
+
+    targets: list[tuple[ServerSpec, Path]] = attrs.field(factory=list)
+    skipped: list[str] = attrs.field(factory=list)
+    #: servers that need no project: nothing to check
+    without: list[str] = attrs.field(factory=list)
+    #: servers unavailable on an untrusted workdir, with the reason
+    refused: list[str] = attrs.field(factory=list)
+    #: servers whose project is here but whose binary is not usable
+    unusable: list[str] = attrs.field(factory=list)
+
+
 async def run_checkers(supervisor: LspSupervisor) -> str:
     """The primary usable server of every language rooted in the workdir runs its checker, and
     so does every usable companion (diagnostics-only) server — once per file: in each root
     that has the checker's project file and is not inside another one checked. The answer
     names the roots checked and those skipped, with why."""
-    targets: list[tuple[ServerSpec, Path]] = []
-    skipped: list[str] = []
-    without: list[str] = []
-    refused: list[str] = []  # servers unavailable on an untrusted workdir, with the reason
-    unusable: list[str] = []  # servers whose project is here but whose binary is not usable
+    plan = _Plan()
     for language in sorted({spec.language for spec in supervisor.specs.values()}):
-        primary_found = False
-        for spec in supervisor.candidates(language):
-            if primary_found and not spec.companion:
-                continue
-            roots = supervisor.roots_in_workdir(spec, limit=1)
-            if not roots:
-                continue
-            probe = await supervisor.probe(spec, roots[0])
-            if not probe.ok:
-                if supervisor.refusal(spec) is not None:
-                    refused.append(probe.detail)  # unavailable here: say so, not "no server"
-                elif not spec.companion:
-                    # a project of this language with no usable server (a rustup stub for
-                    # rust-analyzer): not checked, and said, whether or not the next one runs
-                    unusable.append(f"{spec.id}: {probe.detail}")
-                continue
-            if spec.checker:
-                chosen, passed = plan_roots(supervisor, spec)
-                targets += [(spec, root) for root in chosen]
-                skipped += [f"{spec.id} skipped {line}" for line in passed]
-            elif spec.root_markers:  # a server that needs no project has no project to check
-                without.append(spec.id)
-            primary_found = primary_found or not spec.companion
-    skipped += [f"not checked, no usable server — {line}" for line in unusable]
-    if not targets:
-        if unusable:
-            raise tether.ToolError(
-                "no project checker: no usable server for the workdir's projects:\n  "
-                + "\n  ".join(refused + unusable)
-            )
-        if refused:
-            raise tether.ToolError("no project checker:\n  " + "\n  ".join(refused))
-        reasons = "".join(f"\n  {line}" for line in skipped)
-        if without or skipped:
-            named = (
-                f"the server(s) for this checkout ({', '.join(without)}) name none"
-                if (without)
-                else "no root has the project file its checker needs"
-            )
-            raise tether.ToolError(
-                f"no project checker: {named}; ask `diagnostics` for one file instead{reasons}"
-            )
-        raise tether.ToolError(
-            "no project checker: no usable language server has a root marker in the workdir "
-            "(see `lsp status`)"
-        )
+        await _plan_language(supervisor, language, plan)
+    plan.skipped += [f"not checked, no usable server — {line}" for line in plan.unusable]
+    if not plan.targets:
+        raise _nothing_to_check(plan)
+    targets = plan.targets
     results = [await _run_one(supervisor, spec, root) for spec, root in targets]
     if not any(ran for ran, _ in results):
         raise tether.ToolError("\n\n".join(text for _, text in results))
     checked = ", ".join(f"{supervisor.relative(root) or '.'} ({spec.id})" for spec, root in targets)
     head = f"Checked {len(targets)} root{'s' if len(targets) != 1 else ''}: {checked}"
-    if skipped:
-        head += "\nSkipped:\n" + "\n".join(f"  {line}" for line in skipped)
-    sections = [head] + [text for _, text in results] + refused
-    if without:
-        sections.append(f"(no project checker for {', '.join(without)})")
+    if plan.skipped:
+        head += "\nSkipped:\n" + "\n".join(f"  {line}" for line in plan.skipped)
+    sections = [head] + [text for _, text in results] + plan.refused
+    if plan.without:
+        sections.append(f"(no project checker for {', '.join(plan.without)})")
     return "\n\n".join(sections)
+
+
+async def _plan_language(supervisor: LspSupervisor, language: str, plan: _Plan) -> None:
+    """Into ``plan``: the roots ``language``'s primary usable server and its usable companions
+    check, and the servers that cannot (refused, unusable, needing no project)."""
+    primary_found = False
+    for spec in supervisor.candidates(language):
+        if primary_found and not spec.companion:
+            continue
+        roots = supervisor.roots_in_workdir(spec, limit=1)
+        if not roots:
+            continue
+        probe = await supervisor.probe(spec, roots[0])
+        if not probe.ok:
+            if supervisor.refusal(spec) is not None:
+                plan.refused.append(probe.detail)  # unavailable here: say so, not "no server"
+            elif not spec.companion:
+                # a project of this language with no usable server (a rustup stub for
+                # rust-analyzer): not checked, and said, whether or not the next one runs
+                plan.unusable.append(f"{spec.id}: {probe.detail}")
+            continue
+        if spec.checker:
+            chosen, passed = plan_roots(supervisor, spec)
+            plan.targets += [(spec, root) for root in chosen]
+            plan.skipped += [f"{spec.id} skipped {line}" for line in passed]
+        elif spec.root_markers:  # a server that needs no project has no project to check
+            plan.without.append(spec.id)
+        primary_found = primary_found or not spec.companion
+
+
+def _nothing_to_check(plan: _Plan) -> tether.ToolError:
+    """The error when no root is checked, saying why."""
+    if plan.unusable:
+        return tether.ToolError(
+            "no project checker: no usable server for the workdir's projects:\n  "
+            + "\n  ".join(plan.refused + plan.unusable)
+        )
+    if plan.refused:
+        return tether.ToolError("no project checker:\n  " + "\n  ".join(plan.refused))
+    reasons = "".join(f"\n  {line}" for line in plan.skipped)
+    if plan.without or plan.skipped:
+        named = (
+            f"the server(s) for this checkout ({', '.join(plan.without)}) name none"
+            if plan.without
+            else "no root has the project file its checker needs"
+        )
+        return tether.ToolError(
+            f"no project checker: {named}; ask `diagnostics` for one file instead{reasons}"
+        )
+    return tether.ToolError(
+        "no project checker: no usable language server has a root marker in the workdir "
+        "(see `lsp status`)"
+    )
 
 
 async def _run_one(supervisor: LspSupervisor, spec: ServerSpec, root: Path) -> tuple[bool, str]:
