@@ -471,6 +471,67 @@ def run_tether(
     return found, text
 
 
+Row = tuple[str, str, str, str, int, int]
+
+
+def compare_pattern(
+    state: ProcessState,
+    binary: str,
+    registry: GrammarRegistry,
+    pattern: str,
+    lang: str,
+    root: Path,
+    files: list[str],
+    show: int,
+) -> Row:
+    """Run `pattern` with both tools over `files`, print how they differ, and return the
+    summary table's row."""
+    shown = pattern.replace("\n", "\\n")
+    mine_caps: Captures = {}
+    their_caps: Captures = {}
+    mine, mine_text = run_tether(state, pattern, lang, root, files, mine_caps)
+    theirs, their_text = run_ast_grep(binary, pattern, lang, root, files, their_caps)
+    grammar = registry.get(lang)
+    comment = grammar.comment_regex if grammar is not None else None
+    differs = capture_differences(mine_caps, their_caps, comment)
+    n_t = "refused" if ("refused", 0, 0) in mine_text else str(sum(mine.values()))
+    n_a = "refused" if ("refused", 0, 0) in their_text else str(sum(theirs.values()))
+    same = sum((mine & theirs).values())
+    only_t, only_a = mine - theirs, theirs - mine
+    print(
+        f"{shown!r}: tether {n_t}, ast-grep {n_a}, same {same}, "
+        f"only tether {sum(only_t.values())}, only ast-grep {sum(only_a.values())}, "
+        f"capture differs {len({d[0] for d in differs})}"
+    )
+    for key, name, x, y in differs[:show]:
+        print(
+            f"    capture ${name} at {key[0]}:{key[1]}:{key[2]}: tether "
+            f"{x.replace(chr(10), ' ')[:80]!r}, ast-grep {y.replace(chr(10), ' ')[:80]!r}"
+        )
+    print_extras(mine_text, their_text, only_t, only_a, show)
+    return (lang, shown, n_t, n_a, same, len({d[0] for d in differs}))
+
+
+def print_extras(
+    mine_text: dict[Key, str],
+    their_text: dict[Key, str],
+    only_t: Counter[Key],
+    only_a: Counter[Key],
+    show: int,
+) -> None:
+    """Print each side's refusal, and up to `show` matches only that side found."""
+    for side, texts in (("tether", mine_text), ("ast-grep", their_text)):
+        if ("refused", 0, 0) in texts:
+            print(f"    {side} refused: {texts[('refused', 0, 0)][:300]}")
+    for label, extra, texts in (
+        ("tether", only_t, mine_text),
+        ("ast-grep", only_a, their_text),
+    ):
+        for key in sorted(extra)[:show]:
+            snippet = texts[key].replace("\n", "\\n")[:140]
+            print(f"    only {label}: {key[0]}:{key[1]}:{key[2]}: {snippet}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", type=Path)
@@ -495,39 +556,9 @@ def main() -> None:
             continue
         print(f"\n## {lang} ({len(files)} files)")
         for pattern in patterns:
-            shown = pattern.replace("\n", "\\n")
-            mine_caps: Captures = {}
-            their_caps: Captures = {}
-            mine, mine_text = run_tether(state, pattern, lang, root, files, mine_caps)
-            theirs, their_text = run_ast_grep(binary, pattern, lang, root, files, their_caps)
-            grammar = registry.get(lang)
-            comment = grammar.comment_regex if grammar is not None else None
-            differs = capture_differences(mine_caps, their_caps, comment)
-            n_t = "refused" if ("refused", 0, 0) in mine_text else str(sum(mine.values()))
-            n_a = "refused" if ("refused", 0, 0) in their_text else str(sum(theirs.values()))
-            same = sum((mine & theirs).values())
-            only_t, only_a = mine - theirs, theirs - mine
-            print(
-                f"{shown!r}: tether {n_t}, ast-grep {n_a}, same {same}, "
-                f"only tether {sum(only_t.values())}, only ast-grep {sum(only_a.values())}, "
-                f"capture differs {len({d[0] for d in differs})}"
+            rows.append(
+                compare_pattern(state, binary, registry, pattern, lang, root, files, args.show)
             )
-            for key, name, x, y in differs[: args.show]:
-                print(
-                    f"    capture ${name} at {key[0]}:{key[1]}:{key[2]}: tether "
-                    f"{x.replace(chr(10), ' ')[:80]!r}, ast-grep {y.replace(chr(10), ' ')[:80]!r}"
-                )
-            for side, texts in (("tether", mine_text), ("ast-grep", their_text)):
-                if ("refused", 0, 0) in texts:
-                    print(f"    {side} refused: {texts[('refused', 0, 0)][:300]}")
-            for label, extra, texts in (
-                ("tether", only_t, mine_text),
-                ("ast-grep", only_a, their_text),
-            ):
-                for key in sorted(extra)[: args.show]:
-                    snippet = texts[key].replace("\n", "\\n")[:140]
-                    print(f"    only {label}: {key[0]}:{key[1]}:{key[2]}: {snippet}")
-            rows.append((lang, shown, n_t, n_a, same, len({d[0] for d in differs})))
     print("\n| language | pattern | tether | ast-grep | same start | of which capture differs |")
     print("|---|---|---:|---:|---:|---:|")
     for lang, shown, n_t, n_a, same, capdiff in rows:

@@ -507,35 +507,8 @@ class Matcher:
             # An argument, parameter or element is never unmentioned code: `f($X)` does not
             # find `f(x, true)`.
             return (env, i + 1, j) if goal_token else None
-        # A keyword the grammar makes a named leaf (Swift's `throws`) is a token too; a value
-        # leaf (`true`, `nil`, `this`, a name) never is (`Grammar.is_value_kind`).
-        token = not c.is_named or (
-            c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
-            and c.child_count == 0
-            and c.text == c.type.encode()
-            and not self.grammar.is_value_kind(c.type)
-        )
-        # Smart never skips code between two tokens the pattern writes side by side
-        # (`for (` does not match `for await (`), which keeps its prefilter sound.
-        between_tokens = (
-            not self.skip_goal_tokens
-            and p.text is not None
-            and i > 0
-            and isinstance(ps[i - 1], _N)
-            and ps[i - 1].text is not None
-        )
-        if (
-            self.any_trailing
-            and c.is_named
-            and (
-                self._unfilled(ps, i, c)
-                or (
-                    c.kind_id in self.clause_ids
-                    and p.ids.isdisjoint(self.clause_ids)
-                    and all(c.kind_id not in q.ids for q in ps if isinstance(q, _N))
-                )
-            )
-        ):
+        token = self._is_token(c)
+        if self.any_trailing and c.is_named and self._unmentioned_part(p, ps, i, c):
             # An optional part in a field the pattern leaves empty (a return type, type
             # parameters), or a clause of a kind the pattern has none of (Rust's `where`):
             # unmentioned, like a leading modifier.
@@ -549,23 +522,76 @@ class Matcher:
             nested = self._chained_clause(p, c, env)
             if nested is not None:
                 return nested, i + 1, j + 1
-        if (token and not between_tokens) or clause or (i == 0 and c.kind_id in self.modifier_ids):
+        if (
+            (token and not self._between_tokens(p, ps, i))
+            or clause
+            or (i == 0 and c.kind_id in self.modifier_ids)
+        ):
             # A keyword or punctuation the pattern does not have (`async`), a clause
             # before the one the pattern names (an earlier `except`), or a modifier
             # before anything the pattern names (`pub`, `abstract`): skip it.
-            if self.track:
-                env = self._skipped(env, c.start_byte, c.end_byte, c.start_point[0] + 1)
-            if goal_token:
-                i += 1
-            j += 1
-            if clause:
-                env, j = self._skip_clause_body(p, cs, j, env)
-            elif token:
-                env, j = self._skip_introduced(p, ps, i, cs, j, c, env)
-            return env, i, j
+            return self._skip_unmentioned(p, ps, i, cs, j, env, goal_token, clause, token)
         if goal_token:
             return env, i + 1, j
         return None
+
+    def _is_token(self, c: ts.Node) -> bool:
+        """Whether `c` is a token: unnamed, or a keyword the grammar makes a named leaf
+        (Swift's `throws`); a value leaf (`true`, `nil`, `this`, a name) never is
+        (`Grammar.is_value_kind`)."""
+        return not c.is_named or (
+            c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
+            and c.child_count == 0
+            and c.text == c.type.encode()
+            and not self.grammar.is_value_kind(c.type)
+        )
+
+    def _between_tokens(self, p: Any, ps: tuple[Any, ...], i: int) -> bool:
+        """Whether `p` (`ps[i]`) is a token right after another token of the pattern: smart
+        never skips code between two tokens the pattern writes side by side (`for (` does
+        not match `for await (`), which keeps its prefilter sound."""
+        return (
+            not self.skip_goal_tokens
+            and p.text is not None
+            and i > 0
+            and isinstance(ps[i - 1], _N)
+            and ps[i - 1].text is not None
+        )
+
+    def _unmentioned_part(self, p: Any, ps: tuple[Any, ...], i: int, c: ts.Node) -> bool:
+        """Whether the named node `c` is an optional part the pattern (`ps`, at `p = ps[i]`)
+        leaves out: in a field it leaves empty, or a clause of a kind it has none of."""
+        return self._unfilled(ps, i, c) or (
+            c.kind_id in self.clause_ids
+            and p.ids.isdisjoint(self.clause_ids)
+            and all(c.kind_id not in q.ids for q in ps if isinstance(q, _N))
+        )
+
+    def _skip_unmentioned(
+        self,
+        p: Any,
+        ps: tuple[Any, ...],
+        i: int,
+        cs: list[ts.Node],
+        j: int,
+        env: Env,
+        goal_token: bool,
+        clause: bool,
+        token: bool,
+    ) -> tuple[Env, int, int]:
+        """Skip `cs[j]` (a token, clause or modifier the pattern leaves out) and what goes
+        with it: a clause's body, or the node a punctuation token introduces."""
+        c = cs[j]
+        if self.track:
+            env = self._skipped(env, c.start_byte, c.end_byte, c.start_point[0] + 1)
+        if goal_token:
+            i += 1
+        j += 1
+        if clause:
+            env, j = self._skip_clause_body(p, cs, j, env)
+        elif token:
+            env, j = self._skip_introduced(p, ps, i, cs, j, c, env)
+        return env, i, j
 
     def _unfilled(self, ps: tuple[Any, ...], i: int, c: ts.Node) -> bool:
         """Whether `c` fills a field of its parent that the pattern node (children `ps`)

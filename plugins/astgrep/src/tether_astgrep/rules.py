@@ -1003,44 +1003,17 @@ def compile_rule(
     rewriters = _rewriters(compiler, config.get("rewriters"), names, frozenset(transforms), utils)
     _check_rewriter_names(transforms, rewriters)
     _check_expansion(
-        {
-            base: rule,
-            **{f"rule.constraints.{k}": r for k, r in constraints.items()},
-            **{f"rule.rewriters[{k}].rule": r.rule for k, r in rewriters.items()},
-            **{
-                f"rule.rewriters[{k}].constraints.{c}": cr
-                for k, r in rewriters.items()
-                for c, cr in r.constraints.items()
-            },
-            **{
-                f"rule.fix.{key}": rel.rule
-                for key, rel in (("expandStart", expand_start), ("expandEnd", expand_end))
-                if rel is not None
-            },
-        },
-        utils,
+        _top_rules(base, rule, constraints, rewriters, expand_start, expand_end), utils
     )
     _check_util_cycles(utils)
-    if not _is_positive(rule, utils, frozenset()):
-        raise RuleError(
-            base,
-            "needs a positive part: a pattern or a kind (directly, in all, or in every any "
-            "branch); regex, nthChild, range, not and relations alone would test every node",
-        )
-    what = ", ".join(k for k in RULE_KEYS if k in body) if isinstance(body, Mapping) else ""
-    patterns = compiler.patterns
+    _check_positive(base, rule, utils)
     return CompiledRule(
         source=json.dumps(raw, sort_keys=True),
         grammar_id=grammar.id,
         rule=rule,
         utils=utils,
         constraints=constraints,
-        interpretation=f"rule ({what})"
-        + (
-            "; patterns read as " + "; ".join(p.interpretation for p in patterns)
-            if patterns
-            else ""
-        ),
+        interpretation=_rule_interpretation(body, compiler.patterns),
         literals=tuple(sorted(_required_literals(rule, utils, frozenset()))),
         var_names=names | frozenset(transforms),
         fix=fix,
@@ -1048,6 +1021,50 @@ def compile_rule(
         expand_start=expand_start,
         expand_end=expand_end,
         rewriters=rewriters,
+    )
+
+
+def _top_rules(
+    base: str,
+    rule: Rule,
+    constraints: Mapping[str, Rule],
+    rewriters: Mapping[str, Rewriter],
+    expand_start: Relation | None,
+    expand_end: Relation | None,
+) -> dict[str, Rule]:
+    """Every rule of a config that is not a utility, by its path in the config."""
+    return {
+        base: rule,
+        **{f"rule.constraints.{k}": r for k, r in constraints.items()},
+        **{f"rule.rewriters[{k}].rule": r.rule for k, r in rewriters.items()},
+        **{
+            f"rule.rewriters[{k}].constraints.{c}": cr
+            for k, r in rewriters.items()
+            for c, cr in r.constraints.items()
+        },
+        **{
+            f"rule.fix.{key}": rel.rule
+            for key, rel in (("expandStart", expand_start), ("expandEnd", expand_end))
+            if rel is not None
+        },
+    }
+
+
+def _check_positive(base: str, rule: Rule, utils: Mapping[str, Rule]) -> None:
+    """Refuse a rule with nothing to find nodes by (it would test every node)."""
+    if not _is_positive(rule, utils, frozenset()):
+        raise RuleError(
+            base,
+            "needs a positive part: a pattern or a kind (directly, in all, or in every any "
+            "branch); regex, nthChild, range, not and relations alone would test every node",
+        )
+
+
+def _rule_interpretation(body: Any, patterns: list[CompiledPattern]) -> str:
+    """How the rule reads: its top-level keys, then how each of its patterns reads."""
+    what = ", ".join(k for k in RULE_KEYS if k in body) if isinstance(body, Mapping) else ""
+    return f"rule ({what})" + (
+        "; patterns read as " + "; ".join(p.interpretation for p in patterns) if patterns else ""
     )
 
 
