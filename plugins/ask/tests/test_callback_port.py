@@ -303,7 +303,9 @@ async def test_approval_card_allow_once(ask_run: Any) -> None:
     assert card.kind == "approval"
     assert card.call_id == "w1"
     assert card.question == "May I run echo_write (write tier)?"
-    assert card.context == 'path: "a.txt"\ntext: "one"'
+    # the arguments, then what the write will change (the core's describe_change rendering)
+    assert card.context.startswith('path: "a.txt"\ntext: "one"\n── what it will change ──\n')
+    assert card.context.endswith("\n+one"), card.context
     assert card.arguments == {"path": "a.txt", "text": "one"}
     assert card.labels == ("allow", "deny", "allow for this run")
     assert not card.allow_free_text and not card.multi_select

@@ -251,7 +251,11 @@ def approval_round(s: Any, request_id: int, label: str | None, text_: str) -> di
         assert card["kind"] == "approval"
         assert card["call_id"] == f"req_{request_id}"
         assert card["question"] == "May I run echo_write (write tier)?"
-        assert card["context"] == f'path: "a.txt"\ntext: "{text_}"'
+        # the arguments, then what the write will change (the core's describe_change)
+        assert card["context"].startswith(
+            f'path: "a.txt"\ntext: "{text_}"\n── what it will change ──\n'
+        )
+        assert f"+{text_}" in card["context"]
         assert card["arguments"] == {"path": "a.txt", "text": text_}
         assert [o["label"] for o in card["options"]] == ["allow", "deny", "allow for this run"]
         s.send({"card": card["card"], "choices": [label]})
