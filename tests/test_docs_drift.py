@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, get_args, get_origin
 
 import attrs
 import pytest
@@ -187,12 +187,23 @@ def config_classes() -> dict[str, type]:
 
 
 def _attrs_class(annotation: Any) -> type | None:
-    """The attrs class a field holds (``X``, ``X | None``), if any."""
+    """The attrs class a field holds (``X``, ``X | None``), if any (not a mapping of them)."""
     if isinstance(annotation, type) and attrs.has(annotation):
         return annotation
+    if get_origin(annotation) in (dict, Mapping):
+        return None
     for arg in get_args(annotation):
         if isinstance(arg, type) and attrs.has(arg):
             return arg
+    return None
+
+
+def _mapped_class(annotation: Any) -> type | None:
+    """``X`` of a ``dict[str, X]`` field whose values are attrs classes (``[vibe.runners.fast]``)."""
+    if get_origin(annotation) in (dict, Mapping):
+        args = get_args(annotation)
+        if len(args) == 2 and isinstance(args[1], type) and attrs.has(args[1]):
+            return args[1]
     return None
 
 
@@ -206,6 +217,11 @@ def key_problems(cls: type, table: Mapping[str, Any], where: str) -> Iterator[st
         inner = _attrs_class(field.type)
         if inner is not None and isinstance(value, Mapping):
             yield from key_problems(inner, value, f"{where}.{key}")
+        each = _mapped_class(field.type)
+        if each is not None and isinstance(value, Mapping):
+            for name, entry in value.items():
+                if isinstance(entry, Mapping):
+                    yield from key_problems(each, entry, f"{where}.{key}.{name}")
 
 
 def toml_problems(text: str) -> Iterator[str]:
@@ -312,6 +328,9 @@ def test_each_check_catches_its_drift() -> None:
     assert list(config_problems("`[eval] idle_budget = 300`"))
     assert not list(config_problems("`[eval] idle_budget_s = 300`"))
     assert list(config_problems("A `[core]` table (`approval`, `call_timeout_s`) and"))
+    runner = '```toml\n[vibe.runners.fast]\n{key} = ["codex", "exec", "{{brief}}"]\n```'
+    assert not list(config_problems(runner.format(key="command")))
+    assert list(config_problems(runner.format(key="comand")))
     assert list(count_problems("the schemas in three formats", "x"))
     assert list(count_problems("its four dependencies", "x"))
 

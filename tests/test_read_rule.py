@@ -25,6 +25,12 @@ ALLOWED = {
     "core/src/tether/testing.py": "the plugin author's own test sources (the contract check)",
     "plugins/eval/src/tether_eval/ipython.py": "the plugin's own package data "
     "(importlib.resources)",
+    "core/src/tether/cli/serve.py": "a served run's own files in the per-user runtime directory "
+    "(lock, record, log: 0600, O_NOFOLLOW), never in the workdir",
+    "contrib/mcp-bridge/src/tether_mcp_bridge/server.py": "the HTTP endpoint's bearer-token file "
+    "it creates (0600, O_EXCL | O_NOFOLLOW) in the runtime directory",
+    "core/src/tether/_landlock_exec.py": "an O_PATH handle on the run's own directory and the "
+    "device files a confined program may write (Landlock rules), never a workdir file's content",
 }
 
 

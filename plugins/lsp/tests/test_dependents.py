@@ -17,13 +17,17 @@ dependent's diagnostics from before the change.
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 from lsp_testkit import WRITE_AUTO, Caller, copy_project, need
 
 import tether
+from tether.reading import Reader
 from tether_lsp.dependents import changed_names, find_dependents
 
 
@@ -172,5 +176,36 @@ def test_the_files_using_the_changed_declaration_come_first(
         path.write_text(" ".join(others))
     caller = tmp_path / "caller.txt"
     caller.write_text(f"x = {declared}(1)\n")
-    found = find_dependents([*common, caller], [], first, others)
+    with Reader(tmp_path) as reader:
+        found = find_dependents(reader, [*common, caller], [], first, others)
     assert found.files[0] == caller, found
+
+
+def test_a_fifo_or_a_symlink_among_the_dependents_is_never_opened(tmp_path: Path) -> None:
+    """The files searched for a changed name are the checkout's: one that is a FIFO (an open
+    would block the search forever) or a symlink leading out of the workdir is counted as
+    unread, never opened; the search goes on."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.c").write_text("int strbuffer_init(void);\n")
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    caller = workdir / "caller.c"
+    caller.write_text("strbuffer_init();\n")
+    fifo = workdir / "fifo.c"
+    os.mkfifo(fifo)
+    link = workdir / "link.c"
+    link.symlink_to(outside / "secret.c")
+    done: list[Any] = []
+
+    def search() -> None:
+        with Reader(workdir) as reader:
+            done.append(find_dependents(reader, [fifo, link, caller], [], ["strbuffer_init"], []))
+
+    thread = threading.Thread(target=search, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert done, "the search blocked on the FIFO"
+    (found,) = done
+    assert found.files == (caller,), found
+    assert set(found.unread) == {fifo, link}, found

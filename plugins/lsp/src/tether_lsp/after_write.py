@@ -235,8 +235,8 @@ async def _find_dependents(
         if old is None:
             continue
         try:
-            new = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            new = await reading.read_text(supervisor.run.workdir, path, errors="replace")
+        except (OSError, tether.ToolError):
             continue
         first, rest = changed_names(old, new)
         declared += [name for name in first if name not in declared]
@@ -245,7 +245,10 @@ async def _find_dependents(
     if not declared and not others:
         return None
     candidates = client.source_files()
-    found = await anyio.to_thread.run_sync(find_dependents, candidates, files, declared, others)
+    found = await reading.off_loop(
+        supervisor.run.workdir,
+        lambda reader: find_dependents(reader, candidates, files, declared, others),
+    )
     if not found.files and not found.unread:
         return _Dependents(found, files) if found.searched else None
     deps = _Dependents(found, files, beyond=list(found.files[limit:]))

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import attrs
 
+from tether import ToolError
+from tether.reading import Reader
+
 #: words of C/C++, Go, TypeScript/JavaScript, Python and Rust that name no declaration
 _KEYWORDS = frozenset(
     """
@@ -104,11 +107,16 @@ class Dependents:
 
 
 def find_dependents(
-    candidates: Iterable[Path], written: Iterable[Path], declared: list[str], others: list[str]
+    reader: Reader,
+    candidates: Iterable[Path],
+    written: Iterable[Path],
+    declared: list[str],
+    others: list[str],
 ) -> Dependents:
     """The files of ``candidates`` (not among ``written``) that use one of the names as a
     whole word: those using one of ``declared`` first, then by how rare the names they use
-    are. Blocking: run it off the event loop."""
+    are. Each is read through the core's ``reader`` (regular files only, no symlink followed,
+    never blocking on a FIFO): run it with :func:`tether.reading.off_loop`."""
     names = [*declared, *others]
     if not names:
         return Dependents((), ())
@@ -125,9 +133,8 @@ def find_dependents(
                 unread.append(path)
                 continue
             budget -= size
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", errors="replace")
-        except OSError:
+            text = reader.read(path, max_bytes=FILE_CAP).decode("utf-8", errors="replace")
+        except (OSError, ToolError):
             unread.append(path)
             continue
         found = set(pattern.findall(text))
