@@ -208,6 +208,7 @@ def _mapped_class(annotation: Any) -> type | None:
 
 
 def key_problems(cls: type, table: Mapping[str, Any], where: str) -> Iterator[str]:
+    attrs.resolve_types(cls)  # a module with `from __future__ import annotations` has strings
     fields = {f.name: f for f in attrs.fields(cls)}
     for key, value in table.items():
         field = fields.get(key)
@@ -253,6 +254,8 @@ def config_problems(page_text: str) -> Iterator[str]:
         head, *rest = table.split(".")
         cls = config_classes().get(head)
         for part in rest:
+            if cls is not None:
+                attrs.resolve_types(cls)
             field = {f.name: f for f in attrs.fields(cls)}.get(part) if cls else None
             cls = _attrs_class(field.type) if field is not None else None
         if cls is not None and key not in {f.name for f in attrs.fields(cls)}:
