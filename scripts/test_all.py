@@ -19,7 +19,7 @@ tests with every wheel installed.
 
 - ``--portable`` runs the core suite and the kill/orphan attack family (:data:`PORTABLE_CROSS`)
   again with ``TETHER_PORTABLE=1``: the psutil backend and no subreaper, as on macOS (see
-  ``tether.procinfo``), and astgrep's worker-pool tests, whose workers are spawned there. It reuses the environments an earlier run of this script left (the same
+  ``tether.processes.procinfo``), and astgrep's worker-pool tests, whose workers are spawned there. It reuses the environments an earlier run of this script left (the same
   wheels), so after the full run it costs only the tests.
 
 Prints one summary line per environment and a closing "N passed, N failed" line.

@@ -191,7 +191,7 @@ def test_every_page_a_page_or_docstring_cites_is_in_the_repository() -> None:
 
 #: what a page once claimed wrongly, each still worth guarding against
 FALSE_CLAIMS = {
-    # only the core's writers (tether.fsutil) confine and record; a handler's open() is unchecked
+    # only the core's writers (tether.workdir.writing) confine and record; a handler's open() is unchecked
     "docs/architecture.md": [r"every file write checked"],
 }
 

@@ -1,5 +1,5 @@
 """The read rule (issue 22, item 2): every workdir file is read through the core's reader,
-:mod:`tether.reading` (off the event loop, no symlink followed, regular files only, capped,
+:mod:`tether.workdir.reading` (off the event loop, no symlink followed, regular files only, capped,
 cancellable). An AST walk over every distribution's sources finds each ``open(...)``,
 ``os.open(...)``, ``io.open(...)``, ``X.open("r…")`` / ``X.open()``, ``.read_text(...)`` and
 ``.read_bytes(...)``; each must be in a module of :data:`ALLOWED` (with the reason it reads no
@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: modules that may open files themselves, each with why it is not a read of a workdir file
 ALLOWED = {
-    "core/src/tether/reading.py": "the reader itself",
-    "core/src/tether/journal.py": "the write path: its journal lives outside the workdir, and its "
+    "core/src/tether/workdir/reading.py": "the reader itself",
+    "core/src/tether/workdir/journal.py": "the write path: its journal lives outside the workdir, and its "
     "reads of workdir files are the writes' own O_NOFOLLOW | O_NONBLOCK walk",
-    "core/src/tether/fsutil.py": "the write path: creates temp files O_EXCL | O_NOFOLLOW beside "
+    "core/src/tether/workdir/writing.py": "the write path: creates temp files O_EXCL | O_NOFOLLOW beside "
     "their targets, never reads one",
     "core/src/tether/testing.py": "the plugin author's own test sources (the contract check)",
     "plugins/eval/src/tether_eval/ipython.py": "the plugin's own package data "
@@ -29,7 +29,7 @@ ALLOWED = {
     "(lock, record, log: 0600, O_NOFOLLOW), never in the workdir",
     "contrib/mcp-bridge/src/tether_mcp_bridge/server.py": "the HTTP endpoint's bearer-token file "
     "it creates (0600, O_EXCL | O_NOFOLLOW) in the runtime directory",
-    "core/src/tether/_landlock_exec.py": "an O_PATH handle on the run's own directory and the "
+    "core/src/tether/processes/_landlock_exec.py": "an O_PATH handle on the run's own directory and the "
     "device files a confined program may write (Landlock rules), never a workdir file's content",
 }
 
@@ -94,7 +94,7 @@ def test_every_workdir_read_goes_through_the_core_reader() -> None:
         if rel not in ALLOWED:
             found += violations(path.read_text("utf-8"), rel)
     assert not found, (
-        "files opened outside tether.reading (read workdir files through it, or add the module "
+        "files opened outside tether.workdir.reading (read workdir files through it, or add the module "
         "to ALLOWED with the reason it reads no workdir file):\n" + "\n".join(found)
     )
 

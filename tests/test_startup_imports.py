@@ -43,6 +43,8 @@ AFTER_LOAD = [
     "tether_vibe.roster",
     "tether_vibe.runners",
     "tether_astgrep.engine",
+    # a run that does not trace never imports OpenTelemetry
+    "opentelemetry",
 ]
 
 #: never imported by opening and closing a run with every plugin (vibe mode on)

@@ -1,7 +1,7 @@
 """docs/threat-model.md covers every program tether may start on a read-tier call: each language
 server and checker the installed plugins contribute, and each program of the core's launch
 profiles — its row read from the same declaration the launch uses (``ServerSpec.untrusted``,
-``ServerSpec.checker_untrusted``, ``tether.launch.PROFILES``), so the page cannot drift. The
+``ServerSpec.checker_untrusted``, ``tether.processes.launch.PROFILES``), so the page cannot drift. The
 same for the write routes: every server and checker states how a checkout can make it write
 (``Untrusted.writes``) and what pins it (``Untrusted.writes_closed_by``)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import tether
-from tether.launch import PROFILES, Untrusted, declared
+from tether.processes.launch import PROFILES, Untrusted, declared
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "threat-model.md"
 

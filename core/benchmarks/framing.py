@@ -1,4 +1,4 @@
-"""Throughput of ``tether.framing.LineReader`` and ``FramedReader`` side by side with the
+"""Throughput of ``tether.wire.framing.LineReader`` and ``FramedReader`` side by side with the
 hand-rolled bytearray splitters the plugins used before (the node kernel's line splitter and
 the old Content-Length reader), over the same in-memory 64 KiB chunks.
 
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 import anyio.abc
 
-from tether.framing import FramedReader, LineReader
+from tether.wire.framing import FramedReader, LineReader
 
 CHUNK = 65536
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.availability import (
+from tether.processes.availability import (
     CommandProbe,
     ProbeResult,
     find_local_command,
@@ -17,7 +17,7 @@ from tether.availability import (
     not_found,
     resolve_command,
 )
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 
 pytestmark = pytest.mark.anyio
 

@@ -78,7 +78,7 @@ def test_the_cli_exits_without_a_thread_its_run_abandoned(tmp_path):
 async def test_a_cancelled_scan_in_a_call_leaves_no_thread(tmp_path):
     """A tool scanning through the core's reader, cut by the call's timeout: the call answers
     at its timeout and the scan's thread has ended right after."""
-    from tether.reading import Reader, off_loop
+    from tether.workdir.reading import Reader, off_loop
 
     ended = threading.Event()
 

@@ -14,7 +14,7 @@ import pytest
 
 import tether
 from tether.cli.session import run_session
-from tether.process import descendants, is_alive
+from tether.processes.managed import descendants, is_alive
 
 
 def tether_cli(*args, input=None, cwd=None):
@@ -91,7 +91,7 @@ def test_windows_gets_a_clear_error_at_import(platform):
 def test_another_posix_system_imports_and_uses_the_portable_backend(platform):
     # psutil picks its own platform module at import: the real one (Linux's) is loaded first
     code = (
-        f"import sys, psutil; sys.platform = {platform!r}; import tether, tether.procinfo as p; "
+        f"import sys, psutil; sys.platform = {platform!r}; import tether, tether.processes.procinfo as p; "
         "import os; s = p.stat(os.getpid()); "
         "print(p.portable(), s.ppid == os.getppid(), s.pgid == os.getpgrp())"
     )

@@ -1,4 +1,4 @@
-"""tether.confine: a program started with ``confine=True`` on an untrusted workdir writes only in
+"""tether.processes.confine: a program started with ``confine=True`` on an untrusted workdir writes only in
 the run's own directory — with Landlock, with bwrap, and (said plainly) not at all with none."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tether
-from tether import confine
+from tether.processes import confine
 
 #: tries to write in the workdir, beside it and in /tmp (each line says how it went), then in
 #: its TMPDIR, which must work

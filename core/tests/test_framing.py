@@ -1,4 +1,4 @@
-"""The core's line and frame readers (``tether.framing``): however the stream is chunked, at
+"""The core's line and frame readers (``tether.wire.framing``): however the stream is chunked, at
 their limits, and at EOF."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from tether.framing import FramedReader, FrameTooLarge, FramingError, LineReader, LineTooLong
+from tether.wire.framing import FramedReader, FrameTooLarge, FramingError, LineReader, LineTooLong
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""tether.hang: a stopped or idle process that does not answer is hung, a computing one is busy;
+"""tether.processes.hang: a stopped or idle process that does not answer is hung, a computing one is busy;
 on real processes (``sleep``, a Python loop)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tether.hang import HangWatch, activity
+from tether.processes.hang import HangWatch, activity
 
 
 @pytest.fixture

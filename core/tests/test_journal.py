@@ -14,9 +14,9 @@ import pytest
 
 import tether
 from tether.errors import PathError
-from tether.fsutil import FileChange, apply_changes, atomic_write
-from tether.journal import recover, state_dir, temp_name
-from tether.paths import confine
+from tether.workdir.journal import recover, state_dir, temp_name
+from tether.workdir.paths import confine
+from tether.workdir.writing import FileChange, apply_changes, atomic_write
 
 
 def tree(root: Path) -> dict[str, bytes | str]:
@@ -102,7 +102,7 @@ def test_a_new_file_follows_the_umask_and_its_directories_are_created(tmp_path):
 KILLER = r"""
 import os, signal, sys
 from pathlib import Path
-from tether.fsutil import FileChange, apply_changes
+from tether.workdir.writing import FileChange, apply_changes
 root, step, nth = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 seen = []
 def fault(kind, path):
@@ -234,11 +234,11 @@ def test_a_journal_directory_others_can_write_is_not_trusted(tmp_path):
 
 
 def test_a_live_change_is_left_to_its_process(tmp_path):
-    from tether.journal import Journal
+    from tether.workdir.journal import Journal
 
     journal = Journal.begin(tmp_path.resolve(), "live", {"id": "live", "entries": [], "dirs": []})
     try:
-        code = "import sys; from tether.journal import recover; print(recover(sys.argv[1]))"
+        code = "import sys; from tether.workdir.journal import recover; print(recover(sys.argv[1]))"
         out = subprocess.run(
             [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True
         )

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tether.process import owned_by
+from tether.processes.managed import owned_by
 
 HARNESS = r"""
 import json, sys, anyio, tether

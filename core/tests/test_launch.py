@@ -1,4 +1,4 @@
-"""The sanitised launch (tether.launch): on a workdir the harness does not trust, the programs of
+"""The sanitised launch (tether.processes.launch): on a workdir the harness does not trust, the programs of
 the core's table start so that configuration the checkout carries runs no code — through
 `Run.spawn` and `Run.run_command` alike, since both are the one spawn path. Real git and rustup."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tether
-from tether.launch import PROFILES, LaunchRefused, Untrusted, declared, profile_for
+from tether.processes.launch import PROFILES, LaunchRefused, Untrusted, declared, profile_for
 
 pytestmark = pytest.mark.anyio
 

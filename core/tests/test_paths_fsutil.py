@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.errors import PathError
-from tether.fsutil import FileChange, StaleFiles, apply_changes, atomic_write
-from tether.paths import confine
+from tether.workdir.paths import confine
+from tether.workdir.writing import FileChange, StaleFiles, apply_changes, atomic_write
 
 
 def test_confine_accepts_paths_inside(tmp_path):

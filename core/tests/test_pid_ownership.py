@@ -1,4 +1,4 @@
-"""Every kill goes through one judge, :class:`tether.process.Lineage` (issue 22, section 4): a
+"""Every kill goes through one judge, :class:`tether.processes.managed.Lineage` (issue 22, section 4): a
 process the run did not spawn or adopt — a stranger, its children, pid 1, the caller, a pid
 number reused after the run's process exited — is never signalled."""
 
@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 import tether
-from tether.process import Lineage, is_alive, kill_tree, start_time
+from tether.processes.managed import Lineage, is_alive, kill_tree, start_time
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +34,7 @@ def a_harness_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     was = ctypes.c_int(0)
     libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-    monkeypatch.setattr(tether.process, "_subreaper", False)
+    monkeypatch.setattr(tether.processes.managed, "_subreaper", False)
     yield
     libc.prctl(_PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
 

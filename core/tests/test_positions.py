@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tether import ArgumentError
-from tether.positions import resolve_position
+from tether.wire.positions import resolve_position
 
 TEXT = "def f(x):\n    return f(x) + f(x)\n"
 

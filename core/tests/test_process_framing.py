@@ -7,9 +7,9 @@ import sys
 import anyio
 import pytest
 
-from tether.framing import FramedReader, FramedWriter, FramingError, PendingRequests
-from tether.process import descendants, is_alive, spawn
+from tether.processes.managed import descendants, is_alive, spawn
 from tether.text import TailBuffer, cap, clock, duration, plural, timestamp, truncate
+from tether.wire.framing import FramedReader, FramedWriter, FramingError, PendingRequests
 
 pytestmark = pytest.mark.anyio
 
@@ -160,7 +160,7 @@ async def test_terminate_reaches_the_group_after_its_leader_exited():
             ["sh", "-c", "sleep 300 & sleep 301 & exit 0"], task_group=tg, stdin=False
         )
         await proc.wait()
-        from tether.process import group_members
+        from tether.processes.managed import group_members
 
         stragglers = group_members(proc.pid)
         assert len(stragglers) == 2

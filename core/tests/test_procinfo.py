@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tether import procinfo
+from tether.processes import procinfo
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="compares psutil with /proc: Linux only"
@@ -76,14 +76,14 @@ def test_the_switch_selects_the_portable_backend(monkeypatch):
     assert not procinfo.portable()
     monkeypatch.setenv(procinfo.PORTABLE_ENV, "1")
     assert procinfo.portable()
-    from tether.process import become_subreaper, is_subreaper
+    from tether.processes.managed import become_subreaper, is_subreaper
 
     assert become_subreaper() is False and not is_subreaper()
 
 
 def test_import_tether_does_not_import_psutil_by_default():
     env = {k: v for k, v in os.environ.items() if k != procinfo.PORTABLE_ENV}
-    code = "import sys, tether, tether.process; print('psutil' in sys.modules)"
+    code = "import sys, tether, tether.processes.managed; print('psutil' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "False", out.stderr
 
@@ -92,7 +92,7 @@ def test_import_tether_does_not_import_psutil_by_default():
 def test_the_watchdog_kills_marked_processes_with_either_backend(monkeypatch, portable):
     """The run's process dies (its end of the pipe closes): the watchdog, reading through the
     backend in use, SIGKILLs the run's marked children."""
-    from tether import watchdog
+    from tether.processes import watchdog
 
     monkeypatch.setenv(procinfo.PORTABLE_ENV, "1" if portable else "0")
     owner = f"procinfo-watchdog-{os.getpid()}-{int(portable)}"
@@ -115,7 +115,7 @@ def test_the_watchdog_kills_marked_processes_with_either_backend(monkeypatch, po
 def test_a_leader_reaped_before_its_start_time_was_read_still_owns_its_group(monkeypatch, portable):
     """The event loop's child watcher may reap a leader that exited at once before its start
     time is read: the start time floor taken before spawning keeps its group's jobs owned."""
-    from tether.process import Lineage, group_members
+    from tether.processes.managed import Lineage, group_members
 
     monkeypatch.setenv(procinfo.PORTABLE_ENV, "1" if portable else "0")
     floor = procinfo.started_floor()

@@ -1,4 +1,4 @@
-"""The core's one reader of workdir files (tether.reading): what it refuses, by name, without
+"""The core's one reader of workdir files (tether.workdir.reading): what it refuses, by name, without
 blocking; the cap before a byte is read; no symlink followed, even one swapped in mid-read; a
 cancelled read leaves no thread behind."""
 
@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from tether.errors import PathError
-from tether.reading import Reader, UnreadableFile, off_loop, read_bytes, read_outside
+from tether.workdir.reading import Reader, UnreadableFile, off_loop, read_bytes, read_outside
 
 
 def _fifo(p: Path) -> None:
@@ -181,7 +181,7 @@ def test_read_outside_refuses_what_is_not_a_regular_file(tmp_path):
 )
 def test_a_write_finding_no_regular_file_names_what_it_found(tmp_path, kind, says):
     """The write path's own read (the stale check) names the kind too, and writes nothing."""
-    from tether.fsutil import FileChange, apply_changes
+    from tether.workdir.writing import FileChange, apply_changes
 
     HOSTILE[kind][0](tmp_path / "x.py")
     with pytest.raises(PathError) as caught:
@@ -190,8 +190,8 @@ def test_a_write_finding_no_regular_file_names_what_it_found(tmp_path, kind, say
 
 
 def test_a_write_never_loads_a_huge_file_to_compare_it(tmp_path):
-    from tether.fsutil import FileChange, apply_changes
-    from tether.journal import WRITE_READ_MAX_BYTES
+    from tether.workdir.journal import WRITE_READ_MAX_BYTES
+    from tether.workdir.writing import FileChange, apply_changes
 
     big = tmp_path / "big.py"
     big.touch()

@@ -15,7 +15,7 @@ import tether
 import tether_echo.hooks
 import tether_files.hooks
 from tether.config import workdir_may_set
-from tether.process import descendants, is_alive
+from tether.processes.managed import descendants, is_alive
 
 # Core tests are hermetic: no installed entry point is loaded, so they pass the same in the core's
 # own environment and in the workspace's everything-installed one. The contrib test helpers

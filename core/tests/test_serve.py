@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 
 ENV_PLUGINS = {"TETHER_LOAD_PLUGINS": "echo,files"}
 

@@ -14,13 +14,19 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tether.fsutil import FileChange, StaleFiles, apply_changes, apply_changes_async, atomic_write
-from tether.journal import WorkdirBusy, lock_path, recover, state_dir
+from tether.workdir.journal import WorkdirBusy, lock_path, recover, state_dir
+from tether.workdir.writing import (
+    FileChange,
+    StaleFiles,
+    apply_changes,
+    apply_changes_async,
+    atomic_write,
+)
 
 HOLDER = r"""
 import sys, time
 from pathlib import Path
-from tether.journal import workdir_lock
+from tether.workdir.journal import workdir_lock
 with workdir_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(60)
@@ -96,7 +102,7 @@ def test_a_cancelled_wait_for_the_lock_writes_nothing_and_keeps_the_loop_running
 KILLED_CHANGE = r"""
 import os, signal, sys
 from pathlib import Path
-from tether.fsutil import FileChange, apply_changes
+from tether.workdir.writing import FileChange, apply_changes
 root, step, nth = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 seen = []
 def fault(kind, path):
@@ -129,8 +135,8 @@ def test_a_change_first_finishes_the_change_a_dead_process_left(tmp_path):
 # a whole change, then a kill at the n-th file removed from the journal directory
 KILLED_WHILE_FORGETTING = r"""
 import os, pathlib, signal, sys
-from tether.fsutil import FileChange, apply_changes
-from tether.journal import state_dir
+from tether.workdir.writing import FileChange, apply_changes
+from tether.workdir.journal import state_dir
 root, nth = pathlib.Path(sys.argv[1]), int(sys.argv[2])
 journals, removed, unlink = state_dir(root), [], pathlib.Path.unlink
 def unlink_then_die(self, missing_ok=False):

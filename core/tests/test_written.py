@@ -21,7 +21,7 @@ class Args:
 
 
 async def writes_by_hand(call, args):
-    # not through tether.fsutil: the tool declares how its written paths are known
+    # not through tether.workdir.writing: the tool declares how its written paths are known
     (call.run.workdir / args.target).write_text("by hand")
     return "done"
 

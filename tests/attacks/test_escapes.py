@@ -23,7 +23,7 @@ from attack_cli import TETHER, Session, call
 @pytest.fixture(autouse=True)
 def _code_routes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The code routes' closure is attacked on its own: under the write confinement
-    (tether.confine) a payload that ran could not leave its mark outside the workdir, and the
+    (tether.processes.confine) a payload that ran could not leave its mark outside the workdir, and the
     attack would pass unseen."""
     monkeypatch.setenv("TETHER_CONFINEMENT", "none")
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from attack_cli import Session
 
-from tether.hang import activity
-from tether.process import is_alive, kill_tree
+from tether.processes.hang import activity
+from tether.processes.managed import is_alive, kill_tree
 from tether.testing import require_real
 
 PROGRAM = "import time\nx = 1\ntime.sleep(0.1)\nprint(x)\n"

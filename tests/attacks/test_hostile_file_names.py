@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 import tether
-from tether.paths import relative
 from tether.text import show_path
+from tether.workdir.paths import relative
 
 #: (id, the hostile part of a name, how it must read)
 NAMES = [

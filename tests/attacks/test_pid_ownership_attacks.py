@@ -17,7 +17,7 @@ import pytest
 
 import tether
 import tether_debug.hooks
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 from tether_debug import DebugAdapter
 
 FAKE_ADAPTER = Path(__file__).parents[2] / "plugins" / "debug" / "tests" / "fake_dap_adapter.py"

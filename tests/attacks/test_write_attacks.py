@@ -24,7 +24,7 @@ import anyio
 import pytest
 
 import tether
-from tether.journal import recover, state_dir
+from tether.workdir.journal import recover, state_dir
 
 WRITE = {"core": {"approval": {"read": "auto", "write": "auto", "exec": "deny"}}}
 
@@ -273,7 +273,7 @@ def seed_rename_tree(work: Path) -> None:
 def change_rename_sized(work: Path) -> None:
     """What ``lsp_rename`` hands the core: one WorkspaceEdit over 12 files, through the same
     ``apply_changes`` (the server itself is not needed to kill the write)."""
-    from tether.fsutil import FileChange, apply_changes
+    from tether.workdir.writing import FileChange, apply_changes
 
     changes = []
     for path in sorted((work / "pkg").glob("*.py")):

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from attack_cli import TETHER
 
-from tether.journal import pending, recover_locked, state_dir, workdir_lock
+from tether.workdir.journal import pending, recover_locked, state_dir, workdir_lock
 
 ROUNDS = int(os.environ.get("TETHER_WRITELOCK_ROUNDS", "2"))
 KILLS = int(os.environ.get("TETHER_WRITELOCK_KILLS", "3"))

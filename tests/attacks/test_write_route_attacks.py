@@ -26,9 +26,9 @@ import attrs
 import pytest
 
 import tether
-from tether.launch import SAFE
+from tether.processes.launch import SAFE
 
-#: how the harness picks the confinement (tether.confine.CHOICE_ENV)
+#: how the harness picks the confinement (tether.processes.confine.CHOICE_ENV)
 CHOICE_ENV = "TETHER_CONFINEMENT"
 
 Snapshot = dict[str, tuple[bool, int, int]]

@@ -13,7 +13,7 @@ import pytest
 import tether
 import tether_eval.hooks
 import tether_files.hooks
-from tether.process import descendants, is_alive
+from tether.processes.managed import descendants, is_alive
 from tether.testing import AUTO_APPROVE, require_real
 from tether_bwrap import BwrapConfig, BwrapEnclosure, BwrapPlugin
 

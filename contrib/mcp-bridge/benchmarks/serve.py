@@ -28,7 +28,7 @@ from typing import Any
 
 import anyio
 
-from tether.process import descendants
+from tether.processes.managed import descendants
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "plugins" / "lsp" / "benchmarks"))
 from bench_lsp import BareClient, open_document
@@ -103,7 +103,7 @@ class Conn:
 
     @classmethod
     async def open(cls, path: Path, surface: str) -> Conn:
-        from tether.framing import LineReader
+        from tether.wire.framing import LineReader
 
         stream = await anyio.connect_unix(path)
         conn = cls(stream, LineReader(stream, max_line_bytes=1 << 26))

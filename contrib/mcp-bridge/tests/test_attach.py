@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_clients import ECHO_ALLOW, Server, run_client, text_of
 
-from tether.process import descendants
+from tether.processes.managed import descendants
 
 
 @pytest.fixture

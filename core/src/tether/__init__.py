@@ -11,7 +11,7 @@ Plugins are pluggy plugins registered under the entry-point group ``tether``; se
 ``docs/plugin-api.md``. What a harness, a plugin and nobody may use: ``docs/api.md``.
 
 tether runs on POSIX systems: Linux (reading ``/proc``, a subreaper strengthening the cleanup)
-and macOS or another POSIX system (through psutil: ``tether.procinfo``). It supervises processes
+and macOS or another POSIX system (through psutil: ``tether.processes.procinfo``). It supervises processes
 through POSIX process groups and signals, which Windows lacks: there the import fails at once
 with an error that says so, not with a crash deep inside a plugin.
 """
@@ -24,6 +24,7 @@ if _sys.platform.startswith(("win32", "cygwin")) or not hasattr(__import__("os")
         f"and signals: os.killpg, os.setsid, SIGKILL), which this platform {_sys.platform!r} lacks"
     )
 
+from tether import _moved
 from tether.approval import ApprovalRequest, Approver, Decision
 from tether.args import arg, object_schema, structure_args
 from tether.budget import Continuation, Cut
@@ -54,6 +55,8 @@ from tether.tools import (
     ToolResult,
     ToolSpec,
 )
+
+_moved.install()
 
 __all__ = [
     "Action",

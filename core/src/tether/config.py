@@ -399,7 +399,7 @@ def _try_toml(path: Path) -> tuple[dict[str, Any], str | None]:
 def _read_toml(path: Path) -> dict[str, Any]:
     import tomllib  # only a run with a configuration file pays for the parser
 
-    from tether.reading import UnreadableFile, read_outside
+    from tether.workdir.reading import UnreadableFile, read_outside
 
     try:
         # never blocks: a FIFO or a device named pyproject.toml is refused, not opened

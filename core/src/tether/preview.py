@@ -121,7 +121,7 @@ async def describe_call(call: CallContext) -> str:
 
 
 async def _run_plan(call: CallContext, plan: Callable[..., Any]) -> StagedChange:
-    from tether.reading import UnreadableFile, off_loop
+    from tether.workdir.reading import UnreadableFile, off_loop
 
     def work(reader: Any) -> StagedChange:
         def current(path: Path) -> bytes | None:

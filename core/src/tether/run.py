@@ -16,28 +16,28 @@ import anyio
 import anyio.abc
 import attrs
 
-from tether import journal as _journal
 from tether import preview as _preview
-from tether import process as _process
-from tether import watchdog as _watchdog
 from tether.args import structure_args, structure_config
 from tether.budget import apply_budget
 from tether.config import HARNESS_ORIGIN, CoreConfig, layer_config
 from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, PluginError, ToolError
-from tether.fsutil import recording_writes, writes_confined_to
 from tether.gate import ApprovalGate, ApprovalSources
 from tether.observe import CallObserver, CallRecord, observing
-from tether.owner import ProcessOwner
-from tether.paths import confine as _confine
 from tether.person import APPROVER
 from tether.plugins import TetherPluginManager, make_plugin_manager
+from tether.processes import managed as _process
+from tether.processes import watchdog as _watchdog
+from tether.processes.owner import ProcessOwner
 from tether.registry import SchemaFormat, ToolRegistry, schema_problem
 from tether.resources import _MISSING, ResourceKey, Resources, _calling_conversation
 from tether.terminal import warn as _warn
 from tether.text import duration
 from tether.tiers import Tier
 from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
+from tether.workdir import journal as _journal
+from tether.workdir.paths import confine as _confine
+from tether.workdir.writing import recording_writes, writes_confined_to
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -86,7 +86,7 @@ class Run:
         self.raw_config: dict[str, Any] = dict(config)
         self.workdir_config: dict[str, Any] = dict(workdir_config or {})
         #: workdir-local bin dirs (.venv/bin, venv/bin, node_modules/.bin) may run read-tier, and
-        #: children start without the sanitised launch (:mod:`tether.launch`)
+        #: children start without the sanitised launch (:mod:`tether.processes.launch`)
         self.trust_workdir = trust_workdir
         #: workdir settings that were ignored (harness-only or looser), as said on stderr
         self.config_notes: list[str] = []
@@ -180,7 +180,7 @@ class Run:
         return self.process_owner.owner
 
     async def spawn(self, argv: Sequence[str], **kwargs: Any) -> _process.ManagedProcess:
-        """Start a child that belongs to this run (:meth:`tether.owner.ProcessOwner.spawn`)."""
+        """Start a child that belongs to this run (:meth:`tether.processes.owner.ProcessOwner.spawn`)."""
         return await self.process_owner.spawn(argv, **kwargs)
 
     async def run_command(
@@ -193,7 +193,7 @@ class Run:
         env: Mapping[str, str] | None = None,
     ) -> _process.CommandResult:
         """Run a short command (git, a version probe) as a child of this run, bounded in time
-        and in output (:meth:`tether.owner.ProcessOwner.run_command`)."""
+        and in output (:meth:`tether.processes.owner.ProcessOwner.run_command`)."""
         return await self.process_owner.run_command(
             argv, timeout_s=timeout_s, cwd=cwd, max_output_bytes=max_output_bytes, env=env
         )
@@ -481,7 +481,7 @@ class Run:
         value = ctx.raw_args.get(writes)
         if not isinstance(value, str):
             return {}
-        from tether.reading import UnreadableFile, read_bytes
+        from tether.workdir.reading import UnreadableFile, read_bytes
 
         try:
             path = self.confine(value, field=writes)

@@ -331,13 +331,13 @@ class ToolSpec:
     timeout_s: float | None = None
     #: per-action fields of a tool with an action selector, enforced by the core
     actions: Actions | None = None
-    #: how a tool that does not write through ``tether.fsutil`` says what it wrote: the name of
+    #: how a tool that does not write through ``tether.workdir.writing`` says what it wrote: the name of
     #: its path argument, or a function ``(call, result) -> paths`` (relative to the workdir or
     #: absolute). Tools writing through the core's writers need nothing here.
     writes: str | Callable[[CallContext, ToolResult], Iterable[str | Path]] | None = None
     #: what a call will change, shown on its approval card (the card of a write shows what it
     #: writes, not only its arguments): ``(call, args) ->`` text, a
-    #: :class:`~tether.preview.StagedChange`, or a :data:`~tether.fsutil.Plan` (the function
+    #: :class:`~tether.preview.StagedChange`, or a :data:`~tether.workdir.writing.Plan` (the function
     #: the tool hands the core's writer), run on the files as they are; sync or async. The core
     #: renders it bounded and visible (:func:`tether.preview.describe_call`).
     describe_change: Callable[[CallContext, Any], Any] | None = None

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import tether.fsutil
+import tether.workdir.writing
 
 pytestmark = pytest.mark.anyio
 
@@ -186,7 +186,7 @@ async def test_failure_in_the_middle_of_applying_restores_earlier_files(
     astgrep_run, tether_workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     files = {"a.py": "dispose(a)\n", "b.py": "dispose(b)\n", "c.py": "dispose(c)\n"}
-    real_write = tether.fsutil.write_temp
+    real_write = tether.workdir.writing.write_temp
     calls: list[str] = []
 
     def failing_write(path: Path, fd: int, data: bytes) -> None:
@@ -198,7 +198,7 @@ async def test_failure_in_the_middle_of_applying_restores_earlier_files(
     async with astgrep_run(files) as run:
         await run.call("ast_edit", {"pattern": "dispose($X)", "rewrite": "$X.dispose()"})
         before = snapshot(tether_workdir)
-        monkeypatch.setattr(tether.fsutil, "write_temp", failing_write)
+        monkeypatch.setattr(tether.workdir.writing, "write_temp", failing_write)
         result = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
         assert result.is_error
         assert (
@@ -237,7 +237,7 @@ def test_property_no_partial_application_ever(
     root = tmp_path_factory.mktemp("prop")
     for i in range(n_files):
         (root / f"f{i}.py").write_text(f"dispose(v{i})\nkeep()\n")
-    real_write = tether.fsutil.write_temp
+    real_write = tether.workdir.writing.write_temp
     writes: list[str] = []
 
     def flaky_write(path: Path, fd: int, data: bytes) -> None:
@@ -264,11 +264,11 @@ def test_property_no_partial_application_ever(
                     path.write_text(path.read_text().replace("keep", "peek"))
             old = snapshot(root)
             new = {f"f{i}.py": f"v{i}.dispose()\nkeep()\n".encode() for i in range(n_files)}
-            tether.fsutil.write_temp = flaky_write
+            tether.workdir.writing.write_temp = flaky_write
             try:
                 result = await run.call("resolve", {"edit_id": "edit_1", "action": "accept"})
             finally:
-                tether.fsutil.write_temp = real_write
+                tether.workdir.writing.write_temp = real_write
             after = snapshot(root)
             assert after in (old, new)  # never a mix
             if changed:

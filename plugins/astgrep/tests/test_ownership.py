@@ -9,7 +9,7 @@ import shutil
 import anyio
 import pytest
 
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 from tether_astgrep.service import AstgrepService
 
 pytestmark = pytest.mark.anyio

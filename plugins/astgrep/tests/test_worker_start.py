@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import tether
-from tether import procinfo
-from tether.process import is_alive
+from tether.processes import procinfo
+from tether.processes.managed import is_alive
 from tether_astgrep import engine
 from tether_astgrep.grammars import Grammar, Scaffold
 

@@ -31,7 +31,7 @@ import anyio
 
 import tether
 import tether_debug.hooks
-from tether.availability import CommandProbe
+from tether.processes.availability import CommandProbe
 from tether_debug.adapters import Debugpy, Resolution
 from tether_debug.client import DapClient
 

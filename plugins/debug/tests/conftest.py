@@ -16,7 +16,7 @@ import pytest
 
 import tether
 import tether_debug.hooks
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 from tether.testing import require_real
 
 pytest_plugins = ["tether.testing"]  # tether's test kit: opt-in, never loaded on its own

@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 import tether
-from tether.fsutil import atomic_write_async
+from tether.workdir.writing import atomic_write_async
 from tether_debug.anchors import follow
 
 pytestmark = pytest.mark.anyio

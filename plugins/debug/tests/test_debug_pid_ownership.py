@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 import tether
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 from tether_debug import DebugAdapter
 
 pytestmark = pytest.mark.anyio

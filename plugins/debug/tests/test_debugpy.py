@@ -311,7 +311,7 @@ async def test_attach_over_tcp_to_a_program_started_with_debugpy_listen(
             target.pid
         }  # detaching leaves someone else's program running
     finally:
-        from tether.process import kill_tree
+        from tether.processes.managed import kill_tree
 
         kill_tree(target.pid)
         await target.aclose()

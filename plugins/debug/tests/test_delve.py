@@ -11,7 +11,7 @@ import anyio
 import pytest
 from anyio.abc import SocketAttribute
 
-from tether.process import kill_tree
+from tether.processes.managed import kill_tree
 
 pytestmark = pytest.mark.anyio
 

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 from tether.testing import require_real
 
 PROGRAM = """\

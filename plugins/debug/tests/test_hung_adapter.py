@@ -20,8 +20,8 @@ import pytest
 
 import tether
 import tether_debug.hooks
-from tether.hang import activity
-from tether.process import descendants, is_alive, kill_tree
+from tether.processes.hang import activity
+from tether.processes.managed import descendants, is_alive, kill_tree
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 import tether
-from tether.fsutil import atomic_write_async
+from tether.workdir.writing import atomic_write_async
 
 pytestmark = pytest.mark.anyio
 

@@ -97,7 +97,7 @@ async def test_attach_to_a_gdb_remote_stub(dbg, debug_run, c_workdir: Path) -> N
 
     import anyio
 
-    from tether.process import kill_tree
+    from tether.processes.managed import kill_tree
     from tether.testing import require_real
 
     server = shutil.which("lldb-server-14") or shutil.which("lldb-server")
@@ -152,7 +152,7 @@ async def test_attach_by_pid_reports_threads_and_pause_stops_it(
 
     import anyio
 
-    from tether.process import kill_tree
+    from tether.processes.managed import kill_tree
 
     shutil.copy(Path(__file__).parent / "fixtures" / "spin.c", c_workdir / "spin.c")
     await anyio.run_process(["gcc", "-g", "-O0", "-o", "spin", "spin.c"], cwd=c_workdir)

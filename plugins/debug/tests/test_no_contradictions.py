@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tether.process import kill_tree
+from tether.processes.managed import kill_tree
 from tether.testing import require_real
 
 pytestmark = pytest.mark.anyio

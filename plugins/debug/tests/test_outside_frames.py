@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tether
-from tether.paths import OUTSIDE
+from tether.workdir.paths import OUTSIDE
 from tether_debug import DebugAdapter
 
 pytestmark = pytest.mark.anyio

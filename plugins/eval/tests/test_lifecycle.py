@@ -11,7 +11,7 @@ import anyio
 import psutil
 import pytest
 
-from tether.process import descendants, is_alive
+from tether.processes.managed import descendants, is_alive
 from tether.testing import require_real
 
 pytestmark = pytest.mark.anyio

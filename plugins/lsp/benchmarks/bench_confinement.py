@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 
 import tether
-from tether import confine
+from tether.processes import confine
 from tether_lsp.checker import _run_one
 from tether_lsp.tools import RESOURCE
 

@@ -26,7 +26,7 @@ import anyio
 import attrs
 
 import tether
-from tether.framing import FramedReader, FramedWriter
+from tether.wire.framing import FramedReader, FramedWriter
 from tether_lsp import BUILTIN_SERVERS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"

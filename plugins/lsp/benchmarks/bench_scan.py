@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tether.reading import Reader
+from tether.workdir.reading import Reader
 from tether_lsp.documents import scan_root, skipped_dir
 from tether_lsp.watch import TreeWatch
 

@@ -42,7 +42,7 @@ def _fake_server_unconfined(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fake server (``fake_lsp_server.py``) logs what it was sent to a file its test reads,
-    a write the confinement (``tether.confine``) denies: the modules that start it test
+    a write the confinement (``tether.processes.confine``) denies: the modules that start it test
     supervision and connections, not writes, and run with it off."""
     if getattr(request.module, "FAKE", None):
         monkeypatch.setenv("TETHER_CONFINEMENT", "none")

@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 from anyio.streams.file import FileReadStream, FileWriteStream
 
-from tether.framing import FramedReader, FramedWriter
+from tether.wire.framing import FramedReader, FramedWriter
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 LOG = sys.argv[2] if len(sys.argv) > 2 else None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lsp_testkit import Caller, need, open_lsp_run
 
-import tether.fsutil
+import tether.workdir.writing
 from tether.testing import check_plugin_contract_sync
 
 
@@ -180,7 +180,7 @@ def test_rename_is_all_or_nothing(
     b = "from pkg.atom_a import atomic_fn\n\natomic_fn()\n"
     (pkg / "atom_a.py").write_text(a)
     (pkg / "atom_b.py").write_text(b)
-    real_write = tether.fsutil.write_temp
+    real_write = tether.workdir.writing.write_temp
     writes: list[Path] = []
 
     def failing_second_write(path: Path, fd: int, data: bytes) -> None:
@@ -189,7 +189,7 @@ def test_rename_is_all_or_nothing(
             raise OSError(28, "No space left on device")
         real_write(path, fd, data)
 
-    monkeypatch.setattr(tether.fsutil, "write_temp", failing_second_write)
+    monkeypatch.setattr(tether.workdir.writing, "write_temp", failing_second_write)
     text = py.err("lsp_rename", file="pkg/atom_a.py", line=1, symbol="atomic_fn", new_name="other")
     assert "nothing was written" in text and "No space left" in text
     assert len(writes) >= 2  # the first file's new content was written, then thrown away

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from lsp_testkit import Ask, Caller, action_matrix, check_action, copy_project, need, open_lsp_run
 
-from tether.process import is_alive, kill_tree
+from tether.processes.managed import is_alive, kill_tree
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from lsp_testkit import copy_project, need
 
 import tether
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 
 JEDI = {"servers": {"python": ["jedi-language-server"]}}
 HOVER = {"action": "hover", "file": "pkg/use.py", "line": 3, "symbol": "make_square"}

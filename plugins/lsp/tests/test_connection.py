@@ -18,8 +18,8 @@ from anyio import TaskInfo
 from lsp_testkit import copy_project, need
 
 import tether
-from tether.launch import SAFE
-from tether.process import is_alive
+from tether.processes.launch import SAFE
+from tether.processes.managed import is_alive
 from tether.testing import call_error, call_ok
 from tether_lsp import ServerSpec
 from tether_lsp.tools import RESOURCE

@@ -27,7 +27,7 @@ import pytest
 from lsp_testkit import WRITE_AUTO, Caller, copy_project, need
 
 import tether
-from tether.reading import Reader
+from tether.workdir.reading import Reader
 from tether_lsp.dependents import changed_names, find_dependents
 
 

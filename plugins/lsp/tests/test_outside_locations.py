@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lsp_testkit import Caller, need, open_lsp_run
 
-from tether.paths import OUTSIDE
+from tether.workdir.paths import OUTSIDE
 
 JEDI = {"servers": {"python": ["jedi-language-server"]}}
 

@@ -14,7 +14,7 @@ import pytest
 from lsp_testkit import FIXTURES, Caller, need, open_lsp_run
 
 import tether
-from tether.launch import SAFE
+from tether.processes.launch import SAFE
 from tether_lsp import ServerSpec
 
 FAKE = str(Path(__file__).parent / "fake_lsp_server.py")

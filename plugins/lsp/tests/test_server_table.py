@@ -19,7 +19,7 @@ import attrs
 import pytest
 from lsp_testkit import Caller, copy_project, need, open_lsp_run
 
-from tether.launch import declared
+from tether.processes.launch import declared
 from tether_lsp.servers import BUILTIN_SERVERS
 
 #: a scenario the server does not offer

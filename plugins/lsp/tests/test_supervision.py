@@ -20,8 +20,8 @@ import pytest
 from lsp_testkit import Caller, open_lsp_run
 
 import tether
-from tether.launch import SAFE
-from tether.process import is_alive
+from tether.processes.launch import SAFE
+from tether.processes.managed import is_alive
 from tether_lsp import ServerSpec
 from tether_lsp.servers import BUILTIN_SERVERS
 

@@ -12,7 +12,7 @@ import pytest
 from lsp_testkit import Caller, copy_project, need, open_lsp_run
 
 import tether
-from tether.launch import Untrusted
+from tether.processes.launch import Untrusted
 from tether_lsp import ServerSpec
 from tether_lsp.tools import RESOURCE
 from tether_lsp.trust import trusted_python
@@ -21,7 +21,7 @@ from tether_lsp.trust import trusted_python
 @pytest.fixture(autouse=True)
 def _code_routes_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The code routes' closure is tested on its own: under the write confinement
-    (tether.confine) a payload that ran could not leave its mark outside the workdir, and the
+    (tether.processes.confine) a payload that ran could not leave its mark outside the workdir, and the
     test would pass unseen (and the fake server logs beside the workdir)."""
     monkeypatch.setenv("TETHER_CONFINEMENT", "none")
 

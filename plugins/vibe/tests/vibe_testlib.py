@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-import tether.process
+import tether.processes.managed
 
 AGENT = Path(__file__).with_name("agent_cli.py")
 AGENT_COMMAND = [sys.executable, str(AGENT), "{brief}"]
@@ -66,7 +66,7 @@ def describe_process(pid: int) -> str:
 
 def alive(pid: int) -> bool:
     """True while pid exists and is not a zombie (a zombie has already exited)."""
-    return tether.process.is_alive(pid)
+    return tether.processes.managed.is_alive(pid)
 
 
 async def wait_for_file(path: Path, timeout: float = 10.0) -> str:

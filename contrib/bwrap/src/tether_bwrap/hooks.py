@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from tether import procinfo
+from tether.processes import procinfo
 
 if not sys.platform.startswith("linux") or procinfo.portable():
     raise ImportError(

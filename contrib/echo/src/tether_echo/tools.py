@@ -6,7 +6,7 @@ import anyio
 import attrs
 
 import tether
-from tether.fsutil import FileChange, Plan, atomic_write_async
+from tether.workdir.writing import FileChange, Plan, atomic_write_async
 
 
 @attrs.frozen

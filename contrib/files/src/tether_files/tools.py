@@ -10,9 +10,9 @@ from typing import Any
 import attrs
 
 import tether
-from tether import reading
-from tether.fsutil import CurrentContent, FileChange, Plan, apply_changes_async
 from tether.text import truncate
+from tether.workdir import reading
+from tether.workdir.writing import CurrentContent, FileChange, Plan, apply_changes_async
 
 MAX_READ_LINES = 2000
 MAX_LINE_CHARS = 2000

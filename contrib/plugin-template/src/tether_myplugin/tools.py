@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 
 import tether
-from tether import reading
+from tether.workdir import reading
 from tether_myplugin.config import MypluginConfig
 
 

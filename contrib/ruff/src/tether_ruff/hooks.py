@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tether
-from tether.launch import SAFE, Untrusted
+from tether.processes.launch import SAFE, Untrusted
 from tether_lsp import ServerSpec
 
 RUFF = ServerSpec(

@@ -31,7 +31,6 @@ from tether.cli.signals import Stop
 from tether.config import HarnessConfig, load_workdir_config, read_config_file
 from tether.errors import ConfigError, PluginError, TetherError
 from tether.hookspecs import hookimpl
-from tether.journal import WorkdirBusy, recover
 from tether.person import CARD_STREAM, TERMINAL
 from tether.plugins import (
     TetherPluginManager,
@@ -39,12 +38,13 @@ from tether.plugins import (
     indexed_command_plugins,
     make_plugin_manager,
 )
-from tether.process import become_subreaper, kill_orphans
+from tether.processes.managed import become_subreaper, kill_orphans
 from tether.registry import SchemaFormat
 from tether.run import Run, open_run
 from tether.terminal import say
 from tether.tiers import Tier
 from tether.tools import ToolResult
+from tether.workdir.journal import WorkdirBusy, recover
 
 
 class _CliResources:

@@ -49,9 +49,9 @@ from tether.cli.session import (
 )
 from tether.cli.signals import Stop
 from tether.errors import ConfigError, ToolError
-from tether.framing import LineReader, LineTooLong
 from tether.person import CARD_STREAM
 from tether.run import Run
+from tether.wire.framing import LineReader, LineTooLong
 
 #: overrides where servers keep their sockets (tests; a harness with its own runtime dir)
 RUNTIME_DIR_ENV = "TETHER_RUNTIME_DIR"

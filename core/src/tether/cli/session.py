@@ -28,12 +28,12 @@ import attrs
 
 from tether.cli.signals import Stop, lines
 from tether.errors import NoPerson
-from tether.framing import LineTooLong
 from tether.person import Answer
 from tether.plugins import core_version
 from tether.registry import SchemaFormat
 from tether.run import Run, open_run
 from tether.terminal import json_safe
+from tether.wire.framing import LineTooLong
 
 #: The session protocol's version, announced in the ready line (1: ready line, tools request,
 #: cards carry the client's request_id; 2: cancel and progress lines).

@@ -4,7 +4,7 @@ signal, the run closes and kills its children, the process exits with 128 + the 
 number); a second one exits at once, whatever the process is doing (the run's watchdog then
 kills the children), and so does the process :data:`HARD_EXIT_S` after the first.
 
-SIGKILL runs no code here: :mod:`tether.watchdog` covers it.
+SIGKILL runs no code here: :mod:`tether.processes.watchdog` covers it.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from tether.framing import LineReader
 from tether.terminal import say
+from tether.wire.framing import LineReader
 
 T = TypeVar("T")
 SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -153,5 +153,5 @@ class _FdReceiveStream(anyio.abc.ByteReceiveStream):
 
 def lines(fd: int, *, max_line_bytes: int) -> LineReader:
     """The lines of ``fd`` (without their newline); a line over ``max_line_bytes`` raises
-    :class:`~tether.framing.LineTooLong` and is skipped (:class:`~tether.framing.LineReader`)."""
+    :class:`~tether.wire.framing.LineTooLong` and is skipped (:class:`~tether.wire.framing.LineReader`)."""
     return LineReader(_FdReceiveStream(fd), max_line_bytes=max_line_bytes)

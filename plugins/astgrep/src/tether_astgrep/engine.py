@@ -21,9 +21,9 @@ import attrs
 import tree_sitter as ts
 
 from tether import regex as linear
-from tether.process import kill_tree
-from tether.reading import Reader, UnreadableFile
+from tether.processes.managed import kill_tree
 from tether.text import truncate
+from tether.workdir.reading import Reader, UnreadableFile
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
@@ -115,7 +115,7 @@ def entry_cost(source: bytes) -> int:
 
 
 def _rss_bytes() -> int:
-    from tether import procinfo  # /proc on Linux, psutil elsewhere
+    from tether.processes import procinfo  # /proc on Linux, psutil elsewhere
 
     return procinfo.rss_bytes()
 
@@ -492,7 +492,7 @@ def default_start_method() -> StartMethod:
     """``fork`` where the core uses /proc (Linux: the cheapest start by far, see the README),
     ``spawn`` where it uses its portable backend (macOS, where fork is unsafe in a threaded
     process, and Linux under ``TETHER_PORTABLE=1``, to run that path here)."""
-    from tether import procinfo
+    from tether.processes import procinfo
 
     return "spawn" if procinfo.portable() else "fork"
 

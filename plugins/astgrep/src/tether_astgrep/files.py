@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tether.reading import Reader, UnreadableFile, off_loop
+from tether.workdir.reading import Reader, UnreadableFile, off_loop
 
 if TYPE_CHECKING:
     import pathspec
 
-    from tether.process import CommandResult
+    from tether.processes.managed import CommandResult
 
 #: `run.run_command`'s shape
 RunCommand = Callable[..., Awaitable["CommandResult"]]

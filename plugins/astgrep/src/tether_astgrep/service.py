@@ -15,8 +15,8 @@ import attrs
 
 import tether
 from tether.killable import run_killable
-from tether.paths import confine
 from tether.text import listing
+from tether.workdir.paths import confine
 from tether_astgrep.config import AstgrepConfig
 from tether_astgrep.files import RunCommand, list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry

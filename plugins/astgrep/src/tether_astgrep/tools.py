@@ -9,9 +9,9 @@ import attrs
 import tether
 from tether.budget import narrower_path
 from tether.contributions import collect
-from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.resources import ResourceKey
 from tether.text import duration, plural, show_path, shown_note, truncate
+from tether.workdir.writing import FileChange, StaleFiles, apply_changes_async
 from tether_astgrep.config import AstgrepConfig
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.service import AstgrepService, SearchOutcome, StagedEdit

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
-from tether.availability import (
+from tether.processes.availability import (
     CommandProbe,
     find_local_command,
     find_root,
     not_found,
     resolve_command,
 )
-from tether.paths import relative
-from tether.reading import UnreadableFile, peek, read_outside
+from tether.workdir.paths import relative
+from tether.workdir.reading import UnreadableFile, peek, read_outside
 
 if TYPE_CHECKING:
     from tether import Run

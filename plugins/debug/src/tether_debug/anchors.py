@@ -10,7 +10,7 @@ from pathlib import Path
 
 import attrs
 
-from tether.positions import is_whole_token, resolve_position, split_lines
+from tether.wire.positions import is_whole_token, resolve_position, split_lines
 
 
 @attrs.frozen
@@ -53,7 +53,7 @@ def read_text(path: Path, workdir: Path) -> str | None:
     """The file's text now, or None when it is gone or unreadable: a workdir file through the
     core's reader (no symlink followed, regular files only), a library file (outside the
     workdir) by the capped, non-blocking outside read."""
-    from tether.reading import Reader, UnreadableFile, read_outside
+    from tether.workdir.reading import Reader, UnreadableFile, read_outside
 
     try:
         if path.is_relative_to(workdir):  # as written: a symlink in the workdir is refused

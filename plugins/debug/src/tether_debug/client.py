@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from tether.framing import (
+from tether.wire.framing import (
     FramedReader,
     FramedWriter,
     FrameTooLarge,

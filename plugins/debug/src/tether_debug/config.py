@@ -28,7 +28,7 @@ class DebugConfig:
     #: Characters of output one ``output`` call returns at most.
     output_chunk_chars: int = workdir_may_set(8000, floor=1000, above=0)
     #: Requests in a row that time out while the adapter looks hung (its process stopped, or the
-    #: session's processes using under 2 % of one core since the first; ``tether.hang``) before
+    #: session's processes using under 2 % of one core since the first; ``tether.processes.hang``) before
     #: the session is ended: adapter and debuggee killed, said in that call's result. A busy
     #: session is never ended.
     restart_after_timeouts: int = workdir_may_set(2, floor=1, minimum=1)

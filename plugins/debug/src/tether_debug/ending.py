@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from tether.process import describe, is_alive
+from tether.processes.managed import describe, is_alive
 from tether_debug.client import AdapterGone, DapClient, DapError, DapTimeout
 
 if TYPE_CHECKING:

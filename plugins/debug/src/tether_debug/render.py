@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from tether.paths import OUTSIDE, is_inside, relative
-from tether.reading import UnreadableFile, read_outside
+from tether.workdir.paths import OUTSIDE, is_inside, relative
+from tether.workdir.reading import UnreadableFile, read_outside
 from tether_debug import breakpoints as bp
 from tether_debug import features
 

@@ -16,8 +16,8 @@ import anyio
 import anyio.abc
 
 from tether import ToolError
-from tether.hang import HangWatch, activity
-from tether.process import ManagedProcess, descendants
+from tether.processes.hang import HangWatch, activity
+from tether.processes.managed import ManagedProcess, descendants
 from tether.text import clock
 from tether_debug import dap_requests as dap
 from tether_debug import ending, features

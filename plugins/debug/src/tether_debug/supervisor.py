@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether import ArgumentError, ToolError
-from tether.availability import CommandProbe
 from tether.contributions import collect
 from tether.errors import PathError
-from tether.paths import relative
+from tether.processes.availability import CommandProbe
+from tether.workdir.paths import relative
 from tether_debug.adapters import DebugAdapter, LibraryRoot, availability
 from tether_debug.anchors import Anchor, follow_all, read_text
 from tether_debug.breakpoints import BreakpointSpec, Requested

@@ -13,8 +13,8 @@ import anyio
 import anyio.abc
 
 from tether import ArgumentError, ToolError
-from tether.framing import LineReader, LineTooLong
-from tether.process import ManagedProcess
+from tether.processes.managed import ManagedProcess
+from tether.wire.framing import LineReader, LineTooLong
 from tether_debug.adapters import Availability, DebugAdapter
 from tether_debug.config import DebugConfig
 

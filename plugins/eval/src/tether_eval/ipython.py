@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
-from tether.process import ManagedProcess
+from tether.processes.managed import ManagedProcess
 from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError, ProcessKernel
 from tether_eval.output import CellOutput
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from tether.process import ManagedProcess
+from tether.processes.managed import ManagedProcess
 from tether_eval.output import CellOutput
 
 #: Answers one bridge request ``(tool name, args)`` with a JSON result

@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 
-from tether.framing import LineReader, LineTooLong
-from tether.process import ManagedProcess, descendants
+from tether.processes.managed import ManagedProcess, descendants
+from tether.wire.framing import LineReader, LineTooLong
 from tether_eval.kernels import Bridge, KernelContext, KernelDied, KernelStartError, ProcessKernel
 from tether_eval.output import CellOutput
 
@@ -51,7 +51,7 @@ def node_available(settings: Mapping[str, Any]) -> tuple[bool, str]:
 
 def _runs_kernel_script(pid: int) -> bool:
     """True for the node process itself (not a wrapper such as bwrap whose argv names it)."""
-    from tether import procinfo  # /proc on Linux, psutil elsewhere
+    from tether.processes import procinfo  # /proc on Linux, psutil elsewhere
 
     argv = procinfo.cmdline(pid)
     if not argv:

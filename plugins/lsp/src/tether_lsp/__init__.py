@@ -4,7 +4,7 @@ diagnostics after every write.
 Add a language server from your own plugin::
 
     import tether
-    from tether.launch import Untrusted
+    from tether.processes.launch import Untrusted
     from tether_lsp import ServerSpec
 
     @tether.hookimpl

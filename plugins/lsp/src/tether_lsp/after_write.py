@@ -19,8 +19,8 @@ import anyio
 import attrs
 
 import tether
-from tether import reading
 from tether.text import cap
+from tether.workdir import reading
 from tether_lsp.client import LspClient
 from tether_lsp.dependents import Dependents, changed_names, find_dependents
 from tether_lsp.documents import OpenDocument

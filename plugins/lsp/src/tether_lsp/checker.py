@@ -54,7 +54,7 @@ def plan_roots(supervisor: LspSupervisor, spec: ServerSpec) -> tuple[list[Path],
 def _leaves_out(supervisor: LspSupervisor, spec: ServerSpec, outer: Path, nested: Path) -> bool:
     """The project at ``outer`` leaves ``nested``'s files out (its ``include``/``exclude``):
     its checker run does not cover them, so ``nested`` is checked on its own."""
-    from tether.reading import Reader
+    from tether.workdir.reading import Reader
     from tether_lsp.crosscheck import leaves_out_nested
 
     suffix = next(iter(spec.extensions), "")

@@ -21,8 +21,8 @@ import anyio
 import attrs
 
 import tether
-from tether.reading import Reader, UnreadableFile, off_loop
 from tether.text import LISTED_NAME_CHARS, cap, listing, truncate
+from tether.workdir.reading import Reader, UnreadableFile, off_loop
 from tether_lsp.ledger import Seen, Stamp, diagnostic_key
 
 if TYPE_CHECKING:

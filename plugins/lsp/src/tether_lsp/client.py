@@ -16,9 +16,9 @@ import anyio
 import attrs
 
 import tether
-from tether import reading
-from tether.hang import HangWatch
-from tether.paths import relative
+from tether.processes.hang import HangWatch
+from tether.workdir import reading
+from tether.workdir.paths import relative
 from tether_lsp.documents import (
     OpenDocument,
     Published,

@@ -20,8 +20,8 @@ import attrs
 
 import tether
 from tether import regex as linear
-from tether.paths import relative
-from tether.reading import Reader, UnreadableFile, off_loop
+from tether.workdir.paths import relative
+from tether.workdir.reading import Reader, UnreadableFile, off_loop
 from tether_lsp.client import LspClient
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines

@@ -23,7 +23,7 @@ from pathlib import Path
 import attrs
 
 from tether import ToolError
-from tether.reading import Reader
+from tether.workdir.reading import Reader
 
 #: words of C/C++, Go, TypeScript/JavaScript, Python and Rust that name no declaration
 _KEYWORDS = frozenset(
@@ -116,7 +116,7 @@ def find_dependents(
     """The files of ``candidates`` (not among ``written``) that use one of the names as a
     whole word: those using one of ``declared`` first, then by how rare the names they use
     are. Each is read through the core's ``reader`` (regular files only, no symlink followed,
-    never blocking on a FIFO): run it with :func:`tether.reading.off_loop`."""
+    never blocking on a FIFO): run it with :func:`tether.workdir.reading.off_loop`."""
     names = [*declared, *others]
     if not names:
         return Dependents((), ())

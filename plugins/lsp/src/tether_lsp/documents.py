@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from tether.reading import Reader
+from tether.workdir.reading import Reader
 
 
 @attrs.define
@@ -69,7 +69,7 @@ def skipped_dir(name: str) -> bool:
 
 def scan_root(reader: Reader, suffixes: frozenset[str]) -> dict[str, tuple[int, int]]:
     """path -> (mtime_ns, size) of the regular source files under the reader's root (bounded;
-    run in the reader's thread: :func:`tether.reading.off_loop`). Nothing is read; symlinks are
+    run in the reader's thread: :func:`tether.workdir.reading.off_loop`). Nothing is read; symlinks are
     neither followed nor listed."""
     found: dict[str, tuple[int, int]] = {}
     stack = [str(reader.root)]

@@ -13,7 +13,7 @@ from typing import Any
 import tether
 
 # the agent's line + symbol rule is the core's, shared with the debug family's breakpoints
-from tether.positions import (
+from tether.wire.positions import (
     SymbolPosition,
     is_whole_token,
     resolve_position,

@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 
 import tether
-from tether.reading import Reader, UnreadableFile, off_loop
 from tether.text import cap, truncate
+from tether.workdir.reading import Reader, UnreadableFile, off_loop
 from tether_lsp import crosscheck
 from tether_lsp.client import LspClient
 from tether_lsp.documents import OpenDocument, uri_to_path

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import tether
-from tether.fsutil import FileChange, StaleFiles, apply_changes_async
-from tether.paths import confine
-from tether.reading import UnreadableFile, read_bytes
+from tether.workdir.paths import confine
+from tether.workdir.reading import UnreadableFile, read_bytes
+from tether.workdir.writing import FileChange, StaleFiles, apply_changes_async
 from tether_lsp import crosscheck
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import apply_text_edits

@@ -10,9 +10,9 @@ from typing import Any
 
 import attrs
 
-from tether.paths import OUTSIDE
-from tether.reading import Reader, UnreadableFile, off_loop, read_outside
 from tether.text import show_path, truncate
+from tether.workdir.paths import OUTSIDE
+from tether.workdir.reading import Reader, UnreadableFile, off_loop, read_outside
 from tether_lsp.client import LspClient
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines

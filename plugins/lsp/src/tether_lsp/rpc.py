@@ -21,9 +21,15 @@ import anyio.abc
 import attrs
 
 import tether
-from tether.framing import FramedReader, FramedWriter, FrameTooLarge, FramingError, PendingRequests
-from tether.hang import HangWatch, activity
-from tether.process import ManagedProcess, descendants, is_alive
+from tether.processes.hang import HangWatch, activity
+from tether.processes.managed import ManagedProcess, descendants, is_alive
+from tether.wire.framing import (
+    FramedReader,
+    FramedWriter,
+    FrameTooLarge,
+    FramingError,
+    PendingRequests,
+)
 
 
 class ServerGone(tether.ToolError):

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from tether.launch import SAFE, Untrusted
+from tether.processes.launch import SAFE, Untrusted
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -29,11 +29,11 @@ class ServerSpec:
     ``command[0]`` and ``probe[0]`` are resolved on ``PATH`` and in the directory of the
     interpreter tether runs in; the project's ``.venv/bin``, ``venv/bin`` and
     ``node_modules/.bin`` come first only when the harness trusts the workdir
-    (``tether.availability``). ``probe`` must exit 0 for the server to count as usable (a shim
+    (``tether.processes.availability``). ``probe`` must exit 0 for the server to count as usable (a shim
     on ``PATH`` that cannot run is "not usable").
 
     ``untrusted`` / ``checker_untrusted`` declare how a checkout can make the server / its
-    checker run code and what closes it (:class:`tether.launch.Untrusted`); a spec that declares
+    checker run code and what closes it (:class:`tether.processes.launch.Untrusted`); a spec that declares
     nothing is unavailable on a workdir the harness does not trust.
     """
 
@@ -147,7 +147,7 @@ _RUNS_VENV_PYTHON = (
 )
 # ... and how it can make each one *write* (each setting that names a path), and what pins
 # that write into the run's own directory ({rundir}) or turns it off. Whatever is not declared
-# is still held by the confinement (tether.confine): on an untrusted workdir every server and
+# is still held by the confinement (tether.processes.confine): on an untrusted workdir every server and
 # checker writes only in the run's directory, its TMPDIR and XDG_CACHE_HOME pointing there.
 _BASELINE = (
     "a baselineFile in pyrightconfig.json or [tool.basedpyright] names a file it rewrites, "

@@ -13,11 +13,17 @@ import anyio
 import attrs
 
 import tether
-from tether.availability import CommandProbe, ProbeResult, find_root, not_found, resolve_command
 from tether.contributions import collect
-from tether.paths import relative
+from tether.processes.availability import (
+    CommandProbe,
+    ProbeResult,
+    find_root,
+    not_found,
+    resolve_command,
+)
 from tether.resources import forget_entry
 from tether.text import show_path
+from tether.workdir.paths import relative
 from tether_lsp.checkpoints import Checkpoints
 from tether_lsp.config import LspConfig
 from tether_lsp.ledger import DiagnosticLedger
@@ -135,7 +141,7 @@ class LspSupervisor:
 
     def resolve_binary(self, name: str, root: Path | None) -> str | None:
         """``name`` as it runs for ``root``: PATH, tether's environment — and first, only in a
-        trusted workdir, the root's and the workdir's local bins (``tether.availability``)."""
+        trusted workdir, the root's and the workdir's local bins (``tether.processes.availability``)."""
         return resolve_command(
             name,
             [base for base in (root, self.workdir) if base is not None],

@@ -1,8 +1,8 @@
 """What a language server loads from its workspace on its own, pinned outside it when the
-harness does not trust the workdir (``run.trust_workdir``; see ``tether.availability``).
+harness does not trust the workdir (``run.trust_workdir``; see ``tether.processes.availability``).
 
 A server binary is resolved from trusted places only, but some servers then run code they find
-in the workspace. Each spec declares it (``ServerSpec.untrusted``, a ``tether.launch.Untrusted``):
+in the workspace. Each spec declares it (``ServerSpec.untrusted``, a ``tether.processes.launch.Untrusted``):
 its ``args`` and ``settings`` are given on an untrusted workdir, ``{python}`` in them replaced by
 an interpreter outside it (basedpyright and pyright would run the root's ``.venv/bin/python``);
 typescript-language-server, which loads ``node_modules/typescript``'s tsserver before its own,
@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 
 import tether
-from tether.launch import Untrusted, declared
+from tether.processes.launch import Untrusted, declared
 from tether_lsp.servers import ServerSpec
 
 _LOADS_WORKSPACE_TSSERVER = frozenset({"typescript-language-server"})

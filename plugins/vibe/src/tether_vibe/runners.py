@@ -23,14 +23,14 @@ import anyio.lowlevel
 import attrs
 
 import tether
-import tether.process
-from tether.framing import LineReader, LineTooLong
-from tether.reading import peek
+import tether.processes.managed
 from tether.text import plural
+from tether.wire.framing import LineReader, LineTooLong
+from tether.workdir.reading import peek
 from tether_vibe.config import CommandRunnerConfig, ResultMode
 
 if TYPE_CHECKING:
-    from tether.process import ManagedProcess
+    from tether.processes.managed import ManagedProcess
 
 # How long output still buffered in the pipes may take to read once the worker exited.
 DRAIN_TIMEOUT_S = 2.0
@@ -535,12 +535,14 @@ async def _drain(proc: ManagedProcess, job: Job, reader_done: anyio.Event) -> No
     (terminate_tree, not proc.terminate(), which would close the pipes unread)"""
     with anyio.CancelScope(shield=True):
         if _group_alive(proc.pid):
-            await tether.process.terminate_tree(proc.pid, job.kill_grace_s, lineage=proc.lineage)
+            await tether.processes.managed.terminate_tree(
+                proc.pid, job.kill_grace_s, lineage=proc.lineage
+            )
     with anyio.move_on_after(0.05):
         await reader_done.wait()
     if not reader_done.is_set():  # a daemon carrying the run's marker holds stdout
         with anyio.CancelScope(shield=True):
-            await tether.process.terminate_tree(
+            await tether.processes.managed.terminate_tree(
                 proc.pid, job.kill_grace_s, marker=proc.marker, lineage=proc.lineage
             )
     with anyio.move_on_after(DRAIN_TIMEOUT_S):

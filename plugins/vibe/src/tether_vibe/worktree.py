@@ -1,7 +1,7 @@
 """Per-worker git worktrees (``isolation = "worktree"``).
 
 git runs through ``run.run_command``: on an untrusted workdir the core's sanitised launch
-applies (no fsmonitor, hooks or other configured program; see ``tether.launch``).
+applies (no fsmonitor, hooks or other configured program; see ``tether.processes.launch``).
 
 A worker gets a detached worktree under the worktree root (default: tether's state directory,
 outside the checkout and outside ``.git``, where every agent CLI edits freely), at the run's

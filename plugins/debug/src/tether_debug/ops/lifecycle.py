@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from tether import ArgumentError, ToolError, waiting
-from tether.process import is_alive
+from tether.processes.managed import is_alive
 from tether.text import clock, duration
 from tether_debug.adapters import Availability, DebugAdapter, availability
 from tether_debug.render import breakpoint_report, what

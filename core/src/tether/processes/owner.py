@@ -19,23 +19,23 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from tether import confine as _confine
-from tether import launch as _launch
-from tether import process as _process
 from tether.errors import ToolError
+from tether.processes import confine as _confine
+from tether.processes import launch as _launch
+from tether.processes import managed as _process
 
 _log = logging.getLogger(__name__)
 
 
 class ProcessOwner:
-    """Starts and ends the processes of one run (see :func:`tether.process.spawn`)."""
+    """Starts and ends the processes of one run (see :func:`tether.processes.managed.spawn`)."""
 
     def __init__(
         self, task_group: anyio.abc.TaskGroup, cwd: Path, *, trust_workdir: bool = True
     ) -> None:
         self._task_group = task_group
         self._cwd = cwd
-        #: False: every start is sanitised (:mod:`tether.launch`)
+        #: False: every start is sanitised (:mod:`tether.processes.launch`)
         self.trust_workdir = trust_workdir
         self._processes: list[_process.ManagedProcess] = []
         self._adopted: set[int] = set()
@@ -52,7 +52,7 @@ class ProcessOwner:
     @property
     def directory(self) -> Path:
         """The run's own directory (made on first use, removed at close): the only place a
-        confined program may write (:mod:`tether.confine`), where its pinned caches, build info
+        confined program may write (:mod:`tether.processes.confine`), where its pinned caches, build info
         and temporary files go."""
         if self._directory is None:
             if self.closed:  # made now, it would outlive the run
@@ -86,10 +86,10 @@ class ProcessOwner:
 
         The start is shielded from cancellation; if the caller was cancelled meanwhile, the
         process it will never see is terminated at once and the cancellation goes on. On an
-        untrusted workdir the program's launch profile applies (:func:`tether.launch.sanitise`);
-        a program it refuses raises :class:`tether.launch.LaunchRefused` (an ``OSError``).
+        untrusted workdir the program's launch profile applies (:func:`tether.processes.launch.sanitise`);
+        a program it refuses raises :class:`tether.processes.launch.LaunchRefused` (an ``OSError``).
         ``confine``: a program started for a read-tier call; on an untrusted workdir it can
-        write only in :attr:`directory` (:mod:`tether.confine`).
+        write only in :attr:`directory` (:mod:`tether.processes.confine`).
         """
         if self.closed:
             raise ToolError("the run is closed; no new process can start")
@@ -200,7 +200,7 @@ class ProcessOwner:
         self.lineage.remove_root(pid)
 
     def owns(self, pid: int) -> bool:
-        """True if ``pid`` is the run's (see :class:`tether.process.Lineage`)."""
+        """True if ``pid`` is the run's (see :class:`tether.processes.managed.Lineage`)."""
         return self.lineage.owns(pid)
 
     def kill_tree(self, pid: int, sig: int = signal.SIGKILL) -> set[int]:

@@ -4,7 +4,7 @@ moment of writing, and across a kill of the process at any instant.
 :func:`apply_changes` is the one place tether writes files. It opens every directory from the
 workdir's own descriptor, one component at a time with ``O_NOFOLLOW`` (a directory or file that
 became a symlink since the change was proposed is refused, wherever it points), records the change
-in a write-ahead journal outside the workdir (:mod:`tether.journal`), writes every new content to
+in a write-ahead journal outside the workdir (:mod:`tether.workdir.journal`), writes every new content to
 a temp file beside its target and syncs it, marks the change committed, then checks each target's
 directory again right before renaming the temp file over it. A process killed before the commit
 mark leaves a change the next run (or ``tether recover``) rolls back; after it, one it rolls
@@ -19,7 +19,7 @@ ordering a rename can reach the disk before the data it names (an empty file aft
 What the sync cannot buy: a disk that acknowledges writes it has only cached (no write barrier)
 can still lose them.
 
-Other processes: a change holds its workdir's write lock (:func:`tether.journal.workdir_lock`)
+Other processes: a change holds its workdir's write lock (:func:`tether.workdir.journal.workdir_lock`)
 from before its stale check until its journal is gone, and first finishes or undoes any change a
 dead process left there. So two tether processes on one workdir take turns: no change lands
 between another's check and its renames (an update answered "written" is never lost) and none
@@ -41,7 +41,7 @@ from typing import Any
 import attrs
 
 from tether.errors import PathError, ToolError
-from tether.journal import (
+from tether.workdir.journal import (
     Journal,
     Walker,
     backup_name,
@@ -230,7 +230,7 @@ def apply_changes(
 ) -> None:
     """Apply every change or none, confined to ``root`` (default: the workdir of the current
     tool call), holding the workdir's write lock (waiting at most ``lock_timeout`` s for it, then
-    :class:`tether.journal.WorkdirBusy`; a change a dead process left is recovered first).
+    :class:`tether.workdir.journal.WorkdirBusy`; a change a dead process left is recovered first).
 
     ``changes`` is the list, or a plan: a callable given :data:`CurrentContent` and returning
     the list, called under the lock (so a read-modify-write such as an edit sees no other

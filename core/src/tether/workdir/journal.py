@@ -1,7 +1,7 @@
 """The write-ahead journal of multi-file changes, and the recovery that finishes or undoes a
 change its process did not live to complete.
 
-A change (see :func:`tether.fsutil.apply_changes`) is recorded here before it touches the workdir:
+A change (see :func:`tether.workdir.writing.apply_changes`) is recorded here before it touches the workdir:
 one JSON file per change under ``$XDG_STATE_HOME/tether/<workdir hash>/`` (default
 ``~/.local/state``; mode 0700, outside the workdir so that no write tool can forge an entry).
 It names each file (relative to the workdir), the SHA-256 of its content before (or that it did
@@ -334,7 +334,7 @@ def read_file(
                 field, f"{shown!r} is a symlink; tether writes only to regular files"
             ) from None
         if exc.errno == errno.ENXIO:  # a socket (or a device without its driver): say which
-            from tether.reading import kind_of
+            from tether.workdir.reading import kind_of
 
             kind = kind_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
             raise PathError(field, f"{shown!r} is {kind}, not a regular file") from None
@@ -344,7 +344,7 @@ def read_file(
         if stat.S_ISDIR(info.st_mode):
             raise PathError(field, f"{shown!r} is a directory")
         if not stat.S_ISREG(info.st_mode):
-            from tether.reading import kind_of
+            from tether.workdir.reading import kind_of
 
             raise PathError(field, f"{shown!r} is {kind_of(info.st_mode)}, not a regular file")
         if info.st_size > WRITE_READ_MAX_BYTES:  # never load a huge (or sparse) file whole

@@ -11,7 +11,7 @@ closes normally kills its children itself and then stops the watchdog with :func
 The script imports only the standard library (it runs with ``-S``: no site-packages), so it
 starts in a few milliseconds and nothing waits for it to be ready: the pipe already exists.
 On Linux it reads ``/proc``. Under the portable backend (macOS and other POSIX systems, or
-``TETHER_PORTABLE=1``: see :mod:`tether.procinfo`) it runs without ``-S`` and reads the same facts
+``TETHER_PORTABLE=1``: see :mod:`tether.processes.procinfo`) it runs without ``-S`` and reads the same facts
 through psutil (a start-up of some tens of milliseconds more, on another core).
 """
 
@@ -148,7 +148,7 @@ def start(owner: str) -> Watchdog | None:
         return None
     import subprocess
 
-    from tether import procinfo
+    from tether.processes import procinfo
 
     # the portable backend needs site-packages (psutil): no -S then
     argv = [sys.executable, "-I", "-S", __file__, owner, str(os.getpgrp())]

@@ -1,7 +1,7 @@
 """Start a program that can write only beneath given directories (Linux Landlock).
 
 Run as ``python -I -S _landlock_exec.py --abi N --write DIR... -- PROGRAM ARG...`` (by
-:mod:`tether.confine`, between the fork and the program): it restricts itself with Landlock, then
+:mod:`tether.processes.confine`, between the fork and the program): it restricts itself with Landlock, then
 ``exec``s the program, which inherits the restriction and passes it to every descendant. It
 imports nothing of tether (``-S``: not even site-packages) so that it costs one bare interpreter
 start. Any failure to restrict is fatal (exit 126, the reason on stderr): the program never

@@ -1,7 +1,7 @@
 """The sanitised launch: what a child of a run is started with when the harness does not trust
 the workdir (``run.trust_workdir`` false), so that configuration a checkout carries runs no code.
 
-Every child starts through :meth:`tether.owner.ProcessOwner.spawn`, which applies the profile of
+Every child starts through :meth:`tether.processes.owner.ProcessOwner.spawn`, which applies the profile of
 its program (the core's table below: git, the rustup proxies, go) on an untrusted workdir. What a
 contributed program (a language server, its checker) lets the workdir run is declared on its spec
 with :class:`Untrusted`; one that declares nothing is treated as unsafe there. The table in
@@ -45,7 +45,7 @@ class Untrusted:
     contributor did not say. ``writes_closed_by``: the switch that pins those writes into the
     run's own directory or turns them off ("" with a route: nothing does, and the program is
     unavailable on an untrusted workdir). Beyond the declared routes, a program the lsp family
-    starts there can write only in the run's directory (:mod:`tether.confine`).
+    starts there can write only in the run's directory (:mod:`tether.processes.confine`).
 
     ``args``/``env``/``settings`` are the switches of both: argv appended, environment added,
     settings given (a language server's), on an untrusted workdir only; ``{python}`` in them is

@@ -4,7 +4,7 @@
 - ``psutil``: the portable backend (macOS and other POSIX systems), psutil imported only then.
 
 ``TETHER_PORTABLE=1`` in the environment selects the psutil backend on Linux too, and keeps
-the CLI from becoming a subreaper (:func:`tether.process.become_subreaper` returns False): Linux
+the CLI from becoming a subreaper (:func:`tether.processes.managed.become_subreaper` returns False): Linux
 then behaves as macOS would, so the portable path is exercised where macOS cannot run.
 
 Start times are comparable only with each other (the same backend): clock ticks since boot

@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 import attrs
 
-from tether import procinfo
+from tether.processes import procinfo
 from tether.text import TailBuffer
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -27,7 +27,7 @@ def become_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux), so daemonised
     grandchildren stay findable and killable. Used by the CLI; returns False where unsupported,
     and under the portable backend (``TETHER_PORTABLE=1``: Linux behaving as macOS would, see
-    :mod:`tether.procinfo`)."""
+    :mod:`tether.processes.procinfo`)."""
     import ctypes  # only the CLI needs it: not paid by every import of tether
 
     global _subreaper
@@ -107,7 +107,7 @@ def owned_by(marker: str, *, prefix: bool = False) -> set[int]:
 
 def start_time(pid: int) -> int | None:
     """When ``pid`` started (comparable with other start times only: see
-    :mod:`tether.procinfo`), or None when it is gone. A pid and its start time name one
+    :mod:`tether.processes.procinfo`), or None when it is gone. A pid and its start time name one
     process: a number reused after an exit (and the reaping that frees it) has another."""
     stat = procinfo.stat(pid)
     return None if stat is None else stat.started

@@ -15,7 +15,7 @@ still calls it healthy. :class:`HangWatch` is that rule, kept by whoever owns th
   (tether-lsp restarts the server, tether-debug ends the session);
 - :meth:`HangWatch.describe` is the wording every ``status`` uses.
 
-The judgement reads each process's state and CPU time through :mod:`tether.procinfo` (``/proc``
+The judgement reads each process's state and CPU time through :mod:`tether.processes.procinfo` (``/proc``
 on Linux, psutil elsewhere).
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from tether import procinfo
+from tether.processes import procinfo
 from tether.text import clock
 
 STOPPED = "its processes are stopped"

@@ -2,10 +2,10 @@
 regular files only, a byte cap checked before reading, and cancellable.
 
 Every tool and family reads workdir files through here (``tests/test_read_rule.py`` checks that
-no other module opens one). A path is first confined (:func:`tether.paths.confine`: resolved, and
-refused when it leaves the workdir), then opened the way :mod:`tether.fsutil` writes: every
+no other module opens one). A path is first confined (:func:`tether.workdir.paths.confine`: resolved, and
+refused when it leaves the workdir), then opened the way :mod:`tether.workdir.writing` writes: every
 directory from the workdir's own descriptor, one component at a time with ``O_NOFOLLOW``
-(:class:`tether.journal.Walker`), so a directory swapped for a symlink between the check and the
+(:class:`tether.workdir.journal.Walker`), so a directory swapped for a symlink between the check and the
 read is refused, never followed. The file itself is looked at (``lstat``) before it is opened, so
 a FIFO, a socket or a device is refused by name without being opened; it is then opened with
 ``O_NOFOLLOW | O_NONBLOCK`` and checked again (``fstat``: a regular file, the same inode). Its size
@@ -32,8 +32,8 @@ from typing import TypeVar
 import anyio.to_thread
 
 from tether.errors import PathError, ToolError
-from tether.journal import Walker, relative_parts
-from tether.paths import confine
+from tether.workdir.journal import Walker, relative_parts
+from tether.workdir.paths import confine
 
 T = TypeVar("T")
 

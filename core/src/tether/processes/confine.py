@@ -5,7 +5,7 @@ One mechanism for every family: ``run.spawn(argv, confine=True)`` on a workdir t
 not trust. What confines, in order of preference:
 
 - **Landlock** (Linux 5.13+, the kernel's own unprivileged sandbox): a bare interpreter runs
-  :mod:`tether._landlock_exec`, which denies every write outside the run's directory (and
+  :mod:`tether.processes._landlock_exec`, which denies every write outside the run's directory (and
   ``/dev/null``, ``/dev/zero``, ``/dev/full``) and then ``exec``s the program; its descendants
   inherit the restriction. Reading and executing are untouched.
 - **bubblewrap** (``bwrap``), where Landlock is missing: the root filesystem is mounted
