@@ -225,6 +225,9 @@ APPROVER: ResourceKey[Approver] = ResourceKey("approver", Approver)
 CARD_STREAM: ResourceKey[CardStream] = ResourceKey("card_stream", CardStream)
 #: ``tether call``'s terminal
 TERMINAL: ResourceKey[TerminalIO] = ResourceKey("terminal", TerminalIO)
+#: the run's conversation (``open_run(conversation_id=)``), wired by the core when the run has
+#: one: a tool that shows something in the conversation requires it (``ask_user``)
+CONVERSATION: ResourceKey[str] = ResourceKey("conversation", str)
 
 ALLOW = "allow"
 DENY = "deny"

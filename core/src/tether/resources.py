@@ -208,10 +208,13 @@ class Resources(Mapping[str, Any]):
 
     # --- wiring -------------------------------------------------------------------------------
 
-    def wire(self, pm: Any, run: Any) -> None:
-        """Every plugin's ``tether_resources``, through the core's collector: direct values in the
-        collector's order, then the defaults in dependency order."""
+    def wire(self, pm: Any, run: Any, core: Mapping[ResourceKey[Any], Any] = {}) -> None:
+        """The core's own resources (``core``), then every plugin's ``tether_resources``,
+        through the core's collector: direct values in the collector's order, then the defaults
+        in dependency order."""
         harness = {i.name for i in getattr(pm, "report", ()) if i.version is None}
+        for key, value in core.items():
+            self._add(pm, "tether", key, value, harness=True)
         defaults: dict[str, list[tuple[str, ResourceKey[Any] | str, Default[Any]]]] = {}
         for plugin, wired in call_each(pm, HOOK, run=run):
             if not isinstance(wired, Mapping):

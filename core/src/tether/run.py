@@ -24,7 +24,7 @@ from tether.contributions import call_each, collect, report_failure
 from tether.errors import ArgumentErrors, ConfigError, PluginError, ToolError
 from tether.gate import ApprovalGate, ApprovalSources
 from tether.observe import CallObserver, CallRecord, observing
-from tether.person import APPROVER
+from tether.person import APPROVER, CONVERSATION
 from tether.plugins import TetherPluginManager, make_plugin_manager
 from tether.processes import managed as _process
 from tether.processes import watchdog as _watchdog
@@ -218,7 +218,8 @@ class Run:
         """Resources, then tools, from every plugin, through the core's one collector: a plugin
         whose hook raises or returns something malformed is reported ``failed`` in
         ``pm.report`` and everything else keeps working."""
-        self.resources.wire(self.pm, self)
+        core = {} if self.conversation_id is None else {CONVERSATION: self.conversation_id}
+        self.resources.wire(self.pm, self, core)
         tools = collect(
             self.pm,
             "tether_tools",

@@ -12,7 +12,7 @@ from typing import Literal
 import attrs
 
 import tether
-from tether.person import QUESTION_PORT
+from tether.person import CONVERSATION, QUESTION_PORT
 from tether_ask.asking import InvalidAnswer, ask_person, port_timeout
 from tether_ask.cards import Card, Option, check_question
 from tether_ask.config import AskConfig
@@ -126,16 +126,14 @@ def _result(
 
 
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
-    # The card needs a destination: the conversation it is shown in.
-    if run.conversation_id is None:
-        return []
     spec = tether.ToolSpec(
         name="ask_user",
         tier=tether.Tier.READ,
         args=AskUserArgs,
         handler=handle_ask_user,
         description=DESCRIPTION,
-        requires=(RESOURCE,),
+        # a port to ask through, and a conversation to show the card in
+        requires=(RESOURCE, CONVERSATION),
         parallel_safe=True,
         # The wait is bounded by [ask] timeout_s, not by the core's call timeout.
         timeout_s=0,

@@ -14,6 +14,7 @@ import attrs
 import tether
 from tether.resources import ResourceKey
 from tether.text import duration
+from tether_eval.config import EvalConfig
 from tether_eval.interpreters import Interpreters
 from tether_eval.kernels import Bridge, KernelDied
 from tether_eval.output import CellOutput
@@ -34,7 +35,7 @@ in tool() calls does not count){ceiling}."""
 @functools.cache
 def eval_args_class(languages: tuple[str, ...]) -> type:
     """The argument class for a run whose registered languages are ``languages``."""
-    language_type: Any = Literal[languages]
+    language_type: Any = Literal[languages] if languages else str
 
     @attrs.frozen
     class EvalArgs:
@@ -43,7 +44,7 @@ def eval_args_class(languages: tuple[str, ...]) -> type:
             description="What the cell does, in 5 to 10 words (shown in the transcript)"
         )
         language: language_type = tether.arg(
-            "python" if "python" in languages else languages[0],
+            "python" if "python" in languages or not languages else languages[0],
             description=f"Interpreter: {', '.join(languages)}",
         )
         reset: bool = tether.arg(
@@ -159,11 +160,11 @@ async def _stop_at_ceiling(
 
 
 def tool_specs(run: tether.Run) -> list[tether.ToolSpec]:
+    # no kernel: no resource, and the core skips the tool saying so (`requires`)
     interpreters = run.resource(RESOURCE, None)
-    if not isinstance(interpreters, Interpreters):
-        return []  # no language to run: no tool
-    languages, idle_budget_s = interpreters.languages, interpreters.config.idle_budget_s
-    max_cell_s = interpreters.config.max_cell_s
+    languages = tuple(interpreters.languages) if interpreters is not None else ()
+    config = run.config("eval", EvalConfig)
+    idle_budget_s, max_cell_s = config.idle_budget_s, config.max_cell_s
     spec = tether.ToolSpec(
         name="eval",
         tier=tether.Tier.EXEC,
