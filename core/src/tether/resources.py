@@ -213,8 +213,8 @@ class Resources(Mapping[str, Any]):
         through the core's collector: direct values in the collector's order, then the defaults
         in dependency order."""
         harness = {i.name for i in getattr(pm, "report", ()) if i.version is None}
-        for key, value in core.items():
-            self._add(pm, "tether", key, value, harness=True)
+        for core_key, core_value in core.items():
+            self._add(pm, "tether", core_key, core_value, harness=True)
         defaults: dict[str, list[tuple[str, ResourceKey[Any] | str, Default[Any]]]] = {}
         for plugin, wired in call_each(pm, HOOK, run=run):
             if not isinstance(wired, Mapping):
