@@ -9,6 +9,7 @@ SIGKILL runs no code here: :mod:`tether.processes.watchdog` covers it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -45,6 +46,7 @@ class Stop:
         self.command = command
         self.signum: int | None = None
         self._scopes: set[anyio.CancelScope] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def requested(self) -> bool:
@@ -80,12 +82,12 @@ class Stop:
         return _UntilStopped(self, source)
 
     def trigger(self, signum: int) -> None:
+        """A signal came. Runs in the main thread between two bytecodes (a Python-level handler),
+        so it counts signals even while the event loop is busy: the second one always ends the
+        process at once. The graceful part, cancelling the scopes, goes to the loop."""
         if self.requested:
             _exit_now(signum, None)  # the second signal: no more grace
         self.signum = signum
-        # from now on a signal ends the process at once, even while the event loop is busy
-        # (a close that holds it): the handler runs in the main thread between two bytecodes,
-        # without waiting for the loop to read its wake-up byte
         for sig in SIGNALS:
             signal.signal(sig, _exit_now)
         # and whatever the close waits on, the process ends within HARD_EXIT_S (the run's
@@ -98,15 +100,30 @@ class Stop:
             "(send it again to exit at once)",
             sys.stderr,
         )
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._cancel_scopes)
+        else:
+            self._cancel_scopes()
+
+    def _cancel_scopes(self) -> None:
         for scope in list(self._scopes):
             scope.cancel()
 
     async def watch(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        """Receive the signals until cancelled (must run in the main thread)."""
-        with anyio.open_signal_receiver(*SIGNALS) as received:
+        """Receive the signals until cancelled (must run in the main thread). The handlers are
+        Python-level ones, not the loop's: a loop busy with synchronous work (a run opening,
+        a plugin importing) cannot hold a signal back."""
+        self._loop = asyncio.get_running_loop()
+        previous = {
+            sig: signal.signal(sig, lambda signum, _: self.trigger(signum)) for sig in SIGNALS
+        }
+        try:
             task_status.started()
-            async for signum in received:
-                self.trigger(signum)
+            await anyio.sleep_forever()
+        finally:
+            if not self.requested:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
 
 class _UntilStopped(AsyncIterator[T]):
