@@ -1,4 +1,4 @@
-"""Every family is laid out the same way, and no function grows past ~60 lines.
+"""Every family is laid out the same way, no function grows past ~60 lines, no class past ~500.
 
 The layout (``docs/architecture.md``, "How a family is laid out") is checked on the sources of
 every package in ``plugins/`` and of the plugin template, statically (nothing is imported, so the
@@ -273,3 +273,59 @@ def test_the_length_check_catches_a_long_function(tmp_path: Path) -> None:
     body = "".join(f"    x{n} = {n}\n" for n in range(MAX_LINES))
     module.write_text(f"def grown():\n{body}\n\ndef short():\n    return 1\n")
     assert long_functions(tmp_path) == {"core/src/grown.py::grown": MAX_LINES + 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# No class over ~500 lines outside data tables
+
+MAX_CLASS_LINES = 500
+
+#: The longer ones that stay for now, each with why (``path::Class``). An entry that no longer
+#: exceeds the limit fails the test, so the list only shrinks.
+LONG_CLASSES: dict[str, str] = {
+    "plugins/lsp/src/tether_lsp/client.py::LspClient": "being split (issue 33)",
+    "plugins/lsp/src/tether_lsp/supervisor.py::LspSupervisor": "being split (issue 33)",
+}
+
+
+def long_classes(root: Path) -> dict[str, int]:
+    """``path::Class`` -> its non-blank lines (blank lines between methods are layout, not
+    size), for every class over MAX_CLASS_LINES under ``root``'s measured directories (test
+    suites and their fixtures apart)."""
+    found: dict[str, int] = {}
+    for top in MEASURED:
+        for path in sorted((root / top).rglob("*.py")):
+            relative = path.relative_to(root)
+            if {"tests", "fixtures", ".venv"} & set(relative.parts):
+                continue
+            text = path.read_text()
+            source_lines = text.splitlines()
+            for node in ast.walk(ast.parse(text, str(path))):
+                if isinstance(node, ast.ClassDef):
+                    assert node.end_lineno is not None
+                    body = source_lines[node.lineno - 1 : node.end_lineno]
+                    lines = sum(1 for line in body if line.strip())
+                    if lines > MAX_CLASS_LINES:
+                        found[f"{relative.as_posix()}::{node.name}"] = lines
+    return found
+
+
+def test_no_class_over_five_hundred_lines_outside_the_allow_list() -> None:
+    found = long_classes(ROOT)
+    new = {name: lines for name, lines in found.items() if name not in LONG_CLASSES}
+    assert not new, (
+        f"classes over {MAX_CLASS_LINES} lines (split them along what they do, or say why in "
+        f"LONG_CLASSES): {new}"
+    )
+    stale = sorted(set(LONG_CLASSES) - set(found))
+    assert not stale, (
+        f"no longer over {MAX_CLASS_LINES} lines: take them out of LONG_CLASSES: {stale}"
+    )
+
+
+def test_the_class_check_catches_a_long_class(tmp_path: Path) -> None:
+    module = tmp_path / "plugins" / "x" / "src" / "grown.py"
+    module.parent.mkdir(parents=True)
+    methods = "".join(f"    def m{n}(self):\n        return {n}\n\n" for n in range(250))
+    module.write_text(f"class Grown:\n{methods}\n\nclass Small:\n    x = 1\n")
+    assert long_classes(tmp_path) == {"plugins/x/src/grown.py::Grown": 501}
