@@ -489,9 +489,10 @@ StartMethod = Literal["fork", "spawn"]
 
 
 def default_start_method() -> StartMethod:
-    """``fork`` where the core uses /proc (Linux: the cheapest start by far, see the README),
-    ``spawn`` where it uses its portable backend (macOS, where fork is unsafe in a threaded
-    process, and Linux under ``TETHER_PORTABLE=1``, to run that path here)."""
+    """``fork`` where the core uses /proc (Linux: the cheapest start by far, see
+    plugins/astgrep/benchmarks/RESULTS.md), ``spawn`` where it uses its portable backend
+    (macOS, where fork is unsafe in a threaded process, and Linux under
+    ``TETHER_PORTABLE=1``, to run that path here)."""
     from tether import procinfo
 
     return "spawn" if procinfo.portable() else "fork"

@@ -1,12 +1,13 @@
 """Match a compiled pattern against a parsed file.
 
-Semantics (documented in the README): kinds must be equal, leaves compare by exact text,
-comments and commas never count (so a trailing comma is insignificant), `$X` matches one named
-node, `$$$X` a lazy, possibly empty run of siblings, a repeated metavariable must capture the
-same tokens, and nothing inside a string literal or a comment is ever a candidate.
-How much of the candidate the pattern must account for is its strictness (`STRICTNESS`):
-by default ("smart", as in ast-grep) keywords and punctuation the pattern does not mention
-(`async`) and trailing children (an `else`, more `except` clauses) do not prevent a match.
+Semantics (documented in plugins/astgrep/docs/patterns.md): kinds must be equal, leaves
+compare by exact text, comments and commas never count (so a trailing comma is insignificant),
+`$X` matches one named node, `$$$X` a lazy, possibly empty run of siblings, a repeated
+metavariable must capture the same tokens, and nothing inside a string literal or a comment
+is ever a candidate. How much of the candidate the pattern must account for is its
+strictness (`STRICTNESS`): by default ("smart", as in ast-grep) keywords and punctuation the
+pattern does not mention (`async`) and trailing children (an `else`, more `except` clauses)
+do not prevent a match.
 
 The work is shared out by what it does: `Candidates` (candidates.py) finds the nodes to try,
 `Sequences` (sequences.py) matches children lists with their `$$$` runs, `Unmentioned`
