@@ -329,3 +329,61 @@ def test_the_class_check_catches_a_long_class(tmp_path: Path) -> None:
     methods = "".join(f"    def m{n}(self):\n        return {n}\n\n" for n in range(250))
     module.write_text(f"class Grown:\n{methods}\n\nclass Small:\n    x = 1\n")
     assert long_classes(tmp_path) == {"plugins/x/src/grown.py::Grown": 501}
+
+
+# ---------------------------------------------------------------------------------------------
+# Family READMEs are for users: short, and no dated measurements (those go to the family's
+# benchmarks/RESULTS.md, beside the scripts that made them; long reference to its docs/ pages)
+
+MAX_README_LINES = 300
+#: what marks a line as a measurement or a piece of history: a date (``2026-12-01``), a commit
+#: (``main at d2113bf``, ``sharkdp/fd (ee20f426d)``), a load the figures were taken under
+#: (``load ~4``, ``load average 15``)
+MEASUREMENT_MARKS = {
+    "a date": re.compile(r"\b20\d\d-\d\d-\d\d\b"),
+    "a commit": re.compile(r"(?<![#\w])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),
+    "a machine load": re.compile(r"\bload(?: average)?\b[^.\n|]{0,12}?[~≈]?\d"),
+}
+
+
+def readme_problems(root: Path) -> list[str]:
+    """What keeps each family README (``plugins/*/README.md``) from being a user's page: over
+    MAX_README_LINES lines, or a line that records a measurement (see MEASUREMENT_MARKS)."""
+    problems = []
+    for readme in sorted(root.glob("plugins/*/README.md")):
+        name = readme.relative_to(root).as_posix()
+        lines = readme.read_text().splitlines()
+        if len(lines) > MAX_README_LINES:
+            problems.append(
+                f"{name}: {len(lines)} lines, over {MAX_README_LINES} (move reference material "
+                "to the family's docs/ pages, linked from the README)"
+            )
+        for number, line in enumerate(lines, 1):
+            for what, mark in MEASUREMENT_MARKS.items():
+                if mark.search(line):
+                    problems.append(
+                        f"{name}:{number}: {what} — a measurement belongs in the family's "
+                        f"benchmarks/RESULTS.md: {line.strip()[:80]!r}"
+                    )
+    return problems
+
+
+def test_every_family_readme_is_short_and_free_of_measurements() -> None:
+    problems = readme_problems(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_readme_check_catches_a_long_page_and_each_mark(tmp_path: Path) -> None:
+    readme = tmp_path / "plugins" / "x" / "README.md"
+    readme.parent.mkdir(parents=True)
+    readme.write_text("# x\n" + "text\n" * MAX_README_LINES)
+    (long,) = readme_problems(tmp_path)
+    assert long.startswith("plugins/x/README.md: 301 lines, over 300"), long
+    measured = [
+        "Measured 2026-12-01 on the shared machine.",
+        "tether before (main at d2113bf) and now:",
+        "at load ~12, 5 / 17 ms",
+    ]
+    readme.write_text("# x\n" + "\n".join(measured) + "\nA `#deadbee1` colour and 1234567 lines.\n")
+    found = readme_problems(tmp_path)
+    assert [p.split(": ", 1)[1].split(" —")[0] for p in found] == list(MEASUREMENT_MARKS), found
