@@ -16,6 +16,7 @@ PAGES = sorted(
         ROOT / "README.md",
         ROOT / "core" / "README.md",
         *ROOT.glob("plugins/*/README.md"),
+        *ROOT.glob("plugins/*/docs/*.md"),
         *ROOT.glob("contrib/*/README.md"),
     ]
 )

@@ -1,4 +1,4 @@
-"""Every family is laid out the same way, and no function grows past ~60 lines.
+"""Every family is laid out the same way, no function grows past ~60 lines, no class past ~500.
 
 The layout (``docs/architecture.md``, "How a family is laid out") is checked on the sources of
 every package in ``plugins/`` and of the plugin template, statically (nothing is imported, so the
@@ -273,3 +273,117 @@ def test_the_length_check_catches_a_long_function(tmp_path: Path) -> None:
     body = "".join(f"    x{n} = {n}\n" for n in range(MAX_LINES))
     module.write_text(f"def grown():\n{body}\n\ndef short():\n    return 1\n")
     assert long_functions(tmp_path) == {"core/src/grown.py::grown": MAX_LINES + 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# No class over ~500 lines outside data tables
+
+MAX_CLASS_LINES = 500
+
+#: The longer ones that stay for now, each with why (``path::Class``). An entry that no longer
+#: exceeds the limit fails the test, so the list only shrinks.
+LONG_CLASSES: dict[str, str] = {
+    "plugins/lsp/src/tether_lsp/client.py::LspClient": "being split (issue 33)",
+    "plugins/lsp/src/tether_lsp/supervisor.py::LspSupervisor": "being split (issue 33)",
+}
+
+
+def long_classes(root: Path) -> dict[str, int]:
+    """``path::Class`` -> its non-blank lines (blank lines between methods are layout, not
+    size), for every class over MAX_CLASS_LINES under ``root``'s measured directories (test
+    suites and their fixtures apart)."""
+    found: dict[str, int] = {}
+    for top in MEASURED:
+        for path in sorted((root / top).rglob("*.py")):
+            relative = path.relative_to(root)
+            if {"tests", "fixtures", ".venv"} & set(relative.parts):
+                continue
+            text = path.read_text()
+            source_lines = text.splitlines()
+            for node in ast.walk(ast.parse(text, str(path))):
+                if isinstance(node, ast.ClassDef):
+                    assert node.end_lineno is not None
+                    body = source_lines[node.lineno - 1 : node.end_lineno]
+                    lines = sum(1 for line in body if line.strip())
+                    if lines > MAX_CLASS_LINES:
+                        found[f"{relative.as_posix()}::{node.name}"] = lines
+    return found
+
+
+def test_no_class_over_five_hundred_lines_outside_the_allow_list() -> None:
+    found = long_classes(ROOT)
+    new = {name: lines for name, lines in found.items() if name not in LONG_CLASSES}
+    assert not new, (
+        f"classes over {MAX_CLASS_LINES} lines (split them along what they do, or say why in "
+        f"LONG_CLASSES): {new}"
+    )
+    stale = sorted(set(LONG_CLASSES) - set(found))
+    assert not stale, (
+        f"no longer over {MAX_CLASS_LINES} lines: take them out of LONG_CLASSES: {stale}"
+    )
+
+
+def test_the_class_check_catches_a_long_class(tmp_path: Path) -> None:
+    module = tmp_path / "plugins" / "x" / "src" / "grown.py"
+    module.parent.mkdir(parents=True)
+    methods = "".join(f"    def m{n}(self):\n        return {n}\n\n" for n in range(250))
+    module.write_text(f"class Grown:\n{methods}\n\nclass Small:\n    x = 1\n")
+    assert long_classes(tmp_path) == {"plugins/x/src/grown.py::Grown": 501}
+
+
+# ---------------------------------------------------------------------------------------------
+# Family READMEs are for users: short, and no dated measurements (those go to the family's
+# benchmarks/RESULTS.md, beside the scripts that made them; long reference to its docs/ pages)
+
+MAX_README_LINES = 300
+#: what marks a line as a measurement or a piece of history: a date (``2026-12-01``), a commit
+#: (``main at d2113bf``, ``sharkdp/fd (ee20f426d)``), a load the figures were taken under
+#: (``load ~4``, ``load average 15``)
+MEASUREMENT_MARKS = {
+    "a date": re.compile(r"\b20\d\d-\d\d-\d\d\b"),
+    "a commit": re.compile(r"(?<![#\w])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),
+    "a machine load": re.compile(r"\bload(?: average)?\b[^.\n|]{0,12}?[~≈]?\d"),
+}
+
+
+def readme_problems(root: Path) -> list[str]:
+    """What keeps each family README (``plugins/*/README.md``) from being a user's page: over
+    MAX_README_LINES lines, or a line that records a measurement (see MEASUREMENT_MARKS)."""
+    problems = []
+    for readme in sorted(root.glob("plugins/*/README.md")):
+        name = readme.relative_to(root).as_posix()
+        lines = readme.read_text().splitlines()
+        if len(lines) > MAX_README_LINES:
+            problems.append(
+                f"{name}: {len(lines)} lines, over {MAX_README_LINES} (move reference material "
+                "to the family's docs/ pages, linked from the README)"
+            )
+        for number, line in enumerate(lines, 1):
+            for what, mark in MEASUREMENT_MARKS.items():
+                if mark.search(line):
+                    problems.append(
+                        f"{name}:{number}: {what} — a measurement belongs in the family's "
+                        f"benchmarks/RESULTS.md: {line.strip()[:80]!r}"
+                    )
+    return problems
+
+
+def test_every_family_readme_is_short_and_free_of_measurements() -> None:
+    problems = readme_problems(ROOT)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_readme_check_catches_a_long_page_and_each_mark(tmp_path: Path) -> None:
+    readme = tmp_path / "plugins" / "x" / "README.md"
+    readme.parent.mkdir(parents=True)
+    readme.write_text("# x\n" + "text\n" * MAX_README_LINES)
+    (long,) = readme_problems(tmp_path)
+    assert long.startswith("plugins/x/README.md: 301 lines, over 300"), long
+    measured = [
+        "Measured 2026-12-01 on the shared machine.",
+        "tether before (main at d2113bf) and now:",
+        "at load ~12, 5 / 17 ms",
+    ]
+    readme.write_text("# x\n" + "\n".join(measured) + "\nA `#deadbee1` colour and 1234567 lines.\n")
+    found = readme_problems(tmp_path)
+    assert [p.split(": ", 1)[1].split(" —")[0] for p in found] == list(MEASUREMENT_MARKS), found

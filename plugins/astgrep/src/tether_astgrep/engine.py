@@ -22,8 +22,8 @@ import tree_sitter as ts
 
 from tether import regex as linear
 from tether.processes.managed import kill_tree
-from tether.text import truncate
 from tether.workdir.reading import Reader, UnreadableFile
+from tether.text import truncate
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
@@ -489,9 +489,10 @@ StartMethod = Literal["fork", "spawn"]
 
 
 def default_start_method() -> StartMethod:
-    """``fork`` where the core uses /proc (Linux: the cheapest start by far, see the README),
-    ``spawn`` where it uses its portable backend (macOS, where fork is unsafe in a threaded
-    process, and Linux under ``TETHER_PORTABLE=1``, to run that path here)."""
+    """``fork`` where the core uses /proc (Linux: the cheapest start by far, see
+    plugins/astgrep/benchmarks/RESULTS.md), ``spawn`` where it uses its portable backend
+    (macOS, where fork is unsafe in a threaded process, and Linux under
+    ``TETHER_PORTABLE=1``, to run that path here)."""
     from tether.processes import procinfo
 
     return "spawn" if procinfo.portable() else "fork"

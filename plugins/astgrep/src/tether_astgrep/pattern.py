@@ -21,7 +21,7 @@ METAVAR_RE = re.compile(r"(?<![\w$])(?:\$\$\$([A-Z_][A-Z0-9_]*)?|\$([A-Z_][A-Z0-
 
 
 # How much of a candidate a pattern must account for (ast-grep's levels; `relaxed` is `ast`
-# here, since comments never count): see the README's matching rules.
+# here, since comments never count): see plugins/astgrep/docs/patterns.md, matching rules.
 STRICTNESS = ("cst", "smart", "ast", "signature")
 
 
