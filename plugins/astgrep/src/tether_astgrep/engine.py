@@ -22,8 +22,8 @@ import tree_sitter as ts
 
 from tether import regex as linear
 from tether.processes.managed import kill_tree
-from tether.workdir.reading import Reader, UnreadableFile
 from tether.text import truncate
+from tether.workdir.reading import Reader, UnreadableFile
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
