@@ -188,3 +188,23 @@ def test_a_rename_does_not_report_old_diagnostics_under_the_new_name(
     # and the file still has it: the server did report it
     now = caller.ok(action="diagnostics", file=project.model)
     assert project.message.format("Gadget") in now, now
+
+
+def test_a_rename_leaving_uses_the_server_cannot_see_refuses_unless_forced(
+    served: tuple[Project, Path, Caller],
+) -> None:
+    project, workdir, caller = served
+    file, line, name = project.api
+    args: dict[str, Any] = {"file": file, "line": line, "symbol": name, "new_name": "renamedApi"}
+    unseen = (workdir / project.unseen).read_text()
+    written = (workdir / file).read_text()
+    refused = caller.err("lsp_rename", **args)
+    assert refused.startswith(f"nothing was written: {project.server}'s rename"), refused
+    assert f"also found `{name}` in {project.unseen}:" in refused, refused
+    assert project.why in refused and "`force: true`" in refused, refused
+    assert (workdir / project.unseen).read_text() == unseen
+    assert (workdir / file).read_text() == written
+    done = caller.ok("lsp_rename", force=True, **args)
+    assert done.startswith(f"renamed `{name}` to `renamedApi`"), done
+    assert f"{project.why}; not renamed" in done, done
+    assert (workdir / project.unseen).read_text() == unseen

@@ -168,7 +168,161 @@ def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None
         return pyright_exclusion(root, rel.as_posix(), client.spec.id, reader)
     if client.spec.project_config == "tsconfig":
         return tsconfig_exclusion(root, path.resolve(), client.spec.id, reader)
+    if client.spec.project_config == "compile_commands":
+        return compile_commands_exclusion(root, path.resolve(), client.spec.id, reader)
+    if client.spec.project_config == "go":
+        return go_build_exclusion(rel, path, client.spec.id, reader)
     return None
+
+
+def possessive(name: str) -> str:
+    return f"{name}'" if name.endswith("s") else f"{name}'s"
+
+
+#: the C family's translation units (a header is built as part of the sources including it)
+_SOURCES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".m", ".mm"})
+_databases: dict[tuple[Path, int, int], frozenset[Path]] = {}
+
+
+def compile_commands_exclusion(root: Path, path: Path, server: str, reader: Reader) -> str | None:
+    """A source file missing from the root's ``compile_commands.json``: clangd's index (its
+    references and renames) never reads it. Headers are not judged (the sources including
+    them bring them in)."""
+    database = root / "compile_commands.json"
+    if path.suffix not in _SOURCES:
+        return None
+    try:
+        info = database.stat()
+    except OSError:
+        return None
+    key = (database, info.st_mtime_ns, info.st_size)
+    files = _databases.get(key)
+    if files is None:
+        try:
+            entries = json.loads(reader.read(database, max_bytes=64 * SCAN_BYTES))
+        except (UnreadableFile, ValueError):
+            return None
+        found: set[Path] = set()
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("file"), str):
+                base = Path(str(entry.get("directory") or root))
+                found.add(Path(os.path.normpath(base / entry["file"])))
+        files = _databases[key] = frozenset(found)
+    if path in files or Path(os.path.normpath(path)) in files:
+        return None
+    return f"outside {possessive(server)} project (not in compile_commands.json)"
+
+
+_GO_BUILD = re.compile(r"^//go:build\s+(.+)$", re.M)
+_GO_PLATFORMS = frozenset(
+    "aix android darwin dragonfly freebsd illumos ios js linux netbsd openbsd plan9 solaris "
+    "wasip1 windows 386 amd64 arm arm64 loong64 mips mips64 mips64le mipsle ppc64 ppc64le "
+    "riscv64 s390x wasm".split()
+)
+
+
+def _go_tags() -> frozenset[str]:
+    import platform
+    import sys
+
+    arch = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386"}.get(platform.machine(), "")
+    goos = "linux" if sys.platform.startswith("linux") else sys.platform
+    tags = {goos, arch, "gc", "cgo"}
+    if goos != "windows":
+        tags.add("unix")
+    return frozenset(tags | {f"go1.{n}" for n in range(1, 40)})
+
+
+def go_build_exclusion(rel: Path, path: Path, server: str, reader: Reader) -> str | None:
+    """A Go file the go tool leaves out of the build gopls loads: under ``testdata`` or a
+    directory starting with ``_`` or ``.``, named so, for another platform, or excluded by its
+    ``//go:build`` line."""
+    who = possessive(server)
+    for part in rel.parts[:-1]:
+        if part == "testdata" or part.startswith(("_", ".")):
+            return f"outside {who} build (under {part}/, which the go tool ignores)"
+    if path.name.startswith(("_", ".")):
+        return f"outside {who} build (a file named {path.name} is ignored by the go tool)"
+    tags = _go_tags()
+    parts = path.stem.removesuffix("_test").split("_")[1:]
+    for part in parts[-2:]:
+        if part in _GO_PLATFORMS and part not in tags:
+            return f"outside {who} build (for {part} only, by its name)"
+    try:
+        head = reader.read(path, max_bytes=SCAN_BYTES)[:4096].decode("utf-8", "replace")
+    except UnreadableFile:
+        return None
+    head = head.split("\npackage ", 1)[0]
+    match = _GO_BUILD.search(head)
+    if match is None:
+        return None
+    expression = match[1].strip()
+    try:
+        if _go_constraint(expression, tags):
+            return None
+    except ValueError:
+        return None  # not understood: not judged
+    return f"outside {who} build (`//go:build {expression}`)"
+
+
+_GO_TOKEN = re.compile(r"\s*(\(|\)|!|&&|\|\||[\w.]+)")
+
+
+def _go_constraint(expression: str, tags: frozenset[str]) -> bool:
+    """A ``//go:build`` expression's value with ``tags`` set (ValueError: not one)."""
+    tokens: list[str] = []
+    index = 0
+    while index < len(expression):
+        match = _GO_TOKEN.match(expression, index)
+        if match is None:
+            if expression[index:].strip():
+                raise ValueError(expression)
+            break
+        tokens.append(match[1])
+        index = match.end()
+    position = 0
+
+    def peek() -> str | None:
+        return tokens[position] if position < len(tokens) else None
+
+    def take() -> str:
+        nonlocal position
+        if position >= len(tokens):
+            raise ValueError(expression)
+        position += 1
+        return tokens[position - 1]
+
+    def either() -> bool:
+        value = both()
+        while peek() == "||":
+            take()
+            value = both() or value
+        return value
+
+    def both() -> bool:
+        value = unary()
+        while peek() == "&&":
+            take()
+            value = unary() and value
+        return value
+
+    def unary() -> bool:
+        token = take()
+        if token == "!":
+            return not unary()
+        if token == "(":
+            value = either()
+            if take() != ")":
+                raise ValueError(expression)
+            return value
+        if token in (")", "&&", "||"):
+            raise ValueError(expression)
+        return token in tags
+
+    value = either()
+    if position != len(tokens):
+        raise ValueError(expression)
+    return value
 
 
 _JSON_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
