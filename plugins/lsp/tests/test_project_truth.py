@@ -169,6 +169,17 @@ def served(
         yield project, workdir, Caller(run)
 
 
+def test_an_empty_symbol_search_says_where_the_text_has_it(
+    served: tuple[Project, Path, Caller],
+) -> None:
+    """First of the module: a rename below opens the unseen file in the server (a dependent
+    of the renamed declaration), which then sees it."""
+    project, _, caller = served
+    text = caller.ok(action="symbols", query=project.hidden)
+    assert f"`{project.hidden}` is declared, by the text, in 1 file" in text, text
+    assert f"  {project.unseen}:" in text and project.why in text, text
+
+
 def test_a_rename_does_not_report_old_diagnostics_under_the_new_name(
     served: tuple[Project, Path, Caller],
 ) -> None:

@@ -22,12 +22,12 @@ import tether
 from tether import regex as linear
 from tether.paths import relative
 from tether.reading import Reader, UnreadableFile, off_loop
+from tether_lsp import coverage
 from tether_lsp.client import LspClient
+from tether_lsp.coverage import NameIndex, possessive
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
-from tether_lsp.supervisor import SKIP_DIRS
 
-SCAN_FILES = 20_000
 SCAN_BYTES = 2_000_000
 FILES_SHOWN = 20
 LINES_SHOWN = 12
@@ -100,25 +100,29 @@ def _covered_spans(
 Spans = dict[Path, dict[int, list[tuple[int, int]]]]
 
 
-def _source_files(workdir: Path, suffixes: frozenset[str]) -> Iterable[Path]:
-    seen = 0
-    for directory, dirnames, filenames in os.walk(workdir):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if os.path.splitext(name)[1] in suffixes:
-                seen += 1
-                if seen > SCAN_FILES:
-                    return
-                yield Path(directory) / name
+@attrs.frozen
+class Unseen:
+    """A whole-word search's occurrences no span covers (``found``), and the files it could
+    not search, with why (``unsearched``)."""
+
+    found: list[Uncovered]
+    unsearched: dict[Path, str]
+    searched: int
 
 
-async def uncovered(client: LspClient, workdir: Path, name: str, spans: Spans) -> list[Uncovered]:
+async def uncovered(
+    client: LspClient, index: NameIndex, name: str, spans: Spans, *, budget_s: float | None = None
+) -> Unseen:
     """Whole-token occurrences of ``name`` in the workdir's files of the server's language that
-    no span covers, per file. Every file is read off the event loop through the core's reader:
-    a FIFO, a device, a symlink or a file over :data:`SCAN_BYTES` is skipped, never opened."""
+    no span covers, per file, from the run's :class:`~tether_lsp.coverage.NameIndex` (only the
+    files that may hold the name are read). Every file is read off the event loop through the
+    core's reader: a FIFO, a device, a symlink or a file over the index's cap is named
+    unsearched, never opened."""
     opened = {uri: doc.text for uri, doc in client.documents.items()}
+    budget = coverage.SEARCH_BUDGET_S if budget_s is None else budget_s
     return await off_loop(
-        workdir, lambda reader: _uncovered(reader, client, opened, workdir, name, spans)
+        index.workdir,
+        lambda reader: _uncovered(reader, client, opened, index, name, spans, budget),
     )
 
 
@@ -126,35 +130,34 @@ def _uncovered(
     reader: Reader,
     client: LspClient,
     opened: dict[str, str],
-    workdir: Path,
+    index: NameIndex,
     name: str,
     spans: Spans,
-) -> list[Uncovered]:
+    budget_s: float,
+) -> Unseen:
     pattern = token_pattern(name)
+    result = index.search(reader, name, client.spec.extensions, budget_s)
     found: list[Uncovered] = []
-    for path in _source_files(workdir, frozenset(client.spec.extensions)):
-        reader.check()
+    documents = {path for uri in opened if (path := uri_to_path(uri)) is not None}
+    for path in sorted(set(result.lines) | documents):
         text = opened.get(path.as_uri())
         if text is None:
-            try:
-                text = reader.read(path, field="uri", max_bytes=SCAN_BYTES).decode(
-                    "utf-8", "replace"
-                )
-            except UnreadableFile:
+            if path not in result.lines:
                 continue
+            text = _read_text(reader, path)
         if name not in text:
             continue
         own = spans.get(path.resolve(), {})
         lines: list[int] = []
-        for index, line_text in enumerate(split_lines(text)):
+        for line_index, line_text in enumerate(split_lines(text)):
             for match in pattern.finditer(line_text):
-                if not any(a <= match.start() < max(b, a + 1) for a, b in own.get(index, [])):
-                    lines.append(index + 1)
+                if not any(a <= match.start() < max(b, a + 1) for a, b in own.get(line_index, [])):
+                    lines.append(line_index + 1)
                     break
         if lines:
             outside = outside_project(client, path, reader)
             found.append(Uncovered(path, tuple(lines), outside, bool(own)))
-    return found
+    return Unseen(found, result.unsearched, result.searched)
 
 
 def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None:
@@ -173,10 +176,6 @@ def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None
     if client.spec.project_config == "go":
         return go_build_exclusion(rel, path, client.spec.id, reader)
     return None
-
-
-def possessive(name: str) -> str:
-    return f"{name}'" if name.endswith("s") else f"{name}'s"
 
 
 #: the C family's translation units (a header is built as part of the sources including it)

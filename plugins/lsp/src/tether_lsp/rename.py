@@ -9,7 +9,7 @@ import tether
 from tether.fsutil import FileChange, StaleFiles, apply_changes_async
 from tether.paths import confine
 from tether.reading import UnreadableFile, read_bytes
-from tether_lsp import crosscheck
+from tether_lsp import coverage, crosscheck
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import apply_text_edits
 from tether_lsp.queries import Session
@@ -47,7 +47,8 @@ async def rename(
     spans = await crosscheck.covered_spans(
         client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
     )
-    missed = await crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
+    unseen = await crosscheck.uncovered(client, coverage.index_of(supervisor), old_name, spans)
+    missed = unseen.found
     outside = [item for item in missed if item.outside is not None]
     if preview:
         return await _preview(session, old_name, new_name, changes, counts, missed, force)
@@ -58,6 +59,8 @@ async def rename(
     notes = crosscheck.describe(
         missed, old_name, client.spec.id, supervisor.workdir, suffix="; not renamed"
     )
+    unsearched = coverage.unsearched_line(unseen.unsearched, supervisor.workdir)
+    notes += [f"{unsearched} for `{old_name}`"] if unsearched else []
     return text + ("\n\n" + "\n".join(notes) if notes else "")
 
 
