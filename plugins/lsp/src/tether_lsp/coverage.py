@@ -36,6 +36,7 @@ from tether_lsp.watch import TreeWatch, WatchUnavailable
 
 if TYPE_CHECKING:
     from tether_lsp.client import LspClient
+    from tether_lsp.servers import ServerSpec
     from tether_lsp.supervisor import LspSupervisor
 
 #: a file larger than this is not indexed (generated code, bundles) and is named unsearched
@@ -114,6 +115,14 @@ class NameIndex:
                 self._listed[path] = (info.st_mtime_ns, info.st_size)
             else:
                 self._listed.pop(path, None)
+
+    def files(self, reader: Reader, suffixes: Iterable[str]) -> list[Path]:
+        """The source files of ``suffixes`` under the workdir, as they are now (the watch's
+        changes taken in). Run it in the reader's thread."""
+        wanted = frozenset(suffixes)
+        with self._lock:
+            self._relist(reader)
+            return sorted(Path(p) for p in self._listed if os.path.splitext(p)[1] in wanted)
 
     def search(
         self, reader: Reader, name: str, suffixes: Iterable[str], budget_s: float = SEARCH_BUDGET_S
@@ -315,3 +324,47 @@ async def symbol_coverage(
 
 def possessive(name: str) -> str:
     return f"{name}'" if name.endswith("s") else f"{name}'s"
+
+
+async def unchecked_files(
+    supervisor: LspSupervisor, targets: list[tuple[ServerSpec, Path]]
+) -> list[str]:
+    """For ``diagnostics "*"``: per checker that ran, the workdir's files of its languages that
+    no root it checked covers — outside every root checked, or left out by the project there
+    (``include``/``exclude``, ``compile_commands.json``, build constraints) — with why, capped."""
+    from tether_lsp.crosscheck import outside_of
+
+    by_spec: dict[str, tuple[ServerSpec, list[Path]]] = {}
+    for spec, root in targets:
+        by_spec.setdefault(spec.id, (spec, []))[1].append(root)
+    index = index_of(supervisor)
+
+    def look(reader: Reader) -> list[str]:
+        lines = []
+        for spec, roots in by_spec.values():
+            left: dict[Path, str] = {}
+            for path in index.files(reader, spec.extensions):
+                reader.check()
+                inside = [r for r in roots if r == path.parent or r in path.parents]
+                if not inside:
+                    left[path] = "in no root checked"
+                    continue
+                # the innermost root checked holds the file
+                root = max(inside, key=lambda r: len(r.parts))
+                why = outside_of(spec, root, path, reader)
+                if why is not None:
+                    left[path] = why
+            if left:
+                shown = sorted(left)
+                rows = ", ".join(
+                    f"{relative(supervisor.workdir, p)} ({left[p]})" for p in shown[:FILES_SHOWN]
+                )
+                more = len(shown) - FILES_SHOWN
+                rows += f", and {more} more files" if more > 0 else ""
+                lines.append(
+                    f"not checked by {spec.id}'s checker: {len(shown)} "
+                    f"{'/'.join(sorted(spec.extensions))} files — {rows}"
+                )
+        return lines
+
+    return await off_loop(supervisor.workdir, look)

@@ -27,6 +27,7 @@ from tether_lsp.client import LspClient
 from tether_lsp.coverage import NameIndex, possessive
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
+from tether_lsp.servers import ServerSpec
 
 SCAN_BYTES = 2_000_000
 FILES_SHOWN = 20
@@ -162,19 +163,23 @@ def _uncovered(
 
 def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None:
     """Why ``path`` is not in the server's project, when tether can tell; else None."""
-    root = client.root
+    return outside_of(client.spec, client.root, path, reader)
+
+
+def outside_of(spec: ServerSpec, root: Path, path: Path, reader: Reader) -> str | None:
+    """Why ``path`` is not in the project of ``spec`` at ``root``, when tether can tell."""
     try:
         rel = path.resolve().relative_to(root.resolve())
     except ValueError:
-        return f"outside {client.spec.id}'s root ({root.name or root})"
-    if client.spec.project_config == "pyright":
-        return pyright_exclusion(root, rel.as_posix(), client.spec.id, reader)
-    if client.spec.project_config == "tsconfig":
-        return tsconfig_exclusion(root, path.resolve(), client.spec.id, reader)
-    if client.spec.project_config == "compile_commands":
-        return compile_commands_exclusion(root, path.resolve(), client.spec.id, reader)
-    if client.spec.project_config == "go":
-        return go_build_exclusion(rel, path, client.spec.id, reader)
+        return f"outside {possessive(spec.id)} root ({root.name or root})"
+    if spec.project_config == "pyright":
+        return pyright_exclusion(root, rel.as_posix(), spec.id, reader)
+    if spec.project_config == "tsconfig":
+        return tsconfig_exclusion(root, path.resolve(), spec.id, reader)
+    if spec.project_config == "compile_commands":
+        return compile_commands_exclusion(root, path.resolve(), spec.id, reader)
+    if spec.project_config == "go":
+        return go_build_exclusion(rel, path, spec.id, reader)
     return None
 
 
