@@ -219,3 +219,37 @@ def test_a_rename_leaving_uses_the_server_cannot_see_refuses_unless_forced(
     assert done.startswith(f"renamed `{name}` to `renamedApi`"), done
     assert f"{project.why}; not renamed" in done, done
     assert (workdir / project.unseen).read_text() == unseen
+
+
+#: how each server learns of a file another process changed: file events it watches for
+#: (pyright, gopls) are delivered; one that watches none (clangd, tsserver) is sent a bounded
+#: number of the changed files as documents
+WATCHES = {"basedpyright": True, "gopls": True}
+#: a file of no consequence, in each language
+FILLER = {
+    "basedpyright": ("pkg/filler_{}.py", "VALUE_{} = 1\n"),
+    "typescript-language-server": ("src/filler_{}.ts", "export const value{} = 1;\n"),
+    "gopls": ("filler_{}.go", "package main\n\nconst value{} = 1\n"),
+    "clangd": ("filler_{}.c", "int value_{} = 1;\n"),
+}
+
+
+def test_a_change_the_server_may_not_have_taken_in_is_said(
+    served: tuple[Project, Path, Caller],
+) -> None:
+    """Last of the module. Written by tether, a file reaches the server (no note); 25 files
+    written by another process exceed what a query sends to a server that watches no files: its
+    answers say they may be stale, naming the files, instead of stating them as current."""
+    project, workdir, caller = served
+    rel, text = FILLER[project.server]
+    caller.ok("write", path=rel.format("tether"), content=text.format("tether"))
+    answer = caller.ok(action="diagnostics", file=project.model)
+    assert "may not have taken in" not in answer, answer
+    for n in range(25):
+        (workdir / rel.format(n)).write_text(text.format(n))
+    answer = caller.ok(action="diagnostics", file=project.model)
+    if WATCHES.get(project.server):
+        assert "may not have taken in" not in answer, answer
+    else:
+        assert f"{project.server} may not have taken in 5 files another process" in answer, answer
+        assert "(not sent: over the 20 files a query sends)" in answer, answer

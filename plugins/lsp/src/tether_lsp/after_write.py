@@ -21,6 +21,7 @@ import attrs
 import tether
 from tether import reading
 from tether.text import cap
+from tether_lsp import coverage
 from tether_lsp.client import LspClient
 from tether_lsp.dependents import Dependents, changed_names, find_dependents
 from tether_lsp.documents import OpenDocument
@@ -104,15 +105,17 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
     for client, _ in by_client:
         if id(client) in dependents:
             note = _describe_dependents(supervisor, client, dependents[id(client)])
-            if note:
-                out.append(note)
+            stale = coverage.stale_note(client)
+            lines = [line for line in (note, stale and f"({stale})") if line]
+            if lines:
+                out.append("\n".join(lines))
     return "\n" + "\n\n".join(out) if out else None
 
 
 async def _note_renames(supervisor: LspSupervisor, result: tether.ToolResult) -> None:
     """Tell the ledger which identifiers the call renamed (a message naming the new name is
     then not new for having been renamed)."""
-    pairs: list[tuple[str, str]] = []
+    texts: list[tuple[str, str]] = []
     for path, previous in result.before.items():
         if previous is None:
             continue
@@ -120,8 +123,8 @@ async def _note_renames(supervisor: LspSupervisor, result: tether.ToolResult) ->
             new = await reading.read_text(supervisor.run.workdir, path, errors="replace")
         except (OSError, tether.ToolError):
             continue
-        pairs += renamed_identifiers(previous.decode("utf-8", errors="replace"), new)
-    supervisor.ledger.renamed(pairs)
+        texts.append((previous.decode("utf-8", errors="replace"), new))
+    supervisor.ledger.renamed(renamed_identifiers(texts))
 
 
 async def diagnosing_clients(

@@ -368,3 +368,29 @@ async def unchecked_files(
         return lines
 
     return await off_loop(supervisor.workdir, look)
+
+
+STALE_SHOWN = 5
+
+
+def stale_note(client: LspClient) -> str | None:
+    """When the server may not have taken in files another process changed and it has not
+    opened (more than a query sends, or not parsed in time): what it said about the files
+    using them may be stale — said, instead of stating them as current."""
+    for path in [p for p in client.unconfirmed if p.as_uri() in client.documents]:
+        del client.unconfirmed[path]  # opened since: the server has its text
+    if not client.unconfirmed:
+        return None
+    paths = sorted(client.unconfirmed)
+    workdir = client.run.workdir
+    shown = ", ".join(
+        f"{relative(workdir, p)} ({client.unconfirmed[p]})" for p in paths[:STALE_SHOWN]
+    )
+    more = len(paths) - STALE_SHOWN
+    shown += f", and {more} more files" if more > 0 else ""
+    return (
+        f"{client.spec.id} may not have taken in {len(paths)} file"
+        f"{'s' if len(paths) != 1 else ''} another process changed — {shown}: what it says "
+        "of the files using them may be stale; ask about those files (they are sent then) or "
+        "`lsp reload`"
+    )

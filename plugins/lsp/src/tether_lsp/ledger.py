@@ -131,23 +131,38 @@ def new_against(known: Counter[Key], diagnostics: list[dict[str, Any]]) -> list[
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
 
 
-def renamed_identifiers(before: str, after: str) -> list[tuple[str, str]]:
-    """The identifiers a change renamed, (old, new): on the lines it replaced one for one,
-    those whose text differs only by identifiers, each old name always replaced by the same
-    new one (a name replaced by two different ones is not a rename)."""
-    old_lines, new_lines = before.splitlines(), after.splitlines()
+def renamed_identifiers(changes: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The identifiers a change renamed, (old, new), from each file's (text before, text
+    after): on the lines it replaced one for one, those whose text differs only by identifiers,
+    each old name always replaced by the same new one, and declared in one of the texts before
+    (``def``, ``class``, ``struct`` …): a use of one undefined name swapped for another is a new
+    error, not a rename."""
+    from tether_lsp.coverage import declaration_pattern
+
+    befores: list[str] = []
     seen: dict[str, str | None] = {}
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "replace" or i2 - i1 != j2 - j1:
-            continue
-        for old, new in zip(old_lines[i1:i2], new_lines[j1:j2], strict=True):
-            if _IDENTIFIER.split(old) != _IDENTIFIER.split(new):
-                continue  # more than identifiers changed on this line
-            for a, b in zip(_IDENTIFIER.findall(old), _IDENTIFIER.findall(new), strict=True):
-                if a != b:
-                    seen[a] = b if seen.get(a, b) == b else None
-    return [(a, b) for a, b in seen.items() if b is not None]
+    for before, after in changes:
+        befores.append(before)
+        old_lines, new_lines = before.splitlines(), after.splitlines()
+        matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "replace" or i2 - i1 != j2 - j1:
+                continue
+            for old, new in zip(old_lines[i1:i2], new_lines[j1:j2], strict=True):
+                if _IDENTIFIER.split(old) != _IDENTIFIER.split(new):
+                    continue  # more than identifiers changed on this line
+                for a, b in zip(_IDENTIFIER.findall(old), _IDENTIFIER.findall(new), strict=True):
+                    if a != b:
+                        seen[a] = b if seen.get(a, b) == b else None
+
+    def declared(name: str) -> bool:
+        pattern = declaration_pattern(name)
+        return any(
+            name in text and any(pattern.search(line) for line in text.splitlines())
+            for text in befores
+        )
+
+    return [(a, b) for a, b in seen.items() if b is not None and declared(a)]
 
 
 def with_renames(known: Counter[Key], renames: list[tuple[str, str]]) -> Counter[Key]:

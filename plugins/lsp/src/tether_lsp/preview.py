@@ -58,15 +58,14 @@ async def preview_note(
             group.start_soon(_ask, supervisor, files, client, paths, answers)
     out: list[str] = []
     meta: dict[str, list[dict[str, Any]]] = {}
-    renames = [
-        pair
-        for staged in files.values()
-        if staged.current is not None
-        for pair in renamed_identifiers(
+    renames = renamed_identifiers(
+        (
             staged.current.decode("utf-8", errors="replace"),
             staged.proposed.decode("utf-8", errors="replace"),
         )
-    ]
+        for staged in files.values()
+        if staged.current is not None
+    )
     for path, staged in files.items():
         got = [(client, answers[(id(client), path)]) for client in clients_of.get(path, [])]
         text, found = _describe(supervisor, path, staged, got, notes[path], timeout, renames)

@@ -136,6 +136,8 @@ def indexing_line(client: LspClient, before: Busy) -> str:
 
 
 def with_indexing(text: str, client: LspClient, before: Busy) -> str:
+    stale = coverage.stale_note(client)
+    text = f"{text}\n({stale})" if stale else text
     line = indexing_line(client, before)
     if not line or (line.startswith("(still indexing") and "still indexing" in text):
         return text  # the answer already says so (an empty answer while indexing)
@@ -647,6 +649,9 @@ async def gather_diagnostics(supervisor: LspSupervisor, path: Path) -> FileDiagn
         line = indexing_line(client, session.before)
         if line.startswith("(waited"):
             notes.append(line[1:-1])
+        stale = coverage.stale_note(client)
+        if stale:
+            notes.append(stale)
         if items is None:
             # still at it: a pull stays pending, a push will be kept when it comes
             notes.append(
