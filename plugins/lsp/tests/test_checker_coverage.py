@@ -79,3 +79,21 @@ def test_a_nested_project_the_outer_one_leaves_out_is_checked(case: Nested, tmp_
         answer = Caller(run).ok(action="diagnostics", file="*")
     assert "whose" not in answer or "covers it" not in answer, answer
     assert case.error in answer, answer
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.server) for c in CASES])
+def test_files_no_checker_run_covers_are_named(case: Nested, tmp_path: Path) -> None:
+    """Without the nested project, nothing checks its files: the answer names them and why,
+    instead of letting "no findings" stand for the whole workdir."""
+    need(case.binary)
+    need(case.checker)
+    workdir = copy_project(case.project, tmp_path)
+    path, text = case.outer
+    (workdir / path).write_text(text)
+    rel, content = case.files[-1]  # the file with the error, without its project
+    (workdir / rel).parent.mkdir(parents=True, exist_ok=True)
+    (workdir / rel).write_text(content)
+    with open_lsp_run(workdir) as run:
+        answer = Caller(run).ok(action="diagnostics", file="*")
+    assert f"not checked by {case.server}'s checker: 1 " in answer, answer
+    assert f"{rel} (outside {case.server}'s project (`include`" in answer, answer

@@ -51,7 +51,7 @@ def test_a_rename_that_would_miss_files_is_refused(scoped: tuple[Caller, Path]) 
     )
     assert text.startswith("nothing was written: basedpyright's rename of `term_len` edits ")
     assert OUTSIDE + "; the server cannot rename it there" in text
-    assert "`leave_outside: true`" in text
+    assert "`force: true`" in text
     assert snapshot(workdir) == before
 
 
@@ -63,7 +63,7 @@ def test_a_rename_told_to_leave_them_says_what_it_left(scoped: tuple[Caller, Pat
         line=1,
         symbol="term_len",
         new_name="width",
-        leave_outside=True,
+        force=True,
     )
     assert text.startswith("renamed `term_len` to `width`: 4 edits in 2 files (basedpyright)")
     assert OUTSIDE + "; not renamed" in text

@@ -1,6 +1,6 @@
 """One rename policy for every server (issue 31 §5): uses of the old name in files of the
 project that the server's own project leaves out make a rename refuse unless
-``leave_outside: true``, naming them. basedpyright refused already (``include`` of
+``force: true``, naming them. basedpyright refused already (``include`` of
 [tool.pyright]); typescript-language-server applied its edits and left an importer outside
 tsconfig.json's ``include`` broken. Generated over each server whose project configuration
 tether reads.
@@ -69,8 +69,8 @@ def test_a_rename_that_misses_uses_the_server_cannot_see_is_refused(
         refused = caller.err("lsp_rename", **args)
         assert refused.startswith(f"nothing was written: {case.server}'s rename"), refused
         assert rel in refused and case.why in refused, refused
-        assert "`leave_outside: true`" in refused, refused
+        assert "`force: true`" in refused, refused
         assert (workdir / rel).read_text() == before
-        done = caller.ok("lsp_rename", leave_outside=True, **args)
+        done = caller.ok("lsp_rename", force=True, **args)
         assert done.startswith(f"renamed `{symbol}` to `{new_name}`"), done
         assert f"{case.why}; not renamed" in done, done

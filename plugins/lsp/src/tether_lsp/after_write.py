@@ -21,10 +21,11 @@ import attrs
 import tether
 from tether.text import cap
 from tether.workdir import reading
+from tether_lsp import coverage
 from tether_lsp.client import LspClient
 from tether_lsp.dependents import Dependents, changed_names, find_dependents
 from tether_lsp.documents import OpenDocument
-from tether_lsp.ledger import DiagnosticLedger, Seen
+from tether_lsp.ledger import DiagnosticLedger, Seen, renamed_identifiers
 from tether_lsp.queries import (
     REPORTED_SEVERITIES,
     Answers,
@@ -84,6 +85,7 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
         # no server handles this kind of file: nothing to check, nothing to say
         if path.is_file() and not supervisor.quiet_without_server(path)
     ]
+    await _note_renames(supervisor, result)
     clients_of, notes, by_client = await diagnosing_clients(supervisor, paths)
     answers: dict[tuple[int, Path], _Answer] = {}
     dependents: dict[int, _Dependents] = {}
@@ -103,9 +105,26 @@ async def new_diagnostics_note(supervisor: LspSupervisor, result: tether.ToolRes
     for client, _ in by_client:
         if id(client) in dependents:
             note = _describe_dependents(supervisor, client, dependents[id(client)])
-            if note:
-                out.append(note)
+            stale = coverage.stale_note(client)
+            lines = [line for line in (note, stale and f"({stale})") if line]
+            if lines:
+                out.append("\n".join(lines))
     return "\n" + "\n\n".join(out) if out else None
+
+
+async def _note_renames(supervisor: LspSupervisor, result: tether.ToolResult) -> None:
+    """Tell the ledger which identifiers the call renamed (a message naming the new name is
+    then not new for having been renamed)."""
+    texts: list[tuple[str, str]] = []
+    for path, previous in result.before.items():
+        if previous is None:
+            continue
+        try:
+            new = await reading.read_text(supervisor.run.workdir, path, errors="replace")
+        except (OSError, tether.ToolError):
+            continue
+        texts.append((previous.decode("utf-8", errors="replace"), new))
+    supervisor.ledger.renamed(renamed_identifiers(texts))
 
 
 async def diagnosing_clients(
@@ -361,8 +380,14 @@ async def _send_previous(client: LspClient, path: Path, before: Any) -> OpenDocu
         text = client.documents[uri].text
     else:
         return None
+    had = client.documents.get(uri)
+    reverted = had is not None and had.text != text
     doc = await client.send_text(path, text)
     doc.previous_text = True
+    if reverted and client.pushes_diagnostics:
+        # back to a text it may have built already, the new one in between never built
+        # (clangd debounces): it skips the version as unchanged and publishes nothing
+        await client.resend(doc, rebuild=True)
     return doc
 
 

@@ -99,6 +99,10 @@ async def run_checkers(supervisor: LspSupervisor) -> str:
     head = f"Checked {len(targets)} root{'s' if len(targets) != 1 else ''}: {checked}"
     if plan.skipped:
         head += "\nSkipped:\n" + "\n".join(f"  {line}" for line in plan.skipped)
+    from tether_lsp.coverage import unchecked_files
+
+    # what no checker run covers, said: "no findings" is only about the files checked
+    head += "".join(f"\n{line}" for line in await unchecked_files(supervisor, targets))
     sections = [head] + [text for _, text in results] + plan.refused
     if plan.without:
         sections.append(f"(no project checker for {', '.join(plan.without)})")

@@ -128,6 +128,11 @@ FILE_EVENTS_SETTLE_S = 3.0
 OPEN_CHANGED_LIMIT = 20
 
 
+def unconfirmed_of(events: list[dict[str, Any]], why: str) -> dict[Path, str]:
+    """The files of ``events`` (a refresh's), each with ``why`` its intake is unconfirmed."""
+    return {path: why for event in events if (path := uri_to_path(event["uri"])) is not None}
+
+
 class LspClient:
     """The session with one server for one (spec, root), on an :class:`RpcConnection`: its
     capabilities, progress and readiness, the documents it was sent, the diagnostics it gave,
@@ -169,8 +174,9 @@ class LspClient:
         self.files_known = spec.ready_log is None
         #: counts the ends of server work (progress end, a diagnostics refresh request)
         self.settled = 0
-        #: files changed on disk beyond what the last refresh sent (a server that watches none)
-        self.unsent_changes = 0
+        #: files another process changed that the server has not opened, whose intake the
+        #: last refresh could not confirm: path -> why (see :func:`coverage.stale_note`)
+        self.unconfirmed: dict[Path, str] = {}
         self.started_at = time.monotonic()
         self.crash_counted = False
         self._seq = 0
@@ -627,9 +633,15 @@ class LspClient:
             sent = True
             added_or_removed = any(event["type"] != 2 for event in events)
             if added_or_removed and self.spec.settles_after_file_events and self.documents:
-                await self.wait_until(
+                settled_now = await self.wait_until(
                     lambda: self._seq > seq or self.settled > settled, FILE_EVENTS_SETTLE_S
                 )
+                told = unconfirmed_of(events, f"not settled within {FILE_EVENTS_SETTLE_S:g} s")
+                if settled_now:
+                    for known in told:
+                        self.unconfirmed.pop(known, None)
+                else:
+                    self.unconfirmed.update(told)
         elif events:
             # a server that watches no files (clangd, typescript-language-server) ignores file
             # events and answers from its index of the old text: it is sent the files that
@@ -653,7 +665,19 @@ class LspClient:
                     lambda: all(self.fresh_published(doc) for doc in opened),
                     FILE_EVENTS_SETTLE_S,
                 )
-            self.unsent_changes = max(0, len(touched) - OPEN_CHANGED_LIMIT)
+            # a file sent and parsed is taken in; one beyond the bound or not parsed in time
+            # stays unconfirmed until it is (the answers say so meanwhile)
+            for doc in opened:
+                if not self.pushes_diagnostics or self.fresh_published(doc):
+                    self.unconfirmed.pop(doc.path, None)
+                else:
+                    self.unconfirmed[doc.path] = f"not parsed within {FILE_EVENTS_SETTLE_S:g} s"
+            self.unconfirmed.update(
+                unconfirmed_of(
+                    touched[OPEN_CHANGED_LIMIT:],
+                    f"not sent: over the {OPEN_CHANGED_LIMIT} files a query sends",
+                )
+            )
         for doc in list(self.documents.values()):
             changed = False
             try:

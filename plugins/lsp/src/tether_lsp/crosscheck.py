@@ -22,12 +22,13 @@ import tether
 from tether import regex as linear
 from tether.workdir.paths import relative
 from tether.workdir.reading import Reader, UnreadableFile, off_loop
+from tether_lsp import coverage
 from tether_lsp.client import LspClient
+from tether_lsp.coverage import NameIndex, possessive
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
-from tether_lsp.supervisor import SKIP_DIRS
+from tether_lsp.servers import ServerSpec
 
-SCAN_FILES = 20_000
 SCAN_BYTES = 2_000_000
 FILES_SHOWN = 20
 LINES_SHOWN = 12
@@ -100,25 +101,29 @@ def _covered_spans(
 Spans = dict[Path, dict[int, list[tuple[int, int]]]]
 
 
-def _source_files(workdir: Path, suffixes: frozenset[str]) -> Iterable[Path]:
-    seen = 0
-    for directory, dirnames, filenames in os.walk(workdir):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if os.path.splitext(name)[1] in suffixes:
-                seen += 1
-                if seen > SCAN_FILES:
-                    return
-                yield Path(directory) / name
+@attrs.frozen
+class Unseen:
+    """A whole-word search's occurrences no span covers (``found``), and the files it could
+    not search, with why (``unsearched``)."""
+
+    found: list[Uncovered]
+    unsearched: dict[Path, str]
+    searched: int
 
 
-async def uncovered(client: LspClient, workdir: Path, name: str, spans: Spans) -> list[Uncovered]:
+async def uncovered(
+    client: LspClient, index: NameIndex, name: str, spans: Spans, *, budget_s: float | None = None
+) -> Unseen:
     """Whole-token occurrences of ``name`` in the workdir's files of the server's language that
-    no span covers, per file. Every file is read off the event loop through the core's reader:
-    a FIFO, a device, a symlink or a file over :data:`SCAN_BYTES` is skipped, never opened."""
+    no span covers, per file, from the run's :class:`~tether_lsp.coverage.NameIndex` (only the
+    files that may hold the name are read). Every file is read off the event loop through the
+    core's reader: a FIFO, a device, a symlink or a file over the index's cap is named
+    unsearched, never opened."""
     opened = {uri: doc.text for uri, doc in client.documents.items()}
+    budget = coverage.SEARCH_BUDGET_S if budget_s is None else budget_s
     return await off_loop(
-        workdir, lambda reader: _uncovered(reader, client, opened, workdir, name, spans)
+        index.workdir,
+        lambda reader: _uncovered(reader, client, opened, index, name, spans, budget),
     )
 
 
@@ -126,49 +131,202 @@ def _uncovered(
     reader: Reader,
     client: LspClient,
     opened: dict[str, str],
-    workdir: Path,
+    index: NameIndex,
     name: str,
     spans: Spans,
-) -> list[Uncovered]:
+    budget_s: float,
+) -> Unseen:
     pattern = token_pattern(name)
+    result = index.search(reader, name, client.spec.extensions, budget_s)
     found: list[Uncovered] = []
-    for path in _source_files(workdir, frozenset(client.spec.extensions)):
-        reader.check()
+    documents = {path for uri in opened if (path := uri_to_path(uri)) is not None}
+    for path in sorted(set(result.lines) | documents):
         text = opened.get(path.as_uri())
         if text is None:
-            try:
-                text = reader.read(path, field="uri", max_bytes=SCAN_BYTES).decode(
-                    "utf-8", "replace"
-                )
-            except UnreadableFile:
+            if path not in result.lines:
                 continue
+            text = _read_text(reader, path)
         if name not in text:
             continue
         own = spans.get(path.resolve(), {})
         lines: list[int] = []
-        for index, line_text in enumerate(split_lines(text)):
+        for line_index, line_text in enumerate(split_lines(text)):
             for match in pattern.finditer(line_text):
-                if not any(a <= match.start() < max(b, a + 1) for a, b in own.get(index, [])):
-                    lines.append(index + 1)
+                if not any(a <= match.start() < max(b, a + 1) for a, b in own.get(line_index, [])):
+                    lines.append(line_index + 1)
                     break
         if lines:
             outside = outside_project(client, path, reader)
             found.append(Uncovered(path, tuple(lines), outside, bool(own)))
-    return found
+    return Unseen(found, result.unsearched, result.searched)
 
 
 def outside_project(client: LspClient, path: Path, reader: Reader) -> str | None:
     """Why ``path`` is not in the server's project, when tether can tell; else None."""
-    root = client.root
+    return outside_of(client.spec, client.root, path, reader)
+
+
+def outside_of(spec: ServerSpec, root: Path, path: Path, reader: Reader) -> str | None:
+    """Why ``path`` is not in the project of ``spec`` at ``root``, when tether can tell."""
     try:
         rel = path.resolve().relative_to(root.resolve())
     except ValueError:
-        return f"outside {client.spec.id}'s root ({root.name or root})"
-    if client.spec.project_config == "pyright":
-        return pyright_exclusion(root, rel.as_posix(), client.spec.id, reader)
-    if client.spec.project_config == "tsconfig":
-        return tsconfig_exclusion(root, path.resolve(), client.spec.id, reader)
+        return f"outside {possessive(spec.id)} root ({root.name or root})"
+    if spec.project_config == "pyright":
+        return pyright_exclusion(root, rel.as_posix(), spec.id, reader)
+    if spec.project_config == "tsconfig":
+        return tsconfig_exclusion(root, path.resolve(), spec.id, reader)
+    if spec.project_config == "compile_commands":
+        return compile_commands_exclusion(root, path.resolve(), spec.id, reader)
+    if spec.project_config == "go":
+        return go_build_exclusion(rel, path, spec.id, reader)
     return None
+
+
+#: the C family's translation units (a header is built as part of the sources including it)
+_SOURCES = frozenset({".c", ".cc", ".cpp", ".cxx", ".c++", ".m", ".mm"})
+_databases: dict[tuple[Path, int, int], frozenset[Path]] = {}
+
+
+def compile_commands_exclusion(root: Path, path: Path, server: str, reader: Reader) -> str | None:
+    """A source file missing from the root's ``compile_commands.json``: clangd's index (its
+    references and renames) never reads it. Headers are not judged (the sources including
+    them bring them in)."""
+    database = root / "compile_commands.json"
+    if path.suffix not in _SOURCES:
+        return None
+    try:
+        info = database.stat()
+    except OSError:
+        return None
+    key = (database, info.st_mtime_ns, info.st_size)
+    files = _databases.get(key)
+    if files is None:
+        try:
+            entries = json.loads(reader.read(database, max_bytes=64 * SCAN_BYTES))
+        except (UnreadableFile, ValueError):
+            return None
+        found: set[Path] = set()
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("file"), str):
+                base = Path(str(entry.get("directory") or root))
+                found.add(Path(os.path.normpath(base / entry["file"])))
+        files = _databases[key] = frozenset(found)
+    if path in files or Path(os.path.normpath(path)) in files:
+        return None
+    return f"outside {possessive(server)} project (not in compile_commands.json)"
+
+
+_GO_BUILD = re.compile(r"^//go:build\s+(.+)$", re.M)
+_GO_PLATFORMS = frozenset(
+    "aix android darwin dragonfly freebsd illumos ios js linux netbsd openbsd plan9 solaris "
+    "wasip1 windows 386 amd64 arm arm64 loong64 mips mips64 mips64le mipsle ppc64 ppc64le "
+    "riscv64 s390x wasm".split()
+)
+
+
+def _go_tags() -> frozenset[str]:
+    import platform
+    import sys
+
+    arch = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386"}.get(platform.machine(), "")
+    goos = "linux" if sys.platform.startswith("linux") else sys.platform
+    tags = {goos, arch, "gc", "cgo"}
+    if goos != "windows":
+        tags.add("unix")
+    return frozenset(tags | {f"go1.{n}" for n in range(1, 40)})
+
+
+def go_build_exclusion(rel: Path, path: Path, server: str, reader: Reader) -> str | None:
+    """A Go file the go tool leaves out of the build gopls loads: under ``testdata`` or a
+    directory starting with ``_`` or ``.``, named so, for another platform, or excluded by its
+    ``//go:build`` line."""
+    who = possessive(server)
+    for part in rel.parts[:-1]:
+        if part == "testdata" or part.startswith(("_", ".")):
+            return f"outside {who} build (under {part}/, which the go tool ignores)"
+    if path.name.startswith(("_", ".")):
+        return f"outside {who} build (a file named {path.name} is ignored by the go tool)"
+    tags = _go_tags()
+    parts = path.stem.removesuffix("_test").split("_")[1:]
+    for part in parts[-2:]:
+        if part in _GO_PLATFORMS and part not in tags:
+            return f"outside {who} build (for {part} only, by its name)"
+    try:
+        head = reader.read(path, max_bytes=SCAN_BYTES)[:4096].decode("utf-8", "replace")
+    except UnreadableFile:
+        return None
+    head = head.split("\npackage ", 1)[0]
+    match = _GO_BUILD.search(head)
+    if match is None:
+        return None
+    expression = match[1].strip()
+    try:
+        if _go_constraint(expression, tags):
+            return None
+    except ValueError:
+        return None  # not understood: not judged
+    return f"outside {who} build (`//go:build {expression}`)"
+
+
+_GO_TOKEN = re.compile(r"\s*(\(|\)|!|&&|\|\||[\w.]+)")
+
+
+def _go_constraint(expression: str, tags: frozenset[str]) -> bool:
+    """A ``//go:build`` expression's value with ``tags`` set (ValueError: not one)."""
+    tokens: list[str] = []
+    index = 0
+    while index < len(expression):
+        match = _GO_TOKEN.match(expression, index)
+        if match is None:
+            if expression[index:].strip():
+                raise ValueError(expression)
+            break
+        tokens.append(match[1])
+        index = match.end()
+    position = 0
+
+    def peek() -> str | None:
+        return tokens[position] if position < len(tokens) else None
+
+    def take() -> str:
+        nonlocal position
+        if position >= len(tokens):
+            raise ValueError(expression)
+        position += 1
+        return tokens[position - 1]
+
+    def either() -> bool:
+        value = both()
+        while peek() == "||":
+            take()
+            value = both() or value
+        return value
+
+    def both() -> bool:
+        value = unary()
+        while peek() == "&&":
+            take()
+            value = unary() and value
+        return value
+
+    def unary() -> bool:
+        token = take()
+        if token == "!":
+            return not unary()
+        if token == "(":
+            value = either()
+            if take() != ")":
+                raise ValueError(expression)
+            return value
+        if token in (")", "&&", "||"):
+            raise ValueError(expression)
+        return token in tags
+
+    value = either()
+    if position != len(tokens):
+        raise ValueError(expression)
+    return value
 
 
 _JSON_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)

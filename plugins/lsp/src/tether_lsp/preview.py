@@ -22,7 +22,7 @@ from tether_lsp.after_write import (
     time_left,
 )
 from tether_lsp.client import LspClient
-from tether_lsp.ledger import key_counts, new_against
+from tether_lsp.ledger import key_counts, new_against, renamed_identifiers, with_renames
 from tether_lsp.queries import Answers, format_merged, merge_diagnostics
 from tether_lsp.supervisor import LspSupervisor
 
@@ -58,9 +58,17 @@ async def preview_note(
             group.start_soon(_ask, supervisor, files, client, paths, answers)
     out: list[str] = []
     meta: dict[str, list[dict[str, Any]]] = {}
+    renames = renamed_identifiers(
+        (
+            staged.current.decode("utf-8", errors="replace"),
+            staged.proposed.decode("utf-8", errors="replace"),
+        )
+        for staged in files.values()
+        if staged.current is not None
+    )
     for path, staged in files.items():
         got = [(client, answers[(id(client), path)]) for client in clients_of.get(path, [])]
-        text, found = _describe(supervisor, path, staged, got, notes[path], timeout)
+        text, found = _describe(supervisor, path, staged, got, notes[path], timeout, renames)
         out.append(text)
         meta[supervisor.relative(path)] = found
     if len(handled) > MAX_FILES:
@@ -123,6 +131,7 @@ def _describe(
     got: list[tuple[LspClient, _Answer]],
     notes: list[str],
     timeout: float,
+    renames: list[tuple[str, str]],
 ) -> tuple[str, list[dict[str, Any]]]:
     """One file's lines, and the diagnostics it would introduce (for ``meta``)."""
     rel = supervisor.relative(path)
@@ -154,6 +163,8 @@ def _describe(
         known = key_counts([])
     else:
         known = key_counts([d for _, items in merge_diagnostics(baselines) for d in items])
+    # a rename's messages name the new name: known, when they were known with the old
+    known = with_renames(known, renames)
     fresh = new_against(known, flat)
     if not fresh:
         names = ", ".join(client.spec.id for client, _ in current)

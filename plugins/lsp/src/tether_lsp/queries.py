@@ -12,7 +12,7 @@ import attrs
 import tether
 from tether.text import cap, truncate
 from tether.workdir.reading import Reader, UnreadableFile, off_loop
-from tether_lsp import crosscheck
+from tether_lsp import coverage, crosscheck
 from tether_lsp.client import LspClient
 from tether_lsp.documents import OpenDocument, uri_to_path
 from tether_lsp.ledger import Seen, diagnostic_key
@@ -136,6 +136,8 @@ def indexing_line(client: LspClient, before: Busy) -> str:
 
 
 def with_indexing(text: str, client: LspClient, before: Busy) -> str:
+    stale = coverage.stale_note(client)
+    text = f"{text}\n({stale})" if stale else text
     line = indexing_line(client, before)
     if not line or (line.startswith("(still indexing") and "still indexing" in text):
         return text  # the answer already says so (an empty answer while indexing)
@@ -236,12 +238,16 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
         client = session.client
         spans = await crosscheck.covered_spans(client, location_ranges(result))
         name = pos.line_text[pos.start : pos.end]
+        index = coverage.index_of(session.supervisor)
+        unseen = await crosscheck.uncovered(client, index, name, spans)
         missed = [
             item
-            for item in await crosscheck.uncovered(client, session.supervisor.workdir, name, spans)
+            for item in unseen.found
             if item.outside is not None or (action == "references" and not item.touched)
         ]
         rows = crosscheck.describe(missed, name, client.spec.id, session.supervisor.workdir)
+        unsearched = coverage.unsearched_line(unseen.unsearched, session.supervisor.workdir)
+        rows += [f"{unsearched} for `{name}`"] if unsearched else []
         if rows:
             text += "\n\n" + "\n".join(rows)
     return text
@@ -448,6 +454,15 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
     sources = SourceLines(client)
     await sources.load(place.uri for *_, place, _ in symbol_rows(result) if place is not None)
     section = _workspace_section(supervisor, client, query, result, sources)
+    # the server searched its own (loaded) projects: what the text says of the rest
+    answered = {
+        place.path.resolve()
+        for *_, place, _ in symbol_rows(result)
+        if place is not None and place.path is not None
+    }
+    exact = any(name == query for _, _, name, _, _ in symbol_rows(result))
+    covered = await coverage.symbol_coverage(supervisor, client, query, answered, exact)
+    section += "".join(f"\n{line}" for line in covered)
     if opened and not symbol_rows(result):
         # an empty answer from a project not loaded yet is not "no such symbol"
         section += (
@@ -634,6 +649,9 @@ async def gather_diagnostics(supervisor: LspSupervisor, path: Path) -> FileDiagn
         line = indexing_line(client, session.before)
         if line.startswith("(waited"):
             notes.append(line[1:-1])
+        stale = coverage.stale_note(client)
+        if stale:
+            notes.append(stale)
         if items is None:
             # still at it: a pull stays pending, a push will be kept when it comes
             notes.append(

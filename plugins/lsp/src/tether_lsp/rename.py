@@ -9,7 +9,7 @@ import tether
 from tether.workdir.paths import confine
 from tether.workdir.reading import UnreadableFile, read_bytes
 from tether.workdir.writing import FileChange, StaleFiles, apply_changes_async
-from tether_lsp import crosscheck
+from tether_lsp import coverage, crosscheck
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import apply_text_edits
 from tether_lsp.queries import Session
@@ -38,7 +38,7 @@ async def rename(
     symbol: str,
     new_name: str,
     *,
-    leave_outside: bool = False,
+    force: bool = False,
     preview: bool = False,
 ) -> str:
     client, supervisor = session.client, session.supervisor
@@ -47,17 +47,20 @@ async def rename(
     spans = await crosscheck.covered_spans(
         client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
     )
-    missed = await crosscheck.uncovered(client, supervisor.workdir, old_name, spans)
+    unseen = await crosscheck.uncovered(client, coverage.index_of(supervisor), old_name, spans)
+    missed = unseen.found
     outside = [item for item in missed if item.outside is not None]
     if preview:
-        return await _preview(session, old_name, new_name, changes, counts, missed, leave_outside)
-    if outside and not leave_outside:
+        return await _preview(session, old_name, new_name, changes, counts, missed, force)
+    if outside and not force:
         _refuse_outside(session, old_name, outside, changes, counts)
     await _write(session, changes, synced)
     text = f"renamed `{old_name}` to `{new_name}`: " + _summary(session, changes, counts)
     notes = crosscheck.describe(
         missed, old_name, client.spec.id, supervisor.workdir, suffix="; not renamed"
     )
+    unsearched = coverage.unsearched_line(unseen.unsearched, supervisor.workdir)
+    notes += [f"{unsearched} for `{old_name}`"] if unsearched else []
     return text + ("\n\n" + "\n".join(notes) if notes else "")
 
 
@@ -201,7 +204,7 @@ def _refuse_outside(
         f"{'s' if len(changes) != 1 else ''}, but\n"
         + "\n".join(rows)
         + "\nRenaming only what the server sees would leave those uses broken. Rename them "
-        "too (by hand, after this rename), or call again with `leave_outside: true` to "
+        "too (by hand, after this rename), or call again with `force: true` to "
         "rename what the server found and leave them as they are."
     )
 
@@ -247,7 +250,7 @@ async def _preview(
     changes: list[FileChange],
     counts: dict[Path, int],
     missed: list[crosscheck.Uncovered],
-    leave_outside: bool,
+    force: bool,
 ) -> str:
     """The rename as it would be written, and the diagnostics it would introduce (the core's
     preview: every family that checks code answers); nothing is written."""
@@ -258,8 +261,8 @@ async def _preview(
     )
     outside = any(item.outside is not None for item in missed)
     suffix = (
-        "; the server cannot rename it there: without `leave_outside: true` the rename is refused"
-        if outside and not leave_outside
+        "; the server cannot rename it there: without `force: true` the rename is refused"
+        if outside and not force
         else "; would not be renamed"
     )
     notes = crosscheck.describe(missed, old_name, client.spec.id, supervisor.workdir, suffix=suffix)

@@ -93,8 +93,10 @@ class ServerSpec:
     unsupported: frozenset[str] = attrs.field(converter=_methods, factory=frozenset)
     #: how the server's project is configured, so tether can say which files it leaves out
     #: ("pyright": ``include``/``exclude`` of pyrightconfig.json or [tool.pyright]; "tsconfig":
-    #: the nearest tsconfig.json's ``files``/``include``/``exclude``); None: only
-    #: files outside the root are known to be outside
+    #: the nearest tsconfig.json's ``files``/``include``/``exclude``; "compile_commands": the
+    #: sources of the root's compile_commands.json; "go": the go tool's build rules — testdata,
+    #: ``_``/``.`` names, platform suffixes, ``//go:build``); None: only files outside the
+    #: root are known to be outside
     project_config: str | None = None
     #: a write of a file no installed server handles says "diagnostics unavailable" only for
     #: languages that expect a server (Python, C); data and shell files stay quiet
@@ -403,6 +405,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         workspace_needs_open_file=True,
         open_waits_for_diagnostics=True,
         untrusted=_CLANGD,
+        project_config="compile_commands",
     ),
     ServerSpec(
         id="rust-analyzer",
@@ -430,6 +433,7 @@ BUILTIN_SERVERS: tuple[ServerSpec, ...] = (
         versioned_publishes=True,
         untrusted=_GO,
         checker_untrusted=_GO,
+        project_config="go",
     ),
     ServerSpec(
         id="bash-language-server",

@@ -467,6 +467,9 @@ class LspSupervisor:
 
     async def aclose(self) -> None:
         self._closed = True
+        from tether_lsp.coverage import close_index
+
+        close_index(self)  # its watch of the workdir
         with anyio.CancelScope(shield=True):
             clients, self._clients = list(self._clients.values()), {}
             async with anyio.create_task_group() as group:

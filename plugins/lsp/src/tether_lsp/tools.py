@@ -87,11 +87,11 @@ class RenameArgs:
         description="Text of the symbol on that line (substring; name#2 picks the 2nd occurrence)"
     )
     new_name: str = tether.arg(description="The new name")
-    leave_outside: bool = tether.arg(
+    force: bool = tether.arg(
         False,
         description=(
-            "Rename even though the old name also occurs in files outside the server's project "
-            "(listed in the refusal); those are left as they are"
+            "Rename even though the old name is used in files of the project the server cannot "
+            "see (listed in the refusal); those are left as they are"
         ),
     )
     preview: bool = tether.arg(
@@ -236,7 +236,7 @@ async def handle_rename(call: tether.CallContext, args: RenameArgs) -> str:
             args.line,
             args.symbol,
             args.new_name,
-            leave_outside=args.leave_outside,
+            force=args.force,
             preview=args.preview,
         )
     return _with_notes(supervisor, session.with_indexing(text))
