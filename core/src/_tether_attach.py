@@ -28,10 +28,14 @@ import socket
 import stat
 import struct
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, BinaryIO
+
+# typing and pathlib cost the command's start more than the rest of its imports together
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+    StrPath = str | os.PathLike[str]
 
 #: overrides where servers keep their sockets (tests; a harness with its own runtime dir)
 RUNTIME_DIR_ENV = "TETHER_RUNTIME_DIR"
@@ -46,18 +50,20 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 # --- where servers live, and which socket may be used ------------------------------------------
 
 
-def runtime_path() -> Path:
+def runtime_path() -> str:
     """The per-user directory of sockets and server records: ``$TETHER_RUNTIME_DIR``, else
     ``$XDG_RUNTIME_DIR/tether``, else ``/tmp/tether-$UID`` (checked by :func:`private_problem`
     before any use)."""
     if os.environ.get(RUNTIME_DIR_ENV):
-        return Path(os.environ[RUNTIME_DIR_ENV])
+        return os.environ[RUNTIME_DIR_ENV]
     if os.environ.get("XDG_RUNTIME_DIR"):
-        return Path(os.environ["XDG_RUNTIME_DIR"]) / "tether"
-    return Path(tempfile.gettempdir()) / f"tether-{os.getuid()}"
+        return os.path.join(os.environ["XDG_RUNTIME_DIR"], "tether")
+    import tempfile  # its imports are most of this command's start: only when needed
+
+    return os.path.join(tempfile.gettempdir(), f"tether-{os.getuid()}")
 
 
-def private_problem(path: Path, is_kind: Callable[[int], bool], kind: str) -> str | None:
+def private_problem(path: StrPath, is_kind: Callable[[int], bool], kind: str) -> str | None:
     """Why ``path`` is not this user's private ``kind`` (None when it is): it must not be a
     symbolic link, must be owned by this user, with no group or other permission bits."""
     try:
@@ -73,25 +79,27 @@ def private_problem(path: Path, is_kind: Callable[[int], bool], kind: str) -> st
     return None
 
 
-def socket_problem(path: Path) -> str | None:
+def socket_problem(path: StrPath) -> str | None:
     """Why a client may not connect to ``path`` (None when it may): the socket must be this
     user's, mode 0600, in a directory that is this user's alone."""
-    problem = private_problem(path.parent, stat.S_ISDIR, "directory")
+    parent = os.path.dirname(os.fspath(path)) or "."
+    problem = private_problem(parent, stat.S_ISDIR, "directory")
     if problem:
-        return f"socket directory {str(path.parent)!r}: {problem}; refused"
+        return f"socket directory {parent!r}: {problem}; refused"
     problem = private_problem(path, stat.S_ISSOCK, "socket")
     if problem:
         return f"socket {str(path)!r}: {problem}; refused"
     return None
 
 
-def server_key(workdir: Path, config: Path | None, *, trust_workdir: bool, vibe: bool) -> str:
-    """What a server is found by: its workdir, its configuration file and its run flags."""
-    ident = [str(workdir), str(config.resolve()) if config else None, trust_workdir, vibe]
+def server_key(workdir: StrPath, config: StrPath | None, *, trust_workdir: bool, vibe: bool) -> str:
+    """What a server is found by: its workdir (resolved), its configuration file and its run
+    flags."""
+    ident = [os.fspath(workdir), os.path.realpath(config) if config else None, trust_workdir, vibe]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
 
-def server_alive(lock: Path) -> bool:
+def server_alive(lock: StrPath) -> bool:
     """Whether a server holds its ``lock`` file (it holds it from its start to its exit; a
     killed server's lock is released by the kernel, so its socket is known stale)."""
     try:
@@ -224,23 +232,22 @@ class AttachedCall:
         call.surface = values.get("--surface")
         return call
 
-    def endpoint(self) -> Path | None:
+    def endpoint(self) -> str | None:
         """The socket to use: the one ``--attach SOCKET`` names, else the live server of this
         workdir and configuration; None when there is none (or the workdir or the configuration
         file is not there: the full command line says so)."""
         if self.attach:
-            return Path(self.attach)
-        workdir = Path(self.workdir).resolve()
-        config = Path(self.config) if self.config is not None else None
-        if not workdir.is_dir() or (config is not None and not config.is_file()):
+            return self.attach
+        workdir = os.path.realpath(self.workdir)
+        config = self.config
+        if not os.path.isdir(workdir) or (config is not None and not os.path.isfile(config)):
             return None
         key = server_key(workdir, config, trust_workdir=self.trust_workdir, vibe=self.vibe)
-        base = runtime_path() / key
-        if private_problem(base.parent, stat.S_ISDIR, "directory"):
+        runtime = runtime_path()
+        if private_problem(runtime, stat.S_ISDIR, "directory"):
             return None
-        if not server_alive(base.with_suffix(".lock")):
-            return None
-        return base.with_suffix(".sock")
+        base = os.path.join(runtime, key)
+        return base + ".sock" if server_alive(base + ".lock") else None
 
     def attach_line(self) -> bytes:
         attach: dict[str, Any] = {"interactive": False}
@@ -260,7 +267,7 @@ def _raise_stopped(signum: int, frame: object) -> None:
     raise _Stopped(signum)
 
 
-def _connect(path: Path, call: AttachedCall) -> tuple[socket.socket, BinaryIO] | None:
+def _connect(path: str, call: AttachedCall) -> tuple[socket.socket, BinaryIO] | None:
     """A connection on ``path`` attached with ``call``'s surface, or None when it cannot be
     trusted or the server refused it (the full command line then says why)."""
     if socket_problem(path) is not None:
@@ -268,7 +275,7 @@ def _connect(path: Path, call: AttachedCall) -> tuple[socket.socket, BinaryIO] |
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
         sock.settimeout(ATTACH_TIMEOUT_S)
-        sock.connect(str(path))
+        sock.connect(path)
         if peer_uid(sock) != os.getuid():
             raise ConnectionRefusedError
         sock.sendall(call.attach_line())

@@ -77,7 +77,7 @@ def runtime_dir(create: bool = True) -> Path:
     """The per-user directory of sockets and server records (:func:`_tether_attach.runtime_path`),
     created when missing. It must be a real directory (not a link) owned by this user with no
     access for anyone else; anything else is refused."""
-    path = runtime_path()
+    path = Path(runtime_path())
     if create:
         with contextlib.suppress(FileExistsError):
             path.mkdir(mode=0o700)
