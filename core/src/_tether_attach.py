@@ -374,7 +374,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     call = AttachedCall.parse(args)
     if call is not None:
-        code = call_served(call)
+        try:
+            code = call_served(call)
+        except KeyboardInterrupt:  # before the request was sent: nothing to cancel
+            return 130
         if code is not None:
             return code
     from tether.cli import main as full_main
