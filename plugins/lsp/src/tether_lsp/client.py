@@ -191,6 +191,8 @@ class LspClient:
         #: ran takes that refresh as its own (the disk as it was after the query came)
         self._refreshes_begun = 0
         self._refresh_ended: tuple[int, bool] = (0, False)
+        #: each open document as the last refresh left it (:func:`_sent_state`)
+        self._refreshed_docs: dict[str, tuple[int, int, int]] = {}
 
     def _connect(self, request_timeout_s: float, first_request_timeout_s: float | None) -> None:
         """Make the session's :class:`RpcConnection` and take its calls onto the session."""
@@ -633,7 +635,12 @@ class LspClient:
             number, refreshed = self._refresh_ended
             if number <= came:
                 refreshed = await self._refresh()
-            doc, sent = await self._sync(path)
+            doc = self.documents.get(path_to_uri(path))
+            if doc is not None and self._refreshed_docs.get(doc.uri) == _sent_state(doc):
+                # the refresh just looked at it on disk, and nothing sent it anything since
+                sent = False
+            else:
+                doc, sent = await self._sync(path)
             if doc.generation < self.generation:
                 # another file changed since the server last built this one (a header, a
                 # module it imports, changed by tether or by another process): sent again,
@@ -653,6 +660,7 @@ class LspClient:
             for doc in sent:
                 doc.generation = self.generation
         self._refresh_ended = (number, refreshed)
+        self._refreshed_docs = {uri: _sent_state(doc) for uri, doc in self.documents.items()}
         return refreshed
 
     async def _refresh_files(self, resent: list[OpenDocument]) -> bool:
@@ -808,3 +816,9 @@ class Unsaved:
             except reading.UnreadableFile:
                 await client._close_document(doc)
         self._touched.clear()
+
+
+def _sent_state(doc: OpenDocument) -> tuple[int, int, int]:
+    """What tells whether ``doc`` was sent anything since: its version, and the disk's mtime
+    and size it was last synced with (a text sent that the disk does not hold resets them)."""
+    return (doc.version, doc.mtime_ns, doc.size)
