@@ -372,7 +372,7 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
         from tether.cli.serve import call_attached
 
         reply = await call_attached(ns, stop, args)
-        _print_text(reply) if ns.text else _print(reply)
+        _print_reply(reply, text=ns.text)
         return stop.exit_code(1 if reply.get("is_error") else 0)
     ns.surface = ns.surface or "default"
     async with cli_run(ns, {TERMINAL: Terminal.from_stdio()}) as run:
@@ -383,13 +383,17 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
                 reply = internal_error(ns.tool, exc)
         if scope.cancelled_caught:
             reply = ToolResult.error(stop.reason(ns.tool)).to_json()
-    _print_text(reply) if ns.text else _print(reply)
+    _print_reply(reply, text=ns.text)
     return stop.exit_code(1 if reply["is_error"] else 0)
 
 
-def _print_text(reply: dict[str, Any]) -> None:
-    sys.stdout.flush()
-    print_text(reply, sys.stdout.buffer)
+def _print_reply(reply: dict[str, Any], *, text: bool) -> None:
+    """``tether call``'s output: one JSON line, or with ``--text`` the reply for a person."""
+    if text:
+        sys.stdout.flush()
+        print_text(reply, sys.stdout.buffer)
+    else:
+        _print(reply)
 
 
 async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:
