@@ -25,6 +25,8 @@ ALLOWED = {
     "core/src/tether/testing.py": "the plugin author's own test sources (the contract check)",
     "plugins/eval/src/tether_eval/ipython.py": "the plugin's own package data "
     "(importlib.resources)",
+    "core/src/_tether_attach.py": "a served run's lock file in the per-user runtime directory "
+    "(O_NOFOLLOW, locked, never read), never in the workdir",
     "core/src/tether/cli/serve.py": "a served run's own files in the per-user runtime directory "
     "(lock, record, log: 0600, O_NOFOLLOW), never in the workdir",
     "contrib/mcp-bridge/src/tether_mcp_bridge/server.py": "the HTTP endpoint's bearer-token file "

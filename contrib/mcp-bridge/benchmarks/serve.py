@@ -1,16 +1,21 @@
 """A served run (``tether serve``) side by side with what a client would do without it.
 
-Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py PATH/TO/click``
-(a checkout of pallets/click). Prints, in one run on one machine:
+Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py PATH/TO/click
+[N] [--no-memory]`` (a checkout of pallets/click). Prints, in one run on one machine:
 
 - ``lsp hover`` on ``echo`` in ``src/click/utils.py``: a warm ``tether call --attach`` end to end
-  (a new process each time), a bare LSP client's warm hover (basedpyright, the same server), and a
-  cold ``tether call`` (a fresh run: the server's start included);
+  (a new process each time: the installed ``tether`` command, which makes the call without
+  importing the library, and the full command line, ``python -m tether.cli``, as it was before),
+  a bare LSP client's warm hover (basedpyright, the same server), and a cold ``tether call`` (a
+  fresh run: the server's start included);
 - N concurrent connections (half ``plan``, half ``default``) on one run: p50 hover latency
   beside one connection's, and how many basedpyright processes serve them;
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
-- ``ast_grep`` on a generated 300-file project: ``tether call --attach`` against the ast-grep CLI.
+- ``ast_grep`` on a generated 300-file project: ``tether call --attach`` against the ast-grep CLI
+  (its first call, which starts the workers and parses, then warm calls).
+
+``--no-memory`` skips the N separate runs (N language servers at once: minutes on two cores).
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ from bench_lsp import BareClient, open_document
 HOVER = {"action": "hover", "file": "src/click/utils.py", "line": 252, "symbol": "echo"}
 PATTERN = "def $F($$$A): $$$B"
 TETHER = [sys.executable, "-m", "tether"]
+#: the installed command (its console script), as a shell or a skill runs it
+COMMAND = [str(Path(sys.executable).parent / "tether")]
+#: the full command line, as the console script was before it made attached calls itself
+FULL_CLI = [sys.executable, "-m", "tether.cli"]
 
 
 def ms(values: list[float]) -> str:
@@ -82,10 +91,12 @@ def serve(workdir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Pa
     return proc, Path(json.loads(proc.stdout.readline())["socket"])
 
 
-def call(env: dict[str, str], tool: str, args: dict[str, Any], *flags: str) -> float:
+def call(
+    env: dict[str, str], tool: str, args: dict[str, Any], *flags: str, command: list[str] = TETHER
+) -> float:
     started = time.perf_counter()
     out = subprocess.run(
-        [*TETHER, "call", tool, json.dumps(args), *flags],
+        [*command, "call", tool, json.dumps(args), *flags],
         capture_output=True,
         text=True,
         env=env,
@@ -209,22 +220,28 @@ def generated_project(root: Path, files: int = 300) -> Path:
 
 
 def main() -> None:
-    click = Path(sys.argv[1]).resolve()
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 8
+    argv = [a for a in sys.argv[1:] if a != "--no-memory"]
+    click = Path(argv[0]).resolve()
+    n = int(argv[1]) if len(argv) > 1 else 8
     runtime = Path(tempfile.mkdtemp(prefix="tether-rt-"))
     runtime.chmod(0o700)
     env = {**os.environ, "TETHER_RUNTIME_DIR": str(runtime)}
     print(f"load before: {os.getloadavg()[0]:.1f} (2 cores)")
 
     started = time.perf_counter()
-    cold = [call(env, "lsp", HOVER, "--workdir", str(click))]
+    cold = [call(env, "lsp", HOVER, "--workdir", str(click), command=COMMAND)]
     print(f"cold `tether call lsp hover` (fresh run): {cold[0] * 1000:.0f} ms")
 
     proc, sock = serve(click, env)
     print(f"serve ready after {time.perf_counter() - started - cold[0]:.2f} s")
     anyio.run(warm_up, sock)
-    warm = [call(env, "lsp", HOVER, "--workdir", str(click), "--attach") for _ in range(20)]
-    print(f"warm `tether call --attach lsp hover` end to end: {ms(warm)}")
+    attach = ("--workdir", str(click), "--attach")
+    lean, full = [], []
+    for _ in range(20):  # alternated, so both see the same load
+        lean.append(call(env, "lsp", HOVER, *attach, command=COMMAND))
+        full.append(call(env, "lsp", HOVER, *attach, command=FULL_CLI))
+    print(f"warm `tether call --attach lsp hover` end to end (the tether command): {ms(lean)}")
+    print(f"the same through the full command line (python -m tether.cli): {ms(full)}")
     print(f"bare LSP hover (basedpyright, warm): {ms(anyio.run(bare_hover, click, 50))}")
 
     single = anyio.run(clients, sock, 1, 40)
@@ -234,26 +251,29 @@ def main() -> None:
     print(f"basedpyright processes serving them: {names_in_tree(proc.pid, 'basedpyright')}")
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")
 
-    sessions = [session_with_hover(click) for _ in range(n)]
-    for s in sessions:
-        wait_reply(s)
-    total = sum(rss_tree(s.pid) for s in sessions)
-    print(f"{n} separate one-run processes (each answered a hover): {total / 2**20:.0f} MiB")
-    for s in sessions:
-        assert s.stdin is not None
-        s.stdin.close()
-        s.wait(120)
+    if "--no-memory" not in sys.argv:
+        sessions = [session_with_hover(click) for _ in range(n)]
+        for s in sessions:
+            wait_reply(s)
+        total = sum(rss_tree(s.pid) for s in sessions)
+        print(f"{n} separate one-run processes (each answered a hover): {total / 2**20:.0f} MiB")
+        for s in sessions:
+            assert s.stdin is not None
+            s.stdin.close()
+            s.wait(120)
     proc.terminate()
     proc.wait(60)
 
     project = generated_project(Path(tempfile.mkdtemp(prefix="gen300-")))
     grep_proc, _ = serve(project, env)
     args = {"pattern": PATTERN, "language": "python", "max_results": 10}
-    call(env, "ast_grep", args, "--workdir", str(project), "--attach")  # its cache warm
+    grep_flags = ("--workdir", str(project), "--attach")
+    first = call(env, "ast_grep", args, *grep_flags, command=COMMAND)  # its cache warm
+    print(f"ast_grep on 300 files, the first `tether call --attach`: {first * 1000:.0f} ms")
     ours, theirs = [], []
     sg = shutil.which("ast-grep") or str(Path(sys.executable).parent / "ast-grep")
     for _ in range(10):
-        ours.append(call(env, "ast_grep", args, "--workdir", str(project), "--attach"))
+        ours.append(call(env, "ast_grep", args, *grep_flags, command=COMMAND))
         started = time.perf_counter()
         subprocess.run(
             [sg, "run", "-p", PATTERN, "-l", "python", str(project)],

@@ -17,6 +17,7 @@ from typing import Any, get_args
 
 import anyio
 
+from _tether_attach import print_text
 from tether.approval import policy_for_auto_up_to
 from tether.cli.session import (
     CardStream,
@@ -371,7 +372,7 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
         from tether.cli.serve import call_attached
 
         reply = await call_attached(ns, stop, args)
-        _print(reply)
+        _print_reply(reply, text=ns.text)
         return stop.exit_code(1 if reply.get("is_error") else 0)
     ns.surface = ns.surface or "default"
     async with cli_run(ns, {TERMINAL: Terminal.from_stdio()}) as run:
@@ -382,29 +383,17 @@ async def cmd_call(ns: argparse.Namespace, stop: Stop) -> int:
                 reply = internal_error(ns.tool, exc)
         if scope.cancelled_caught:
             reply = ToolResult.error(stop.reason(ns.tool)).to_json()
-    if getattr(ns, "text", False):
-        _print_text(reply)
-    else:
-        _print(reply)
+    _print_reply(reply, text=ns.text)
     return stop.exit_code(1 if reply["is_error"] else 0)
 
 
-def _print_text(reply: dict[str, Any]) -> None:
-    """A reply for a person: each text block as it is, an image as one line saying what it is,
-    and "error:" first when the call failed (the exit status says it too)."""
-    utf8_stdout()
-    parts = []
-    for block in reply["content"]:
-        if block.get("type") == "text":
-            parts.append(block["text"])
-        else:
-            size = len(block.get("data", "")) * 3 // 4
-            parts.append(f"[{block.get('type')} {block.get('mime_type', '')}, about {size} bytes]")
-    text = "\n".join(parts)
-    if reply["is_error"]:
-        text = f"error: {text}"
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    sys.stdout.flush()
+def _print_reply(reply: dict[str, Any], *, text: bool) -> None:
+    """``tether call``'s output: one JSON line, or with ``--text`` the reply for a person."""
+    if text:
+        sys.stdout.flush()
+        print_text(reply, sys.stdout.buffer)
+    else:
+        _print(reply)
 
 
 async def cmd_session(ns: argparse.Namespace, stop: Stop) -> int:

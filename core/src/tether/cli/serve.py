@@ -14,18 +14,14 @@ import contextlib
 import contextvars
 import errno
 import fcntl
-import hashlib
 import json
 import math
 import os
 import select
 import signal
-import socket
 import stat
-import struct
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -37,6 +33,14 @@ import anyio.abc
 import anyio.to_thread
 import attrs
 
+from _tether_attach import (
+    peer_uid,
+    private_problem,
+    runtime_path,
+    server_key,
+    socket_problem,
+)
+from _tether_attach import server_alive as _lock_held
 from tether.cli.session import (
     MAX_REQUEST_LINE_BYTES,
     CardRouter,
@@ -53,13 +57,13 @@ from tether.person import CARD_STREAM
 from tether.run import Run
 from tether.wire.framing import LineReader, LineTooLong
 
-#: overrides where servers keep their sockets (tests; a harness with its own runtime dir)
-RUNTIME_DIR_ENV = "TETHER_RUNTIME_DIR"
 #: how long a new connection has to send its attach line
 ATTACH_TIMEOUT_S = 10.0
 #: how long ``--warm`` waits for a server it started to be ready (the run's wiring, not its
 #: language servers: those start in the background)
 START_TIMEOUT_S = 60.0
+#: how long a starting server retries its lock while clients probe it (each holds it an instant)
+LOCK_PATIENCE_S = 0.5
 
 
 class ServeError(ConfigError):
@@ -70,15 +74,10 @@ class ServeError(ConfigError):
 
 
 def runtime_dir(create: bool = True) -> Path:
-    """The per-user directory of sockets and server records: ``$TETHER_RUNTIME_DIR``, else
-    ``$XDG_RUNTIME_DIR/tether``, else ``/tmp/tether-$UID``. It must be a real directory (not a
-    link) owned by this user with no access for anyone else; anything else is refused."""
-    if os.environ.get(RUNTIME_DIR_ENV):
-        path = Path(os.environ[RUNTIME_DIR_ENV])
-    elif os.environ.get("XDG_RUNTIME_DIR"):
-        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "tether"
-    else:
-        path = Path(tempfile.gettempdir()) / f"tether-{os.getuid()}"
+    """The per-user directory of sockets and server records (:func:`_tether_attach.runtime_path`),
+    created when missing. It must be a real directory (not a link) owned by this user with no
+    access for anyone else; anything else is refused."""
+    path = Path(runtime_path())
     if create:
         with contextlib.suppress(FileExistsError):
             path.mkdir(mode=0o700)
@@ -86,28 +85,6 @@ def runtime_dir(create: bool = True) -> Path:
     if problem:
         raise ServeError(f"runtime directory {str(path)!r}: {problem}; refused")
     return path
-
-
-def private_problem(path: Path, is_kind: Any, kind: str) -> str | None:
-    """Why ``path`` is not this user's private ``kind`` (None when it is): it must not be a
-    symbolic link, must be owned by this user, with no group or other permission bits."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return "does not exist"
-    if not is_kind(st.st_mode):
-        return f"is not a {kind} (a link or another kind of file)"
-    if st.st_uid != os.getuid():
-        return f"is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
-    if st.st_mode & 0o077:
-        return f"has mode {stat.S_IMODE(st.st_mode):o}: others have access (0700/0600 expected)"
-    return None
-
-
-def server_key(workdir: Path, config: Path | None, *, trust_workdir: bool, vibe: bool) -> str:
-    """What a server is found by: its workdir, its configuration file and its run flags."""
-    ident = [str(workdir), str(config.resolve()) if config else None, trust_workdir, vibe]
-    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
 
 @attrs.frozen
@@ -146,35 +123,15 @@ def _open_lock(path: Path) -> int:
 
 
 def server_alive(paths: ServerPaths) -> bool:
-    """Whether a server holds ``paths``' lock (it holds it from its start to its exit; a
-    killed server's lock is released by the kernel, so its socket is known stale)."""
-    try:
-        fd = os.open(paths.lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    """Whether a server holds ``paths``' lock (:func:`_tether_attach.server_alive`)."""
+    return _lock_held(paths.lock)
 
 
 def check_socket(path: Path) -> None:
     """A socket a client may connect to: this user's, mode 0600, in a private runtime directory."""
-    problem = private_problem(path.parent, stat.S_ISDIR, "directory")
+    problem = socket_problem(path)
     if problem:
-        raise ServeError(f"socket directory {str(path.parent)!r}: {problem}; refused")
-    problem = private_problem(path, stat.S_ISSOCK, "socket")
-    if problem:
-        raise ServeError(f"socket {str(path)!r}: {problem}; refused")
-
-
-def peer_uid(sock: socket.socket) -> int:
-    """The uid of the process at the other end of a Unix socket (SO_PEERCRED)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
+        raise ServeError(problem)
 
 
 def read_records() -> list[dict[str, Any]]:
@@ -388,16 +345,24 @@ class _SocketOut:
 
 @contextlib.contextmanager
 def _held_lock(paths: ServerPaths) -> Iterator[None]:
-    """The server's lock for its whole life; a second server for the same key is refused."""
+    """The server's lock for its whole life; a second server for the same key is refused. A
+    client asking whether a server is alive holds the lock for an instant (``server_alive``
+    takes and drops it): a lock still held after :data:`LOCK_PATIENCE_S` is a live server's."""
     fd = _open_lock(paths.lock)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ServeError(
-                f"a server for this workdir and configuration is running already "
-                f"(socket {paths.socket}); `tether serve --stop` ends it"
-            ) from None
+        deadline = time.monotonic() + LOCK_PATIENCE_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.01)
+                    continue
+                raise ServeError(
+                    f"a server for this workdir and configuration is running already "
+                    f"(socket {paths.socket}); `tether serve --stop` ends it"
+                ) from None
         yield
     finally:
         os.close(fd)

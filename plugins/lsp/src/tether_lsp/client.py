@@ -192,6 +192,13 @@ class LspClient:
         #: write): an open document sent before the last one is sent again before it is asked
         #: about, so the server rebuilds it against the other files as they are now
         self.generation = 0
+        #: refreshes begun and the last one ended (its number, whether it sent anything): a
+        #: query that waited for the lock while another query's refresh, begun after it came,
+        #: ran takes that refresh as its own (the disk as it was after the query came)
+        self._refreshes_begun = 0
+        self._refresh_ended: tuple[int, bool] = (0, False)
+        #: each open document as the last refresh left it (:func:`_sent_state`)
+        self._refreshed_docs: dict[str, tuple[int, int, int]] = {}
 
     def _connect(self, request_timeout_s: float, first_request_timeout_s: float | None) -> None:
         """Make the session's :class:`RpcConnection` and take its calls onto the session."""
@@ -457,19 +464,48 @@ class LspClient:
         return current if current is not None else await self._scan()
 
     async def _sync(self, path: Path) -> tuple[OpenDocument, bool]:
+        [looked] = await self._look([path])
+        if isinstance(looked, reading.UnreadableFile):
+            raise looked
+        return await self._send_looked(path, *looked)
+
+    async def _look(
+        self, paths: list[Path]
+    ) -> list[tuple[os.stat_result, bytes | None] | reading.UnreadableFile]:
+        """Each path's stat, and its content when it is not what its open document was last
+        sent as (or an UnreadableFile), in one trip off the event loop: the core's reader, so a
+        FIFO, a device or a file over the cap is refused by name, a symlink swapped in on the
+        way is never followed."""
+        workdir = self.run.workdir
+        docs = [self.documents.get(path_to_uri(path)) for path in paths]
+
+        def look(
+            reader: reading.Reader,
+        ) -> list[tuple[os.stat_result, bytes | None] | reading.UnreadableFile]:
+            found: list[tuple[os.stat_result, bytes | None] | reading.UnreadableFile] = []
+            for path, doc in zip(paths, docs, strict=True):
+                shown = relative(workdir, path)
+                try:
+                    stat = reader.stat(path, field="file", shown=shown)
+                    if doc is not None and (doc.mtime_ns, doc.size) == (
+                        stat.st_mtime_ns,
+                        stat.st_size,
+                    ):
+                        found.append((stat, None))
+                    else:
+                        found.append((stat, reader.read(path, field="file", shown=shown)))
+                except reading.UnreadableFile as exc:
+                    found.append(exc)
+            return found
+
+        return await reading.off_loop(workdir, look)
+
+    async def _send_looked(
+        self, path: Path, stat: os.stat_result, data: bytes | None
+    ) -> tuple[OpenDocument, bool]:
+        """Open ``path`` or send its new content, as :meth:`_look` found it."""
         uri = path_to_uri(path)
         doc = self.documents.get(uri)
-        shown = relative(self.run.workdir, path)
-
-        def read(reader: reading.Reader) -> tuple[os.stat_result, bytes | None]:
-            stat = reader.stat(path, field="file", shown=shown)
-            if doc is not None and (doc.mtime_ns, doc.size) == (stat.st_mtime_ns, stat.st_size):
-                return stat, None
-            return stat, reader.read(path, field="file", shown=shown)
-
-        # the core's reader, off the event loop: a FIFO, a device or a file over the cap is
-        # refused by name, a symlink swapped in on the way is never followed
-        stat, data = await reading.off_loop(self.run.workdir, read)
         if data is None:
             assert doc is not None
             return doc, False
@@ -596,10 +632,21 @@ class LspClient:
 
     async def sync_for_query(self, path: Path) -> tuple[OpenDocument, bool, bool]:
         """:meth:`refresh_documents` then :meth:`sync_document` of ``path``, under one hold of
-        the lock: (the document, anything refreshed, the document opened or changed now)."""
+        the lock: (the document, anything refreshed, the document opened or changed now).
+        Queries that come together share refreshes: one that waited for the lock while a
+        refresh begun after it came ran (another query's) does not look at the disk again,
+        so N concurrent queries cost two refreshes, not N one after the other."""
+        came = self._refreshes_begun
         async with self._sync_lock:
-            refreshed = await self._refresh()
-            doc, sent = await self._sync(path)
+            number, refreshed = self._refresh_ended
+            if number <= came:
+                refreshed = await self._refresh()
+            doc = self.documents.get(path_to_uri(path))
+            if doc is not None and self._refreshed_docs.get(doc.uri) == _sent_state(doc):
+                # the refresh just looked at it on disk, and nothing sent it anything since
+                sent = False
+            else:
+                doc, sent = await self._sync(path)
             if doc.generation < self.generation:
                 # another file changed since the server last built this one (a header, a
                 # module it imports, changed by tether or by another process): sent again,
@@ -609,14 +656,18 @@ class LspClient:
             return doc, refreshed, sent
 
     async def _refresh(self) -> bool:
+        self._refreshes_begun += 1
+        number = self._refreshes_begun
         sent: list[OpenDocument] = []
-        if await self._refresh_files(sent):
+        refreshed = await self._refresh_files(sent)
+        if refreshed:
             # the documents sent by this refresh are on the new state; the others are not
             self.generation += 1
             for doc in sent:
                 doc.generation = self.generation
-            return True
-        return False
+        self._refresh_ended = (number, refreshed)
+        self._refreshed_docs = {uri: _sent_state(doc) for uri, doc in self.documents.items()}
+        return refreshed
 
     async def _refresh_files(self, resent: list[OpenDocument]) -> bool:
         """The refresh, the documents it sent into ``resent``; True when anything was sent."""
@@ -678,16 +729,17 @@ class LspClient:
                     f"not sent: over the {OPEN_CHANGED_LIMIT} files a query sends",
                 )
             )
-        for doc in list(self.documents.values()):
-            changed = False
-            try:
-                _, changed = await self._sync(doc.path)
-                if changed:
-                    resent.append(doc)
-            except reading.UnreadableFile:
+        docs = list(self.documents.values())
+        # every open document looked at in one trip off the event loop, then each sent
+        for doc, looked in zip(docs, await self._look([d.path for d in docs]), strict=True):
+            if isinstance(looked, reading.UnreadableFile):
                 # gone, or no longer a regular file: the server forgets it
                 await self._close_document(doc)
-                changed = True
+                sent = True
+                continue
+            _, changed = await self._send_looked(doc.path, *looked)
+            if changed:
+                resent.append(doc)
             sent = sent or changed
         return sent
 
@@ -788,3 +840,9 @@ class Unsaved:
             except reading.UnreadableFile:
                 await client._close_document(doc)
         self._touched.clear()
+
+
+def _sent_state(doc: OpenDocument) -> tuple[int, int, int]:
+    """What tells whether ``doc`` was sent anything since: its version, and the disk's mtime
+    and size it was last synced with (a text sent that the disk does not hold resets them)."""
+    return (doc.version, doc.mtime_ns, doc.size)
