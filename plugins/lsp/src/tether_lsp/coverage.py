@@ -403,15 +403,18 @@ async def unchecked_files(
                 if why is not None:
                     left[path] = why
             if left:
-                shown = sorted(left)
-                rows = ", ".join(
-                    f"{relative(supervisor.workdir, p)} ({left[p]})" for p in shown[:FILES_SHOWN]
-                )
-                more = len(shown) - FILES_SHOWN
-                rows += f", and {more} more files" if more > 0 else ""
+                groups: dict[str, list[Path]] = {}
+                for path in sorted(left):
+                    groups.setdefault(left[path], []).append(path)
+                parts = []
+                for why, paths in groups.items():
+                    named = ", ".join(relative(supervisor.workdir, p) for p in paths[:FILES_SHOWN])
+                    more = len(paths) - FILES_SHOWN
+                    named += f", and {more} more files" if more > 0 else ""
+                    parts.append(f"{why}: {named}")
                 lines.append(
-                    f"not checked by {spec.id}'s checker: {len(shown)} "
-                    f"{'/'.join(sorted(spec.extensions))} files — {rows}"
+                    f"not checked by {spec.id}'s checker: {len(left)} "
+                    f"{'/'.join(sorted(spec.extensions))} files — " + "; ".join(parts)
                 )
         return lines
 
