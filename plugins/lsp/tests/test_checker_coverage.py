@@ -96,4 +96,5 @@ def test_files_no_checker_run_covers_are_named(case: Nested, tmp_path: Path) -> 
     with open_lsp_run(workdir) as run:
         answer = Caller(run).ok(action="diagnostics", file="*")
     assert f"not checked by {case.server}'s checker: 1 " in answer, answer
-    assert f"{rel} (outside {case.server}'s project (`include`" in answer, answer
+    assert f"— outside {case.server}'s project (`include`" in answer, answer
+    assert f"): {rel}" in answer, answer

@@ -57,3 +57,21 @@ def test_the_index_follows_other_processes_and_names_what_it_did_not_read(
         assert found.unsearched[tmp_path / "pkg" / "d.py"] == "not read within 0 s"
     finally:
         index.close()
+
+
+def test_the_background_build_indexes_in_chunks_and_a_search_then_reads_only_holders(
+    tmp_path: Path,
+) -> None:
+    for n in range(5):
+        (tmp_path / f"m{n}.py").write_text(f"value_{n} = {n}\n")
+    index = NameIndex(tmp_path, PY)
+    try:
+        with Reader(tmp_path) as reader:
+            assert not index.index_some(reader, 2)  # 3 left
+            assert not index.index_some(reader, 2)  # 1 left
+            assert index.index_some(reader, 2)
+            # every file indexed: a budget of 0 s names none unsearched
+            found = index.search(reader, "value_3", PY, 0.0)
+        assert found.lines == {tmp_path / "m3.py": (1,)} and not found.unsearched
+    finally:
+        index.close()

@@ -14,6 +14,7 @@ could not read within its budget are named as not searched.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import re
 import stat
@@ -30,7 +31,7 @@ import attrs
 from tether import ToolError
 from tether import regex as linear
 from tether.workdir.paths import relative
-from tether.workdir.reading import Reader, UnreadableFile, off_loop
+from tether.workdir.reading import ReadCancelled, Reader, UnreadableFile, off_loop
 from tether_lsp.documents import scan_root, skipped_dir
 from tether_lsp.watch import TreeWatch, WatchUnavailable
 
@@ -78,6 +79,8 @@ class NameIndex:
         self._lock = threading.Lock()
         self._watch: TreeWatch | None = None
         self._started = False
+        #: a background build was started (:func:`warm_soon`)
+        self.warming = False
         #: path -> (mtime_ns, size) of every source file, as last listed
         self._listed: dict[str, Stamp] = {}
         #: path -> (the stamp it was read at, its suffix, its identifiers' hashes)
@@ -115,6 +118,28 @@ class NameIndex:
                 self._listed[path] = (info.st_mtime_ns, info.st_size)
             else:
                 self._listed.pop(path, None)
+
+    def index_some(self, reader: Reader, count: int) -> bool:
+        """Index up to ``count`` files not indexed yet (or changed); True when none is left.
+        The lock is held for that many files only: a search waits at most that long."""
+        with self._lock:
+            if not self._started:
+                self._relist(reader)
+            left = [
+                path
+                for path, stamp in self._listed.items()
+                if stamp[1] <= FILE_CAP
+                and (path not in self._words or self._words[path][0] != stamp)
+            ]
+            for path in left[:count]:
+                reader.check()
+                try:
+                    data = reader.read(path, max_bytes=FILE_CAP)
+                except UnreadableFile:
+                    continue
+                suffix = os.path.splitext(path)[1]
+                self._words[path] = (self._listed[path], suffix, _hashes(data))
+            return len(left) <= count
 
     def files(self, reader: Reader, suffixes: Iterable[str]) -> list[Path]:
         """The source files of ``suffixes`` under the workdir, as they are now (the watch's
@@ -203,6 +228,28 @@ def index_of(supervisor: LspSupervisor) -> NameIndex:
         suffixes = frozenset(s for spec in supervisor.specs.values() for s in spec.extensions)
         index = _indexes[supervisor] = NameIndex(supervisor.workdir, suffixes)
     return index
+
+
+#: files indexed per hold of the index's lock by the background build
+WARM_CHUNK = 200
+
+
+def warm_soon(supervisor: LspSupervisor) -> None:
+    """Build the run's index in the background (once): the first searches then find it built
+    instead of naming most files unsearched on a big tree. It runs in the run's task group,
+    :data:`WARM_CHUNK` files at a time, and stops when the run closes."""
+    index = index_of(supervisor)
+    if index.warming:
+        return
+    index.warming = True
+
+    async def build() -> None:
+        with contextlib.suppress(OSError, ReadCancelled):
+            done = False
+            while not done:  # each chunk in a worker thread: the loop stays free between
+                done = await off_loop(index.workdir, lambda r: index.index_some(r, WARM_CHUNK))
+
+    supervisor.run.task_group.start_soon(build)
 
 
 def close_index(supervisor: LspSupervisor) -> None:
@@ -311,7 +358,8 @@ async def symbol_coverage(
             f"`{query}` is mentioned (not declared) in {mentions} more file"
             f"{'s' if mentions != 1 else ''} the answer does not list"
         )
-    if not lines:
+    if not lines and not answered:
+        # an empty answer says where else it looked
         lines.append(
             f"a whole-word search of the workdir's {unseen.searched} "
             f"{'/'.join(sorted(client.spec.extensions))} files finds `{query}` nowhere else"
@@ -355,15 +403,18 @@ async def unchecked_files(
                 if why is not None:
                     left[path] = why
             if left:
-                shown = sorted(left)
-                rows = ", ".join(
-                    f"{relative(supervisor.workdir, p)} ({left[p]})" for p in shown[:FILES_SHOWN]
-                )
-                more = len(shown) - FILES_SHOWN
-                rows += f", and {more} more files" if more > 0 else ""
+                groups: dict[str, list[Path]] = {}
+                for path in sorted(left):
+                    groups.setdefault(left[path], []).append(path)
+                parts = []
+                for why, paths in groups.items():
+                    named = ", ".join(relative(supervisor.workdir, p) for p in paths[:FILES_SHOWN])
+                    more = len(paths) - FILES_SHOWN
+                    named += f", and {more} more files" if more > 0 else ""
+                    parts.append(f"{why}: {named}")
                 lines.append(
-                    f"not checked by {spec.id}'s checker: {len(shown)} "
-                    f"{'/'.join(sorted(spec.extensions))} files — {rows}"
+                    f"not checked by {spec.id}'s checker: {len(left)} "
+                    f"{'/'.join(sorted(spec.extensions))} files — " + "; ".join(parts)
                 )
         return lines
 

@@ -362,6 +362,9 @@ class LspSupervisor:
                 await client.close()
                 self._forget(key, client)
                 self._refuse_when_closed()
+            from tether_lsp.coverage import warm_soon
+
+            warm_soon(self)  # the coverage index, built while the server indexes too
             return client
 
     def _count_crash(self, key: tuple[str, Path], crashed: LspClient) -> None:
