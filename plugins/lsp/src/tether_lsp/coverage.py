@@ -37,6 +37,7 @@ from tether_lsp.watch import TreeWatch, WatchUnavailable
 
 if TYPE_CHECKING:
     from tether_lsp.client import LspClient
+    from tether_lsp.crosscheck import Uncovered
     from tether_lsp.servers import ServerSpec
     from tether_lsp.supervisor import LspSupervisor
 
@@ -183,39 +184,68 @@ class NameIndex:
                 if at < len(hashes) and hashes[at] == key:
                     candidates.append(path)
             reader.check()
-            for path in sorted(stale):
-                suffix = os.path.splitext(path)[1]
-                if suffix not in wanted:
-                    continue
-                reader.check()
-                if listed[path][1] > FILE_CAP:
-                    unsearched[Path(path)] = "too large"
-                elif time.monotonic() > deadline:
-                    unsearched[Path(path)] = f"not read within {budget_s:g} s"
-                else:
-                    try:
-                        data = reader.read(path, max_bytes=FILE_CAP)
-                    except UnreadableFile as exc:
-                        unsearched[Path(path)] = exc.reason
-                        continue
-                    words[path] = (listed[path], suffix, _hashes(data))
-                    searched += 1
-                    if word in data:
-                        candidates.append(path)
-            lines: dict[Path, tuple[int, ...]] = {}
-            for path in sorted(candidates):
-                reader.check()
+            searched += self._index_stale(
+                reader, stale, wanted, word, (deadline, budget_s), candidates, unsearched
+            )
+            lines = _lines_holding(reader, pattern, candidates, unsearched)
+        return Found(lines, unsearched, searched)
+
+    def _index_stale(
+        self,
+        reader: Reader,
+        stale: list[str],
+        wanted: frozenset[str],
+        word: bytes,
+        budget: tuple[float, float],
+        candidates: list[str],
+        unsearched: dict[Path, str],
+    ) -> int:
+        """Read and index the files of ``wanted`` not indexed (or changed) since, until
+        the ``budget``'s deadline (and the seconds it gave): each holding ``word`` joins ``candidates``; the rest are named in
+        ``unsearched``. How many were searched."""
+        listed, words = self._listed, self._words
+        deadline, budget_s = budget
+        searched = 0
+        for path in sorted(stale):
+            suffix = os.path.splitext(path)[1]
+            if suffix not in wanted:
+                continue
+            reader.check()
+            if listed[path][1] > FILE_CAP:
+                unsearched[Path(path)] = "too large"
+            elif time.monotonic() > deadline:
+                unsearched[Path(path)] = f"not read within {budget_s:g} s"
+            else:
                 try:
                     data = reader.read(path, max_bytes=FILE_CAP)
                 except UnreadableFile as exc:
                     unsearched[Path(path)] = exc.reason
                     continue
-                found = sorted(
-                    {data.count(b"\n", 0, match.start()) + 1 for match in pattern.finditer(data)}
-                )
-                if found:
-                    lines[Path(path)] = tuple(found)
-        return Found(lines, unsearched, searched)
+                words[path] = (listed[path], suffix, _hashes(data))
+                searched += 1
+                if word in data:
+                    candidates.append(path)
+        return searched
+
+
+def _lines_holding(
+    reader: Reader, pattern: linear.Regex[bytes], candidates: list[str], unsearched: dict[Path, str]
+) -> dict[Path, tuple[int, ...]]:
+    """The lines of each candidate file where ``pattern`` (the whole word) is found."""
+    lines: dict[Path, tuple[int, ...]] = {}
+    for path in sorted(candidates):
+        reader.check()
+        try:
+            data = reader.read(path, max_bytes=FILE_CAP)
+        except UnreadableFile as exc:
+            unsearched[Path(path)] = exc.reason
+            continue
+        found = sorted(
+            {data.count(b"\n", 0, match.start()) + 1 for match in pattern.finditer(data)}
+        )
+        if found:
+            lines[Path(path)] = tuple(found)
+    return lines
 
 
 _indexes: weakref.WeakKeyDictionary[LspSupervisor, NameIndex] = weakref.WeakKeyDictionary()
@@ -331,28 +361,11 @@ async def symbol_coverage(
         return out
 
     decl = await off_loop(supervisor.workdir, declared)
-    server = client.spec.id
-    workdir = supervisor.workdir
-    rows: list[str] = []
     shown = [
         item for item in others if item.path in decl and (item.outside is not None or not exact)
     ]
-    for item in shown[:FILES_SHOWN]:
-        why = item.outside or (
-            f"in {possessive(server)} project, not in its answer (a project it has not loaded, "
-            "or not indexed yet)"
-        )
-        rows.append(f"  {relative(workdir, item.path)}:{listed_lines(decl[item.path])} — {why}")
-    if len(shown) > FILES_SHOWN:
-        rows.append(f"  and {len(shown) - FILES_SHOWN} more files")
+    lines = _declared_lines(supervisor.workdir, client.spec.id, query, shown, decl)
     mentions = len(others) - len(shown)
-    lines: list[str] = []
-    if rows:
-        lines.append(
-            f"`{query}` is declared, by the text, in {len(shown)} file"
-            f"{'s' if len(shown) != 1 else ''} {possessive(server)} answer does not list:\n"
-            + "\n".join(rows)
-        )
     if mentions:
         lines.append(
             f"`{query}` is mentioned (not declared) in {mentions} more file"
@@ -364,10 +377,36 @@ async def symbol_coverage(
             f"a whole-word search of the workdir's {unseen.searched} "
             f"{'/'.join(sorted(client.spec.extensions))} files finds `{query}` nowhere else"
         )
-    missing = unsearched_line(unseen.unsearched, workdir)
+    missing = unsearched_line(unseen.unsearched, supervisor.workdir)
     if missing:
         lines.append(missing)
     return lines
+
+
+def _declared_lines(
+    workdir: Path,
+    server: str,
+    query: str,
+    shown: list[Uncovered],
+    decl: dict[Path, tuple[int, ...]],
+) -> list[str]:
+    """The files declaring ``query`` by their text that the server's answer does not list."""
+    rows: list[str] = []
+    for item in shown[:FILES_SHOWN]:
+        why = item.outside or (
+            f"in {possessive(server)} project, not in its answer (a project it has not loaded, "
+            "or not indexed yet)"
+        )
+        rows.append(f"  {relative(workdir, item.path)}:{listed_lines(decl[item.path])} — {why}")
+    if len(shown) > FILES_SHOWN:
+        rows.append(f"  and {len(shown) - FILES_SHOWN} more files")
+    if not rows:
+        return []
+    return [
+        f"`{query}` is declared, by the text, in {len(shown)} file"
+        f"{'s' if len(shown) != 1 else ''} {possessive(server)} answer does not list:\n"
+        + "\n".join(rows)
+    ]
 
 
 def possessive(name: str) -> str:
