@@ -15,7 +15,6 @@ and so is each first write's baseline, which is a later checkpoint's baseline fo
 
 from __future__ import annotations
 
-import difflib
 import re
 import time
 from collections import Counter
@@ -141,6 +140,8 @@ def renamed_identifiers(changes: Iterable[tuple[str, str]]) -> list[tuple[str, s
 
     befores: list[str] = []
     seen: dict[str, str | None] = {}
+    import difflib  # only when a change replaced lines: not at start-up
+
     for before, after in changes:
         befores.append(before)
         old_lines, new_lines = before.splitlines(), after.splitlines()

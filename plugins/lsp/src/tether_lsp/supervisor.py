@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -470,9 +471,11 @@ class LspSupervisor:
 
     async def aclose(self) -> None:
         self._closed = True
-        from tether_lsp.coverage import close_index
-
-        close_index(self)  # its watch of the workdir
+        # the coverage index's watch of the workdir: there is one only if a search or a server
+        # start imported the module (a run that never asked pays nothing, not even the import)
+        coverage = sys.modules.get("tether_lsp.coverage")
+        if coverage is not None:
+            coverage.close_index(self)
         with anyio.CancelScope(shield=True):
             clients, self._clients = list(self._clients.values()), {}
             async with anyio.create_task_group() as group:
