@@ -107,6 +107,12 @@ class Grammar:
     # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
     # matches code that has it.
     modifier_kinds: frozenset[str] = frozenset()
+    # Tokens a definition of the kind (the key) may carry between two keywords or punctuation
+    # a pattern writes side by side (Swift's failable `init?(…)` and `init!(…)`): at smart
+    # strictness a pattern without them still finds it, as it finds one without a leading
+    # modifier (`cst` is the strict reading). The prefilter's token chains are off for such a
+    # grammar (they would keep `init(` together).
+    inner_tokens: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     # Kinds other builds of the grammar have (ast-grep's, a catalog rule's) that this one does
     # not, with what to use instead: a rule's `kind` naming one is refused with that advice.
     kind_hints: Mapping[str, str] = attrs.field(factory=dict)

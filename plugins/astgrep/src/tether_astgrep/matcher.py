@@ -522,8 +522,10 @@ class Matcher:
             nested = self._chained_clause(p, c, env)
             if nested is not None:
                 return nested, i + 1, j + 1
+        inner = self._inner_token(c)
         if (
             (token and not self._between_tokens(p, ps, i))
+            or inner
             or clause
             or (i == 0 and c.kind_id in self.modifier_ids)
         ):
@@ -556,6 +558,17 @@ class Matcher:
             and i > 0
             and isinstance(ps[i - 1], _N)
             and ps[i - 1].text is not None
+        )
+
+    def _inner_token(self, c: ts.Node) -> bool:
+        """Whether `c` is a token its definition may carry between two tokens a pattern
+        writes side by side (`Grammar.inner_tokens`: Swift's `init?`, and `init!` whose `!`
+        the grammar names `bang`)."""
+        parent = c.parent
+        return (
+            self.any_trailing
+            and parent is not None
+            and c.type in self.grammar.inner_tokens.get(parent.type, ())
         )
 
     def _unmentioned_part(self, p: Any, ps: tuple[Any, ...], i: int, c: ts.Node) -> bool:
