@@ -71,3 +71,43 @@ def test_a_kind_another_build_has_is_refused_with_what_to_use(registry: GrammarR
     with pytest.raises(RuleError) as err:
         compile_rule({"kind": "call_expression"}, grammar)
     assert "argument_part" in str(err.value) and "$F($$$A)" in str(err.value)
+
+
+# A qualified type (`p.Q<T>`: name, `.`, name, arguments as flat siblings) in every place a
+# type stands, for every grammar that declares continuation tokens (found on dart-lang/http:
+# `extends jni$_.JType<X>` captured as `jni$_`).
+QUALIFIED: dict[str, list[tuple[str, str, dict[str, str]]]] = {
+    "dart": [
+        (
+            "class $C extends $B { $$$M }",
+            "class A extends p.Q<X> { int x = 1; }\n",
+            {"C": "A", "B": "p.Q<X>", "M": "int x = 1;"},
+        ),
+        ("final $T $N;", "class A {\n  final p.Q<int> x;\n}\n", {"T": "p.Q<int>", "N": "x"}),
+        (
+            "Future<$T> $F($$$P) async { $$$B }",
+            "Future<a.b.C?> f() async { return null; }\n",
+            {"T": "a.b.C?", "F": "f", "P": "", "B": "return null;"},
+        ),
+    ],
+}
+
+
+def _with_continuation_tokens() -> list[str]:
+    from tether_astgrep.grammars import all_grammars
+
+    return sorted(g.id for g in all_grammars() if g.continuation_tokens)
+
+
+def test_every_grammar_with_continuation_tokens_has_cases() -> None:
+    assert sorted(QUALIFIED) == _with_continuation_tokens()
+
+
+@pytest.mark.parametrize("lang", _with_continuation_tokens())
+def test_a_qualified_type_is_captured_whole(registry: GrammarRegistry, lang: str) -> None:
+    grammar = registry.get(lang)
+    assert grammar is not None
+    if grammar.missing():
+        require_real(False, grammar.missing() or "")
+    for pattern, code, expected in QUALIFIED[lang]:
+        assert captures(registry, lang, pattern, code) == [expected], pattern

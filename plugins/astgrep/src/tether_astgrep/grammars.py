@@ -78,6 +78,10 @@ class Grammar:
     # these kinds continue the expression before them, so `$X` absorbs them (`$X.dispose()`
     # binds `a.b` in `a.b.dispose()`) and no match starts at one.
     continuation_kinds: frozenset[str] = frozenset()
+    # Tokens that, with the named node after them, continue the node before them as flat
+    # siblings (Dart's `.` in a qualified type: `extends p.Q<T>` is `p`, `.`, `Q`, `<T>`):
+    # `$B` binds the whole `p.Q<T>`, never `p` alone.
+    continuation_tokens: frozenset[str] = frozenset()
     # What ends a statement when the grammar requires it (C's and Dart's `;`): a `$$$X` standing
     # alone as a statement (`{ $$$BODY }`) is parsed as `X;` so that it reads as statements.
     statement_terminator: str = ""
@@ -330,6 +334,10 @@ class Grammar:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.continuation_kinds)
 
     @cached_property
+    def continuation_token_ids(self) -> frozenset[int]:
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in self.continuation_tokens)
+
+    @cached_property
     def wrapper_ids(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.wrapper_kinds)
 
@@ -548,6 +556,7 @@ def builtin_grammars() -> list[Grammar]:
                     "nullable_type",
                 }
             ),
+            continuation_tokens=frozenset({"."}),
             statement_terminator=";",
             declaration_first={
                 "local_function_declaration": "top-level functions, methods and local functions"
