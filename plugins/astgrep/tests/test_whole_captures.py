@@ -111,3 +111,35 @@ def test_a_qualified_type_is_captured_whole(registry: GrammarRegistry, lang: str
         require_real(False, grammar.missing() or "")
     for pattern, code, expected in QUALIFIED[lang]:
         assert captures(registry, lang, pattern, code) == [expected], pattern
+
+
+# A `$$$` run whose items are clauses (Scala's `case` clauses, Elixir's `->` clauses, Python's
+# `case`): the run takes them all; none is skipped as a clause the pattern leaves unmentioned
+# (found side by side on com-lihaoyi/mainargs: all 118 `$X match { $$$C }` captured nothing).
+CLAUSE_RUNS: dict[str, tuple[str, str, dict[str, str]]] = {
+    "scala": (
+        "$X match { $$$C }",
+        "object O {\n  def f(x: Int) = x match {\n    case 1 => 2\n    case _ => 3\n  }\n}\n",
+        {"X": "x", "C": "case 1 => 2\n    case _ => 3"},
+    ),
+    "elixir": (
+        "case $X do\n  $$$C\nend",
+        "case x do\n  1 -> :a\n  _ -> :b\nend\n",
+        {"X": "x", "C": "1 -> :a\n  _ -> :b\n"},
+    ),
+    "python": (
+        "match $X:\n    $$$C",
+        "match x:\n    case 1:\n        pass\n    case _:\n        pass\n",
+        {"X": "x", "C": "case 1:\n        pass\n    case _:\n        pass"},
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(CLAUSE_RUNS))
+def test_a_run_of_clauses_is_captured_whole(registry: GrammarRegistry, lang: str) -> None:
+    grammar = registry.get(lang)
+    assert grammar is not None
+    if grammar.missing():
+        require_real(False, grammar.missing() or "")
+    pattern, code, expected = CLAUSE_RUNS[lang]
+    assert captures(registry, lang, pattern, code) == [expected]

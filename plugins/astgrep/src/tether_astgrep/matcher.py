@@ -573,9 +573,12 @@ class Matcher:
 
     def _unmentioned_part(self, p: Any, ps: tuple[Any, ...], i: int, c: ts.Node) -> bool:
         """Whether the named node `c` is an optional part the pattern (`ps`, at `p = ps[i]`)
-        leaves out: in a field it leaves empty, or a clause of a kind it has none of."""
+        leaves out: in a field it leaves empty, or a clause of a kind it has none of — never
+        one a `$$$` run right before `p` may take (Scala's `{ $$$C }` holds `case` clauses)."""
+        after_run = i > 0 and isinstance(ps[i - 1], MetaVar) and ps[i - 1].multi
         return self._unfilled(ps, i, c) or (
-            c.kind_id in self.clause_ids
+            not after_run
+            and c.kind_id in self.clause_ids
             and p.ids.isdisjoint(self.clause_ids)
             and all(c.kind_id not in q.ids for q in ps if isinstance(q, _N))
         )
