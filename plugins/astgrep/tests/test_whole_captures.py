@@ -114,8 +114,10 @@ def test_a_qualified_type_is_captured_whole(registry: GrammarRegistry, lang: str
 
 
 # A `$$$` run whose items are clauses (Scala's `case` clauses, Elixir's `->` clauses, Python's
-# `case`): the run takes them all; none is skipped as a clause the pattern leaves unmentioned
-# (found side by side on com-lihaoyi/mainargs: all 118 `$X match { $$$C }` captured nothing).
+# `case`) or end with a default value (Swift's parameters): the run takes them all; none is
+# skipped as a clause or field the pattern leaves unmentioned (found side by side: all 118
+# `$X match { $$$C }` of com-lihaoyi/mainargs captured nothing; Alamofire's `init($$$P)` lost
+# its last parameter's `= [:]`).
 CLAUSE_RUNS: dict[str, tuple[str, str, dict[str, str]]] = {
     "scala": (
         "$X match { $$$C }",
@@ -126,6 +128,11 @@ CLAUSE_RUNS: dict[str, tuple[str, str, dict[str, str]]] = {
         "case $X do\n  $$$C\nend",
         "case x do\n  1 -> :a\n  _ -> :b\nend\n",
         {"X": "x", "C": "1 -> :a\n  _ -> :b\n"},
+    ),
+    "swift": (
+        "func $F($$$P) { $$$B }",
+        "func f(a: Int = 1, b: [String: Int] = [:]) { x() }\n",
+        {"F": "f", "P": "a: Int = 1, b: [String: Int] = [:]", "B": "x()"},
     ),
     "python": (
         "match $X:\n    $$$C",

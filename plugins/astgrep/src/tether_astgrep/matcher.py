@@ -574,11 +574,12 @@ class Matcher:
     def _unmentioned_part(self, p: Any, ps: tuple[Any, ...], i: int, c: ts.Node) -> bool:
         """Whether the named node `c` is an optional part the pattern (`ps`, at `p = ps[i]`)
         leaves out: in a field it leaves empty, or a clause of a kind it has none of — never
-        one a `$$$` run right before `p` may take (Scala's `{ $$$C }` holds `case` clauses)."""
-        after_run = i > 0 and isinstance(ps[i - 1], MetaVar) and ps[i - 1].multi
+        one a `$$$` run right before `p` may take (Scala's `{ $$$C }` holds `case` clauses,
+        Swift's parameters end with a default value)."""
+        if i > 0 and isinstance(ps[i - 1], MetaVar) and ps[i - 1].multi:
+            return False  # the run takes it (Swift's last default value `= [:]`)
         return self._unfilled(ps, i, c) or (
-            not after_run
-            and c.kind_id in self.clause_ids
+            c.kind_id in self.clause_ids
             and p.ids.isdisjoint(self.clause_ids)
             and all(c.kind_id not in q.ids for q in ps if isinstance(q, _N))
         )
