@@ -141,3 +141,39 @@ def test_an_unmentioned_inner_token_does_not_prevent_a_match(
     plain = code.replace("init?(", "init(").replace("init!(", "init(")
     if key[2] == "?":
         assert find(registry, lang, pattern.replace("init(", "init?("), plain) == []
+
+
+# (grammar, keyword kind) -> (pattern, code spelling the keyword another way, captures): one per
+# kind a grammar declares in `Grammar.keyword_kinds` (found side by side on Alamofire: two
+# `func … rethrows` that `func $F($$$P) { $$$B }` missed while it found every `throws`).
+KEYWORD_KINDS: dict[tuple[str, str], tuple[str, str, dict[str, str]]] = {
+    ("swift", "throws"): (
+        "func $F($$$P) { $$$B }",
+        "func around(_ c: () throws -> Void) rethrows { try c() }\n",
+        {"F": "around", "P": "_ c: () throws -> Void", "B": "try c()"},
+    ),
+}
+
+
+def _declared_keyword_kinds() -> list[tuple[str, str]]:
+    from tether_astgrep.grammars import all_grammars
+
+    return sorted((g.id, kind) for g in all_grammars() for kind in g.keyword_kinds)
+
+
+def test_every_declared_keyword_kind_has_a_case() -> None:
+    assert sorted(KEYWORD_KINDS) == _declared_keyword_kinds()
+
+
+@pytest.mark.parametrize("key", _declared_keyword_kinds(), ids="-".join)
+def test_a_keyword_spelled_otherwise_is_unmentioned_too(
+    registry: GrammarRegistry, key: tuple[str, str]
+) -> None:
+    lang = key[0]
+    grammar = registry.get(lang)
+    assert grammar is not None
+    if grammar.missing():
+        require_real(False, grammar.missing() or "")
+    pattern, code, expected = KEYWORD_KINDS[key]
+    assert captures(registry, lang, pattern, code) == [expected]
+    assert find(registry, lang, pattern, code, strictness="cst") == []

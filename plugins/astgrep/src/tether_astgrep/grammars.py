@@ -111,6 +111,9 @@ class Grammar:
     # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
     # matches code that has it.
     modifier_kinds: frozenset[str] = frozenset()
+    # Named leaf kinds that are keywords however they are spelled (Swift's `throws` node is
+    # also `rethrows`): a pattern that leaves one out still matches, as for any keyword.
+    keyword_kinds: frozenset[str] = frozenset()
     # Tokens a definition of the kind (the key) may carry between two keywords or punctuation
     # a pattern writes side by side (Swift's failable `init?(…)` and `init!(…)`): at smart
     # strictness a pattern without them still finds it, as it finds one without a leading

@@ -541,11 +541,15 @@ class Matcher:
         """Whether `c` is a token: unnamed, or a keyword the grammar makes a named leaf
         (Swift's `throws`); a value leaf (`true`, `nil`, `this`, a name) never is
         (`Grammar.is_value_kind`)."""
-        return not c.is_named or (
-            c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
-            and c.child_count == 0
-            and c.text == c.type.encode()
-            and not self.grammar.is_value_kind(c.type)
+        return (
+            not c.is_named
+            or (
+                c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
+                and c.child_count == 0
+                and c.text == c.type.encode()
+                and not self.grammar.is_value_kind(c.type)
+            )
+            or (c.child_count == 0 and c.type in self.grammar.keyword_kinds)
         )
 
     def _between_tokens(self, p: Any, ps: tuple[Any, ...], i: int) -> bool:
