@@ -199,3 +199,82 @@ def test_a_write_never_loads_a_huge_file_to_compare_it(tmp_path):
     with pytest.raises(PathError, match=f"over the cap of {WRITE_READ_MAX_BYTES:,} bytes"):
         apply_changes([FileChange(big, b"old", b"new")], root=tmp_path)
     assert big.stat().st_size == 3 * 1024**3
+
+
+def _shapes(root: Path) -> dict[str, str]:
+    """Path shapes a caller may give, over a tree with an inner symlinked file and directory,
+    a FIFO, a directory and a missing file: name -> the path as given."""
+    (root / "d" / "e").mkdir(parents=True)
+    (root / "a.py").write_text("a\n")
+    (root / "d" / "b.py").write_text("b\n")
+    (root / "d" / "e" / "c.py").write_text("c\n")
+    (root / "link.py").symlink_to("a.py")
+    (root / "dlink").symlink_to("d")
+    (root / "out").symlink_to("/etc")
+    os.mkfifo(root / "d" / "f.fifo")
+    return {
+        "top": "a.py",
+        "nested": "d/e/c.py",
+        "dot": "./a.py",
+        "dotdot-inside": "d/../a.py",
+        "double-slash": "d//b.py",
+        "trailing-slash": "d/b.py/",
+        "absolute-inside": str(root / "d" / "b.py"),
+        "inner-symlink-file": "link.py",
+        "through-inner-symlink-dir": "dlink/b.py",
+        "through-outer-symlink-dir": "out/hostname",
+        "climbs-out": "../x.py",
+        "fifo": "d/f.fifo",
+        "directory": "d/e",
+        "missing": "d/none.py",
+        "missing-dir": "none/x.py",
+        "file-as-dir": "a.py/x",
+        "long-name": "d/" + "n" * 300,
+    }
+
+
+def _answer(reader: Reader, path: str, api: str) -> tuple[str, object]:
+    try:
+        if api == "stat":
+            st = reader.stat(path)
+            return "ok", (st.st_dev, st.st_ino, st.st_size)
+        return "ok", reader.read(path)
+    except (UnreadableFile, PathError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("api", ["stat", "read"])
+def test_a_plain_path_read_directly_answers_as_the_confined_way(tmp_path, monkeypatch, api):
+    """The reader walks a plain relative path directly (no realpath per file: a search stats
+    thousands); every path shape gets the very answer the confined way gives, refusals alike."""
+    shapes = _shapes(tmp_path)
+    with Reader(tmp_path) as reader:
+        direct = {name: _answer(reader, path, api) for name, path in shapes.items()}
+    monkeypatch.setattr(Reader, "_direct", lambda self, path: None)
+    with Reader(tmp_path) as reader:
+        confined = {name: _answer(reader, path, api) for name, path in shapes.items()}
+    assert direct == confined
+    assert direct["nested"][0] == direct["inner-symlink-file"][0] == "ok"
+    assert direct["through-outer-symlink-dir"][0] != "ok"
+
+
+def test_a_scan_confines_no_plain_path(tmp_path, monkeypatch):
+    """Stat and read of plain relative paths (a search's files) never go through `confine`:
+    its realpath cost an lstat per component per file and doubled a warm search's time."""
+    import tether.workdir.reading
+
+    _shapes(tmp_path)
+    calls: list[str] = []
+    real = tether.workdir.reading.confine
+
+    def counted(root: Path, path: str, field: str = "path") -> Path:
+        calls.append(path)
+        return real(root, path, field)
+
+    monkeypatch.setattr(tether.workdir.reading, "confine", counted)
+    with Reader(tmp_path) as reader:
+        for path in ["a.py", "d/b.py", "d/e/c.py"] * 10:
+            reader.stat(path)
+            reader.read(path)
+        reader.stat("link.py")  # a symlink: the confined way, which follows it inside
+    assert calls == ["link.py"]

@@ -18,6 +18,11 @@ wait4; for the warm session, in a second, untimed pass over the same patterns), 
 match counts. Calls ask for `max_results` 50, as an agent does; the counts
 are tether's `total` (every match, counted past the 50) and ast-grep's JSON lines. The load
 average is printed before and after.
+
+`--against DIR` (a checkout of another commit, e.g. `git worktree add /tmp/old COMMIT`) times
+that commit's tether too, in the same run: its cold calls interleaved with this one's and
+ast-grep's, its warm session beside this one's (each pattern asked of one, then the other), its
+sources put first on `PYTHONPATH`. Both sets of ratios are printed ("before" is DIR's).
 """
 
 from __future__ import annotations
@@ -196,8 +201,23 @@ def _args(pattern: str) -> dict[str, Any]:
     return {"pattern": pattern, "language": "python", "max_results": MAX_RESULTS}
 
 
+#: the environment of the other commit's tether (`--against`), or None
+AGAINST: dict[str, str] | None = None
+
+
+def against_env(checkout: Path) -> dict[str, str]:
+    """This environment with `checkout`'s sources first on PYTHONPATH (its tether runs)."""
+    dirs = [checkout / "core/src", *sorted(checkout.glob("plugins/*/src"))]
+    dirs += sorted(checkout.glob("contrib/*/src"))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(str(d) for d in dirs if d.is_dir())}
+
+
 def run_tether_cold(
-    pattern: str, corpus: Path, *, sample_memory: bool = False
+    pattern: str,
+    corpus: Path,
+    *,
+    sample_memory: bool = False,
+    env: dict[str, str] | None = None,
 ) -> tuple[float, int, int]:
     """One fresh `tether call`: wall time, total matches, and peak memory if `sample_memory`.
 
@@ -209,6 +229,7 @@ def run_tether_cold(
         [tether_bin(), "call", "ast_grep", json.dumps(_args(pattern)), "--workdir", str(corpus)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=env,
     )
     peak = 0
     if sample_memory:
@@ -227,12 +248,13 @@ def run_tether_cold(
 
 
 class Session:
-    def __init__(self, corpus: Path) -> None:
+    def __init__(self, corpus: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [tether_bin(), "session", "--workdir", str(corpus)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env=env,
         )
         assert self.proc.stdout
         ready = json.loads(self.proc.stdout.readline())  # the session's first line
@@ -278,6 +300,14 @@ def bench(corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
     _print_table(rows)
     cold_ratio = statistics.median(r["cold"] / r["ag"] for r in rows)
     warm_ratio = statistics.median(r["warm"] / r["ag"] for r in rows)
+    if AGAINST is not None:
+        print(
+            "before (--against): median ratio cold "
+            f"{statistics.median(r['cold_b'] / r['ag'] for r in rows):.2f}, warm "
+            f"{statistics.median(r['warm_b'] / r['ag'] for r in rows):.2f}; per pattern "
+            "cold/warm s: "
+            + "; ".join(f"{r['pattern']} {r['cold_b']:.2f}/{r['warm_b']:.2f}" for r in rows)
+        )
     worst_cold = max(rows, key=lambda r: r["cold"] / r["ag"])
     print(
         f"median ratio: cold {cold_ratio:.2f} (target <= 1.0; worst "
@@ -295,7 +325,7 @@ def bench(corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
 
 def _cold_row(pattern: str, corpus: Path, repeat: int, warm_only: bool) -> dict[str, Any]:
     """One pattern's ast-grep and cold tether runs, interleaved: median times, counts, peaks."""
-    ag_times, tc_times = [], []
+    ag_times, tc_times, before_times = [], [], []
     ag_count = tc_count = 0
     ag_peak = 0
     for _ in range(repeat):  # interleaved, so background load hits both alike
@@ -305,6 +335,8 @@ def _cold_row(pattern: str, corpus: Path, repeat: int, warm_only: bool) -> dict[
         if not warm_only:
             wall, tc_count, _ = run_tether_cold(pattern, corpus)
             tc_times.append(wall)
+            if AGAINST is not None:
+                before_times.append(run_tether_cold(pattern, corpus, env=AGAINST)[0])
     tc_peak = 0
     if not warm_only:  # one more run, untimed, for the peak memory
         _, _, tc_peak = run_tether_cold(pattern, corpus, sample_memory=True)
@@ -312,6 +344,7 @@ def _cold_row(pattern: str, corpus: Path, repeat: int, warm_only: bool) -> dict[
         "pattern": pattern,
         "ag": statistics.median(ag_times),
         "cold": statistics.median(tc_times) if tc_times else float("nan"),
+        "cold_b": statistics.median(before_times) if before_times else float("nan"),
         "ag_count": ag_count,
         "tc_count": tc_count,
         "ag_peak": ag_peak,
@@ -323,11 +356,16 @@ def _warm(corpus: Path, rows: list[dict[str, Any]], warm_only: bool) -> tuple[fl
     """Each row's pattern searched in one warm session (`warm`, `warm_count` added to the
     rows): the warm-up's time and the session's peak memory."""
     session = Session(corpus)
+    before = Session(corpus, AGAINST) if AGAINST is not None else None
     warm_up = 0.0
     for pattern in WARMUP:
         warm_up += session.ask(pattern)[0]
+        if before is not None:
+            before.ask(pattern)
     for row in rows:
         wall, reply = session.ask(row["pattern"])
+        if before is not None:
+            row["warm_b"] = before.ask(row["pattern"])[0]
         row["warm"] = wall
         row["warm_count"] = int(reply["meta"]["total"])
         if warm_only:
@@ -339,6 +377,8 @@ def _warm(corpus: Path, rows: list[dict[str, Any]], warm_only: bool) -> tuple[fl
         for pattern in [*WARMUP, *(r["pattern"] for r in rows)]:
             session.ask(pattern)
     session.close()
+    if before is not None:
+        before.close()
     return warm_up, mem.peak
 
 
@@ -373,11 +413,17 @@ def main() -> None:
     parser.add_argument("--warm-only", action="store_true", help="skip the cold tether runs")
     parser.add_argument("--patterns", help="a subset of the patterns, separated by ';'")
     parser.add_argument(
+        "--against", type=Path, help="a checkout of another commit, timed in the same run"
+    )
+    parser.add_argument(
         "--no-compile", action="store_true", help="do not byte-compile tether's environment first"
     )
     opts = parser.parse_args()
     if opts.patterns:
         PATTERNS[:] = opts.patterns.split(";")
+    if opts.against:
+        global AGAINST
+        AGAINST = against_env(opts.against.resolve())
     if not opts.no_compile:
         compile_bytecode()
     with tempfile.TemporaryDirectory(prefix="tether-bench-") as tmp:

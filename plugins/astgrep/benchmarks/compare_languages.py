@@ -543,7 +543,8 @@ def main() -> None:
     args = parser.parse_args()
     binary = ast_grep()
     registry = GrammarRegistry(all_grammars())
-    state = ProcessState(registry, 0)
+    # every file parsed once per language, not once per pattern (1 GB of trees at most)
+    state = ProcessState(registry, 1 << 30)
     rows = []
     table = json.loads(args.patterns.read_text()) if args.patterns else PATTERNS
     for lang, patterns in table.items():

@@ -78,6 +78,10 @@ class Grammar:
     # these kinds continue the expression before them, so `$X` absorbs them (`$X.dispose()`
     # binds `a.b` in `a.b.dispose()`) and no match starts at one.
     continuation_kinds: frozenset[str] = frozenset()
+    # Tokens that, with the named node after them, continue the node before them as flat
+    # siblings (Dart's `.` in a qualified type: `extends p.Q<T>` is `p`, `.`, `Q`, `<T>`):
+    # `$B` binds the whole `p.Q<T>`, never `p` alone.
+    continuation_tokens: frozenset[str] = frozenset()
     # What ends a statement when the grammar requires it (C's and Dart's `;`): a `$$$X` standing
     # alone as a statement (`{ $$$BODY }`) is parsed as `X;` so that it reads as statements.
     statement_terminator: str = ""
@@ -107,6 +111,15 @@ class Grammar:
     # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
     # matches code that has it.
     modifier_kinds: frozenset[str] = frozenset()
+    # Named leaf kinds that are keywords however they are spelled (Swift's `throws` node is
+    # also `rethrows`): a pattern that leaves one out still matches, as for any keyword.
+    keyword_kinds: frozenset[str] = frozenset()
+    # Tokens a definition of the kind (the key) may carry between two keywords or punctuation
+    # a pattern writes side by side (Swift's failable `init?(…)` and `init!(…)`): at smart
+    # strictness a pattern without them still finds it, as it finds one without a leading
+    # modifier (`cst` is the strict reading). The prefilter's token chains are off for such a
+    # grammar (they would keep `init(` together).
+    inner_tokens: Mapping[str, frozenset[str]] = attrs.field(factory=dict)
     # Kinds other builds of the grammar have (ast-grep's, a catalog rule's) that this one does
     # not, with what to use instead: a rule's `kind` naming one is refused with that advice.
     kind_hints: Mapping[str, str] = attrs.field(factory=dict)
@@ -322,6 +335,10 @@ class Grammar:
     @cached_property
     def continuation_ids(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.continuation_kinds)
+
+    @cached_property
+    def continuation_token_ids(self) -> frozenset[int]:
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in self.continuation_tokens)
 
     @cached_property
     def wrapper_ids(self) -> frozenset[int]:
@@ -542,6 +559,7 @@ def builtin_grammars() -> list[Grammar]:
                     "nullable_type",
                 }
             ),
+            continuation_tokens=frozenset({"."}),
             statement_terminator=";",
             declaration_first={
                 "local_function_declaration": "top-level functions, methods and local functions"

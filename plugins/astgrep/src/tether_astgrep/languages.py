@@ -366,6 +366,9 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolated_expression"}),
             clause_kinds=frozenset({"catch_block"}),
+            # failable initialisers (`init!`'s `!` is a named `bang`)
+            inner_tokens={"init_declaration": frozenset({"?", "bang"})},
+            keyword_kinds=frozenset({"throws"}),  # `throws` and `rethrows`
             comment_regex=None,  # `/* /* */ */` nests
             query_candidates=False,  # compiling one query for `guard let …` took 90 s
             # a parameter; a case; a member

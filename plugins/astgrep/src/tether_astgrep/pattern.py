@@ -364,7 +364,7 @@ def _chains(
     characters, so a token the grammar hides from the tree always breaks the chain. With
     `siblings` (smart strictness), they must also be consecutive children of one node: code
     the pattern does not mention may end a node (trailing children) or start one (`async`)."""
-    if grammar.comment_regex is None or sequence:
+    if grammar.comment_regex is None or sequence or grammar.inner_tokens:
         return ()
     gap = rb"(?:[\s,;\\]|" + grammar.comment_regex.encode() + rb")*"
     gap_re = re.compile(gap)

@@ -170,10 +170,16 @@ class Sequences:
         cont = self.cont_ids
         if not cs[j].is_named or cs[j].kind_id in cont:
             return None
-        longest = j + 1
-        while longest < len(cs) and cs[longest].kind_id in cont:
-            longest += 1
-        for k in range(longest, j, -1):
+        ends = [j + 1]
+        tokens = self.grammar.continuation_token_ids
+        while (k := ends[-1]) < len(cs):
+            if cs[k].kind_id in cont:
+                ends.append(k + 1)
+            elif cs[k].kind_id in tokens and k + 1 < len(cs) and cs[k + 1].is_named:
+                ends.append(k + 2)  # `.` and the name after it (`p.Q`)
+            else:
+                break
+        for k in reversed(ends):
             e2 = self._bind(p, cs[j] if k == j + 1 else cs[j:k], env)
             if e2 is not None:
                 r = self._seq(ps, i + 1, cs, k, e2, whole=whole)

@@ -67,8 +67,10 @@ class Unmentioned:
             nested = self._chained_clause(p, c, env)
             if nested is not None:
                 return nested, i + 1, j + 1
+        inner = self._inner_token(c)
         if (
             (token and not self._between_tokens(p, ps, i))
+            or inner
             or clause
             or (i == 0 and c.kind_id in self.modifier_ids)
         ):
@@ -84,11 +86,15 @@ class Unmentioned:
         """Whether `c` is a token: unnamed, or a keyword the grammar makes a named leaf
         (Swift's `throws`); a value leaf (`true`, `nil`, `this`, a name) never is
         (`Grammar.is_value_kind`)."""
-        return not c.is_named or (
-            c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
-            and c.child_count == 0
-            and c.text == c.type.encode()
-            and not self.grammar.is_value_kind(c.type)
+        return (
+            not c.is_named
+            or (
+                c.end_byte - c.start_byte == len(c.type)  # (cheap; reading text copies it)
+                and c.child_count == 0
+                and c.text == c.type.encode()
+                and not self.grammar.is_value_kind(c.type)
+            )
+            or (c.child_count == 0 and c.type in self.grammar.keyword_kinds)
         )
 
     def _between_tokens(self, p: Any, ps: tuple[Any, ...], i: int) -> bool:
@@ -103,9 +109,24 @@ class Unmentioned:
             and ps[i - 1].text is not None
         )
 
+    def _inner_token(self, c: ts.Node) -> bool:
+        """Whether `c` is a token its definition may carry between two tokens a pattern
+        writes side by side (`Grammar.inner_tokens`: Swift's `init?`, and `init!` whose `!`
+        the grammar names `bang`)."""
+        parent = c.parent
+        return (
+            self.any_trailing
+            and parent is not None
+            and c.type in self.grammar.inner_tokens.get(parent.type, ())
+        )
+
     def _unmentioned_part(self, p: Any, ps: tuple[Any, ...], i: int, c: ts.Node) -> bool:
         """Whether the named node `c` is an optional part the pattern (`ps`, at `p = ps[i]`)
-        leaves out: in a field it leaves empty, or a clause of a kind it has none of."""
+        leaves out: in a field it leaves empty, or a clause of a kind it has none of — never
+        one a `$$$` run right before `p` may take (Scala's `{ $$$C }` holds `case` clauses,
+        Swift's parameters end with a default value)."""
+        if i > 0 and isinstance(ps[i - 1], MetaVar) and ps[i - 1].multi:
+            return False  # the run takes it (Swift's last default value `= [:]`)
         return self._unfilled(ps, i, c) or (
             c.kind_id in self.clause_ids
             and p.ids.isdisjoint(self.clause_ids)
