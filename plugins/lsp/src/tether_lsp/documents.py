@@ -28,7 +28,7 @@ class OpenDocument:
     #: the publish sequence number when this text was sent: a publish without a ``version``
     #: (typescript-language-server's) belongs to this text only when it came after
     sent_seq: int = 0
-    #: the client's :attr:`LspClient.generation` when this text was last sent: lower, the
+    #: the client's :attr:`DocumentSync.generation` when this text was last sent: lower, the
     #: server's view of it predates a change of another file (a header, an imported module)
     generation: int = 0
     #: the text is a written file's text from before the write (a baseline): the disk holds

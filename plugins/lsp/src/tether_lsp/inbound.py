@@ -1,0 +1,140 @@
+"""What a language server sends the client unasked: its requests (configuration, capability
+registrations, workspace folders) and its notifications (diagnostics, log lines, progress)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from tether_lsp.documents import Published, path_to_uri
+from tether_lsp.rpc import MethodNotFound
+
+if TYPE_CHECKING:
+    from tether_lsp.client import LspClient
+
+
+@attrs.define
+class Progress:
+    """One work-done progress of the server, as it last reported it (its own words)."""
+
+    title: str
+    message: str | None = None
+    percentage: int | None = None
+
+    def describe(self) -> str:
+        """``indexing: 12/121 (9%)`` (clangd), ``440 files to analyze`` (the pyright family,
+        whose title is empty), ``Initializing JS/TS language features…`` (tsserver)."""
+        text = self.title
+        if self.message:
+            text = f"{text}: {self.message}" if text else self.message
+        if self.percentage is not None:
+            text += f" ({self.percentage}%)"
+        return text or "working"
+
+
+#: the server's requests answered with an empty result (beside those :func:`answer` answers
+#: with something)
+_ACCEPTED = frozenset(
+    {
+        "window/workDoneProgress/create",
+        "client/unregisterCapability",
+        "window/showMessageRequest",
+        "workspace/semanticTokens/refresh",
+        "workspace/inlayHint/refresh",
+        "workspace/codeLens/refresh",
+    }
+)
+
+#: the pyright family's log line once it knows the project's files (its total, which its
+#: "N files to analyze" progress does not repeat)
+_FOUND_FILES = re.compile(r"Found (\d+) source files?")
+
+
+def _percent(value: float | None) -> int | None:
+    return None if value is None else max(0, min(100, round(value)))
+
+
+def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
+    """The part of nested ``settings`` named by a dotted ``section`` (None when absent)."""
+    if not section:
+        return dict(settings)
+    node: Any = settings
+    for part in section.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def answer(client: LspClient, method: str, params: Any) -> Any:
+    """The result for a request of the server; :class:`MethodNotFound` for the others."""
+    if method == "workspace/configuration":
+        items = (params or {}).get("items", [])
+        client.configured = True
+        return [lookup_section(client.settings, item.get("section")) for item in items]
+    if method == "client/registerCapability":
+        for registration in (params or {}).get("registrations", []):
+            client.registered.add(registration.get("method", ""))
+    elif method == "workspace/diagnostic/refresh":
+        client.settled += 1
+    elif method == "workspace/workspaceFolders":
+        return [{"uri": path_to_uri(client.root), "name": client.root.name}]
+    elif method == "workspace/applyEdit":
+        return {"applied": False, "failureReason": "tether applies edits itself"}
+    elif method not in _ACCEPTED:
+        raise MethodNotFound(method)
+    return None
+
+
+def on_notification(client: LspClient, method: str, params: dict[str, Any]) -> None:
+    """Take a notification of the server onto ``client``'s state."""
+    if method == "textDocument/publishDiagnostics":
+        seq = client.next_publish_seq()
+        uri = params.get("uri", "")
+        client.published[uri] = Published(
+            seq, params.get("version"), list(params.get("diagnostics") or [])
+        )
+    elif method == "window/logMessage":
+        text = str(params.get("message"))
+        if client.files_known or not re.search(client.spec.ready_log or "", text):
+            return
+        client.files_known = True
+        found = _FOUND_FILES.search(text)
+        if found:
+            count = int(found[1])
+            client.files_found = f"{count:,} source file{'s' if count != 1 else ''} found"
+    elif method == "$/progress":
+        on_progress(client, str(params.get("token")), params.get("value") or {})
+
+
+def on_progress(client: LspClient, token: str, value: Mapping[str, Any]) -> None:
+    """Take a ``$/progress`` value onto ``client.progress``; tell its listener."""
+    kind = value.get("kind")
+    percentage = value.get("percentage")
+    percentage = percentage if isinstance(percentage, int | float) else None
+    message = value.get("message")
+    message = str(message) if message else None
+    if kind == "begin":
+        title = str(value.get("title") or "")
+        client.progress[token] = Progress(title, message, _percent(percentage))
+    elif kind == "report" and token in client.progress:
+        current = client.progress[token]
+        # a report that leaves out the message or percentage keeps the previous one (LSP)
+        if message is not None:
+            current.message = message
+        if percentage is not None:
+            current.percentage = _percent(percentage)
+    elif kind == "end":
+        if client.progress.pop(token, None) is None:
+            return
+        client.settled += 1
+    else:
+        return
+    if client.progress:
+        client.progress_events += 1
+        client.last_busy = client.busy_with()
+    if client.on_progress is not None:
+        client.on_progress(client)
