@@ -35,6 +35,8 @@ AFTER_LOAD = [
     # run resources: imported by the hook that wires them into a run
     "tether_lsp.supervisor",
     "tether_lsp.server_table",
+    "tether_lsp.protocol",
+    "lsprotocol",  # LSP's typed messages: imported when a run's first language server starts
     "tether_lsp.client",
     "tether_lsp.sync",
     "tether_lsp.inbound",
@@ -60,6 +62,7 @@ AFTER_RUN = [
     "tether_lsp.rpc",
     "tether_lsp.documents",
     "tether_lsp.status",
+    "tether_lsp.protocol",
     "tether_lsp.queries",
     "tether_debug.ops.lifecycle",
     "tether_debug.ops.inspection",

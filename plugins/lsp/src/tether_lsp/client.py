@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from lsprotocol import types
 
 import tether
 from tether.hang import HangWatch
-from tether_lsp import inbound
+from tether_lsp import inbound, protocol
 from tether_lsp.documents import OpenDocument, Published, path_to_uri, skipped_dir
 from tether_lsp.inbound import Progress
 from tether_lsp.rpc import RequestTimedOut, RpcConnection
@@ -61,6 +62,11 @@ _CLIENT_CAPABILITIES: dict[str, Any] = {
 }
 
 
+def _snake(name: str) -> str:
+    """``hoverProvider`` -> ``hover_provider`` (lsprotocol's attribute for an LSP field)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
 class LspClient:
     """The session with one server for one (spec, root), on an :class:`RpcConnection`: its
     capabilities, progress and readiness, the documents it was sent, the diagnostics it gave,
@@ -83,7 +89,9 @@ class LspClient:
         self.argv = argv
         self.settings = settings
         self._connect(request_timeout_s, first_request_timeout_s)
-        self.capabilities: dict[str, Any] = {}
+        self.capabilities = types.ServerCapabilities()
+        #: capabilities the server offered that did not fit the protocol, left out
+        self.capabilities_dropped: list[str] = []
         self.encoding = "utf-16"
         self.published: dict[str, Published] = {}
         #: active work-done progress by token (begun, not yet ended)
@@ -182,9 +190,11 @@ class LspClient:
         }
         if self.spec.initialization_options is not None:
             params["initializationOptions"] = dict(self.spec.initialization_options)
-        result = await self.request("initialize", params, timeout_s=timeout_s)
-        self.capabilities = (result or {}).get("capabilities", {}) or {}
-        self.encoding = self.capabilities.get("positionEncoding") or "utf-16"
+        raw = await self.request("initialize", params, timeout_s=timeout_s)
+        result, self.capabilities_dropped = protocol.initialize_result(self.spec.id, raw)
+        self.capabilities = result.capabilities
+        encoding = self.capabilities.position_encoding
+        self.encoding = str(getattr(encoding, "value", encoding) or "utf-16")
         # watched before the first scan: a change made between the two is in both
         self.watch = await anyio.to_thread.run_sync(self._start_watch)
         self.sync.snapshot = await self.sync.scan()
@@ -262,12 +272,21 @@ class LspClient:
     # -- capabilities ----------------------------------------------------------------------
 
     def supports(self, method: str, capability: str) -> bool:
+        """The server offers ``method``: its ``capability`` (``hoverProvider``) is true or
+        options, or it registered the method since."""
         if method in self.spec.unsupported:
             return False
         if method in self.registered:
             return True
-        value = self.capabilities.get(capability)
-        return bool(value) or isinstance(value, dict)
+        value = getattr(self.capabilities, _snake(capability))
+        return value is not None and value is not False
+
+    async def ask(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
+        """The typed result (:func:`tether_lsp.protocol.result`) of a request whose params
+        are an lsprotocol object; :class:`~tether_lsp.protocol.MalformedReply` when the
+        server's answer does not fit the protocol."""
+        raw = await self.request(method, protocol.to_wire(params), timeout_s=timeout_s)
+        return protocol.result(self.spec.id, method, raw)
 
     # -- diagnostics -----------------------------------------------------------------------
 
@@ -300,21 +319,22 @@ class LspClient:
 
     async def current_diagnostics(
         self, doc: OpenDocument, timeout_s: float
-    ) -> list[dict[str, Any]] | None:
+    ) -> list[types.Diagnostic] | None:
         """Diagnostics of ``doc``'s current text: pulled, or pushed (None: not in time)."""
         if self.spec.pull_diagnostics:
+            document = types.TextDocumentIdentifier(uri=doc.uri)
             try:
-                result = await self.request(
+                report = await self.ask(
                     "textDocument/diagnostic",
-                    {"textDocument": {"uri": doc.uri}},
+                    types.DocumentDiagnosticParams(text_document=document),
                     timeout_s=timeout_s,
                 )
             except RequestTimedOut:
                 return None
-            result = result or {}
-            if result.get("kind") == "unchanged" and doc.uri in self.published:
+            unchanged = isinstance(report, types.RelatedUnchangedDocumentDiagnosticReport)
+            if unchanged and doc.uri in self.published:
                 return self.published[doc.uri].items
-            items = list(result.get("items") or [])
+            items = list(getattr(report, "items", None) or [])
             self.published[doc.uri] = Published(self.next_publish_seq(), doc.version, items)
             return items
         if self.spec.tsserver_diagnostics:
@@ -329,7 +349,7 @@ class LspClient:
 
     async def diagnostics_for(
         self, doc: OpenDocument, timeout_s: float
-    ) -> list[dict[str, Any]] | None:
+    ) -> list[types.Diagnostic] | None:
         """Diagnostics pushed for ``doc``'s current text, waited for (None: not in time)."""
         if await self.wait_until(lambda: self.fresh_published(doc) is not None, timeout_s):
             got = self.fresh_published(doc)

@@ -14,7 +14,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,6 +26,9 @@ from tether_lsp.client import LspClient
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
 from tether_lsp.supervisor import SKIP_DIRS
+
+if TYPE_CHECKING:
+    from lsprotocol import types
 
 SCAN_FILES = 20_000
 SCAN_BYTES = 2_000_000
@@ -49,7 +52,7 @@ def token_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
 
 
-async def covered_spans(client: LspClient, ranges: Iterable[tuple[str, dict[str, Any]]]) -> Spans:
+async def covered_spans(client: LspClient, ranges: Iterable[tuple[str, types.Range]]) -> Spans:
     """(uri, LSP range) pairs -> path -> line -> [(start, end)] in code points (the files are
     read off the event loop, through the core's reader)."""
     opened = {uri: doc.text for uri, doc in client.documents.items()}
@@ -72,7 +75,7 @@ def _covered_spans(
     reader: Reader,
     client: LspClient,
     opened: dict[str, str],
-    ranges: list[tuple[str, dict[str, Any]]],
+    ranges: list[tuple[str, types.Range]],
 ) -> Spans:
     spans: Spans = {}
     texts: dict[Path, list[str]] = {}
@@ -84,13 +87,13 @@ def _covered_spans(
             text = opened.get(uri)
             texts[path] = split_lines(text if text is not None else _read_text(reader, path))
         lines = texts[path]
-        start, end = rng.get("start", {}), rng.get("end", rng.get("start", {}))
-        line = int(start.get("line", 0))
+        start, end = rng.start, rng.end
+        line = start.line
         line_text = lines[line] if line < len(lines) else ""
-        first = from_lsp_character(line_text, int(start.get("character", 0)), client.encoding)
+        first = from_lsp_character(line_text, start.character, client.encoding)
         last = first
-        if int(end.get("line", line)) == line:
-            last = from_lsp_character(line_text, int(end.get("character", 0)), client.encoding)
+        if end.line == line:
+            last = from_lsp_character(line_text, end.character, client.encoding)
         else:
             last = len(line_text)
         spans.setdefault(path.resolve(), {}).setdefault(line, []).append((first, max(last, first)))

@@ -8,9 +8,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from lsprotocol import types
 
+from tether_lsp import protocol
 from tether_lsp.documents import Published, path_to_uri
-from tether_lsp.rpc import MethodNotFound
+from tether_lsp.protocol import MalformedReply
+from tether_lsp.rpc import InvalidParams, MethodNotFound
 
 if TYPE_CHECKING:
     from tether_lsp.client import LspClient
@@ -70,35 +73,56 @@ def lookup_section(settings: Mapping[str, Any], section: str | None) -> Any:
 
 
 def answer(client: LspClient, method: str, params: Any) -> Any:
-    """The result for a request of the server; :class:`MethodNotFound` for the others."""
+    """The result for a request of the server; :class:`MethodNotFound` for the others,
+    :class:`InvalidParams` (naming the field) for one whose params do not fit the protocol."""
+    try:
+        return _answer(client, method, params)
+    except MalformedReply as exc:
+        raise InvalidParams(str(exc)) from None
+
+
+def _answer(client: LspClient, method: str, params: Any) -> Any:
+    server = client.spec.id
     if method == "workspace/configuration":
-        items = (params or {}).get("items", [])
+        asked = protocol.structure(server, method, params, types.ConfigurationParams)
         client.configured = True
-        return [lookup_section(client.settings, item.get("section")) for item in items]
+        return [lookup_section(client.settings, item.section) for item in asked.items]
     if method == "client/registerCapability":
-        for registration in (params or {}).get("registrations", []):
-            client.registered.add(registration.get("method", ""))
+        registered = protocol.structure(server, method, params, types.RegistrationParams)
+        client.registered.update(item.method for item in registered.registrations)
     elif method == "workspace/diagnostic/refresh":
         client.settled += 1
     elif method == "workspace/workspaceFolders":
-        return [{"uri": path_to_uri(client.root), "name": client.root.name}]
+        folder = types.WorkspaceFolder(uri=path_to_uri(client.root), name=client.root.name)
+        return protocol.to_wire([folder])
     elif method == "workspace/applyEdit":
-        return {"applied": False, "failureReason": "tether applies edits itself"}
+        refused = types.ApplyWorkspaceEditResult(
+            applied=False, failure_reason="tether applies edits itself"
+        )
+        return protocol.to_wire(refused)
     elif method not in _ACCEPTED:
         raise MethodNotFound(method)
     return None
 
 
 def on_notification(client: LspClient, method: str, params: dict[str, Any]) -> None:
-    """Take a notification of the server onto ``client``'s state."""
+    """Take a notification of the server onto ``client``'s state. One that does not fit the
+    protocol is dropped (nobody asked for it; a publish's diagnostics are checked when read)."""
+    try:
+        _on_notification(client, method, params)
+    except MalformedReply:
+        return
+
+
+def _on_notification(client: LspClient, method: str, params: dict[str, Any]) -> None:
+    server = client.spec.id
     if method == "textDocument/publishDiagnostics":
-        seq = client.next_publish_seq()
-        uri = params.get("uri", "")
+        uri, version, raw = protocol.publish_envelope(server, params)
         client.published[uri] = Published(
-            seq, params.get("version"), list(params.get("diagnostics") or [])
+            client.next_publish_seq(), version, raw=raw, server=server
         )
     elif method == "window/logMessage":
-        text = str(params.get("message"))
+        text = protocol.structure(server, method, params, types.LogMessageParams).message
         if client.files_known or not re.search(client.spec.ready_log or "", text):
             return
         client.files_known = True
@@ -107,27 +131,29 @@ def on_notification(client: LspClient, method: str, params: dict[str, Any]) -> N
             count = int(found[1])
             client.files_found = f"{count:,} source file{'s' if count != 1 else ''} found"
     elif method == "$/progress":
-        on_progress(client, str(params.get("token")), params.get("value") or {})
+        progress = protocol.structure(server, method, params, types.ProgressParams)
+        value = protocol.progress_value(server, progress.value)
+        if value is not None:
+            on_progress(client, str(progress.token), value)
 
 
-def on_progress(client: LspClient, token: str, value: Mapping[str, Any]) -> None:
+def on_progress(
+    client: LspClient,
+    token: str,
+    value: types.WorkDoneProgressBegin | types.WorkDoneProgressReport | types.WorkDoneProgressEnd,
+) -> None:
     """Take a ``$/progress`` value onto ``client.progress``; tell its listener."""
-    kind = value.get("kind")
-    percentage = value.get("percentage")
-    percentage = percentage if isinstance(percentage, int | float) else None
-    message = value.get("message")
-    message = str(message) if message else None
-    if kind == "begin":
-        title = str(value.get("title") or "")
-        client.progress[token] = Progress(title, message, _percent(percentage))
-    elif kind == "report" and token in client.progress:
+    if isinstance(value, types.WorkDoneProgressBegin):
+        message = value.message or None
+        client.progress[token] = Progress(value.title, message, _percent(value.percentage))
+    elif isinstance(value, types.WorkDoneProgressReport) and token in client.progress:
         current = client.progress[token]
         # a report that leaves out the message or percentage keeps the previous one (LSP)
-        if message is not None:
-            current.message = message
-        if percentage is not None:
-            current.percentage = _percent(percentage)
-    elif kind == "end":
+        if value.message:
+            current.message = value.message
+        if value.percentage is not None:
+            current.percentage = _percent(value.percentage)
+    elif isinstance(value, types.WorkDoneProgressEnd):
         if client.progress.pop(token, None) is None:
             return
         client.settled += 1

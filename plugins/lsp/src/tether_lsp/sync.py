@@ -8,12 +8,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from stat import S_ISREG
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
+from lsprotocol import types
 
 from tether import reading
 from tether.paths import relative
+from tether_lsp import protocol
 from tether_lsp.documents import OpenDocument, file_events, path_to_uri, scan_root, uri_to_path
 
 if TYPE_CHECKING:
@@ -110,8 +112,9 @@ class DocumentSync:
             doc.generation = self.generation
         self.documents[uri] = doc
         self.snapshot.pop(str(path), None)
-        item = {"uri": uri, "languageId": language_id, "version": version, "text": text}
-        await client.notify("textDocument/didOpen", {"textDocument": item})
+        item = types.TextDocumentItem(uri=uri, language_id=language_id, version=version, text=text)
+        opened = types.DidOpenTextDocumentParams(text_document=item)
+        await client.notify("textDocument/didOpen", protocol.to_wire(opened))
         return doc
 
     async def _change(self, doc: OpenDocument, text: str, *, rebuild: bool = False) -> None:
@@ -120,12 +123,13 @@ class DocumentSync:
         doc.text = text
         doc.sent_seq = self.client.publish_seq
         await self.client.rpc.drop_kept(doc.uri)
-        params: dict[str, Any] = {
-            "textDocument": {"uri": doc.uri, "version": doc.version},
-            "contentChanges": [{"text": text}],
-        }
+        changed = types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc.uri, version=doc.version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+        params = protocol.to_wire(changed)
         if rebuild:
-            params["forceRebuild"] = True
+            params["forceRebuild"] = True  # clangd's extension (not in LSP)
         await self.client.notify("textDocument/didChange", params)
 
     async def sync(self, path: Path) -> tuple[OpenDocument, bool]:
@@ -197,7 +201,10 @@ class DocumentSync:
         self.client.published.pop(doc.uri, None)
         self._closed_versions[doc.uri] = doc.version
         await self.client.rpc.drop_kept(doc.uri)
-        await self.client.notify("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
+        closed = types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=doc.uri)
+        )
+        await self.client.notify("textDocument/didClose", protocol.to_wire(closed))
 
     async def resend(self, doc: OpenDocument, rebuild: bool = False) -> None:
         """Send ``doc``'s text again as a new version: a pushing server diagnoses it anew, with
@@ -271,27 +278,30 @@ class DocumentSync:
             sent = sent or changed
         return sent
 
-    async def _tell_file_events(self, events: list[dict[str, Any]]) -> None:
+    async def _tell_file_events(self, events: list[types.FileEvent]) -> None:
         """Tell a server that watches files what changed on disk; a server that rebuilds its
         project on files added or removed is given a moment to do it."""
         client = self.client
         seq, settled = client.publish_seq, client.settled
-        await client.notify("workspace/didChangeWatchedFiles", {"changes": events})
-        added_or_removed = any(event["type"] != 2 for event in events)
+        told = types.DidChangeWatchedFilesParams(changes=events)
+        await client.notify("workspace/didChangeWatchedFiles", protocol.to_wire(told))
+        added_or_removed = any(event.type != types.FileChangeType.Changed for event in events)
         if added_or_removed and client.spec.settles_after_file_events and self.documents:
             await client.wait_until(
                 lambda: client.publish_seq > seq or client.settled > settled,
                 FILE_EVENTS_SETTLE_S,
             )
 
-    async def _open_changed(self, events: list[dict[str, Any]], resent: list[OpenDocument]) -> bool:
+    async def _open_changed(
+        self, events: list[types.FileEvent], resent: list[OpenDocument]
+    ) -> bool:
         """A server that watches no files (clangd, typescript-language-server) ignores file
         events and answers from its index of the old text: it is sent the files that appeared
         or changed as open documents (their disk text), a bounded number. True when any was."""
-        touched = [event for event in events if event["type"] != 3]
+        touched = [event for event in events if event.type != types.FileChangeType.Deleted]
         opened: list[OpenDocument] = []
         for event in touched[:OPEN_CHANGED_LIMIT]:
-            path = uri_to_path(event["uri"])
+            path = uri_to_path(event.uri)
             if path is None:
                 continue
             try:
@@ -313,14 +323,16 @@ class DocumentSync:
     async def save(self, doc: OpenDocument) -> None:
         """Tell the server ``doc`` was saved, when it asked to be told (with the text when it
         asked for it)."""
-        sync = self.client.capabilities.get("textDocumentSync")
-        save = sync.get("save") if isinstance(sync, dict) else None
+        sync = self.client.capabilities.text_document_sync
+        save = sync.save if isinstance(sync, types.TextDocumentSyncOptions) else None
         if not save:
             return
-        params: dict[str, Any] = {"textDocument": {"uri": doc.uri}}
-        if isinstance(save, dict) and save.get("includeText"):
-            params["text"] = doc.text
-        await self.client.notify("textDocument/didSave", params)
+        include = isinstance(save, types.SaveOptions) and save.include_text
+        params = types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=doc.uri),
+            text=doc.text if include else None,
+        )
+        await self.client.notify("textDocument/didSave", protocol.to_wire(params))
 
 
 class Unsaved:
