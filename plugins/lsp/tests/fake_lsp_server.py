@@ -87,7 +87,13 @@ def code_actions(params: dict[str, Any]) -> list[dict[str, Any]]:
     if MODE == "many":
         return [{"title": f"action {n}", "kind": "refactor"} for n in range(MANY_ACTIONS)]
     return [
-        {"title": f"fix: {d['message']}", "kind": "quickfix", "diagnostics": [d]}
+        {
+            "title": f"fix: {d['message']}",
+            "kind": "quickfix",
+            "diagnostics": [d],
+            # a CodeAction may carry a Command, as clangd's tweaks do
+            "command": {"title": "fix", "command": "fake.fix", "arguments": [d["range"]]},
+        }
         for d in params["context"]["diagnostics"]
     ]
 

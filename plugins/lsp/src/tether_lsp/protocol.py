@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union
 
 import cattrs
 from lsprotocol import types
@@ -47,7 +47,17 @@ def converter() -> cattrs.Converter:
     conv = get_converter()
     conv.register_structure_hook(str, _exact_str)
     conv.register_structure_hook(int, _exact_int)
+    conv.register_structure_hook(Union[types.Command, types.CodeAction], _command_or_action)  # noqa: UP007
     return conv
+
+
+def _command_or_action(value: Any, _: type) -> types.Command | types.CodeAction:
+    """A code action answer's item. lsprotocol (2025.0.0) takes any item with a ``command``
+    for a Command, but a CodeAction may carry one too (clangd's tweaks: ``{title, kind,
+    command: {title, command, arguments}}``): a Command's ``command`` is its string."""
+    if isinstance(value, dict) and isinstance(value.get("command"), str):
+        return converter().structure(value, types.Command)
+    return converter().structure(value, types.CodeAction)
 
 
 def _exact_str(value: Any, kind: type) -> Any:
