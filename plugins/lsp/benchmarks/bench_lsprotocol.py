@@ -23,9 +23,16 @@ from collections.abc import Callable
 from typing import Any
 
 from tether_lsp import protocol
-from tether_lsp.documents import Published
+from tether_lsp.documents import Published, uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
-from tether_lsp.render import SEVERITIES, SYMBOL_KINDS, format_diagnostics, places, symbol_rows
+from tether_lsp.render import (
+    SEVERITIES,
+    SYMBOL_KINDS,
+    Place,
+    format_diagnostics,
+    places,
+    symbol_rows,
+)
 
 DIAGNOSTICS = 20_000
 REFERENCES = 5_000
@@ -124,9 +131,11 @@ def old_format_diagnostics(
     return out
 
 
-def old_places(result: Any) -> list[tuple[str, int, int]]:
+def old_places(result: Any) -> list[Place]:
+    if result is None:
+        return []
     items = result if isinstance(result, list) else [result]
-    found: dict[tuple[str, int, int], tuple[str, int, int]] = {}
+    found: dict[tuple[str, int, int], Place] = {}
     for item in items:
         if not isinstance(item, dict):
             continue
@@ -135,22 +144,36 @@ def old_places(result: Any) -> list[tuple[str, int, int]]:
         if not uri or not rng:
             continue
         start = rng["start"]
-        key = (uri, start["line"], start["character"])
-        found.setdefault(key, key)
+        found.setdefault(
+            (uri, start["line"], start["character"]),
+            Place(uri_to_path(uri), uri, start["line"], start["character"]),
+        )
     return [found[key] for key in sorted(found)]
 
 
-def old_symbol_rows(result: Any) -> list[tuple[int, str, str, Any, str]]:
-    rows: list[tuple[int, str, str, Any, str]] = []
-    for item in result:
-        if not isinstance(item, dict):
-            continue
-        kind = SYMBOL_KINDS.get(item.get("kind", 0), "symbol")
-        name = str(item.get("name", "?"))
-        loc = item["location"]
-        start = (loc.get("range") or {}).get("start", {"line": 0, "character": 0})
-        place = (loc["uri"], start["line"], start["character"])
-        rows.append((0, kind, name, place, str(item.get("containerName") or "")))
+def old_symbol_rows(result: Any) -> list[tuple[int, str, str, Place | None, str]]:
+    rows: list[tuple[int, str, str, Place | None, str]] = []
+
+    def walk(items: list[Any], depth: int, parent: str) -> None:
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            kind = SYMBOL_KINDS.get(item.get("kind", 0), "symbol")
+            name = str(item.get("name", "?"))
+            place: Place | None = None
+            if "location" in item:
+                loc = item["location"]
+                start = (loc.get("range") or {}).get("start", {"line": 0, "character": 0})
+                place = Place(
+                    uri_to_path(loc["uri"]), loc["uri"], start["line"], start["character"]
+                )
+            elif "selectionRange" in item:
+                start = item["selectionRange"]["start"]
+                place = Place(None, "", start["line"], start["character"])
+            rows.append((depth, kind, name, place, str(item.get("containerName") or parent)))
+            walk(item.get("children") or [], depth + 1, name)
+
+    walk(result if isinstance(result, list) else [], 0, "")
     return rows
 
 
