@@ -34,7 +34,12 @@ AFTER_LOAD = [
     "tether.cli",
     # run resources: imported by the hook that wires them into a run
     "tether_lsp.supervisor",
+    "tether_lsp.server_table",
+    "tether_lsp.protocol",
+    "lsprotocol",  # LSP's typed messages: imported when a run's first language server starts
     "tether_lsp.client",
+    "tether_lsp.sync",
+    "tether_lsp.inbound",
     "tether_lsp.rpc",
     "tether_lsp.documents",
     "tether_debug.supervisor",
@@ -54,8 +59,12 @@ AFTER_RUN = [
     "tether.cli",
     # tool implementations: imported by the first call that needs them
     "tether_lsp.client",
+    "tether_lsp.sync",
+    "tether_lsp.inbound",
     "tether_lsp.rpc",
     "tether_lsp.documents",
+    "tether_lsp.status",
+    "tether_lsp.protocol",
     "tether_lsp.queries",
     "tether_debug.ops.lifecycle",
     "tether_debug.ops.inspection",

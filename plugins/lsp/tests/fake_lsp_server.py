@@ -15,7 +15,9 @@ to LOG (one method name a line; a hover with its id). MODE ``spin`` computes a h
 seconds, burning CPU and reading nothing meanwhile (a busy single-threaded server). MODE
 ``huge`` answers hover with HUGE_BYTES of contents (over a client's lowered message limit).
 MODE ``garbage`` answers hover with bytes that are not a framed message, ``not-object`` with a
-framed JSON array instead of an object.
+framed JSON array instead of an object. MODE ``malformed`` answers every query with a reply
+that breaks the protocol in one field (:data:`MALFORMED`; its diagnostics lack a message).
+Every mode's replies carry what real servers add: unknown fields and ``null`` optional fields.
 """
 
 from __future__ import annotations
@@ -41,6 +43,22 @@ SPIN_S = 8.0
 HUGE_BYTES = 2_000_000
 STDIN = open(0, "rb", buffering=0)
 STDOUT = open(1, "wb", buffering=0)
+
+
+#: method -> (a reply that breaks LSP in one field, given the document's uri)
+MALFORMED: dict[str, Any] = {
+    "textDocument/definition": lambda uri: [
+        {"uri": uri, "range": {"start": {"line": "one", "character": 0}, "end": span(0)["end"]}}
+    ],
+    "textDocument/references": lambda uri: [{"uri": uri, "range": span(0)}, {"uri": uri}],
+    "textDocument/hover": lambda uri: {"contents": 42},
+    "workspace/symbol": lambda uri: [
+        {"name": "alpha", "kind": "function", "location": {"uri": uri, "range": span(0)}}
+    ],
+    "textDocument/documentSymbol": lambda uri: [{"name": "alpha", "kind": 12, "range": span(0)}],
+    "textDocument/codeAction": lambda uri: [{"kind": "quickfix"}],
+    "textDocument/rename": lambda uri: {"changes": {uri: [{"range": span(0), "newText": None}]}},
+}
 
 
 def log(line: str) -> None:
@@ -69,7 +87,13 @@ def code_actions(params: dict[str, Any]) -> list[dict[str, Any]]:
     if MODE == "many":
         return [{"title": f"action {n}", "kind": "refactor"} for n in range(MANY_ACTIONS)]
     return [
-        {"title": f"fix: {d['message']}", "kind": "quickfix", "diagnostics": [d]}
+        {
+            "title": f"fix: {d['message']}",
+            "kind": "quickfix",
+            "diagnostics": [d],
+            # a CodeAction may carry a Command, as clangd's tweaks do
+            "command": {"title": "fix", "command": "fake.fix", "arguments": [d["range"]]},
+        }
         for d in params["context"]["diagnostics"]
     ]
 
@@ -117,9 +141,18 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
                 "referencesProvider": True,
                 "codeActionProvider": True,
             }
-            if MODE == "many":
+            if MODE in ("many", "malformed"):
                 capabilities["documentSymbolProvider"] = True
                 capabilities["workspaceSymbolProvider"] = True
+            if MODE == "malformed":
+                capabilities["renameProvider"] = True
+            # what real servers add: their own fields, null where a field is optional
+            capabilities["experimental"] = {"fakeExtension": True}
+            capabilities["completionProvider"] = None
+            # pylsp 1.15's notebook selector, which lsprotocol's converter cannot structure
+            capabilities["notebookDocumentSync"] = {
+                "notebookSelector": [{"cells": [{"language": "python"}]}]
+            }
             await writer.write(
                 {"jsonrpc": "2.0", "id": request_id, "result": {"capabilities": capabilities}}
             )
@@ -137,6 +170,9 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
                     "code": "X1",
                     "message": "bad line",
                     "source": "fake",
+                    "relatedInformation": None,
+                    "tags": None,
+                    "fakeRank": 3,
                 }
                 for n, line in enumerate(text.splitlines())
                 if "BAD" in line
@@ -150,10 +186,18 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
                     "diagnostics": diagnostics,
                 },
             }
+            if MODE == "malformed":
+                for diagnostic in diagnostics:
+                    del diagnostic["message"]
             if MODE == "slow":
                 group.start_soon(later, SLOW_S, writer, publish)
             else:
                 await writer.write(publish)
+        elif MODE == "malformed" and method in MALFORMED:
+            params = message["params"]
+            uri = params["textDocument"]["uri"] if "textDocument" in params else root_uri
+            result = MALFORMED[method](uri)
+            await writer.write({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "textDocument/hover" and MODE == "spin":
             # busy, not hung: burns CPU (and reads nothing) for SPIN_S, then answers
             until = time.monotonic() + SPIN_S
@@ -213,6 +257,7 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
             location = {
                 "uri": uri,
                 "range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 9}},
+                "fakeScore": 0.5,
             }
             await writer.write({"jsonrpc": "2.0", "id": request_id, "result": [location]})
         elif request_id is not None and str(method).startswith("$/"):

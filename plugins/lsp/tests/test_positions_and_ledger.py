@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from lsprotocol import types
 
 import tether
 from tether_lsp.ledger import DiagnosticLedger
@@ -12,6 +13,7 @@ from tether_lsp.positions import (
     resolve_position,
     to_lsp_character,
 )
+from tether_lsp.protocol import converter
 
 LINE = 'label = "😀é"; value = label'
 
@@ -61,21 +63,26 @@ def test_edits_apply_against_the_original_text_in_any_order() -> None:
             "newText": "new",
         },
     ]
-    assert apply_text_edits(text, edits, "utf-16") == "😀 new(new)\r\nnew\n"
+    typed = [converter().structure(edit, types.TextEdit) for edit in edits]
+    assert apply_text_edits(text, typed, "utf-16") == "😀 new(new)\r\nnew\n"
     inside = {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 8}}
-    overlapping = [edits[1], {"range": inside, "newText": "y"}]
+    overlapping = [
+        typed[1],
+        converter().structure({"range": inside, "newText": "y"}, types.TextEdit),
+    ]
     with pytest.raises(tether.ToolError, match="overlapping edits; nothing was written"):
         apply_text_edits(text, overlapping, "utf-16")
 
 
-def _diag(message: str, line: int, code: str = "E1", severity: int = 1) -> dict:
+def _diag(message: str, line: int, code: str = "E1", severity: int = 1) -> types.Diagnostic:
     start = {"line": line, "character": 0}
-    return {
+    raw = {
         "range": {"start": start, "end": start},
         "message": message,
         "code": code,
         "severity": severity,
     }
+    return converter().structure(raw, types.Diagnostic)
 
 
 def test_ledger_reports_new_keys_and_growing_counts_only(tmp_path: object) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import attrs
+from lsprotocol import types
 
 import tether
 from tether.text import cap
@@ -44,9 +45,9 @@ class _Answer:
     """One server's word on one written file."""
 
     #: diagnostics of the text before the call (None: no baseline from this server)
-    baseline: list[dict[str, Any]] | None = None
+    baseline: list[types.Diagnostic] | None = None
     #: diagnostics of the text written (None: not reported in time)
-    items: list[dict[str, Any]] | None = None
+    items: list[types.Diagnostic] | None = None
     text: str = ""
     #: the document the diagnostics are about (its text and disk stamp)
     doc: OpenDocument | None = None
@@ -54,7 +55,7 @@ class _Answer:
     #: the text the baseline is about
     before_text: str = ""
 
-    def take(self, items: list[dict[str, Any]] | None, doc: OpenDocument) -> None:
+    def take(self, items: list[types.Diagnostic] | None, doc: OpenDocument) -> None:
         """Record the server's report (``items``) on ``doc``, the text just written."""
         self.items = items
         self.text = doc.text
@@ -332,7 +333,7 @@ async def diagnose_change(
     deadline: float,
     resend: Callable[[OpenDocument], Awaitable[None]],
     resent: bool = False,
-) -> list[list[dict[str, Any]] | None]:
+) -> list[list[types.Diagnostic] | None]:
     """The diagnostics of every document of a change, each sent already (None: not in time),
     taken once the whole change has reached the server (``resent``: each was sent again
     after all of it already)."""
@@ -391,8 +392,8 @@ async def _send_previous(client: LspClient, path: Path, before: Any) -> OpenDocu
     return doc
 
 
-def is_reported(diagnostic: dict[str, Any]) -> bool:
-    return (diagnostic.get("severity") or 1) in REPORTED_SEVERITIES
+def is_reported(diagnostic: types.Diagnostic) -> bool:
+    return (diagnostic.severity or 1) in REPORTED_SEVERITIES
 
 
 @attrs.define

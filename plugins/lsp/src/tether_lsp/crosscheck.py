@@ -14,7 +14,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -28,6 +28,9 @@ from tether_lsp.coverage import NameIndex, possessive
 from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import from_lsp_character, split_lines
 from tether_lsp.servers import ServerSpec
+
+if TYPE_CHECKING:
+    from lsprotocol import types
 
 SCAN_BYTES = 2_000_000
 FILES_SHOWN = 20
@@ -50,7 +53,7 @@ def token_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
 
 
-async def covered_spans(client: LspClient, ranges: Iterable[tuple[str, dict[str, Any]]]) -> Spans:
+async def covered_spans(client: LspClient, ranges: Iterable[tuple[str, types.Range]]) -> Spans:
     """(uri, LSP range) pairs -> path -> line -> [(start, end)] in code points (the files are
     read off the event loop, through the core's reader)."""
     opened = {uri: doc.text for uri, doc in client.documents.items()}
@@ -73,7 +76,7 @@ def _covered_spans(
     reader: Reader,
     client: LspClient,
     opened: dict[str, str],
-    ranges: list[tuple[str, dict[str, Any]]],
+    ranges: list[tuple[str, types.Range]],
 ) -> Spans:
     spans: Spans = {}
     texts: dict[Path, list[str]] = {}
@@ -85,13 +88,13 @@ def _covered_spans(
             text = opened.get(uri)
             texts[path] = split_lines(text if text is not None else _read_text(reader, path))
         lines = texts[path]
-        start, end = rng.get("start", {}), rng.get("end", rng.get("start", {}))
-        line = int(start.get("line", 0))
+        start, end = rng.start, rng.end
+        line = start.line
         line_text = lines[line] if line < len(lines) else ""
-        first = from_lsp_character(line_text, int(start.get("character", 0)), client.encoding)
+        first = from_lsp_character(line_text, start.character, client.encoding)
         last = first
-        if int(end.get("line", line)) == line:
-            last = from_lsp_character(line_text, int(end.get("character", 0)), client.encoding)
+        if end.line == line:
+            last = from_lsp_character(line_text, end.character, client.encoding)
         else:
             last = len(line_text)
         spans.setdefault(path.resolve(), {}).setdefault(line, []).append((first, max(last, first)))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from lsprotocol import types
 
 from tether.workdir.reading import Reader
 
@@ -28,7 +29,7 @@ class OpenDocument:
     #: the publish sequence number when this text was sent: a publish without a ``version``
     #: (typescript-language-server's) belongs to this text only when it came after
     sent_seq: int = 0
-    #: the client's :attr:`LspClient.generation` when this text was last sent: lower, the
+    #: the client's :attr:`DocumentSync.generation` when this text was last sent: lower, the
     #: server's view of it predates a change of another file (a header, an imported module)
     generation: int = 0
     #: the text is a written file's text from before the write (a baseline): the disk holds
@@ -36,13 +37,39 @@ class OpenDocument:
     previous_text: bool = False
 
 
-@attrs.frozen
 class Published:
-    """The diagnostics the server last gave for a file: ``seq`` counts the publishes."""
+    """The diagnostics the server last gave for a file: ``seq`` counts the publishes. A push
+    keeps the server's JSON and structures it (:mod:`tether_lsp.protocol`) when first read: a
+    server publishes for files nobody asks about, and 20,000 diagnostics take a while."""
 
-    seq: int
-    version: int | None
-    items: list[dict[str, Any]]
+    def __init__(
+        self,
+        seq: int,
+        version: int | None,
+        items: list[types.Diagnostic] | None = None,
+        *,
+        raw: list[Any] | None = None,
+        server: str = "",
+    ) -> None:
+        self.seq = seq
+        self.version = version
+        self._items = items
+        self._raw = raw
+        self._server = server
+
+    @property
+    def items(self) -> list[types.Diagnostic]:
+        """The diagnostics, typed; :class:`~tether_lsp.protocol.MalformedReply` when the
+        server's publish does not fit the protocol."""
+        if self._items is None:
+            from tether_lsp.protocol import structure_each
+
+            method = "textDocument/publishDiagnostics"
+            field = "params.diagnostics"
+            raw = self._raw or []
+            self._items = structure_each(self._server, method, raw, types.Diagnostic, field=field)
+            self._raw = None
+        return self._items
 
 
 def path_to_uri(path: Path) -> str:
@@ -95,13 +122,20 @@ def scan_root(reader: Reader, suffixes: frozenset[str]) -> dict[str, tuple[int, 
 
 def file_events(
     before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
-) -> list[dict[str, Any]]:
+) -> list[types.FileEvent]:
     """The ``workspace/didChangeWatchedFiles`` events from one :func:`scan_root` to the next:
-    created (1), changed (2), deleted (3)."""
+    created, changed, deleted."""
+    kind = types.FileChangeType
     events = [
-        {"uri": Path(path).as_uri(), "type": 1 if path not in before else 2}
+        types.FileEvent(
+            uri=Path(path).as_uri(), type=kind.Created if path not in before else kind.Changed
+        )
         for path, stamp in after.items()
         if before.get(path) != stamp
     ]
-    events += [{"uri": Path(path).as_uri(), "type": 3} for path in before if path not in after]
+    events += [
+        types.FileEvent(uri=Path(path).as_uri(), type=kind.Deleted)
+        for path in before
+        if path not in after
+    ]
     return events

@@ -20,9 +20,12 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import attrs
+
+if TYPE_CHECKING:
+    from lsprotocol import types
 
 Key = tuple[int, str, str]
 #: (mtime_ns, size) of the file on disk when its text was sent to the server
@@ -34,16 +37,16 @@ class Seen:
     """The diagnostics the run last saw of a file: each with its row as it was shown then, and
     the stamp of the disk text they were computed on (None: not the disk's text)."""
 
-    items: tuple[tuple[dict[str, Any], str], ...]
+    items: tuple[tuple[types.Diagnostic, str], ...]
     stamp: Stamp | None
 
 
-def diagnostic_key(diagnostic: dict[str, Any]) -> Key:
-    code = diagnostic.get("code")
+def diagnostic_key(diagnostic: types.Diagnostic) -> Key:
+    code = diagnostic.code
     return (
-        int(diagnostic.get("severity") or 1),
+        int(diagnostic.severity or 1),
         "" if code is None else str(code),
-        str(diagnostic.get("message", "")).strip(),
+        diagnostic.message.strip(),
     )
 
 
@@ -80,7 +83,9 @@ class DiagnosticLedger:
         """Whether ``path`` has a baseline: what the run was told of it before."""
         return path in self._known
 
-    def seed(self, path: Path, diagnostics: list[dict[str, Any]], seen: Seen | None = None) -> None:
+    def seed(
+        self, path: Path, diagnostics: list[types.Diagnostic], seen: Seen | None = None
+    ) -> None:
         """What the server said about ``path``'s text before this run's first write to it
         (``seen``: the same with their rows, for a checkpoint marked before the write)."""
         if path not in self._known:
@@ -97,7 +102,9 @@ class DiagnosticLedger:
         got = self._baselines.get(path)
         return got[1] if got is not None and got[0] >= since_ns else None
 
-    def new_since_last(self, path: Path, diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def new_since_last(
+        self, path: Path, diagnostics: list[types.Diagnostic]
+    ) -> list[types.Diagnostic]:
         """The diagnostics not reported before for ``path`` (nor known when the run first saw
         it); remembers the current set."""
         known = self._known.get(path, Counter()) | self._first.get(path, Counter())
@@ -108,15 +115,15 @@ class DiagnosticLedger:
         return fresh
 
 
-def key_counts(diagnostics: list[dict[str, Any]]) -> Counter[Key]:
+def key_counts(diagnostics: list[types.Diagnostic]) -> Counter[Key]:
     return Counter(diagnostic_key(d) for d in diagnostics)
 
 
-def new_against(known: Counter[Key], diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def new_against(known: Counter[Key], diagnostics: list[types.Diagnostic]) -> list[types.Diagnostic]:
     """The diagnostics beyond ``known`` (counts per key): a key whose count grew is new."""
     current = key_counts(diagnostics)
     budget = {key: count - known.get(key, 0) for key, count in current.items()}
-    fresh: list[dict[str, Any]] = []
+    fresh: list[types.Diagnostic] = []
     # a second copy is usually the later one in the file: report from the end
     for diagnostic in reversed(diagnostics):
         key = diagnostic_key(diagnostic)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import tether
 
@@ -19,6 +20,9 @@ from tether.wire.positions import (
     resolve_position,
     split_lines,
 )
+
+if TYPE_CHECKING:
+    from lsprotocol import types
 
 __all__ = [
     "SymbolPosition",
@@ -84,15 +88,17 @@ def split_keep_eols(text: str) -> tuple[list[str], list[int]]:
     return lines, eols
 
 
-def apply_text_edits(text: str, edits: list[dict[str, Any]], encoding: str) -> str:
+def apply_text_edits(
+    text: str, edits: Sequence[types.TextEdit | types.AnnotatedTextEdit], encoding: str
+) -> str:
     """Apply LSP ``TextEdit``s (all relative to ``text``) and return the new text."""
     lines, eols = split_keep_eols(text)
     spans: list[tuple[int, int, str]] = []
     for edit in edits:
-        rng = edit["range"]
-        start = offset_of(lines, rng["start"]["line"], rng["start"]["character"], encoding, eols)
-        end = offset_of(lines, rng["end"]["line"], rng["end"]["character"], encoding, eols)
-        spans.append((start, end, edit["newText"]))
+        rng = edit.range
+        start = offset_of(lines, rng.start.line, rng.start.character, encoding, eols)
+        end = offset_of(lines, rng.end.line, rng.end.character, encoding, eols)
+        spans.append((start, end, edit.new_text))
     # stable sort keeps the server's order for edits inserted at one position
     spans.sort(key=lambda span: (span[0], span[1]))
     for (_, prev_end, _), (start, _, _) in itertools.pairwise(spans):

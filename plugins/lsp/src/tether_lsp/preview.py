@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import attrs
+from lsprotocol import types
 
 import tether
 from tether.text import cap
@@ -33,8 +34,8 @@ MAX_FILES = 20  # files of one change a preview sends to the servers; the rest a
 class _Answer:
     """One server's word on one staged file."""
 
-    baseline: list[dict[str, Any]] | None = None
-    items: list[dict[str, Any]] | None = None
+    baseline: list[types.Diagnostic] | None = None
+    items: list[types.Diagnostic] | None = None
     failure: str | None = None
 
 
@@ -187,15 +188,15 @@ def _describe(
     return head + "\n" + "\n".join(f"  {row}" for row in shown) + tail, found
 
 
-def _meta_of(fresh: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _meta_of(fresh: list[types.Diagnostic]) -> list[dict[str, Any]]:
     """The diagnostics a file would introduce, as the note's ``meta`` gives them."""
     return [
         {
-            "line": d.get("range", {}).get("start", {}).get("line", 0) + 1,
-            "severity": d.get("severity") or 1,
-            "code": d.get("code"),
-            "source": d.get("source"),
-            "message": d.get("message", ""),
+            "line": d.range.start.line + 1,
+            "severity": int(d.severity or 1),
+            "code": d.code,
+            "source": d.source,
+            "message": d.message,
         }
         for d in fresh
     ]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from lsprotocol import types
 
 import tether
 from tether.text import cap, truncate
@@ -25,6 +26,7 @@ from tether_lsp.render import (
     display_path,
     format_diagnostics,
     hover_text,
+    location_ranges,
     outside_note,
     places,
     symbol_rows,
@@ -80,13 +82,15 @@ class Session:
     def rel(self) -> str:
         return self.supervisor.relative(self.doc.path)
 
-    def position(self, line: int, symbol: str) -> tuple[SymbolPosition, dict[str, Any]]:
+    def position(
+        self, line: int, symbol: str
+    ) -> tuple[SymbolPosition, types.TextDocumentPositionParams]:
         pos = resolve_position(self.doc.text, line, symbol, where=self.rel)
         character = to_lsp_character(pos.line_text, pos.start, self.client.encoding)
-        params = {
-            "textDocument": {"uri": self.doc.uri},
-            "position": {"line": pos.line, "character": character},
-        }
+        params = types.TextDocumentPositionParams(
+            text_document=types.TextDocumentIdentifier(uri=self.doc.uri),
+            position=types.Position(line=pos.line, character=character),
+        )
         return pos, params
 
     def require(self, method: str, capability: str, action: str) -> None:
@@ -210,9 +214,14 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
     method, capability, noun = NAVIGATION[action]
     session.require(method, capability, action)
     pos, params = session.position(line, symbol)
+    asked: types.TextDocumentPositionParams | types.ReferenceParams = params
     if action == "references":
-        params["context"] = {"includeDeclaration": True}
-    result = await session.client.request(method, params)
+        asked = types.ReferenceParams(
+            context=types.ReferenceContext(include_declaration=True),
+            text_document=params.text_document,
+            position=params.position,
+        )
+    result = await session.client.ask(method, asked)
     found = places(result)
     target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
     if not found:
@@ -253,20 +262,6 @@ async def navigate(session: Session, action: str, line: int, symbol: str) -> str
     return text
 
 
-def location_ranges(result: Any) -> list[tuple[str, dict[str, Any]]]:
-    """(uri, range) of each Location / LocationLink in a navigation answer."""
-    items = result if isinstance(result, list) else [result] if result else []
-    pairs = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        uri = item.get("targetUri") or item.get("uri")
-        rng = item.get("targetSelectionRange") or item.get("range") or item.get("targetRange")
-        if uri and isinstance(rng, dict):
-            pairs.append((uri, rng))
-    return pairs
-
-
 async def call_hierarchy(session: Session, action: str, line: int, symbol: str) -> str:
     """``incoming_calls``: every call site of the function, with the function holding it;
     ``outgoing_calls``: every function it calls, where it is declared and called from."""
@@ -274,8 +269,7 @@ async def call_hierarchy(session: Session, action: str, line: int, symbol: str) 
     session.require("textDocument/prepareCallHierarchy", "callHierarchyProvider", action)
     pos, params = session.position(line, symbol)
     target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
-    items = await client.request("textDocument/prepareCallHierarchy", params) or []
-    items = [item for item in items if isinstance(item, dict)]
+    items = await client.ask("textDocument/prepareCallHierarchy", params) or []
     if not items:
         note = session.indexing_note()
         if note:
@@ -284,12 +278,15 @@ async def call_hierarchy(session: Session, action: str, line: int, symbol: str) 
     item = items[0]
     incoming = action == "incoming_calls"
     method = "callHierarchy/incomingCalls" if incoming else "callHierarchy/outgoingCalls"
-    calls = [call for call in await client.request(method, {"item": item}) or [] if call]
+    asked = (
+        types.CallHierarchyIncomingCallsParams(item=item)
+        if incoming
+        else types.CallHierarchyOutgoingCallsParams(item=item)
+    )
+    calls = [call for call in await client.ask(method, asked) or [] if call]
     workdir = session.supervisor.workdir
     sources = SourceLines(client)
-    await sources.load(
-        [item.get("uri", ""), *((c.get("from") or c.get("to") or {}).get("uri", "") for c in calls)]
-    )
+    await sources.load([item.uri, *(_other(call).uri for call in calls)])
     rows = _call_rows(calls, item, incoming, sources, workdir)
     if not rows:
         note = session.indexing_note()
@@ -308,33 +305,41 @@ async def call_hierarchy(session: Session, action: str, line: int, symbol: str) 
     return head + ":\n" + "\n".join(shown)
 
 
+Call = types.CallHierarchyIncomingCall | types.CallHierarchyOutgoingCall
+
+
+def _other(call: Call) -> types.CallHierarchyItem:
+    """The function at the other end of a call: the caller (incoming), the callee (outgoing)."""
+    return call.from_ if isinstance(call, types.CallHierarchyIncomingCall) else call.to
+
+
 def _call_rows(
-    calls: list[Any], item: dict[str, Any], incoming: bool, sources: SourceLines, workdir: Path
+    calls: list[Call],
+    item: types.CallHierarchyItem,
+    incoming: bool,
+    sources: SourceLines,
+    workdir: Path,
 ) -> list[str]:
     """One line per call site (incoming) or per function called (outgoing), repeats dropped."""
     rows: list[str] = []
     for call in calls:
-        other = call.get("from" if incoming else "to") or {}
-        kind = SYMBOL_KINDS.get(other.get("kind", 0), "symbol")
-        name = other.get("name", "?")
+        other = _other(call)
+        kind = SYMBOL_KINDS.get(int(other.kind), "symbol")
+        name = other.name
         # incoming: the call sites are in the caller; outgoing: in the function asked about
-        site_uri = other.get("uri", "") if incoming else item.get("uri", "")
+        site_uri = other.uri if incoming else item.uri
         site_path = uri_to_path(site_uri)
         sites = [
-            sources.describe(
-                Place(site_path, site_uri, r["start"]["line"], r["start"]["character"]), workdir
-            )
-            for r in call.get("fromRanges") or []
+            sources.describe(Place(site_path, site_uri, r.start.line, r.start.character), workdir)
+            for r in call.from_ranges or []
         ]
         if incoming:
             holder = name if name.startswith("(") else f"{kind} {name}"  # "(module) use.py"
             rows += [f"{site} — in {holder}" for site in sites]
         else:
-            start = (other.get("selectionRange") or other.get("range") or {}).get("start", {})
-            uri = other.get("uri", "")
+            start = other.selection_range.start
             declared = sources.describe(
-                Place(uri_to_path(uri), uri, start.get("line", 0), start.get("character", 0)),
-                workdir,
+                Place(uri_to_path(other.uri), other.uri, start.line, start.character), workdir
             )
             at = ", ".join(site.split(": ", 1)[0] for site in sites)
             rows.append(f"{kind} {name} — {declared} (called at {at})")
@@ -344,7 +349,7 @@ def _call_rows(
 async def hover(session: Session, line: int, symbol: str) -> str:
     session.require("textDocument/hover", "hoverProvider", "hover")
     pos, params = session.position(line, symbol)
-    text = hover_text(await session.client.request("textDocument/hover", params))
+    text = hover_text(await session.client.ask("textDocument/hover", params))
     if not text:
         note = session.indexing_note()
         target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
@@ -356,8 +361,9 @@ async def hover(session: Session, line: int, symbol: str) -> str:
 
 async def document_symbols(session: Session) -> str:
     session.require("textDocument/documentSymbol", "documentSymbolProvider", "symbols")
-    result = await session.client.request(
-        "textDocument/documentSymbol", {"textDocument": {"uri": session.doc.uri}}
+    document = types.TextDocumentIdentifier(uri=session.doc.uri)
+    result = await session.client.ask(
+        "textDocument/documentSymbol", types.DocumentSymbolParams(text_document=document)
     )
     rows = symbol_rows(result)
     if not rows:
@@ -450,7 +456,7 @@ async def _workspace_search(supervisor: LspSupervisor, choice: Choice, query: st
             if loaded is None:
                 opened = supervisor.relative(first)
     await client.wait_ready(supervisor.config.ready_timeout_s)
-    result = await client.request("workspace/symbol", {"query": query})
+    result = await client.ask("workspace/symbol", types.WorkspaceSymbolParams(query=query))
     sources = SourceLines(client)
     await sources.load(place.uri for *_, place, _ in symbol_rows(result) if place is not None)
     section = _workspace_section(supervisor, client, query, result, sources)
@@ -538,7 +544,11 @@ def _first_source_file_in(spec: ServerSpec, root: Path, limit: int = 5000) -> Pa
 
 
 def _workspace_section(
-    supervisor: LspSupervisor, client: LspClient, query: str, result: Any, sources: SourceLines
+    supervisor: LspSupervisor,
+    client: LspClient,
+    query: str,
+    result: list[types.SymbolInformation] | list[types.WorkspaceSymbol] | None,
+    sources: SourceLines,
 ) -> str:
     rows = symbol_rows(result)
     if not rows:
@@ -570,13 +580,13 @@ def diagnostics_wait_s(supervisor: LspSupervisor) -> float:
     return max(config.diagnostics_timeout_s, config.request_timeout_s)
 
 
-async def current_diagnostics(session: Session) -> list[dict[str, Any]] | None:
+async def current_diagnostics(session: Session) -> list[types.Diagnostic] | None:
     """The diagnostics of the document's current version (waiting for them, bounded)."""
     timeout = diagnostics_wait_s(session.supervisor)
     return await session.client.current_diagnostics(session.doc, timeout)
 
 
-Answers = list[tuple[LspClient, list[dict[str, Any]]]]
+Answers = list[tuple[LspClient, list[types.Diagnostic]]]
 
 
 def merge_diagnostics(answers: Answers) -> Answers:
@@ -587,12 +597,12 @@ def merge_diagnostics(answers: Answers) -> Answers:
     for client, items in answers:
         kept = []
         for item in items:
-            start = item.get("range", {}).get("start", {})
-            key = (*diagnostic_key(item), start.get("line"), start.get("character"))
+            start = item.range.start
+            key = (*diagnostic_key(item), start.line, start.character)
             if key in seen:
                 continue
             seen.add(key)
-            kept.append(item if item.get("source") else {**item, "source": client.spec.id})
+            kept.append(item if item.source else attrs.evolve(item, source=client.spec.id))
         merged.append((client, kept))
     return merged
 
@@ -676,7 +686,7 @@ def seen_of(answers: Answers, rel: str, doc: OpenDocument) -> Seen:
         (item, format_diagnostics([item], rel, doc.text, client.encoding)[0])
         for client, found in answers
         for item in found
-        if (item.get("severity") or 1) in REPORTED_SEVERITIES
+        if (item.severity or 1) in REPORTED_SEVERITIES
     )
     stamp = (doc.mtime_ns, doc.size) if doc.size >= 0 else None
     return Seen(items, stamp)
@@ -704,8 +714,7 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
     session.require("textDocument/codeAction", "codeActionProvider", "code_actions")
     pos, params = session.position(line, symbol)
     end = to_lsp_character(pos.line_text, pos.end, session.client.encoding)
-    start = params["position"]
-    rng = {"start": start, "end": {"line": pos.line, "character": end}}
+    rng = types.Range(start=params.position, end=types.Position(line=pos.line, character=end))
     # quick fixes are offered for the diagnostics in the request: wait (briefly) for this
     # version's
     current = await session.client.current_diagnostics(
@@ -720,39 +729,34 @@ async def code_actions(session: Session, line: int, symbol: str) -> str:
             f"within {timeout:g} s; quick fixes for them may be missing)"
         )
         current = []
-    on_line = [
-        d
-        for d in current
-        if d.get("range", {}).get("start", {}).get("line", -1)
-        <= pos.line
-        <= d.get("range", {}).get("end", {}).get("line", -1)
-    ]
-    result = await session.client.request(
-        "textDocument/codeAction",
-        {
-            "textDocument": {"uri": session.doc.uri},
-            "range": rng,
-            "context": {"diagnostics": on_line, "triggerKind": 1},
-        },
+    on_line = [d for d in current if d.range.start.line <= pos.line <= d.range.end.line]
+    context = types.CodeActionContext(
+        diagnostics=on_line, trigger_kind=types.CodeActionTriggerKind.Invoked
     )
-    actions = [a for a in (result or []) if isinstance(a, dict)]
+    asked = types.CodeActionParams(text_document=params.text_document, range=rng, context=context)
+    actions = await session.client.ask("textDocument/codeAction", asked) or []
     target = f"`{pos.line_text[pos.start : pos.end]}` at {session.rel}:{line}"
     if not actions:
         return f"no code actions offered by {session.client.spec.id} for {target}{missing}"
     rows = []
     for action in actions:
-        kind = action.get("kind")
-        flags = []
-        if kind:
-            flags.append(str(kind))
-        if action.get("isPreferred"):
-            flags.append("preferred")
-        edit = action.get("edit") or {}
-        files = len(edit.get("changes") or {}) or len(edit.get("documentChanges") or [])
-        if files:
-            flags.append(f"edits {files} file{'s' if files != 1 else ''}")
-        suffix = f" [{', '.join(flags)}]" if flags else ""
-        rows.append(f"- {action.get('title', '?')}{suffix}")
+        rows.append(f"- {action.title}{_action_flags(action)}")
     shown, note = _capped(rows, CODE_ACTIONS_CAP, "code actions")
     head = f"{len(actions)} code actions for {target} ({session.client.spec.id})"
     return head + (f" ({note})" if note else "") + ":\n" + "\n".join(shown) + missing
+
+
+def _action_flags(action: types.CodeAction | types.Command) -> str:
+    """`` [quickfix, preferred, edits 2 files]`` for a code action; "" for a bare command."""
+    if isinstance(action, types.Command):
+        return ""
+    flags = []
+    if action.kind:
+        flags.append(str(getattr(action.kind, "value", action.kind)))
+    if action.is_preferred:
+        flags.append("preferred")
+    edit = action.edit
+    files = len(edit.changes or {}) or len(edit.document_changes or []) if edit else 0
+    if files:
+        flags.append(f"edits {files} file{'s' if files != 1 else ''}")
+    return f" [{', '.join(flags)}]" if flags else ""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
+
+from lsprotocol import types
 
 import tether
 from tether.workdir.paths import confine
@@ -14,21 +16,30 @@ from tether_lsp.documents import uri_to_path
 from tether_lsp.positions import apply_text_edits
 from tether_lsp.queries import Session
 
+Edits = dict[str, list[types.TextEdit | types.AnnotatedTextEdit]]
 
-def edits_by_file(edit: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+
+def edits_by_file(edit: types.WorkspaceEdit) -> Edits:
     """``changes`` or ``documentChanges`` -> uri -> TextEdits; file operations are refused."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for change in edit.get("documentChanges") or []:
-        if "kind" in change:
+    grouped: Edits = {}
+    for change in edit.document_changes or []:
+        if not isinstance(change, types.TextDocumentEdit):
+            uri = change.old_uri if isinstance(change, types.RenameFile) else change.uri
             raise tether.ToolError(
-                f"the server's rename also wants to {change['kind']} a file "
-                f"({change.get('uri') or change.get('oldUri')}); tether applies text edits only, "
-                "nothing was written"
+                f"the server's rename also wants to {change.kind} a file "
+                f"({uri}); tether applies text edits only, nothing was written"
             )
-        uri = change["textDocument"]["uri"]
-        grouped.setdefault(uri, []).extend(change.get("edits") or [])
-    for uri, edits in (edit.get("changes") or {}).items():
-        grouped.setdefault(uri, []).extend(edits or [])
+        edits: list[types.TextEdit | types.AnnotatedTextEdit] = []
+        for text_edit in change.edits:
+            if isinstance(text_edit, types.SnippetTextEdit):
+                raise tether.ToolError(
+                    f"the server's rename sent a snippet edit for {change.text_document.uri}; "
+                    "tether applies text edits only, nothing was written"
+                )
+            edits.append(text_edit)
+        grouped.setdefault(change.text_document.uri, []).extend(edits)
+    for uri, plain in (edit.changes or {}).items():
+        grouped.setdefault(uri, []).extend(plain or [])
     return grouped
 
 
@@ -45,7 +56,7 @@ async def rename(
     old_name, grouped, (changes, synced, counts) = await _proposal(session, line, symbol, new_name)
     # part of the proposal: where else the old name occurs, and whether the server could see it
     spans = await crosscheck.covered_spans(
-        client, [(uri, e["range"]) for uri, edits in grouped.items() for e in edits]
+        client, [(uri, e.range) for uri, edits in grouped.items() for e in edits]
     )
     unseen = await crosscheck.uncovered(client, coverage.index_of(supervisor), old_name, spans)
     missed = unseen.found
@@ -66,9 +77,7 @@ async def rename(
 
 async def _proposal(
     session: Session, line: int, symbol: str, new_name: str
-) -> tuple[
-    str, dict[str, list[dict[str, Any]]], tuple[list[FileChange], dict[Path, Path], dict[Path, int]]
-]:
+) -> tuple[str, Edits, tuple[list[FileChange], dict[Path, Path], dict[Path, int]]]:
     """The server's rename, computed and read against the files; nothing is written."""
     client = session.client
     if not new_name.strip():
@@ -77,8 +86,11 @@ async def _proposal(
     pos, params = session.position(line, symbol)
     old_name = pos.line_text[pos.start : pos.end]
     old_name = await _prepared_name(session, line, params, old_name)
-    edit = await client.request("textDocument/rename", {**params, "newName": new_name})
-    grouped = edits_by_file(edit or {})
+    asked = types.RenameParams(
+        text_document=params.text_document, position=params.position, new_name=new_name
+    )
+    edit = await client.ask("textDocument/rename", asked)
+    grouped = edits_by_file(edit or types.WorkspaceEdit())
     if not grouped:
         raise tether.ToolError(
             f"{client.spec.id} returned no edits for renaming `{old_name}` at "
@@ -102,14 +114,16 @@ async def proposed_change(
     return tether.StagedChange(files, origin="lsp_rename")
 
 
-async def _prepared_name(session: Session, line: int, params: dict[str, Any], old_name: str) -> str:
+async def _prepared_name(
+    session: Session, line: int, params: types.TextDocumentPositionParams, old_name: str
+) -> str:
     """Ask a server that prepares renames whether the position can be renamed (once more when
     it is still taking in our changes); the name it would rename (its placeholder)."""
     client, supervisor = session.client, session.supervisor
-    provider = client.capabilities.get("renameProvider")
-    if isinstance(provider, dict) and provider.get("prepareProvider"):
+    provider = client.capabilities.rename_provider
+    if isinstance(provider, types.RenameOptions) and provider.prepare_provider:
         settled = client.settled
-        prepared = await client.request("textDocument/prepareRename", params)
+        prepared = await client.ask("textDocument/prepareRename", params)
         if not prepared and session.fresh:
             # pyright refuses a symbol whose files it is still taking in; ask again once the
             # work our changes started has ended (bounded), instead of sleeping
@@ -117,19 +131,19 @@ async def _prepared_name(session: Session, line: int, params: dict[str, Any], ol
                 lambda: client.settled > settled and client.is_ready(),
                 supervisor.config.ready_timeout_s,
             )
-            prepared = await client.request("textDocument/prepareRename", params)
+            prepared = await client.ask("textDocument/prepareRename", params)
         if not prepared:
             raise tether.ToolError(
                 f"{client.spec.id} cannot rename `{old_name}` at {session.rel}:{line} "
                 "(prepareRename refused the position); nothing was written"
             )
-        if isinstance(prepared, dict) and isinstance(prepared.get("placeholder"), str):
-            old_name = prepared["placeholder"]
+        if isinstance(prepared, types.PrepareRenamePlaceholder):
+            old_name = prepared.placeholder
     return old_name
 
 
 async def _planned_changes(
-    session: Session, grouped: dict[str, list[dict[str, Any]]]
+    session: Session, grouped: Edits
 ) -> tuple[list[FileChange], dict[Path, Path], dict[Path, int]]:
     """The files the edits change: their changes, the path the server knows each written one
     by, and the edits per file; a :class:`tether.ToolError` for any file that cannot be
@@ -177,7 +191,7 @@ async def _planned_changes(
         if after != text:
             changes.append(FileChange(real, before, after.encode("utf-8")))
             synced[real] = path
-            counts[path] = sum(1 for e in edits if e.get("newText") is not None)
+            counts[path] = len(edits)
     return changes, synced, counts
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
+from lsprotocol import types
 
 from tether.text import show_path, truncate
 from tether.workdir.paths import OUTSIDE
@@ -136,42 +136,52 @@ def outside_note(found: list[Place], workdir: Path) -> str | None:
     return f"({count} outside the workdir: in {'; '.join(where)})"
 
 
-def places(result: Any) -> list[Place]:
-    """Location | Location[] | LocationLink[] | null -> sorted unique places."""
+Locations = types.Location | Sequence[types.Location | types.LocationLink] | None
+
+
+def location_ranges(result: Locations) -> list[tuple[str, types.Range]]:
+    """(uri, range) of each Location / LocationLink of a navigation answer: a link's target
+    selection range (the name, not the whole declaration)."""
     if result is None:
         return []
-    items = result if isinstance(result, list) else [result]
+    items = [result] if isinstance(result, types.Location) else result
+    return [
+        (item.target_uri, item.target_selection_range)
+        if isinstance(item, types.LocationLink)
+        else (item.uri, item.range)
+        for item in items
+    ]
+
+
+def places(result: Locations) -> list[Place]:
+    """Location | Location[] | LocationLink[] | null -> sorted unique places."""
     found: dict[tuple[str, int, int], Place] = {}
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        uri = item.get("targetUri") or item.get("uri")
-        rng = item.get("targetSelectionRange") or item.get("range") or item.get("targetRange")
-        if not uri or not rng:
-            continue
-        start = rng["start"]
+    for uri, rng in location_ranges(result):
+        start = rng.start
         found.setdefault(
-            (uri, start["line"], start["character"]),
-            Place(uri_to_path(uri), uri, start["line"], start["character"]),
+            (uri, start.line, start.character),
+            Place(uri_to_path(uri), uri, start.line, start.character),
         )
     return [found[key] for key in sorted(found)]
 
 
-def hover_text(result: Any) -> str:
-    if not result:
+def hover_text(result: types.Hover | None) -> str:
+    if result is None:
         return ""
-    contents = result.get("contents") if isinstance(result, dict) else result
-    parts = contents if isinstance(contents, list) else [contents]
+    contents = result.contents
+    parts: Sequence[str | types.MarkedStringWithLanguage | types.MarkupContent] = (
+        contents if isinstance(contents, Sequence) and not isinstance(contents, str) else [contents]
+    )
     out: list[str] = []
     for part in parts:
         if isinstance(part, str):  # a MarkedString: markdown
             out.append(markdown_text(part))
-        elif isinstance(part, dict) and "language" in part:
-            out.append(f"```{part['language']}\n{part.get('value', '')}\n```")
-        elif isinstance(part, dict) and part.get("kind") == "plaintext":
-            out.append(str(part.get("value", "")))
-        elif isinstance(part, dict):
-            out.append(markdown_text(str(part.get("value", ""))))
+        elif isinstance(part, types.MarkedStringWithLanguage):
+            out.append(f"```{part.language}\n{part.value}\n```")
+        elif part.kind == types.MarkupKind.PlainText:
+            out.append(part.value)
+        else:
+            out.append(markdown_text(part.value))
     return "\n\n".join(chunk for chunk in out if chunk.strip()).strip()
 
 
@@ -198,60 +208,61 @@ def markdown_text(markdown: str) -> str:
     return "".join(out)
 
 
-def diagnostic_line(diagnostic: dict[str, Any], where: str, line_text: str, encoding: str) -> str:
-    start = diagnostic.get("range", {}).get("start", {"line": 0, "character": 0})
-    column = from_lsp_character(line_text, start.get("character", 0), encoding) + 1
-    severity = SEVERITIES.get(diagnostic.get("severity") or 1, "error")
-    code = diagnostic.get("code")
+def diagnostic_line(diagnostic: types.Diagnostic, where: str, line_text: str, encoding: str) -> str:
+    start = diagnostic.range.start
+    column = from_lsp_character(line_text, start.character, encoding) + 1
+    severity = SEVERITIES.get(diagnostic.severity or 1, "error")
+    code = diagnostic.code
     code_text = f" [{code}]" if code not in (None, "") else ""
-    message = str(diagnostic.get("message", "")).strip().replace("\n", " ")
-    source = diagnostic.get("source")
+    message = diagnostic.message.strip().replace("\n", " ")
+    source = diagnostic.source
     source_text = f" ({source})" if source else ""
-    return (
-        f"{where}:{start.get('line', 0) + 1}:{column} {severity}{code_text}: {message}{source_text}"
-    )
+    return f"{where}:{start.line + 1}:{column} {severity}{code_text}: {message}{source_text}"
 
 
 def format_diagnostics(
-    diagnostics: list[dict[str, Any]], rel: str, text: str, encoding: str
+    diagnostics: list[types.Diagnostic], rel: str, text: str, encoding: str
 ) -> list[str]:
     lines = split_lines(text)
     out = []
     for diagnostic in sorted(diagnostics, key=diagnostic_order):
-        line = diagnostic.get("range", {}).get("start", {}).get("line", 0)
+        line = diagnostic.range.start.line
         out.append(
             diagnostic_line(diagnostic, rel, lines[line] if line < len(lines) else "", encoding)
         )
     return out
 
 
-def diagnostic_order(diagnostic: dict[str, Any]) -> tuple[int, int, int]:
-    start = diagnostic.get("range", {}).get("start", {})
-    return (start.get("line", 0), start.get("character", 0), diagnostic.get("severity") or 1)
+def diagnostic_order(diagnostic: types.Diagnostic) -> tuple[int, int, int]:
+    start = diagnostic.range.start
+    return (start.line, start.character, int(diagnostic.severity or 1))
 
 
-def symbol_rows(result: Any) -> list[tuple[int, str, str, Place | None, str]]:
+Symbol = types.SymbolInformation | types.WorkspaceSymbol | types.DocumentSymbol
+
+
+def symbol_rows(result: Sequence[Symbol] | None) -> list[tuple[int, str, str, Place | None, str]]:
     """(depth, kind, name, place, container) for document or workspace symbols."""
     rows: list[tuple[int, str, str, Place | None, str]] = []
 
-    def walk(items: list[Any], depth: int, parent: str) -> None:
+    def walk(items: Sequence[Symbol], depth: int, parent: str) -> None:
         for item in items:
-            if not isinstance(item, dict):
-                continue
-            kind = SYMBOL_KINDS.get(item.get("kind", 0), "symbol")
-            name = str(item.get("name", "?"))
+            kind = SYMBOL_KINDS.get(int(item.kind), "symbol")
             place: Place | None = None
-            if "location" in item:
-                loc = item["location"]
-                start = (loc.get("range") or {}).get("start", {"line": 0, "character": 0})
-                place = Place(
-                    uri_to_path(loc["uri"]), loc["uri"], start["line"], start["character"]
-                )
-            elif "selectionRange" in item:
-                start = item["selectionRange"]["start"]
-                place = Place(None, "", start["line"], start["character"])
-            rows.append((depth, kind, name, place, str(item.get("containerName") or parent)))
-            walk(item.get("children") or [], depth + 1, name)
+            container = parent
+            if isinstance(item, types.DocumentSymbol):
+                start = item.selection_range.start
+                place = Place(None, "", start.line, start.character)
+            else:
+                loc = item.location
+                # a WorkspaceSymbol may carry its file alone (resolved on request)
+                rng = getattr(loc, "range", None)
+                line, character = (rng.start.line, rng.start.character) if rng else (0, 0)
+                place = Place(uri_to_path(loc.uri), loc.uri, line, character)
+                container = item.container_name or parent
+            rows.append((depth, kind, item.name, place, container))
+            if isinstance(item, types.DocumentSymbol):
+                walk(item.children or [], depth + 1, item.name)
 
-    walk(result if isinstance(result, list) else [], 0, "")
+    walk(result or [], 0, "")
     return rows

@@ -57,6 +57,11 @@ class MethodNotFound(Exception):
     """Raised by a request handler for a method it does not handle (answered ``-32601``)."""
 
 
+class InvalidParams(Exception):
+    """Raised by ``on_request`` for a server's request whose params do not fit the protocol:
+    answered with an error saying which field (the connection goes on)."""
+
+
 #: answers a request of the server: (method, params) -> result, or raises MethodNotFound
 RequestHandler = Callable[[str, Any], Any]
 #: told each notification of the server: (method, params)
@@ -252,6 +257,8 @@ class RpcConnection:
                 reply = {"result": self._on_request(method, message.get("params"))}
             except MethodNotFound:
                 reply = {"error": {"code": -32601, "message": f"{method} not handled"}}
+            except InvalidParams as exc:
+                reply = {"error": {"code": -32602, "message": str(exc)}}
             await self._send({"id": message["id"], **reply})
         else:
             self._on_notification(method, message.get("params") or {})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+from lsprotocol import types
 
 from tether_lsp.documents import OpenDocument
 from tether_lsp.rpc import RequestTimedOut
@@ -22,30 +23,30 @@ PASSES = ("syntacticDiagnosticsSync", "semanticDiagnosticsSync", "suggestionDiag
 _SEVERITY = {"error": 1, "warning": 2, "suggestion": 4}
 
 
-def _position(location: dict[str, Any]) -> dict[str, int]:
+def _position(location: dict[str, Any]) -> types.Position:
     # tsserver counts lines and UTF-16 offsets from 1
-    return {"line": int(location["line"]) - 1, "character": int(location["offset"]) - 1}
+    return types.Position(line=int(location["line"]) - 1, character=int(location["offset"]) - 1)
 
 
-def to_lsp(diagnostic: dict[str, Any]) -> dict[str, Any]:
-    """One tsserver diagnostic as the LSP diagnostic typescript-language-server publishes."""
-    tags = [1] if diagnostic.get("reportsUnnecessary") else []
-    tags += [2] if diagnostic.get("reportsDeprecated") else []
-    converted: dict[str, Any] = {
-        "range": {"start": _position(diagnostic["start"]), "end": _position(diagnostic["end"])},
-        "message": str(diagnostic.get("text", "")),
-        "severity": _SEVERITY.get(str(diagnostic.get("category")), 1),
-        "code": diagnostic.get("code"),
-        "source": diagnostic.get("source") or "typescript",
-    }
-    if tags:
-        converted["tags"] = tags
-    return converted
+def to_lsp(diagnostic: dict[str, Any]) -> types.Diagnostic:
+    """One tsserver diagnostic (tsserver's protocol, not LSP's) as the LSP diagnostic
+    typescript-language-server publishes."""
+    tags = [types.DiagnosticTag.Unnecessary] if diagnostic.get("reportsUnnecessary") else []
+    tags += [types.DiagnosticTag.Deprecated] if diagnostic.get("reportsDeprecated") else []
+    code = diagnostic.get("code")
+    return types.Diagnostic(
+        range=types.Range(start=_position(diagnostic["start"]), end=_position(diagnostic["end"])),
+        message=str(diagnostic.get("text", "")),
+        severity=types.DiagnosticSeverity(_SEVERITY.get(str(diagnostic.get("category")), 1)),
+        code=code if isinstance(code, int | str) else None,
+        source=str(diagnostic.get("source") or "typescript"),
+        tags=tags or None,
+    )
 
 
-async def pull(client: Any, doc: OpenDocument, timeout_s: float) -> list[dict[str, Any]] | None:
+async def pull(client: Any, doc: OpenDocument, timeout_s: float) -> list[types.Diagnostic] | None:
     """The diagnostics of ``doc``'s current text, all three passes (None: not in time)."""
-    items: list[dict[str, Any]] = []
+    items: list[types.Diagnostic] = []
     deadline = anyio.current_time() + timeout_s
     for command in PASSES:
         # the document in the params ties a request kept past its timeout to this text: a
