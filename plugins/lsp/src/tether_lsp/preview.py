@@ -125,18 +125,11 @@ async def _ask(
             answers[(id(client), path)].failure = f"{client.spec.id}: {exc}"
 
 
-def _describe(
-    supervisor: LspSupervisor,
-    path: Path,
-    staged: tether.StagedFile,
-    got: list[tuple[LspClient, _Answer]],
-    notes: list[str],
-    timeout: float,
-    renames: list[tuple[str, str]],
-) -> tuple[str, list[dict[str, Any]]]:
-    """One file's lines, and the diagnostics it would introduce (for ``meta``)."""
-    rel = supervisor.relative(path)
-    notes = list(notes)
+def _computed(
+    got: list[tuple[LspClient, _Answer]], rel: str, timeout: float, notes: list[str]
+) -> tuple[Answers, Answers, bool]:
+    """Each server's diagnostics of the staged text and of the current one (its baseline), and
+    whether a baseline is missing; what a server did not compute goes into ``notes``."""
     current: Answers = []
     baselines: Answers = []
     baseline_missing = False
@@ -155,6 +148,22 @@ def _describe(
             baseline_missing = True
         else:
             baselines.append((client, answer.baseline))
+    return current, baselines, baseline_missing
+
+
+def _describe(
+    supervisor: LspSupervisor,
+    path: Path,
+    staged: tether.StagedFile,
+    got: list[tuple[LspClient, _Answer]],
+    notes: list[str],
+    timeout: float,
+    renames: list[tuple[str, str]],
+) -> tuple[str, list[dict[str, Any]]]:
+    """One file's lines, and the diagnostics it would introduce (for ``meta``)."""
+    rel = supervisor.relative(path)
+    notes = list(notes)
+    current, baselines, baseline_missing = _computed(got, rel, timeout, notes)
     tail = "".join(f"\n  ({note})" for note in notes)
     if not current:
         return f"- {rel}: no diagnostics computed{tail}", []
