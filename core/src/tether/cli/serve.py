@@ -343,6 +343,20 @@ class _SocketOut:
                     return
 
 
+def _flock_within(fd: int, seconds: float, poll_s: float) -> bool:
+    """Take ``fd``'s exclusive lock, trying every ``poll_s`` for up to ``seconds``; False when
+    it is still held by another process then."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(poll_s)
+
+
 @contextlib.contextmanager
 def _held_lock(paths: ServerPaths) -> Iterator[None]:
     """The server's lock for its whole life; a second server for the same key is refused. A
@@ -350,19 +364,11 @@ def _held_lock(paths: ServerPaths) -> Iterator[None]:
     takes and drops it): a lock still held after :data:`LOCK_PATIENCE_S` is a live server's."""
     fd = _open_lock(paths.lock)
     try:
-        deadline = time.monotonic() + LOCK_PATIENCE_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() < deadline:
-                    time.sleep(0.01)
-                    continue
-                raise ServeError(
-                    f"a server for this workdir and configuration is running already "
-                    f"(socket {paths.socket}); `tether serve --stop` ends it"
-                ) from None
+        if not _flock_within(fd, LOCK_PATIENCE_S, poll_s=0.01):
+            raise ServeError(
+                f"a server for this workdir and configuration is running already "
+                f"(socket {paths.socket}); `tether serve --stop` ends it"
+            )
         yield
     finally:
         os.close(fd)
@@ -465,16 +471,8 @@ def find_endpoint(ns: Any, *, warm: bool) -> Path:
     fd = _open_lock(paths.start_lock)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ServeError(
-                        "--warm: another client's server start took too long"
-                    ) from None
-                time.sleep(0.05)
+        if not _flock_within(fd, START_TIMEOUT_S, poll_s=0.05):
+            raise ServeError("--warm: another client's server start took too long")
         if not (server_alive(paths) and paths.socket.exists()):
             _start_server(ns, workdir, paths, deadline)
         return paths.socket
