@@ -60,14 +60,14 @@ def test_concurrent_queries_share_refreshes_and_see_a_later_change(case, tmp_pat
                 await anyio.sleep(0.5)
             [client] = run.resources["lsp_supervisor"].clients
             refreshes = 0
-            refresh = client._refresh_files
+            refresh = client.sync._refresh_files
 
             async def counted(resent: list[Any]) -> bool:
                 nonlocal refreshes
                 refreshes += 1
                 return await refresh(resent)
 
-            client._refresh_files = counted
+            client.sync._refresh_files = counted
             replies: list[Any] = []
 
             async def ask() -> None:
