@@ -18,8 +18,9 @@ import pytest
 import tether
 from tether import _moved
 
-ROOT = Path(__file__).resolve().parents[2]
-CORE = ROOT / "core" / "src" / "tether"
+HERE = Path(__file__).resolve()
+#: docs/ at the repository's root; in the core's sdist, docs/ beside tests/
+DOCS = next(p for p in (HERE.parents[1] / "docs", HERE.parents[2] / "docs") if p.is_dir())
 
 PUBLIC = {
     "Action", "Actions", "ApprovalRequest", "Approver", "ArgumentError", "ArgumentErrors",
@@ -38,7 +39,7 @@ def test_tethers_own_names_are_unchanged() -> None:
 
 
 def _api_modules() -> set[str]:
-    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
     return set(re.findall(r"^\| `(tether(?:\.\w+)+)`", text, re.M))
 
 
@@ -69,7 +70,7 @@ def test_a_flat_name_of_0_2_is_the_same_module_with_a_warning(old: str) -> None:
 
 
 def _map_in_architecture() -> set[str]:
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
     block = text.split("```text\ncore/src/tether/\n", 1)[1].split("```", 1)[0]
     files: set[str] = set()
     folder = ""
@@ -86,7 +87,8 @@ def _map_in_architecture() -> set[str]:
 
 
 def test_the_core_folders_are_the_architecture_map() -> None:
-    on_disk = {str(p.relative_to(CORE)) for p in CORE.rglob("*.py")}
+    core = Path(tether.__file__).parent  # the installed package: the source tree, or the wheel's
+    on_disk = {str(p.relative_to(core)) for p in core.rglob("*.py")}
     documented = _map_in_architecture()
     on_disk -= {f for f in on_disk if f.endswith("/__init__.py") and f != "cli/__init__.py"}
     assert sorted(on_disk - documented) == [], "modules missing from docs/architecture.md's map"
