@@ -579,6 +579,8 @@ async def serve_http(ns: argparse.Namespace, server: Server[Any]) -> None:
 
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
     http = uvicorn.Server(config)
+    # bound and listening before the ready line: a client that reads it can connect at once
+    listening = config.bind_socket()
     async with manager.run():
         ready = {
             "ready": True,
@@ -589,7 +591,7 @@ async def serve_http(ns: argparse.Namespace, server: Server[Any]) -> None:
         sys.stdout.write(json.dumps(ready) + "\n")
         sys.stdout.flush()
         try:
-            await http.serve()
+            await http.serve(sockets=[listening])
         finally:
             with contextlib.suppress(FileNotFoundError):
                 token_file.unlink()
