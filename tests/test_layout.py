@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -239,21 +239,29 @@ LONG_FUNCTIONS: dict[str, str] = {
 }
 
 
-def long_functions(root: Path) -> dict[str, int]:
-    """``path::function`` -> lines, for every function over MAX_LINES under ``root``'s
-    measured directories (test suites and their fixtures apart)."""
-    found: dict[str, int] = {}
+def measured_sources(root: Path) -> Iterator[tuple[str, list[str], ast.AST]]:
+    """Each measured source file under ``root`` (test suites and their fixtures apart): its
+    path relative to ``root``, its lines and its parsed tree."""
     for top in MEASURED:
         for path in sorted((root / top).rglob("*.py")):
             relative = path.relative_to(root)
             if {"tests", "fixtures", ".venv"} & set(relative.parts):
                 continue
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    assert node.end_lineno is not None
-                    lines = node.end_lineno - node.lineno + 1
-                    if lines > MAX_LINES:
-                        found[f"{relative.as_posix()}::{node.name}"] = lines
+            text = path.read_text()
+            yield relative.as_posix(), text.splitlines(), ast.parse(text, str(path))
+
+
+def long_functions(root: Path) -> dict[str, int]:
+    """``path::function`` -> lines, for every function over MAX_LINES under ``root``'s
+    measured directories (test suites and their fixtures apart)."""
+    found: dict[str, int] = {}
+    for relative, _, tree in measured_sources(root):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                assert node.end_lineno is not None
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_LINES:
+                    found[f"{relative}::{node.name}"] = lines
     return found
 
 
@@ -290,20 +298,14 @@ def long_classes(root: Path) -> dict[str, int]:
     size), for every class over MAX_CLASS_LINES under ``root``'s measured directories (test
     suites and their fixtures apart)."""
     found: dict[str, int] = {}
-    for top in MEASURED:
-        for path in sorted((root / top).rglob("*.py")):
-            relative = path.relative_to(root)
-            if {"tests", "fixtures", ".venv"} & set(relative.parts):
-                continue
-            text = path.read_text()
-            source_lines = text.splitlines()
-            for node in ast.walk(ast.parse(text, str(path))):
-                if isinstance(node, ast.ClassDef):
-                    assert node.end_lineno is not None
-                    body = source_lines[node.lineno - 1 : node.end_lineno]
-                    lines = sum(1 for line in body if line.strip())
-                    if lines > MAX_CLASS_LINES:
-                        found[f"{relative.as_posix()}::{node.name}"] = lines
+    for relative, source_lines, tree in measured_sources(root):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno is not None
+                body = source_lines[node.lineno - 1 : node.end_lineno]
+                lines = sum(1 for line in body if line.strip())
+                if lines > MAX_CLASS_LINES:
+                    found[f"{relative}::{node.name}"] = lines
     return found
 
 
