@@ -28,6 +28,14 @@ AFTER_IMPORT = [*METADATA, "cattrs", "tomllib", "hashlib", "argparse", "tether.c
 
 #: never imported by loading every plugin (what ``tether plugins`` does)
 AFTER_LOAD = [
+    # a plugin's plain ``tether`` requirement is read by packaging's specifiers alone
+    "packaging.requirements",
+    "packaging.markers",
+    # astgrep's grammar table and tree-sitter: imported when a run asks for the grammars
+    "tether_astgrep.grammars",
+    "tree_sitter",
+    # debug's breakpoint machinery: imported by the run's debugger, or the first debug call
+    "tether_debug.breakpoints",
     "cattrs",
     "tomllib",
     "argparse",

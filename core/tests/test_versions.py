@@ -4,6 +4,7 @@ imported."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -93,3 +94,66 @@ def test_packaging_waits_for_a_plugin_that_declares_a_core_range():
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def _by_packaging(requires: list[str]) -> str | None:
+    """The reference: the reading before the fast path, every requirement through
+    ``packaging.requirements``."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for text in requires:
+        head = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", text)
+        if head is None or head[1].lower() != "tether":
+            continue
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            return None
+        if requirement.url or (
+            requirement.marker is not None and not requirement.marker.evaluate({"extra": ""})
+        ):
+            continue
+        return str(requirement.specifier)
+    return None
+
+
+_NAMES = ["tether", "Tether", "TETHER", "tether-lsp", "tethers"]
+_EXTRAS = ["", "[testing]", "[ a , b ]", "[]", "[x"]
+_SPECS = [
+    "",
+    ">=0.2,<0.3",
+    " >= 0.2 , < 0.3 ",
+    "(>=0.2, <0.3)",
+    "==0.2.*",
+    "~=0.2.0",
+    "===0.2",
+    ">= banana",
+    "(>=0.2",
+    ">=0.2)",
+    ">=0.2,,<0.3",
+    "!=0.2.1",
+    "<0.3,",
+    " @ file:///x",
+    "==1!0.2",
+    ">=0.2.0+local",
+    "==0.2.0+local",
+    "== 0.2.*",
+    "<=0.2.*",
+    "<>0.2",
+    "=0.2",
+    ">=0.2 <0.3",
+    '; extra == "test"',
+    '>=0.2; python_version >= "3"',
+    ">=0.2 ; os_name == 'nt'",
+]
+
+
+@pytest.mark.parametrize("name", _NAMES)
+@pytest.mark.parametrize("extras", _EXTRAS)
+@pytest.mark.parametrize("spec", _SPECS)
+def test_the_fast_reading_agrees_with_packaging(name: str, extras: str, spec: str) -> None:
+    """Generated requirements: the plain ones (no marker, no URL) are read with
+    ``packaging.specifiers`` alone (importing ``packaging.requirements`` costs about 10 ms of
+    start-up); whatever the shape, the range found is the one ``packaging.requirements`` finds."""
+    text = f"{name}{extras}{spec}"
+    assert core_requirement([text]) == _by_packaging([text]), text

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 import tether
-from tether_astgrep.grammars import Grammar, all_grammars
+
+if TYPE_CHECKING:
+    from tether_astgrep.grammars import Grammar
 
 
 @tether.hookimpl
@@ -19,6 +21,8 @@ def tether_addhooks(pluginmanager: pluggy.PluginManager) -> None:
 
 @tether.hookimpl
 def tether_astgrep_grammars() -> list[Grammar]:
+    from tether_astgrep.grammars import all_grammars
+
     return all_grammars()
 
 

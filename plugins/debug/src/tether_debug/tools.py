@@ -8,7 +8,6 @@ import attrs
 
 import tether
 from tether.resources import ResourceKey
-from tether_debug.breakpoints import BreakpointSpec
 from tether_debug.config import DebugConfig
 
 if TYPE_CHECKING:
@@ -217,6 +216,7 @@ async def handle_debug(call: tether.CallContext, args: DebugArgs) -> str:
 
 async def _dispatch(supervisor: DebugSupervisor, args: DebugArgs) -> str:
     # the ops are imported by the first call (start-up imports none of the session machinery)
+    from tether_debug.breakpoints import BreakpointSpec
     from tether_debug.ops import breakpoints, control, lifecycle
 
     op = args.op
