@@ -206,6 +206,26 @@ def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         action="store_false",
         help="do not start the workdir's language servers before the first call",
     )
+    p.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="also serve MCP streamable HTTP here (needs tether-mcp-bridge); each client sends "
+        "a bearer token, read from the 0600 file the ready line names for its surface",
+    )
+    p.add_argument(
+        "--http-surface",
+        action="append",
+        default=None,
+        metavar="SURFACE",
+        help="a surface --http serves, with its own token (repeat for several: e.g. default and "
+        "plan); the token alone chooses it (default: the server's --surface)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --http listen on an address other than loopback (a warning; tokens still needed)",
+    )
     p.add_argument("--list", action="store_true", help="print the running servers (JSON) and exit")
     p.add_argument(
         "--stop", action="store_true", help="stop the server of this workdir and configuration"
