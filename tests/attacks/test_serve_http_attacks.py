@@ -230,8 +230,8 @@ def test_another_tokens_session_id_is_not_its_surface(tally, served):
     listing = plan.request("tools/list", {})
     held = (
         default.session is not None
-        and call.status_code >= 400
-        and listing.status_code >= 400
+        and call.status_code == 404
+        and listing.status_code == 404
         and "echo_write" not in listing.text
         and not (workdir / "stolen.txt").exists()
     )
