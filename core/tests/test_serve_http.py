@@ -82,5 +82,5 @@ def test_loopback_needs_no_flag(host):
 
 
 def test_a_remote_address_is_refused_without_the_flag():
-    with pytest.raises(ConfigError, match="--http: '10.0.0.1' is not a loopback"):
+    with pytest.raises(ConfigError, match=r"--http: '10\.0\.0\.1' is not a loopback"):
         http_address("10.0.0.1:8765", allow_remote=False)

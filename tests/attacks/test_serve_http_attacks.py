@@ -65,9 +65,7 @@ def _messages(answer: Any) -> list[dict[str, Any]]:
     """The JSON-RPC messages of a streamable HTTP answer (JSON, or server-sent events)."""
     if answer.headers.get("content-type", "").startswith("application/json"):
         return [answer.json()]
-    return [
-        json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")
-    ]
+    return [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
 
 
 class Raw:

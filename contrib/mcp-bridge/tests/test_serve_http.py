@@ -11,7 +11,6 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +119,7 @@ def test_the_ready_line_names_the_endpoint_and_list_shows_it(served):
 
 @pytest.mark.parametrize("surface", ["default", "plan"])
 def test_tools_listed_over_http_follow_the_tokens_surface(served, surface):
-    ready, workdir, runtime = served
+    ready, workdir, _ = served
     url = ready["endpoints"]["http"]["url"]
     target = f"by-{surface}.txt"
     seen = use(
