@@ -53,7 +53,14 @@ def dirs(tmp_path):
         (["--http-surface", "plan"], "--http-surface: only with --http"),
         (["--allow-remote"], "--allow-remote: only with --http"),
         (["--http", "127.0.0.1:8765", "--http-surface", "../x"], "--http-surface: expected"),
+        (["--http", "127.0.0.1:8765", "--http-surface", "main="], "--http-surface: expected"),
+        (["--http", "127.0.0.1:8765", "--http-surface", "a/b=plan"], "--http-surface: expected"),
+        (
+            ["--http", "127.0.0.1:8765", "--http-surface", "x=plan", "--http-surface", "x=default"],
+            "--http-surface: the token name 'x' is given twice",
+        ),
         (["--http", "127.0.0.1:8765", "--http-surface", "nosuch"], "--http-surface: "),
+        (["--http", "127.0.0.1:8765", "--http-surface", "sub=nosuch"], "--http-surface: "),
         (
             ["--surface", "plan", "--http", "127.0.0.1:8765", "--http-surface", "default"],
             "--http-surface: 'default' reaches tier exec, above this server's 'plan'",

@@ -237,6 +237,51 @@ def test_another_tokens_session_id_is_not_its_surface(tally, served):
     assert held, (call.status_code, call.text[:300], listing.status_code)
 
 
+def test_a_token_cannot_reach_another_tokens_kernel(tally, tmp_path):
+    """Two agents of one surface, each with its own named token: each token is a connection
+    with its own conversation, so one's eval interpreter is not the other's."""
+    proc, ready = _start(
+        tmp_path,
+        "--approve",
+        "exec",
+        "--http",
+        f"127.0.0.1:{_free_port()}",
+        "--http-surface",
+        "main=default",
+        "--http-surface",
+        "helper=default",
+    )
+    try:
+        http = ready["endpoints"]["http"]
+        assert http["surfaces"] == {"main": "default", "helper": "default"}
+        main, helper = (
+            Raw(http["url"], {"Authorization": f"Bearer {Path(f).read_text().strip()}"}).open()
+            for f in (http["token_files"]["main"], http["token_files"]["helper"])
+        )
+        why = "set or print a secret number here"
+        mine = main.request(
+            "tools/call", {"name": "eval", "arguments": {"code": "secret = 41", "description": why}}
+        )
+        theirs = helper.request(
+            "tools/call",
+            {"name": "eval", "arguments": {"code": "print(secret)", "description": why}},
+        )
+        again = main.request(
+            "tools/call",
+            {"name": "eval", "arguments": {"code": "print(secret + 1)", "description": why}},
+        )
+        held = (
+            "NameError" in theirs.text
+            and "42" in again.text
+            and all(a.status_code == 200 for a in (mine, theirs, again))
+        )
+        tally.record("serve-http", held=held)
+        assert held, (mine.text[-300:], theirs.text[-300:], again.text[-300:])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+
+
 @pytest.mark.parametrize("address", ["0.0.0.0", "[::]", "192.0.2.1", "example.org"])
 def test_beyond_loopback_is_refused_without_the_flag(tally, tmp_path, address):
     out = subprocess.run(

@@ -217,9 +217,11 @@ def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--http-surface",
         action="append",
         default=None,
-        metavar="SURFACE",
-        help="a surface --http serves, with its own token (repeat for several: e.g. default and "
-        "plan); the token alone chooses it (default: the server's --surface)",
+        metavar="[NAME=]SURFACE",
+        help="a token --http accepts and the surface it reaches (repeat for several: e.g. "
+        "default and plan); the token alone chooses it, and each token is one connection with "
+        "its own conversation: NAME=SURFACE gives two agents of one surface their own "
+        "(default: one token for the server's --surface)",
     )
     p.add_argument(
         "--allow-remote",

@@ -31,8 +31,8 @@ from tether.terminal import say
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 #: what to install when no plugin speaks MCP over HTTP
 INSTALL_HINT = "pip install tether-mcp-bridge"
-#: a surface's name as it may appear in a token file's name
-_SURFACE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: a token's (or a surface's) name as it may appear in a token file's name
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def http_address(text: str, *, allow_remote: bool, flag: str = "--http") -> tuple[str, int]:
@@ -93,14 +93,16 @@ def write_token(path: Path) -> str:
 class HttpEndpoint:
     """What a ``tether_serve_http`` implementation serves: ``listener`` (bound and listening),
     ``tokens`` (each token's surface: a request's token alone chooses it), the served run's
-    ``socket`` (each surface's requests go through a connection attached there with that
-    surface) and its ``workdir``."""
+    ``socket`` (each token's requests go through a connection of its own attached there with
+    that token's surface, so its own conversation) and its ``workdir``. ``token_files`` and
+    ``surfaces`` are keyed by the token's name (``--http-surface [NAME=]SURFACE``)."""
 
     host: str
     port: int
     listener: socket.socket
     tokens: Mapping[str, str]
     token_files: Mapping[str, Path]
+    surfaces: Mapping[str, str]
     socket: Path
     workdir: Path
 
@@ -110,12 +112,31 @@ class HttpEndpoint:
         return f"http://{host}:{self.port}/mcp"
 
     def record(self) -> dict[str, Any]:
-        """The endpoint in the ready line and ``--list``: its URL and each surface's token file
-        (the file, never the token)."""
+        """The endpoint in the ready line and ``--list``: its URL, each token's file (the file,
+        never the token) and surface, by the token's name."""
         return {
             "url": self.url,
-            "token_files": {surface: str(path) for surface, path in self.token_files.items()},
+            "token_files": {name: str(path) for name, path in self.token_files.items()},
+            "surfaces": dict(self.surfaces),
         }
+
+
+def token_names(ns: Any) -> dict[str, str]:
+    """Each ``--http-surface [NAME=]SURFACE``'s token name and surface (the name is the
+    surface's when not given; default: one token for the server's ``--surface``)."""
+    named: dict[str, str] = {}
+    for entry in ns.http_surface or [ns.surface]:
+        name, _, surface = entry.rpartition("=")
+        name = name or surface
+        if not (_NAME.fullmatch(name) and _NAME.fullmatch(surface)):
+            raise ConfigError(
+                "--http-surface: expected SURFACE or NAME=SURFACE (letters, digits, _ and -), "
+                f"got {entry!r}"
+            )
+        if named.get(name, surface) != surface:
+            raise ConfigError(f"--http-surface: the token name {name!r} is given twice")
+        named[name] = surface
+    return named
 
 
 def check_options(ns: Any) -> tuple[str, int] | None:
@@ -125,12 +146,7 @@ def check_options(ns: Any) -> tuple[str, int] | None:
             flag = "--http-surface" if ns.http_surface else "--allow-remote"
             raise ConfigError(f"{flag}: only with --http HOST:PORT")
         return None
-    for surface in ns.http_surface or ():
-        if not _SURFACE_NAME.fullmatch(surface):
-            raise ConfigError(
-                f"--http-surface: expected a surface's name (letters, digits, _ and -), "
-                f"got {surface!r}"
-            )
+    token_names(ns)
     return http_address(ns.http, allow_remote=ns.allow_remote)
 
 
@@ -145,9 +161,9 @@ async def http_endpoint(
     if address is None:
         yield {}, None
         return
-    surfaces = list(dict.fromkeys(ns.http_surface or [ns.surface]))
+    surfaces = token_names(ns)
     max_tier = run.surface_tier(ns.surface)
-    for surface in surfaces:
+    for surface in set(surfaces.values()):
         try:
             tier = run.surface_tier(surface)
         except ToolError as exc:
@@ -162,12 +178,12 @@ async def http_endpoint(
             f"--http: no installed plugin serves MCP over HTTP; {INSTALL_HINT} (it adds "
             "`tether mcp` and this endpoint)"
         )
-    files = {s: base.parent / f"{base.name}.{s}.token" for s in surfaces}
+    files = {name: base.parent / f"{base.name}.{name}.token" for name in surfaces}
     listener = bind(*address)
     try:
-        tokens = {write_token(path): surface for surface, path in files.items()}
+        tokens = {write_token(path): surfaces[name] for name, path in files.items()}
         endpoint = HttpEndpoint(
-            address[0], address[1], listener, tokens, files, socket_path, run.workdir
+            address[0], address[1], listener, tokens, files, surfaces, socket_path, run.workdir
         )
         serve = run.pm.hook.tether_serve_http(endpoint=endpoint)
         if serve is None:
