@@ -190,7 +190,9 @@ def _add_session_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
 
 def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``tether serve``: one run served to many clients over a Unix socket."""
-    p = sub.add_parser("serve", help="serve one run to many clients (a Unix socket)")
+    p = sub.add_parser(
+        "serve", help="serve one run to many clients (a Unix socket; MCP over HTTP with --http)"
+    )
     add_run_options(p, approve=True)
     p.set_defaults(surface="default")
     p.add_argument(
@@ -211,7 +213,8 @@ def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         default=None,
         metavar="HOST:PORT",
         help="also serve MCP streamable HTTP here (needs tether-mcp-bridge); each client sends "
-        "a bearer token, read from the 0600 file the ready line names for its surface",
+        "a bearer token, read from the 0600 file the ready line names for its surface (the "
+        "server then holds a connection per token: --idle-timeout does not end it)",
     )
     p.add_argument(
         "--http-surface",
