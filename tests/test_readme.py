@@ -91,3 +91,49 @@ def test_the_shared_run_block_runs_as_written(tmp_path):
     assert "core/src/tether/run.py" in json.loads(grep)["content"][0]["text"]
     assert [s["workdir"] for s in json.loads(listed)] == [str(ROOT)]
     assert json.loads(stopped)["stopped"] == json.loads(listed)[0]["pid"]
+
+
+def test_the_shared_run_http_block_runs_as_written(tmp_path):
+    """The HTTP block as one script in the checkout, its last line (--stop) held back until the
+    `mcp` SDK's streamable HTTP client, with the plan file's token, saw the plan tools."""
+    import os
+
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    block = README.split("<!-- shared-run-http:", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    *lines, last = block.strip().splitlines()
+    assert last == "uv run tether serve --stop"
+    env = {**os.environ, "TETHER_RUNTIME_DIR": str(tmp_path / "rt")}
+    try:
+        with open(tmp_path / "stderr", "w") as stderr:  # the server inherits it, not a pipe
+            out = subprocess.run(
+                ["bash", "-ec", "\n".join(lines)],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                timeout=300,
+                env=env,
+            )
+        assert out.returncode == 0, (tmp_path / "stderr").read_text()
+        ready = json.loads(out.stdout)
+        http = ready["endpoints"]["http"]
+        assert http["url"] == "http://127.0.0.1:8765/mcp"
+        token = Path(http["token_files"]["plan"]).read_text().strip()
+
+        async def tools() -> set[str]:
+            client = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            async with client, Client(streamable_http_client(http["url"], http_client=client)) as c:
+                return {tool.name for tool in (await c.list_tools()).tools}
+
+        names = anyio.run(tools)
+        assert "lsp" in names and "ast_grep" in names and "edit" not in names
+    finally:
+        stopped = subprocess.run(
+            ["bash", "-ec", last], cwd=ROOT, env=env, timeout=60, capture_output=True, text=True
+        )
+    assert json.loads(stopped.stdout)["stopped"] == ready["pid"]
+    assert not any(Path(f).exists() for f in http["token_files"].values())

@@ -10,6 +10,7 @@ import pluggy
 if TYPE_CHECKING:
     import argparse
 
+    from tether.cli.serve_http import HttpEndpoint
     from tether.preview import StagedChange
     from tether.resources import ResourceKey
     from tether.run import Run
@@ -117,4 +118,21 @@ def tether_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     module light: import heavy dependencies inside ``main``.
 
     :param subparsers: the ``tether`` parser's subcommand registry.
+    """
+
+
+@hookspec(firstresult=True)
+def tether_serve_http(endpoint: HttpEndpoint) -> Any:
+    """Serve a run over MCP streamable HTTP for ``tether serve --http`` (tether-mcp-bridge).
+
+    Return ``async def serve() -> None``, which serves ``endpoint.listener`` until cancelled (the
+    server's stop), or None. The core keeps the rules: it bound the address (loopback unless
+    ``--allow-remote``), wrote each token's 0600 file, and removes them; the implementation
+    answers a request without ``Authorization: Bearer <one of endpoint.tokens>`` with 401 and
+    nothing else, and serves a request carrying a token through a connection attached to
+    ``endpoint.socket`` with that token's surface (``endpoint.tokens[token]``) — never a surface
+    a request names. The first implementation that answers serves; with none, ``--http`` is a
+    usage error naming the package to install.
+
+    :param endpoint: a :class:`tether.cli.serve_http.HttpEndpoint`.
     """

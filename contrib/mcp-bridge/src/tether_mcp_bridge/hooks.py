@@ -56,6 +56,17 @@ def tether_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(tether_command=_main)
 
 
+@tether.hookimpl
+def tether_serve_http(endpoint: Any) -> Any:
+    """``tether serve --http``: MCP streamable HTTP in the server's process (``mcp`` imported
+    when it serves, not when the plugin loads)."""
+    import functools
+
+    from tether_mcp_bridge.server import serve_endpoint
+
+    return functools.partial(serve_endpoint, endpoint)
+
+
 def console_main() -> None:
     """``tether-mcp-bridge [FLAGS]`` is ``tether mcp [FLAGS]``."""
     from tether.cli import main

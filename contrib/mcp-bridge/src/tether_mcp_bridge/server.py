@@ -19,7 +19,6 @@ import contextlib
 import contextvars
 import itertools
 import logging
-import os
 import secrets
 import signal
 import sys
@@ -506,95 +505,145 @@ class Bridge:
         return await self._await(ctx, call)
 
 
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
-
-
 def _http_address(ns: argparse.Namespace) -> tuple[str, int]:
-    host, _, port = str(ns.http).rpartition(":")
-    host = host.strip("[]")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise tether.ConfigError(
-            f"--http: expected HOST:PORT (e.g. 127.0.0.1:8765), got {ns.http!r}"
-        )
-    if host not in LOOPBACK:
-        if not ns.allow_remote:
-            raise tether.ConfigError(
-                f"--http: {host!r} is not a loopback address; pass --allow-remote to listen "
-                "beyond this machine (every client still needs the bearer token)"
-            )
-        log.warning("tether mcp: listening on %s, beyond this machine (--allow-remote)", host)
-    return host, int(port)
+    from tether.cli.serve_http import http_address
+
+    return http_address(ns.http, allow_remote=ns.allow_remote)
 
 
-def _write_token(ns: argparse.Namespace, port: int) -> tuple[str, Path]:
-    """A fresh bearer token in a file only this user can read (0600, created anew)."""
-    from tether.cli.serve import runtime_dir
-
-    token = secrets.token_urlsafe(32)
-    path = Path(ns.token_file) if ns.token_file else runtime_dir() / f"mcp-http-{port}.token"
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
-    return token, path
+_UNAUTHORIZED = b'{"error": "unauthorized: send Authorization: Bearer <the token file\'s token>"}'
 
 
-async def serve_http(ns: argparse.Namespace, server: Server[Any]) -> None:
-    """MCP streamable HTTP on ``--http HOST:PORT``: every request needs ``Authorization: Bearer
-    TOKEN`` (the token file's), else 401 and nothing else; the surface is this endpoint's."""
+def bearer_app(routes: dict[str, Any]) -> Any:
+    """An ASGI app: a request whose ``Authorization: Bearer TOKEN`` carries one of ``routes``'
+    tokens (compared in constant time with each) goes to that token's session manager — the
+    token alone chooses it, so a request field never reaches another token's surface; any
+    other request gets 401 and nothing else."""
     import hmac
-    import json
 
-    import uvicorn
-    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-    host, port = _http_address(ns)
-    token, token_file = _write_token(ns, port)
-    expected = f"Bearer {token}".encode()
-    manager = StreamableHTTPSessionManager(app=server)
+    expected = [(token.encode(), manager) for token, manager in routes.items()]
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        if not hmac.compare_digest(given, expected):
-            body = (
-                b'{"error": "unauthorized: send Authorization: Bearer <the token file\'s token>"}'
-            )
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b"Bearer"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+        scheme, _, value = given.partition(b" ")
+        chosen = None
+        for token, manager in expected:
+            if hmac.compare_digest(value, token) and scheme.lower() == b"bearer":
+                chosen = manager
+        if chosen is not None:
+            await chosen.handle_request(scope, receive, send)
             return
-        await manager.handle_request(scope, receive, send)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"www-authenticate", b"Bearer"),
+            (b"content-length", str(len(_UNAUTHORIZED)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": _UNAUTHORIZED})
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
-    http = uvicorn.Server(config)
-    # bound and listening before the ready line: a client that reads it can connect at once
-    listening = config.bind_socket()
-    async with manager.run():
-        ready = {
-            "ready": True,
-            "url": f"http://{host}:{port}/mcp",
-            "token_file": str(token_file),
-            "surface": ns.surface,
-        }
-        sys.stdout.write(json.dumps(ready) + "\n")
-        sys.stdout.flush()
-        try:
+    return app
+
+
+async def _serve_uvicorn(app: Any, listening: Any) -> None:
+    """Serve ``app`` on the bound socket until cancelled, then shut down in a bounded time. The
+    process's signals stay its own (uvicorn's capture of them is turned off)."""
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            yield
+
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+    http = _Server(config)
+
+    async def run() -> None:
+        with anyio.CancelScope(shield=True):  # its own shutdown ends it, bounded
             await http.serve(sockets=[listening])
+        tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run)
+        try:
+            await anyio.sleep_forever()
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                token_file.unlink()
+            http.should_exit = True
+
+
+def _mcp_server(bridge: Bridge) -> Server[Any]:
+    return Server(
+        "tether",
+        version=_package_version(),
+        instructions="Tools bound to the live resources of one run (tether).",
+        on_list_tools=bridge.list_tools,
+        on_call_tool=bridge.call_tool,
+    )
+
+
+async def serve_http(ns: argparse.Namespace, server: Server[Any]) -> None:
+    """``tether mcp --http HOST:PORT``: MCP streamable HTTP; every request needs
+    ``Authorization: Bearer TOKEN`` (the token file's), else 401 and nothing else; the surface
+    is this endpoint's."""
+    import json
+
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from tether.cli.serve import runtime_dir
+    from tether.cli.serve_http import bind, write_token
+
+    host, port = _http_address(ns)
+    token_file = Path(ns.token_file) if ns.token_file else runtime_dir() / f"mcp-http-{port}.token"
+    token = write_token(token_file)
+    manager = StreamableHTTPSessionManager(app=server)
+    # bound and listening before the ready line: a client that reads it can connect at once
+    listening = bind(host, port)
+    try:
+        async with manager.run():
+            ready = {
+                "ready": True,
+                "url": f"http://{host}:{port}/mcp",
+                "token_file": str(token_file),
+                "surface": ns.surface,
+            }
+            sys.stdout.write(json.dumps(ready) + "\n")
+            sys.stdout.flush()
+            await _serve_uvicorn(bearer_app({token: manager}), listening)
+    finally:
+        listening.close()
+        with contextlib.suppress(FileNotFoundError):
+            token_file.unlink()
+
+
+async def serve_endpoint(endpoint: Any) -> None:
+    """``tether serve --http`` (the ``tether_serve_http`` hook), in the server's process: per
+    surface, an MCP server whose run is one connection attached to the served run's socket
+    with that surface (the server caps it and keeps its calls, cards and conversation apart);
+    a request's bearer token alone chooses which. Serves until cancelled."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
+        bridges, routes = [], {}
+        for token, surface in endpoint.tokens.items():
+            ns = argparse.Namespace(
+                attach=str(endpoint.socket),
+                warm=False,
+                surface=surface,
+                conversation=None,
+                workdir=str(endpoint.workdir),
+            )
+            bridge = Bridge(ns, tg)
+            bridges.append(bridge)
+            tg.start_soon(bridge.load)
+            manager = StreamableHTTPSessionManager(app=_mcp_server(bridge))
+            await stack.enter_async_context(manager.run())
+            routes[token] = manager
+        try:
+            await _serve_uvicorn(bearer_app(routes), endpoint.listener)
+        finally:
+            for bridge in bridges:
+                bridge.shutdown()
 
 
 async def serve(ns: argparse.Namespace) -> int:
@@ -617,16 +666,9 @@ async def serve(ns: argparse.Namespace) -> int:
         ns.surface = ns.surface or "default"
     if ns.workdir is not None:
         run_config(ns)  # a bad --workdir or --config is a usage error at start
-    server_version = _package_version()
     async with anyio.create_task_group() as tg:
         bridge = Bridge(ns, tg)
-        server: Server[Any] = Server(
-            "tether",
-            version=server_version,
-            instructions="Tools bound to the live resources of one run (tether).",
-            on_list_tools=bridge.list_tools,
-            on_call_tool=bridge.call_tool,
-        )
+        server = _mcp_server(bridge)
 
         async def on_signals(serving: anyio.CancelScope, scope: anyio.CancelScope) -> None:
             with (

@@ -190,7 +190,9 @@ def _add_session_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
 
 def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``tether serve``: one run served to many clients over a Unix socket."""
-    p = sub.add_parser("serve", help="serve one run to many clients (a Unix socket)")
+    p = sub.add_parser(
+        "serve", help="serve one run to many clients (a Unix socket; MCP over HTTP with --http)"
+    )
     add_run_options(p, approve=True)
     p.set_defaults(surface="default")
     p.add_argument(
@@ -205,6 +207,29 @@ def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         dest="warm",
         action="store_false",
         help="do not start the workdir's language servers before the first call",
+    )
+    p.add_argument(
+        "--http",
+        default=None,
+        metavar="HOST:PORT",
+        help="also serve MCP streamable HTTP here (needs tether-mcp-bridge); each client sends "
+        "a bearer token, read from the 0600 file the ready line names for its surface (the "
+        "server then holds a connection per token: --idle-timeout does not end it)",
+    )
+    p.add_argument(
+        "--http-surface",
+        action="append",
+        default=None,
+        metavar="[NAME=]SURFACE",
+        help="a token --http accepts and the surface it reaches (repeat for several: e.g. "
+        "default and plan); the token alone chooses it, and each token is one connection with "
+        "its own conversation: NAME=SURFACE gives two agents of one surface their own "
+        "(default: one token for the server's --surface)",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --http listen on an address other than loopback (a warning; tokens still needed)",
     )
     p.add_argument("--list", action="store_true", help="print the running servers (JSON) and exit")
     p.add_argument(

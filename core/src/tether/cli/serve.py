@@ -41,6 +41,7 @@ from _tether_attach import (
     socket_problem,
 )
 from _tether_attach import server_alive as _lock_held
+from tether.cli.serve_http import check_options, http_endpoint, remove_tokens
 from tether.cli.session import (
     MAX_REQUEST_LINE_BYTES,
     CardRouter,
@@ -152,6 +153,7 @@ def _remove_files(paths: ServerPaths) -> None:
     for path in (paths.socket, paths.record):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+    remove_tokens(paths.base)  # --http's token files
 
 
 def _write_record(paths: ServerPaths, record: dict[str, Any]) -> None:
@@ -379,6 +381,7 @@ async def serve(ns: Any, stop: Stop) -> int:
     from tether.cli import cli_run, run_config
 
     workdir, _, _ = run_config(ns)
+    check_options(ns)  # --http's usage errors, before the run opens
     key = server_key(workdir, ns.config, trust_workdir=ns.trust_workdir, vibe=ns.vibe)
     paths = ServerPaths.of(key)
     with _held_lock(paths):
@@ -386,10 +389,17 @@ async def serve(ns: Any, stop: Stop) -> int:
         _remove_files(paths)
         if ns.conversation is None:
             ns.conversation = f"serve-{key}"
-        async with cli_run(ns, {CARD_STREAM: CardRouter()}) as run:
+        async with (
+            cli_run(ns, {CARD_STREAM: CardRouter()}) as run,
+            contextlib.AsyncExitStack() as stack,
+        ):
             server = Server(run, stop, ns.surface, ns.idle_timeout, key)
             if ns.warm:
                 run.warm()
+            # --http: MCP streamable HTTP too (a plugin's), bound before the ready line
+            http_record, serve_http = await stack.enter_async_context(
+                http_endpoint(ns, run, paths.socket, paths.base)
+            )
             listener = await anyio.create_unix_listener(paths.socket, mode=0o600)
             record = {
                 "ready": True,
@@ -399,7 +409,7 @@ async def serve(ns: Any, stop: Stop) -> int:
                 "config": str(ns.config.resolve()) if ns.config else None,
                 "surface": ns.surface,
                 "socket": str(paths.socket),
-                "endpoints": {"socket": str(paths.socket)},
+                "endpoints": {"socket": str(paths.socket), **http_record},
             }
             _write_record(paths, record)
             try:
@@ -412,6 +422,8 @@ async def serve(ns: Any, stop: Stop) -> int:
                     with stop.scope() as serving:
                         tg.start_soon(server.idle_watch, serving)
                         tg.start_soon(listener.serve, server.handle, tg)
+                        if serve_http is not None:
+                            tg.start_soon(serve_http)
                         await anyio.sleep_forever()
                     tg.cancel_scope.cancel()
             finally:
