@@ -162,7 +162,7 @@ async def clients(path: Path, n: int, rounds: int) -> list[float]:
     return times
 
 
-async def bare_hover(workdir: Path, rounds: int) -> list[float]:
+async def bare_hover(workdir: Path, rounds: int, n: int = 1) -> list[float]:
     from tether_lsp import BUILTIN_SERVERS
 
     spec = next(spec for spec in BUILTIN_SERVERS if spec.id == "basedpyright")
@@ -181,11 +181,17 @@ async def bare_hover(workdir: Path, rounds: int) -> list[float]:
             if await client.request("textDocument/hover", params):
                 break
             await anyio.sleep(0.2)
-        times = []
-        for _ in range(rounds):
-            started = time.perf_counter()
-            await client.request("textDocument/hover", params)
-            times.append(time.perf_counter() - started)
+        times: list[float] = []
+
+        async def asker() -> None:
+            for _ in range(rounds):
+                started = time.perf_counter()
+                await client.request("textDocument/hover", params)
+                times.append(time.perf_counter() - started)
+
+        async with anyio.create_task_group() as tg:  # n clients, each one hover at a time
+            for _ in range(n):
+                tg.start_soon(asker)
     return times
 
 

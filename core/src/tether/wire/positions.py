@@ -22,9 +22,14 @@ class SymbolPosition:
     line_text: str
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def split_lines(text: str) -> list[str]:
     """Lines as LSP counts them (``\\n``, ``\\r\\n`` and ``\\r`` all end a line)."""
-    return re.split(r"\r\n|\r|\n", text)
+    # a text without a carriage return (most) splits at "\n" alone: the same lines, a
+    # fraction of the regex's time (every query on a document splits it)
+    return _LINE_END.split(text) if "\r" in text else text.split("\n")
 
 
 def resolve_position(text: str, line: int, symbol: str, *, where: str) -> SymbolPosition:
