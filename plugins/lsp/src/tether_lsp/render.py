@@ -198,13 +198,19 @@ def markdown_text(markdown: str) -> str:
     their characters; code (fenced blocks, inline spans), where markdown keeps them literal, as
     it is."""
     out = []
-    for index, chunk in enumerate(_CODE.split(markdown)):
+    # each rule runs only where its first character is (every hover's text passes here)
+    chunks = _CODE.split(markdown) if "`" in markdown else [markdown]
+    for index, chunk in enumerate(chunks):
         if index % 2:
             out.append(chunk)
             continue
-        chunk = _HARD_BREAK.sub("", chunk)
-        chunk = _ESCAPED.sub(r"\1", chunk)
-        out.append(_ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), chunk))
+        if "  " in chunk or "\\" in chunk:
+            chunk = _HARD_BREAK.sub("", chunk)
+        if "\\" in chunk:
+            chunk = _ESCAPED.sub(r"\1", chunk)
+        if "&" in chunk:
+            chunk = _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), chunk)
+        out.append(chunk)
     return "".join(out)
 
 

@@ -60,7 +60,7 @@ class LspSupervisor(ServerTable):
         self.ledger = DiagnosticLedger()
         #: marked by `lsp checkpoint`, compared with by `lsp diagnostics` `since`
         self.checkpoints = Checkpoints()
-        #: servers whose fallback root was said already (see :meth:`root_note`)
+        #: servers whose root note was decided (said, or not needed: see :meth:`root_note`)
         self._root_said: set[tuple[str, Path]] = set()
         #: lines the next result carries (a hung server restarted on the way)
         self.notes: list[str] = []
@@ -206,9 +206,10 @@ class LspSupervisor(ServerTable):
         spec, root = client.spec, client.root
         if not spec.root_markers or root != self.workdir or (spec.id, root) in self._root_said:
             return None
+        # decided once per server: a marker found is the root it started with, not a fallback
+        self._root_said.add((spec.id, root))
         if any((root / marker).exists() for marker in spec.root_markers):
             return None
-        self._root_said.add((spec.id, root))
         return (
             f"no root marker ({', '.join(spec.root_markers)}) in the workdir: {spec.id} runs "
             "with the workdir as its root"
