@@ -9,7 +9,11 @@ Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py 
   a bare LSP client's warm hover (basedpyright, the same server), and a cold ``tether call`` (a
   fresh run: the server's start included);
 - N concurrent connections (half ``plan``, half ``default``) on one run: p50 hover latency
-  beside one connection's, and how many basedpyright processes serve them;
+  beside one connection's (rounds of each alternated, so both see the same load), the CPU the
+  served run's event loop spends per hover (its main thread's, from ``/proc``), the clients'
+  own CPU per hover (all N are tasks of this process), and how many basedpyright processes
+  serve them; beside them, a bare LSP client's hovers, one at a time and N at once (what the
+  server alone makes of N concurrent requests);
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
 - ``ast_grep`` on a generated 300-file project: ``tether call --attach`` against the ast-grep CLI
@@ -54,6 +58,12 @@ def ms(values: list[float]) -> str:
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def loop_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s main thread (a served run's event loop), from ``/proc``."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_tree(pid: int) -> int:
@@ -195,6 +205,31 @@ async def bare_hover(workdir: Path, rounds: int, n: int = 1) -> list[float]:
     return times
 
 
+def concurrency(proc: subprocess.Popen[str], sock: Path, n: int, rounds: int = 40) -> None:
+    """1 and ``n`` connections' hovers, in alternated halves; per hover: latency, the served
+    run's loop CPU and this process's (the clients') CPU."""
+    times: dict[int, list[float]] = {1: [], n: []}
+    loop = dict.fromkeys(times, 0.0)
+    client = dict.fromkeys(times, 0.0)
+    for _ in range(2):
+        for k in times:
+            loop_before, client_before = loop_cpu(proc.pid), time.process_time()
+            times[k] += anyio.run(clients, sock, k, rounds // 2)
+            loop[k] += loop_cpu(proc.pid) - loop_before
+            client[k] += time.process_time() - client_before
+    for k, label in (
+        (1, "1 connection"),
+        (n, f"{n} connections ({n // 2} plan, {n - n // 2} default)"),
+    ):
+        hovers = len(times[k])
+        print(
+            f"{label}: hover {ms(times[k])}; per hover the served run's loop "
+            f"{loop[k] / hovers * 1000:.2f} ms CPU, the clients' {client[k] / hovers * 1000:.2f} ms"
+        )
+    ratio = statistics.median(times[n]) / statistics.median(times[1])
+    print(f"p50 of {n} connections / p50 of 1: {ratio:.1f}")
+
+
 def session_with_hover(workdir: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [*TETHER, "session", "--workdir", str(workdir)],
@@ -273,11 +308,10 @@ def main() -> None:
     print(f"warm `tether call --attach lsp hover` end to end (the tether command): {ms(lean)}")
     print(f"the same through the full command line (python -m tether.cli): {ms(full)}")
     print(f"bare LSP hover (basedpyright, warm): {ms(anyio.run(bare_hover, click, 50))}")
+    bare_n = anyio.run(bare_hover, click, 40, n)
+    print(f"bare LSP hovers, {n} at once (each of {n} tasks one at a time): {ms(bare_n)}")
 
-    single = anyio.run(clients, sock, 1, 40)
-    many = anyio.run(clients, sock, n, 40)
-    print(f"1 connection: p50 hover {ms(single)}")
-    print(f"{n} connections ({n // 2} plan, {n - n // 2} default): p50 hover {ms(many)}")
+    concurrency(proc, sock, n)
     print(f"basedpyright processes serving them: {names_in_tree(proc.pid, 'basedpyright')}")
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")
 
