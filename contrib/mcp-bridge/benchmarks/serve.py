@@ -78,15 +78,15 @@ def rss_tree(pid: int) -> int:
     return total
 
 
-def names_in_tree(pid: int, needle: str) -> int:
-    count = 0
+def pids_in_tree(pid: int, needle: str) -> set[int]:
+    found = set()
     for p in descendants(pid):
         try:
             if needle in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace"):
-                count += 1
+                found.add(p)
         except OSError:
             continue
-    return count
+    return found
 
 
 def serve(workdir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Path]:
@@ -211,12 +211,14 @@ def concurrency(proc: subprocess.Popen[str], sock: Path, n: int, rounds: int = 4
     times: dict[int, list[float]] = {1: [], n: []}
     loop = dict.fromkeys(times, 0.0)
     client = dict.fromkeys(times, 0.0)
+    servers: dict[int, set[int]] = {k: set() for k in times}
     for _ in range(2):
         for k in times:
             loop_before, client_before = loop_cpu(proc.pid), time.process_time()
             times[k] += anyio.run(clients, sock, k, rounds // 2)
             loop[k] += loop_cpu(proc.pid) - loop_before
             client[k] += time.process_time() - client_before
+            servers[k] |= pids_in_tree(proc.pid, "basedpyright")
     for k, label in (
         (1, "1 connection"),
         (n, f"{n} connections ({n // 2} plan, {n - n // 2} default)"),
@@ -228,6 +230,11 @@ def concurrency(proc: subprocess.Popen[str], sock: Path, n: int, rounds: int = 4
         )
     ratio = statistics.median(times[n]) / statistics.median(times[1])
     print(f"p50 of {n} connections / p50 of 1: {ratio:.1f}")
+    print(
+        f"basedpyright processes in the served run's tree (a Python shim and node per server): "
+        f"{len(servers[1])} after 1 connection's rounds, {len(servers[n])} after {n}'s, "
+        f"the same ones: {servers[1] == servers[n]}"
+    )
 
 
 def session_with_hover(workdir: Path) -> subprocess.Popen[str]:
@@ -312,7 +319,6 @@ def main() -> None:
     print(f"bare LSP hovers, {n} at once (each of {n} tasks one at a time): {ms(bare_n)}")
 
     concurrency(proc, sock, n)
-    print(f"basedpyright processes serving them: {names_in_tree(proc.pid, 'basedpyright')}")
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")
 
     if "--no-memory" not in sys.argv:
