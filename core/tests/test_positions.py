@@ -72,3 +72,18 @@ def test_lines_split_as_lsp_counts_them(pieces: tuple[str, ...]) -> None:
     text = "a" + "b".join(pieces) + "c"
     assert split_lines(text) == _lsp_lines(text)
     assert split_lines(text + "\n") == _lsp_lines(text + "\n")
+
+
+@pytest.mark.parametrize("end", LINE_ENDS)
+@pytest.mark.parametrize("final", [True, False], ids=["final-end", "no-final-end"])
+def test_lines_kept_by_the_caller_resolve_alike_and_stay_unchanged(end: str, final: bool) -> None:
+    # a document's lines split once and kept (an lsp document asked about again)
+    text = end.join(["def f(x):", "    return f(x)"]) + (end if final else "")
+    lines = split_lines(text)
+    kept = list(lines)
+    for line, symbol in [(1, "f"), (2, "return"), (2, "x")]:
+        expected = resolve_position(text, line, symbol, where="a.py")
+        assert resolve_position(text, line, symbol, where="a.py", lines=lines) == expected
+    with pytest.raises(ArgumentError, match=r"3 is past the end of a.py \(2 lines\)"):
+        resolve_position(text, 3, "f", where="a.py", lines=lines)
+    assert lines == kept

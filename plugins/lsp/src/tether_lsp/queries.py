@@ -85,7 +85,8 @@ class Session:
     def position(
         self, line: int, symbol: str
     ) -> tuple[SymbolPosition, types.TextDocumentPositionParams]:
-        pos = resolve_position(self.doc.text, line, symbol, where=self.rel)
+        doc = self.doc
+        pos = resolve_position(doc.text, line, symbol, where=self.rel, lines=doc.lines())
         character = to_lsp_character(pos.line_text, pos.start, self.client.encoding)
         params = types.TextDocumentPositionParams(
             text_document=types.TextDocumentIdentifier(uri=self.doc.uri),
