@@ -44,30 +44,36 @@ def test_a_refused_file_is_refused_alike_before_and_after_its_server_started(tmp
     need("basedpyright-langserver")
     workdir = copy_project("pyproj", tmp_path)
 
-    async def refusal(run: tether.Run, kind: str, when: str) -> str:
-        file = f"pkg/{when}_{kind}.py"
-        (workdir / file).write_text(TEXT)
-        if when == "warm":  # open in the running server, answered once
-            for _ in range(120):
-                answered = await run.call("lsp", _hover(file))
-                if not answered.is_error and "int" in answered.text_content:
-                    break
-                await anyio.sleep(0.5)
-            else:
-                raise AssertionError(f"no hover on {file}: {answered.text_content}")
-        KINDS[kind](workdir / file)
-        result = await run.call("lsp", _hover(file))
-        assert result.is_error, (kind, when, result.text_content)
-        return result.text_content.replace(f"{when}_{kind}", "NAME")
+    async def refusals(run: tether.Run, when: str) -> dict[str, str]:
+        files = {kind: f"pkg/{when}_{kind}.py" for kind in KINDS}
+        for file in files.values():
+            (workdir / file).write_text(TEXT)
+        if when == "warm":  # each open in the running server, answered once
+            for file in files.values():
+                for _ in range(120):
+                    answered = await run.call("lsp", _hover(file))
+                    if not answered.is_error and "int" in answered.text_content:
+                        break
+                    await anyio.sleep(0.5)
+                else:
+                    raise AssertionError(f"no hover on {file}: {answered.text_content}")
+        for kind, file in files.items():  # all changed together: one refresh sees them all
+            KINDS[kind](workdir / file)
+        said = {}
+        for kind, file in files.items():
+            result = await run.call("lsp", _hover(file))
+            assert result.is_error, (kind, when, result.text_content)
+            said[kind] = result.text_content.replace(f"{when}_{kind}", "NAME")
+        return said
 
     async def main() -> None:
         async with tether.open_run(
             workdir, conversation_id="c", config={"core": WRITE_AUTO}
         ) as run:
-            cold = {kind: await refusal(run, kind, "cold") for kind in KINDS}
+            cold = await refusals(run, "cold")
             # refused before any server started
             assert run.resources["lsp_supervisor"].clients == [], cold
-            warm = {kind: await refusal(run, kind, "warm") for kind in KINDS}
+            warm = await refusals(run, "warm")
         assert warm == cold
         assert "an existing file, pkg/NAME.py is not one" in cold["gone"], cold["gone"]
         assert "FIFO" in cold["fifo"], cold["fifo"]
