@@ -6,11 +6,19 @@ from __future__ import annotations
 
 import html
 import itertools
+import re
 
-from tether_lsp.render import _CODE, _ENTITY, _ESCAPED, _HARD_BREAK, markdown_text
+from tether_lsp.render import markdown_text
+
+#: the rules as first written, each run on every chunk
+_CODE = re.compile(r"(^```.*?^```[ \t]*$|`[^`\n]+`)", re.MULTILINE | re.DOTALL)
+_HARD_BREAK = re.compile(r"(?: {2,}|\\)$", re.MULTILINE)
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+_ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
 #: each thing a rule acts on (or must leave alone), and plain text around them
 FRAGMENTS = [
+    "   \n    x   y  \n",
     "`a\\*b`",
     "```py\nx = 1  \n&lt;\n```",
     "\\*args",

@@ -192,6 +192,12 @@ _HARD_BREAK = re.compile(r"(?: {2,}|\\)$", re.MULTILINE)
 _CODE = re.compile(r"(^```.*?^```[ \t]*$|`[^`\n]+`)", re.MULTILINE | re.DOTALL)
 
 
+def _may_break(chunk: str) -> bool:
+    """``chunk`` may hold a hard break (two spaces or a backslash before a line's end): the
+    regex looks only then (it is slow on indented text; these are substring searches)."""
+    return "  \n" in chunk or "\\\n" in chunk or chunk.endswith("  ") or chunk.endswith("\\")
+
+
 def markdown_text(markdown: str) -> str:
     """A server's markdown as the text it stands for: the escapes servers add for markdown
     (``\\*args``, ``&nbsp;`` as indentation, ``&lt;``, a hard break's trailing spaces) read as
@@ -204,7 +210,7 @@ def markdown_text(markdown: str) -> str:
         if index % 2:
             out.append(chunk)
             continue
-        if "  " in chunk or "\\" in chunk:
+        if _may_break(chunk):
             chunk = _HARD_BREAK.sub("", chunk)
         if "\\" in chunk:
             chunk = _ESCAPED.sub(r"\1", chunk)
