@@ -12,7 +12,6 @@ core check runs before the plugin is imported, so a version mismatch is named as
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import sys
@@ -192,7 +191,6 @@ def _requires(dist: Distribution | None, meta: Any) -> list[str]:
     return list(meta.get_all("Requires-Dist") or dist.requires or [])
 
 
-@functools.cache  # the running core's: read once (each connection's ready line says it)
 def core_version() -> str | None:
     """The version of the running core's distribution (None when run from bare sources)."""
     import importlib.metadata
