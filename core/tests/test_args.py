@@ -189,3 +189,34 @@ def test_a_bound_is_named_even_when_a_required_argument_is_missing():
         "delay_s: expected at least 0, got -1",
         "label: expected length at least 1, got 0",
     ]
+
+
+@attrs.frozen
+class Optionals:
+    text: str | None = tether.arg(None, description="a string")
+    count: int | None = tether.arg(None, description="an int")
+    ratio: float | None = tether.arg(None, description="a number")
+    flag: bool | None = tether.arg(None, description="a boolean")
+    names: list[str] | None = tether.arg(None, description="a list")
+    table: dict[str, int] | None = tether.arg(None, description="an object")
+
+
+#: a value of each optional field's type, and one of another type it must refuse
+OPTIONAL_VALUES = {
+    "text": ("s", 1),
+    "count": (2, "s"),
+    "ratio": (0.5, "s"),
+    "flag": (True, "s"),
+    "names": (["a"], "s"),
+    "table": ({"k": 1}, "s"),
+}
+
+
+def test_each_optional_field_takes_its_own_type_call_after_call() -> None:
+    # every field of one class structured again and again (what each call of a tool does)
+    for _ in range(2):
+        for name, (good, bad) in OPTIONAL_VALUES.items():
+            assert getattr(structure_args({name: good}, Optionals), name) == good
+            assert getattr(structure_args({name: None}, Optionals), name) is None
+            with pytest.raises(ArgumentErrors, match=name):
+                structure_args({name: bad}, Optionals)

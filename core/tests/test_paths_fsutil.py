@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tether.errors import PathError
-from tether.workdir.paths import confine
+from tether.workdir.paths import confine, is_within
 from tether.workdir.writing import FileChange, StaleFiles, apply_changes, atomic_write
 
 
@@ -126,3 +127,14 @@ def test_confine_refuses_a_name_too_long_for_a_file_system(tmp_path):
         confine(tmp_path, "sub/" + "n" * 300)
     assert info.value.field == "path"
     assert confine(tmp_path, "n" * 255) == tmp_path.resolve() / ("n" * 255)
+
+
+_TREE = ["/", "/a", "/a/b", "/a/bc", "/a/b/c", "/ab", "/a/b/c/d.py", "/x/a/b"]
+
+
+@pytest.mark.parametrize("root", _TREE)
+def test_is_within_is_the_parents_rule(root: str) -> None:
+    # every pair of a small tree, names that only start like the root's (/a/bc, /ab) included
+    for path in _TREE:
+        expected = Path(path) == Path(root) or Path(root) in Path(path).parents
+        assert is_within(Path(path), Path(root)) is expected, (path, root)

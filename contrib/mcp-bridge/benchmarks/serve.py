@@ -9,7 +9,11 @@ Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py 
   a bare LSP client's warm hover (basedpyright, the same server), and a cold ``tether call`` (a
   fresh run: the server's start included);
 - N concurrent connections (half ``plan``, half ``default``) on one run: p50 hover latency
-  beside one connection's, and how many basedpyright processes serve them;
+  beside one connection's (rounds of each alternated, so both see the same load), the CPU the
+  served run's event loop spends per hover (its main thread's, from ``/proc``), the clients'
+  own CPU per hover (all N are tasks of this process), and how many basedpyright processes
+  serve them; beside them, a bare LSP client's hovers, one at a time and N at once (what the
+  server alone makes of N concurrent requests);
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
 - ``ast_grep`` on a generated 300-file project: ``tether call --attach`` against the ast-grep CLI
@@ -56,6 +60,12 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def loop_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s main thread (a served run's event loop), from ``/proc``."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_tree(pid: int) -> int:
     total = 0
     for p in [pid, *descendants(pid)]:
@@ -68,15 +78,15 @@ def rss_tree(pid: int) -> int:
     return total
 
 
-def names_in_tree(pid: int, needle: str) -> int:
-    count = 0
+def pids_in_tree(pid: int, needle: str) -> set[int]:
+    found = set()
     for p in descendants(pid):
         try:
             if needle in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace"):
-                count += 1
+                found.add(p)
         except OSError:
             continue
-    return count
+    return found
 
 
 def serve(workdir: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Path]:
@@ -162,7 +172,7 @@ async def clients(path: Path, n: int, rounds: int) -> list[float]:
     return times
 
 
-async def bare_hover(workdir: Path, rounds: int) -> list[float]:
+async def bare_hover(workdir: Path, rounds: int, n: int = 1) -> list[float]:
     from tether_lsp import BUILTIN_SERVERS
 
     spec = next(spec for spec in BUILTIN_SERVERS if spec.id == "basedpyright")
@@ -181,12 +191,50 @@ async def bare_hover(workdir: Path, rounds: int) -> list[float]:
             if await client.request("textDocument/hover", params):
                 break
             await anyio.sleep(0.2)
-        times = []
-        for _ in range(rounds):
-            started = time.perf_counter()
-            await client.request("textDocument/hover", params)
-            times.append(time.perf_counter() - started)
+        times: list[float] = []
+
+        async def asker() -> None:
+            for _ in range(rounds):
+                started = time.perf_counter()
+                await client.request("textDocument/hover", params)
+                times.append(time.perf_counter() - started)
+
+        async with anyio.create_task_group() as tg:  # n clients, each one hover at a time
+            for _ in range(n):
+                tg.start_soon(asker)
     return times
+
+
+def concurrency(proc: subprocess.Popen[str], sock: Path, n: int, rounds: int = 40) -> None:
+    """1 and ``n`` connections' hovers, in alternated halves; per hover: latency, the served
+    run's loop CPU and this process's (the clients') CPU."""
+    times: dict[int, list[float]] = {1: [], n: []}
+    loop = dict.fromkeys(times, 0.0)
+    client = dict.fromkeys(times, 0.0)
+    servers: dict[int, set[int]] = {k: set() for k in times}
+    for _ in range(2):
+        for k in times:
+            loop_before, client_before = loop_cpu(proc.pid), time.process_time()
+            times[k] += anyio.run(clients, sock, k, rounds // 2)
+            loop[k] += loop_cpu(proc.pid) - loop_before
+            client[k] += time.process_time() - client_before
+            servers[k] |= pids_in_tree(proc.pid, "basedpyright")
+    for k, label in (
+        (1, "1 connection"),
+        (n, f"{n} connections ({n // 2} plan, {n - n // 2} default)"),
+    ):
+        hovers = len(times[k])
+        print(
+            f"{label}: hover {ms(times[k])}; per hover the served run's loop "
+            f"{loop[k] / hovers * 1000:.2f} ms CPU, the clients' {client[k] / hovers * 1000:.2f} ms"
+        )
+    ratio = statistics.median(times[n]) / statistics.median(times[1])
+    print(f"p50 of {n} connections / p50 of 1: {ratio:.1f}")
+    print(
+        f"basedpyright processes in the served run's tree (a Python shim and node per server): "
+        f"{len(servers[1])} after 1 connection's rounds, {len(servers[n])} after {n}'s, "
+        f"the same ones: {servers[1] == servers[n]}"
+    )
 
 
 def session_with_hover(workdir: Path) -> subprocess.Popen[str]:
@@ -267,12 +315,10 @@ def main() -> None:
     print(f"warm `tether call --attach lsp hover` end to end (the tether command): {ms(lean)}")
     print(f"the same through the full command line (python -m tether.cli): {ms(full)}")
     print(f"bare LSP hover (basedpyright, warm): {ms(anyio.run(bare_hover, click, 50))}")
+    bare_n = anyio.run(bare_hover, click, 40, n)
+    print(f"bare LSP hovers, {n} at once (each of {n} tasks one at a time): {ms(bare_n)}")
 
-    single = anyio.run(clients, sock, 1, 40)
-    many = anyio.run(clients, sock, n, 40)
-    print(f"1 connection: p50 hover {ms(single)}")
-    print(f"{n} connections ({n // 2} plan, {n - n // 2} default): p50 hover {ms(many)}")
-    print(f"basedpyright processes serving them: {names_in_tree(proc.pid, 'basedpyright')}")
+    concurrency(proc, sock, n)
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")
 
     if "--no-memory" not in sys.argv:

@@ -122,7 +122,21 @@ def _union_members(tp: Any) -> list[Any]:
     return members if len(members) > 1 else []
 
 
+#: :func:`_is_optional` of each type asked about (every call structures its optional fields)
+_OPTIONAL: dict[Any, tuple[bool, Any]] = {}
+
+
 def _is_optional(tp: Any) -> tuple[bool, Any]:
+    try:
+        return _OPTIONAL[tp]
+    except KeyError:
+        found = _OPTIONAL[tp] = _optional_member(tp)
+        return found
+    except TypeError:  # a type that cannot be a key
+        return _optional_member(tp)
+
+
+def _optional_member(tp: Any) -> tuple[bool, Any]:
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
         members = [a for a in get_args(tp) if a is not type(None)]

@@ -36,7 +36,7 @@ from tether.text import duration
 from tether.tiers import Tier
 from tether.tools import CallContext, ResultNote, ToolResult, ToolSpec, as_result
 from tether.workdir import journal as _journal
-from tether.workdir.paths import confine as _confine
+from tether.workdir.paths import confine_in as _confine_in
 from tether.workdir.writing import recording_writes, writes_confined_to
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ class Run:
 
     def confine(self, path: str, field: str = "path") -> Path:
         """``path`` resolved inside the workdir, or a PathError naming ``field``."""
-        return _confine(self.workdir, path, field)
+        return _confine_in(self.workdir, path, field)  # resolved when the run opened
 
     @overload
     def resource(self, key: ResourceKey[T]) -> T: ...

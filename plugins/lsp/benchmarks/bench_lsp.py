@@ -84,13 +84,14 @@ class BareClient:
 
     async def request(self, method: str, params: Any) -> Any:
         self.next_id += 1
-        event = self.waiting[self.next_id] = anyio.Event()
+        request_id = self.next_id  # its own: other requests may be sent while it waits
+        event = self.waiting[request_id] = anyio.Event()
         await self.writer.write(
-            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         )
         with anyio.fail_after(30):
             await event.wait()
-        return self.results.pop(self.next_id).get("result")
+        return self.results.pop(request_id).get("result")
 
     async def notify(self, method: str, params: Any) -> None:
         await self.writer.write({"jsonrpc": "2.0", "method": method, "params": params})

@@ -128,3 +128,41 @@ def test_a_watch_closed_while_a_query_holds_it_is_closed_after_and_never_read_ag
     watch._lock.release()
     assert watch.changed() is None  # closed now: the caller scans
     assert watch._fd < 0 and not Path(watch._barrier).exists()
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["watch", "scan"])
+def test_an_open_document_another_process_rewrote_is_answered_on_its_new_text(
+    tmp_path: Path, watched: bool
+) -> None:
+    """The refresh before a query looks at the open documents in the same trip off the event
+    loop as at the root's changed files: a rewrite of the open file alone (no file event) and,
+    in the same round, of another file (events first, then the open ones again) are both seen
+    by the next query — with the watch, and with the scan that stands in when there is none."""
+    need("basedpyright-langserver")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "w"\nversion = "0"\n')
+    (tmp_path / "lib.py").write_text("def target():\n    return 1\n")
+    use = "from lib import target\n\ndef local():\n    return 1\n\nlocal()\ntarget()\n"
+    (tmp_path / "use.py").write_text(use)
+    with open_lsp_run(tmp_path, {"servers": {"python": ["basedpyright"]}}) as run:
+        caller = Caller(run)
+        first = caller.ok(action="definition", file="use.py", line=6, symbol="local")
+        assert "use.py:3:" in first, first
+        if not watched:
+            for client in run.resource(RESOURCE).clients:
+                client.close_watch()
+        for pad in range(1, 5):
+            padding = "# pad\n" * pad
+            subprocess.run(
+                [sys.executable, "-c", INSERT, str(tmp_path / "use.py"), padding + use], check=True
+            )
+            if pad % 2 == 0:  # another file too: the open one is looked at after its event
+                lib = padding + "def target():\n    return 1\n"
+                subprocess.run(
+                    [sys.executable, "-c", INSERT, str(tmp_path / "lib.py"), lib], check=True
+                )
+                answer = caller.ok(
+                    action="definition", file="use.py", line=pad + 7, symbol="target"
+                )
+                assert f"lib.py:{pad + 1}:" in answer, (pad, answer)
+            answer = caller.ok(action="definition", file="use.py", line=pad + 6, symbol="local")
+            assert f"use.py:{pad + 3}:" in answer, (pad, answer)

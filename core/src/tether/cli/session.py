@@ -33,6 +33,7 @@ from tether.plugins import core_version
 from tether.registry import SchemaFormat
 from tether.run import Run, open_run
 from tether.terminal import json_safe
+from tether.tools import ToolResult
 from tether.wire.framing import LineTooLong
 
 #: The session protocol's version, announced in the ready line (1: ready line, tools request,
@@ -488,20 +489,7 @@ class _Session:
         latest: list[str] = []
         try:
             with self.stop.scope() as scope, cancelled:
-                async with anyio.create_task_group() as ticker:
-                    if progress:
-                        ticker.start_soon(self._tick, request_id, latest)
-                    try:
-                        result = await self.run.call(
-                            tool,
-                            args,
-                            surface=self.surface,
-                            call_id=f"req_{request_id}",
-                            on_progress=latest.append,
-                            conversation=self.conversation,
-                        )
-                    finally:
-                        ticker.cancel_scope.cancel()
+                result = await self._call(request_id, tool, args, latest if progress else None)
             if scope.cancelled_caught:
                 reply = _error_line(
                     self.stop.reason(f"request {request_id!r} ({tool})"), request_id
@@ -520,6 +508,30 @@ class _Session:
         finally:
             self.in_flight.pop(request_id, None)
         self.write(reply)
+
+    async def _call(
+        self, request_id: Any, tool: str, args: dict[str, Any], latest: list[str] | None
+    ) -> ToolResult:
+        """The call, with progress lines beside it when ``latest`` collects its progress."""
+        assert self.run is not None
+        call = functools.partial(
+            self.run.call,
+            tool,
+            args,
+            surface=self.surface,
+            call_id=f"req_{request_id}",
+            on_progress=None if latest is None else latest.append,
+            conversation=self.conversation,
+        )
+        if latest is None:  # no ticker task (nor its task group) for a call without progress
+            return await call()
+        async with anyio.create_task_group() as ticker:
+            ticker.start_soon(self._tick, request_id, latest)
+            try:
+                result = await call()
+            finally:
+                ticker.cancel_scope.cancel()
+        return result
 
     async def _tick(self, request_id: Any, latest: list[str]) -> None:
         """Progress lines while request ``request_id`` runs: how long, and the last thing the

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from tether.text import truncate
+from tether.workdir.paths import is_within
 
 if TYPE_CHECKING:
     from tether.run import Run
@@ -36,8 +37,10 @@ def find_root(start: Path, markers: Sequence[str], workdir: Path) -> Path | None
     including ``workdir`` that holds one of ``markers``; never a directory above ``workdir``.
     Both paths absolute and resolved, as ``run.workdir`` and ``run.confine`` give them."""
     here = start if start.is_dir() else start.parent
-    while here == workdir or workdir in here.parents:
-        if any((here / marker).exists() for marker in markers):
+    while is_within(here, workdir):
+        # os.path, not pathlib: every lsp query looks for its file's root (markers x levels)
+        base = os.fspath(here)
+        if any(os.path.exists(os.path.join(base, marker)) for marker in markers):
             return here
         if here == workdir:
             break

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from tether.errors import PathError
 from tether.text import show_path
@@ -19,7 +19,12 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
     refused with a :class:`PathError` naming ``field``. The returned path is absolute and resolved
     (it need not exist).
     """
-    root = Path(workdir).resolve()
+    return confine_in(Path(workdir).resolve(), path, field)
+
+
+def confine_in(root: Path, path: str, field: str = "path") -> Path:
+    """:func:`confine` in a workdir already resolved (a run's: resolved once when it opened,
+    not on every call)."""
     if not isinstance(path, str) or not path:
         raise PathError(field, "expected a non-empty path")
     if "\x00" in path:
@@ -66,7 +71,15 @@ def confine(workdir: Path | str, path: str, field: str = "path") -> Path:
 
 
 def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    return is_within(path, root)
+
+
+def is_within(path: PurePath, root: PurePath) -> bool:
+    """``path`` is ``root`` or lies under it, compared by their parts: lexical, for paths both
+    absolute and normalised as resolved ones are (``path == root or root in path.parents``
+    without building each parent)."""
+    parts = root.parts
+    return path.parts[: len(parts)] == parts
 
 
 def relative(workdir: Path | str, path: Path | str) -> str:

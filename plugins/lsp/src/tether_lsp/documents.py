@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 from lsprotocol import types
 
+from tether.wire.positions import split_lines
 from tether.workdir.reading import Reader
 
 
@@ -35,6 +36,16 @@ class OpenDocument:
     #: the text is a written file's text from before the write (a baseline): the disk holds
     #: the new one, so an unversioned publish (gopls' from disk) is not about it
     previous_text: bool = False
+    #: :meth:`lines` of the text they were split from (whichever text it holds now)
+    _lines: list[str] = attrs.field(factory=list, init=False, repr=False, eq=False)
+    _lines_of: str | None = attrs.field(default=None, init=False, repr=False, eq=False)
+
+    def lines(self) -> list[str]:
+        """The text's lines as LSP counts them, split once per text (every query on the
+        document resolves its position in them); not to be changed."""
+        if self._lines_of is not self.text:
+            self._lines, self._lines_of = split_lines(self.text), self.text
+        return self._lines
 
 
 class Published:

@@ -85,7 +85,8 @@ class Session:
     def position(
         self, line: int, symbol: str
     ) -> tuple[SymbolPosition, types.TextDocumentPositionParams]:
-        pos = resolve_position(self.doc.text, line, symbol, where=self.rel)
+        doc = self.doc
+        pos = resolve_position(doc.text, line, symbol, where=self.rel, lines=doc.lines())
         character = to_lsp_character(pos.line_text, pos.start, self.client.encoding)
         params = types.TextDocumentPositionParams(
             text_document=types.TextDocumentIdentifier(uri=self.doc.uri),
@@ -176,19 +177,30 @@ async def require_regular_file(supervisor: LspSupervisor, path: Path) -> None:
             supervisor.workdir, lambda reader: reader.stat(path, field="file", shown=rel)
         )
     except UnreadableFile as exc:
-        if exc.reason == "missing":
-            raise tether.ArgumentError("file", f"an existing file, {rel} is not one") from None
-        raise
+        raise _refused(exc, rel) from None
+
+
+def _refused(exc: UnreadableFile, rel: str) -> tether.ArgumentError:
+    """A file the reader refused, as a query says it: a missing one is a wrong argument."""
+    if exc.reason == "missing":
+        return tether.ArgumentError("file", f"an existing file, {rel} is not one")
+    return exc
 
 
 async def open_session(supervisor: LspSupervisor, path: Path, action: str) -> Session:
     """The first server of the file's language that offers ``action``, with the file synced."""
-    await require_regular_file(supervisor, path)
     needs = OFFERS.get(action)
-    client = await supervisor.client_for(
-        path, offers=None if needs is None else lambda c: c.supports(*needs), action=action
-    )
-    return await session_on(supervisor, client, path, action)
+    offers = None if needs is None else lambda c: c.supports(*needs)
+    # a server answering already looks at the file when it syncs it, through the same reader
+    # (the same refusals): the check before a start is one trip off the loop saved per query
+    client = await supervisor.running_client_for(path, offers=offers, action=action)
+    if client is None:
+        await require_regular_file(supervisor, path)
+        client = await supervisor.client_for(path, offers=offers, action=action)
+    try:
+        return await session_on(supervisor, client, path, action)
+    except UnreadableFile as exc:
+        raise _refused(exc, supervisor.relative(path)) from None
 
 
 async def session_on(

@@ -192,19 +192,31 @@ _HARD_BREAK = re.compile(r"(?: {2,}|\\)$", re.MULTILINE)
 _CODE = re.compile(r"(^```.*?^```[ \t]*$|`[^`\n]+`)", re.MULTILINE | re.DOTALL)
 
 
+def _may_break(chunk: str) -> bool:
+    """``chunk`` may hold a hard break (two spaces or a backslash before a line's end): the
+    regex looks only then (it is slow on indented text; these are substring searches)."""
+    return "  \n" in chunk or "\\\n" in chunk or chunk.endswith("  ") or chunk.endswith("\\")
+
+
 def markdown_text(markdown: str) -> str:
     """A server's markdown as the text it stands for: the escapes servers add for markdown
     (``\\*args``, ``&nbsp;`` as indentation, ``&lt;``, a hard break's trailing spaces) read as
     their characters; code (fenced blocks, inline spans), where markdown keeps them literal, as
     it is."""
     out = []
-    for index, chunk in enumerate(_CODE.split(markdown)):
+    # each rule runs only where its first character is (every hover's text passes here)
+    chunks = _CODE.split(markdown) if "`" in markdown else [markdown]
+    for index, chunk in enumerate(chunks):
         if index % 2:
             out.append(chunk)
             continue
-        chunk = _HARD_BREAK.sub("", chunk)
-        chunk = _ESCAPED.sub(r"\1", chunk)
-        out.append(_ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), chunk))
+        if _may_break(chunk):
+            chunk = _HARD_BREAK.sub("", chunk)
+        if "\\" in chunk:
+            chunk = _ESCAPED.sub(r"\1", chunk)
+        if "&" in chunk:
+            chunk = _ENTITY.sub(lambda m: html.unescape(m.group(0)).replace("\xa0", " "), chunk)
+        out.append(chunk)
     return "".join(out)
 
 

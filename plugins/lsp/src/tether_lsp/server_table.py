@@ -17,7 +17,7 @@ from tether.processes.availability import (
     resolve_command,
 )
 from tether.text import show_path
-from tether.workdir.paths import relative
+from tether.workdir.paths import is_within, relative
 from tether_lsp.config import LspConfig
 from tether_lsp.servers import ServerSpec
 from tether_lsp.trust import refusal
@@ -170,7 +170,12 @@ class ServerTable:
 
     def relative(self, path: Path) -> str:
         # the paths the run confined are resolved already: no second resolve per answer
-        if path.is_absolute() and self.workdir in path.parents and ".." not in path.parts:
+        if (
+            path.is_absolute()
+            and path != self.workdir
+            and is_within(path, self.workdir)
+            and ".." not in path.parts
+        ):
             return show_path(path.relative_to(self.workdir))
         return relative(self.workdir, path)
 

@@ -60,7 +60,7 @@ class LspSupervisor(ServerTable):
         self.ledger = DiagnosticLedger()
         #: marked by `lsp checkpoint`, compared with by `lsp diagnostics` `since`
         self.checkpoints = Checkpoints()
-        #: servers whose fallback root was said already (see :meth:`root_note`)
+        #: servers whose root note was decided (said, or not needed: see :meth:`root_note`)
         self._root_said: set[tuple[str, Path]] = set()
         #: lines the next result carries (a hung server restarted on the way)
         self.notes: list[str] = []
@@ -107,8 +107,29 @@ class LspSupervisor(ServerTable):
         binary is found but cannot start (a broken shim) is skipped for the next one, and said
         why; starting it is the check that it runs, so the first answer costs no extra probe.
         With ``offers``, a server that does not offer ``action`` passes it to the next one."""
+        client = await self._answering(path, offers, action, start=True)
+        assert client is not None
+        return client
+
+    async def running_client_for(
+        self, path: Path, *, offers: Callable[[LspClient], bool] | None = None, action: str = ""
+    ) -> LspClient | None:
+        """The server :meth:`client_for` would give when it runs already, else None (nothing
+        started, no error said)."""
+        return await self._answering(path, offers, action, start=False)
+
+    async def _answering(
+        self,
+        path: Path,
+        offers: Callable[[LspClient], bool] | None,
+        action: str,
+        *,
+        start: bool,
+    ) -> LspClient | None:
         language = self.language_of(path)
         if language is None:
+            if not start:
+                return None
             raise self.no_server(path)
         reasons: list[str] = []
         lacking: list[str] = []
@@ -125,7 +146,12 @@ class LspSupervisor(ServerTable):
                 reasons.append(f"{spec.id}: {why}")
                 continue
             key = (spec.id, root)
-            if key in self._clients or key in self._crashes:
+            if not start:
+                running = self._running(key)
+                if running is None:
+                    return None
+                client = running
+            elif key in self._clients or key in self._crashes:
                 client = await self.client(spec, root)  # it ran here before: report its trouble
             else:
                 try:
@@ -136,6 +162,8 @@ class LspSupervisor(ServerTable):
             if offers is None or offers(client):
                 return client
             lacking.append(spec.id)
+        if not start:
+            return None
         if lacking:
             raise tether.ToolError(
                 f'action "{action}" is not supported by {" or ".join(lacking)} '
@@ -178,9 +206,10 @@ class LspSupervisor(ServerTable):
         spec, root = client.spec, client.root
         if not spec.root_markers or root != self.workdir or (spec.id, root) in self._root_said:
             return None
+        # decided once per server: a marker found is the root it started with, not a fallback
+        self._root_said.add((spec.id, root))
         if any((root / marker).exists() for marker in spec.root_markers):
             return None
-        self._root_said.add((spec.id, root))
         return (
             f"no root marker ({', '.join(spec.root_markers)}) in the workdir: {spec.id} runs "
             "with the workdir as its root"
@@ -190,9 +219,8 @@ class LspSupervisor(ServerTable):
 
     async def client(self, spec: ServerSpec, root: Path) -> LspClient:
         key = (spec.id, root)
-        current = self._clients.get(key)
-        restart_after = self.config.restart_after_timeouts
-        if current is not None and not current.hang.due(restart_after) and current.check_running():
+        current = self._running(key)
+        if current is not None:
             return current  # the common case needs no lock (an uncontended one still yields)
         lock = self._locks.setdefault(key, anyio.Lock())
         async with lock:
@@ -234,6 +262,14 @@ class LspSupervisor(ServerTable):
 
             warm_soon(self)  # the coverage index, built while the server indexes too
             return client
+
+    def _running(self, key: tuple[str, Path]) -> LspClient | None:
+        """The client of ``key`` when it runs and is not due a restart (no lock, no I/O)."""
+        current = self._clients.get(key)
+        restart_after = self.config.restart_after_timeouts
+        if current is not None and not current.hang.due(restart_after) and current.check_running():
+            return current
+        return None
 
     def _count_crash(self, key: tuple[str, Path], crashed: LspClient) -> None:
         """Count ``crashed``'s exit among its server's recent crashes; a

@@ -4,7 +4,7 @@ resent, closed, and the files changed on disk told to it before each query."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from stat import S_ISREG
@@ -90,16 +90,18 @@ class DocumentSync:
     async def _changed_on_disk(self) -> dict[str, tuple[int, int]]:
         """The root's source files as :meth:`scan` gives them: from the snapshot and the files
         the watch says changed (only those are looked at), else by a scan of the root."""
+        return await reading.off_loop(self.client.root, self._changed_work())
+
+    def _changed_work(self) -> Callable[[reading.Reader], dict[str, tuple[int, int]]]:
+        """:meth:`_changed_on_disk`'s work, done in a reader's thread (a reader on the root)."""
         watch = self.client.watch
-        if watch is None:
-            return await self.scan()
         suffixes = frozenset(self.client.spec.extensions)
         snapshot = self.snapshot
 
-        def look(reader: reading.Reader) -> dict[str, tuple[int, int]] | None:
-            paths = watch.changed()
+        def look(reader: reading.Reader) -> dict[str, tuple[int, int]]:
+            paths = watch.changed() if watch is not None else None
             if paths is None:
-                return None
+                return scan_root(reader, suffixes)
             current = dict(snapshot)
             for path in paths:
                 reader.check()
@@ -116,8 +118,7 @@ class DocumentSync:
                     current.pop(path, None)
             return current
 
-        current = await reading.off_loop(self.client.root, look)
-        return current if current is not None else await self.scan()
+        return look
 
     async def _open(
         self, path: Path, text: str, mtime_ns: int, size: int, *, from_disk: bool
@@ -167,6 +168,10 @@ class DocumentSync:
         sent as (or an UnreadableFile), in one trip off the event loop: the core's reader, so a
         FIFO, a device or a file over the cap is refused by name, a symlink swapped in on the
         way is never followed."""
+        return await reading.off_loop(self.client.run.workdir, self._look_work(paths))
+
+    def _look_work(self, paths: list[Path]) -> Callable[[reading.Reader], list[Looked]]:
+        """:meth:`_look`'s work, done in a reader's thread (a reader on the workdir)."""
         workdir = self.client.run.workdir
         docs = [self.documents.get(path_to_uri(path)) for path in paths]
 
@@ -187,7 +192,7 @@ class DocumentSync:
                     found.append(exc)
             return found
 
-        return await reading.off_loop(workdir, look)
+        return look
 
     async def _send_looked(
         self, path: Path, stat: os.stat_result, data: bytes | None
@@ -315,7 +320,8 @@ class DocumentSync:
 
     async def _refresh_files(self, resent: list[OpenDocument]) -> bool:
         """The refresh, the documents it sent into ``resent``; True when anything was sent."""
-        current = await self._changed_on_disk()
+        docs = list(self.documents.values())
+        current, looks = await self._changed_and_looked(docs)
         # open documents travel as didChange below, not as file events
         for doc in self.documents.values():
             current.pop(str(doc.path), None)
@@ -327,9 +333,11 @@ class DocumentSync:
             sent = True
         elif events:
             sent = await self._open_changed(events, resent)
-        docs = list(self.documents.values())
+        if events:  # the open documents looked at again, after what was told or opened
+            docs = list(self.documents.values())
+            looks = await self._look([d.path for d in docs])
         # every open document looked at in one trip off the event loop, then each sent
-        for doc, looked in zip(docs, await self._look([d.path for d in docs]), strict=True):
+        for doc, looked in zip(docs, looks, strict=True):
             if isinstance(looked, reading.UnreadableFile):
                 # gone, or no longer a regular file: the server forgets it
                 await self.close_document(doc)
@@ -340,6 +348,21 @@ class DocumentSync:
                 resent.append(doc)
             sent = sent or changed
         return sent
+
+    async def _changed_and_looked(
+        self, docs: list[OpenDocument]
+    ) -> tuple[dict[str, tuple[int, int]], list[Looked]]:
+        """:meth:`_changed_on_disk` and :meth:`_look` of ``docs``, one after the other in one
+        trip off the event loop (a query's refresh costs one thread hop, not two)."""
+        changed, look = self._changed_work(), self._look_work([d.path for d in docs])
+        workdir = self.client.run.workdir
+
+        def both(reader: reading.Reader) -> tuple[dict[str, tuple[int, int]], list[Looked]]:
+            current = changed(reader)
+            with reading.Reader(workdir, stop=reader.stop) as in_workdir:
+                return current, look(in_workdir)
+
+        return await reading.off_loop(self.client.root, both)
 
     async def _tell_file_events(self, events: list[types.FileEvent]) -> None:
         """Tell a server that watches files what changed on disk; a server that rebuilds its

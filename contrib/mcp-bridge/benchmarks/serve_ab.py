@@ -1,0 +1,66 @@
+"""Two served runs side by side, one from another checkout's sources: hover latency and the event
+loop's CPU per hover for 1 and N connections, the rounds of each server alternated so both see
+the same load (the machine is shared).
+
+Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve_ab.py PATH/TO/click
+PATH/TO/OTHER-CHECKOUT [N] [ROUNDS]`` (a checkout of pallets/click; the other checkout e.g. made
+by ``git worktree add /tmp/base COMMIT``). The other server runs the same interpreter and
+installed dependencies with the other checkout's ``core/src``, ``plugins/*/src`` and
+``contrib/*/src`` first on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+from serve import clients, loop_cpu, ms, serve, warm_up
+
+
+def runtime_env(sources: Path | None) -> dict[str, str]:
+    runtime = Path(tempfile.mkdtemp(prefix="tether-rt-"))
+    runtime.chmod(0o700)
+    env = {**os.environ, "TETHER_RUNTIME_DIR": str(runtime)}
+    if sources is not None:
+        dirs = [sources / "core" / "src", *sorted(sources.glob("plugins/*/src"))]
+        dirs += sorted(sources.glob("contrib/*/src"))
+        env["PYTHONPATH"] = os.pathsep.join(str(d) for d in dirs)
+    return env
+
+
+def main() -> None:
+    click, other = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    servers = {"other": serve(click, runtime_env(other)), "this": serve(click, runtime_env(None))}
+    try:
+        for _, sock in servers.values():
+            anyio.run(warm_up, sock)
+            anyio.run(clients, sock, n, 5)
+        for round_ in range(1, rounds + 1):
+            for name, (proc, sock) in servers.items():
+                load = os.getloadavg()[0]
+                row = []
+                for k, hovers in ((1, 100), (n, 40)):
+                    before = loop_cpu(proc.pid)
+                    times = anyio.run(clients, sock, k, hovers)
+                    cpu = (loop_cpu(proc.pid) - before) / len(times) * 1000
+                    row.append((statistics.median(times), f"{ms(times)}, loop {cpu:.2f} ms CPU"))
+                ratio = row[1][0] / row[0][0]
+                print(
+                    f"round {round_} {name} (load {load:.1f}): 1 connection {row[0][1]}; "
+                    f"{n} connections {row[1][1]}; ratio {ratio:.1f}",
+                    flush=True,
+                )
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+            proc.wait(60)
+
+
+if __name__ == "__main__":
+    main()
