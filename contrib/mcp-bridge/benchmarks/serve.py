@@ -1,7 +1,8 @@
 """A served run (``tether serve``) side by side with what a client would do without it.
 
 Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py PATH/TO/click
-[N] [--no-memory]`` (a checkout of pallets/click). Prints, in one run on one machine:
+[N] [--no-memory]`` (a checkout of pallets/click), or ``... serve.py --astgrep-only [--rounds R]
+[--servers S]`` for the ast_grep part alone. Prints, in one run on one machine:
 
 - ``lsp hover`` on ``echo`` in ``src/click/utils.py``: a warm ``tether call --attach`` end to end
   (a new process each time: the installed ``tether`` command, which makes the call without
@@ -12,8 +13,12 @@ Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py 
   beside one connection's, and how many basedpyright processes serve them;
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
-- ``ast_grep`` on a generated 300-file project: ``tether call --attach`` against the ast-grep CLI
-  (its first call, which starts the workers and parses, then warm calls).
+- ``ast_grep`` on a generated 300-file project (6,000 matches): ``tether call --attach``
+  against the ast-grep CLI, R interleaved rounds of: the same call again (warm), a pattern the
+  run has not been asked yet (its trees parsed, its matches not), and the CLI; then the first
+  call after ``serve`` is ready, on S fresh servers. Wall time (median, p90) and CPU time: the
+  calling process's (the ``tether`` command, or the CLI with its threads), and the served run's
+  process tree's (the run and its search workers) during the call.
 
 ``--no-memory`` skips the N separate runs (N language servers at once: minutes on two cores).
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -219,38 +225,146 @@ def generated_project(root: Path, files: int = 300) -> Path:
     return root
 
 
-def astgrep_side_by_side(env: dict[str, str]) -> None:
+#: patterns asked once each, on a run whose trees are parsed: matching without reuse
+FRESH_PATTERNS = [
+    "def $F($A, $B): $$$C",
+    "def $F($$$A):\n    $X = $Y\n    return $Z",
+    "$X = $A + $B",
+    "return $X * $Y",
+    "def $F($A, b=1): $$$B",
+    "$A + $B",
+    "$X * $Y",
+    "return $X",
+    "def $F($$$A): return $X * $N",
+    "x = $A + b",
+    "def $F(a, $$$A): $$$B",
+    "$X = a + $Y",
+]
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU time (user + system) of `pid` and its descendants, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def child_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Timed:
+    """Wall and CPU times of repeated commands: the command's own (with its threads and
+    children) and the served run's tree's while it ran."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self.served_cpu: list[float] = []
+
+    def run(self, argv: list[str], env: dict[str, str], served: int | None) -> bytes:
+        before_tree = tree_cpu_s(served) if served else 0.0
+        before = child_cpu_s()
+        started = time.perf_counter()
+        out = subprocess.run(argv, capture_output=True, env=env, timeout=300, check=True)
+        self.wall.append(time.perf_counter() - started)
+        self.cpu.append(child_cpu_s() - before)
+        if served:
+            self.served_cpu.append(tree_cpu_s(served) - before_tree)
+        return out.stdout
+
+    def line(self, what: str) -> str:
+        text = f"{what}: wall {ms(self.wall)}, its CPU {ms(self.cpu)}"
+        if self.served_cpu:
+            text += f", served run's CPU {ms(self.served_cpu)}"
+        return text + f" [{len(self.wall)} runs]"
+
+
+def tether_grep(env: dict[str, str], project: Path, pattern: str, timed: Timed, served: int) -> Any:
+    args = {"pattern": pattern, "language": "python", "max_results": 10}
+    argv = [*COMMAND, "call", "ast_grep", json.dumps(args), "--workdir", str(project), "--attach"]
+    reply = json.loads(timed.run(argv, env, served))
+    assert not reply["is_error"], reply
+    return reply["meta"]
+
+
+def cli_matches(sg: str, project: Path, pattern: str) -> int:
+    out = subprocess.run(
+        [sg, "run", "-p", pattern, "-l", "python", "--json=stream", str(project)],
+        capture_output=True,
+    )
+    assert out.returncode in (0, 1), out.stderr  # 1: no match
+    return len(out.stdout.splitlines())
+
+
+def astgrep_side_by_side(env: dict[str, str], rounds: int = 10, servers: int = 1) -> None:
     """`tether call --attach ast_grep` on a generated 300-file project beside the ast-grep CLI."""
     project = generated_project(Path(tempfile.mkdtemp(prefix="gen300-")))
-    grep_proc, _ = serve(project, env)
-    args = {"pattern": PATTERN, "language": "python", "max_results": 10}
-    grep_flags = ("--workdir", str(project), "--attach")
-    first = call(env, "ast_grep", args, *grep_flags, command=COMMAND)  # its cache warm
-    print(f"ast_grep on 300 files, the first `tether call --attach`: {first * 1000:.0f} ms")
-    ours, theirs = [], []
     sg = shutil.which("ast-grep") or str(Path(sys.executable).parent / "ast-grep")
-    for _ in range(10):
-        ours.append(call(env, "ast_grep", args, *grep_flags, command=COMMAND))
-        started = time.perf_counter()
-        subprocess.run(
-            [sg, "run", "-p", PATTERN, "-l", "python", str(project)],
-            capture_output=True,
-            check=True,
+    first, warm, fresh, cli = Timed(), Timed(), Timed(), Timed()
+    for n in range(servers):
+        grep_proc, _ = serve(project, env)
+        meta = tether_grep(env, project, PATTERN, first, grep_proc.pid)
+        print(
+            f"first call after ready: {first.wall[-1] * 1000:.0f} ms, {meta['files_parsed']} parsed"
         )
-        theirs.append(time.perf_counter() - started)
-    print(f"ast_grep on 300 files: `tether call --attach` {ms(ours)}; ast-grep CLI {ms(theirs)}")
+        if n == servers - 1:
+            break
+        grep_proc.terminate()
+        grep_proc.wait(60)
+    expected = cli_matches(sg, project, PATTERN)
+    assert meta["total"] == expected, (meta["total"], expected)
+    for i in range(rounds):
+        meta = tether_grep(env, project, PATTERN, warm, grep_proc.pid)
+        assert meta["total"] == expected and meta["files_parsed"] == 0, meta
+        if i < len(FRESH_PATTERNS):
+            meta = tether_grep(env, project, FRESH_PATTERNS[i], fresh, grep_proc.pid)
+            assert meta["files_parsed"] == 0 and meta["files_reused"] == 0, meta
+        cli.run([sg, "run", "-p", PATTERN, "-l", "python", str(project)], env, None)
+    print(f"ast_grep `{PATTERN}` on 300 generated files, {expected} matches (the CLI's too):")
+    print(first.line("  `tether call --attach`, the first call after `serve` is ready"))
+    print(warm.line("  `tether call --attach`, the same call again (warm)"))
+    print(fresh.line("  `tether call --attach`, a pattern not asked before (trees warm)"))
+    print(cli.line("  ast-grep CLI (`ast-grep run -p ... -l python DIR`)"))
+    for pattern in FRESH_PATTERNS[: min(rounds, len(FRESH_PATTERNS))]:  # the same matches?
+        meta = tether_grep(env, project, pattern, Timed(), grep_proc.pid)
+        theirs = cli_matches(sg, project, pattern)
+        same = "same" if meta["total"] == theirs else "DIFFERENT"
+        print(f"  matches of `{pattern}`: tether {meta['total']}, the CLI {theirs} ({same})")
     grep_proc.terminate()
     grep_proc.wait(60)
 
 
+def _option(argv: list[str], name: str, default: int) -> int:
+    if name not in argv:
+        return default
+    at = argv.index(name)
+    value = int(argv[at + 1])
+    del argv[at : at + 2]
+    return value
+
+
 def main() -> None:
-    argv = [a for a in sys.argv[1:] if a != "--no-memory"]
-    click = Path(argv[0]).resolve()
-    n = int(argv[1]) if len(argv) > 1 else 8
+    argv = [a for a in sys.argv[1:] if a not in ("--no-memory", "--astgrep-only")]
+    rounds = _option(argv, "--rounds", 10)
+    servers = _option(argv, "--servers", 1)
     runtime = Path(tempfile.mkdtemp(prefix="tether-rt-"))
     runtime.chmod(0o700)
     env = {**os.environ, "TETHER_RUNTIME_DIR": str(runtime)}
     print(f"load before: {os.getloadavg()[0]:.1f} (2 cores)")
+    if "--astgrep-only" in sys.argv:
+        astgrep_side_by_side(env, rounds, servers)
+        print(f"load after: {os.getloadavg()[0]:.1f}")
+        return
+    click = Path(argv[0]).resolve()
+    n = int(argv[1]) if len(argv) > 1 else 8
 
     started = time.perf_counter()
     cold = [call(env, "lsp", HOVER, "--workdir", str(click), command=COMMAND)]
@@ -288,7 +402,7 @@ def main() -> None:
     proc.terminate()
     proc.wait(60)
 
-    astgrep_side_by_side(env)
+    astgrep_side_by_side(env, rounds, servers)
     print(f"load after: {os.getloadavg()[0]:.1f}")
 
 

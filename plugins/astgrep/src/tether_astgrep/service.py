@@ -48,6 +48,16 @@ class SearchOutcome:
         """Matches found, described or only counted."""
         return sum(r.count for r in self.files)
 
+    @property
+    def parsed(self) -> int:
+        """Files the search parsed (no process had their tree cached)."""
+        return sum(r.parsed for r in self.files)
+
+    @property
+    def reused(self) -> int:
+        """Files whose matches an earlier identical search had found in the same tree."""
+        return sum(r.reused for r in self.files)
+
 
 @attrs.frozen
 class StagedEdit:
@@ -79,13 +89,20 @@ class AstgrepService:
         # imports it (tree-sitter matching, the worker pool, multiprocessing)
         self._local: ProcessState | None = None
         self._local_lock = anyio.Lock()
+        self._engine_lock = threading.Lock()  # `warm` makes the engine in a thread
         self._pool: WorkerPool | None = None
+        # a served run (`warm`): searches will come again, so the first one caches too
+        self._long_lived = False
         self.staged: dict[str, StagedEdit] = {}
         self.resolved: dict[str, str] = {}  # edit id -> accepted / discarded / rejected / failed
         self._edit_ids = itertools.count(1)
 
     def _engine(self) -> tuple[ProcessState, WorkerPool | None]:
         """The run's own search state and its worker pool (None: no workers), made once."""
+        with self._engine_lock:
+            return self._made_engine()
+
+    def _made_engine(self) -> tuple[ProcessState, WorkerPool | None]:
         if self._local is None:
             from tether_astgrep.engine import ProcessState, WorkerPool
 
@@ -101,8 +118,22 @@ class AstgrepService:
                     on_start=self._on_worker_start,
                     on_exit=self._on_worker_exit,
                 )
-            self._local = ProcessState(self.registry, local, cache_from_search=2)
+            cache_from = 1 if self._long_lived else 2
+            self._local = ProcessState(self.registry, local, cache_from_search=cache_from)
+        if self._pool is not None:
+            self._pool.long_lived = self._long_lived
         return self._local, self._pool
+
+    async def warm(self) -> None:
+        """A served run (``tether serve``): searches will come again, so every process keeps
+        what it parses from the first search on (a one-shot run's first search keeps nothing),
+        and the workers start now, off the event loop, not in the first search."""
+        self._long_lived = True
+        if self._local is not None:
+            self._local.cache_from_search = 1
+        _, pool = await anyio.to_thread.run_sync(self._engine)
+        if pool is not None:
+            await anyio.to_thread.run_sync(pool.start)
 
     async def aclose(self) -> None:
         if self._pool is not None:
@@ -118,7 +149,7 @@ class AstgrepService:
         process's if it has no workers. A worker busy with an earlier search is left out."""
         local, pool = self._engine()
         if pool is None:
-            return [local.cache.stats()]
+            return [local.stats()]
         found = await anyio.to_thread.run_sync(pool.stats)
         return [s for s in found if s is not None]
 
