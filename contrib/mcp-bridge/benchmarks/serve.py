@@ -2,7 +2,9 @@
 
 Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py PATH/TO/click
 [N] [--no-memory]`` (a checkout of pallets/click), or ``... serve.py --astgrep-only [--rounds R]
-[--servers S]`` for the ast_grep part alone. Prints, in one run on one machine:
+[--servers S] [--against DIR]`` for the ast_grep part alone (``--against``: another commit's
+worktree, e.g. ``git worktree add /tmp/old COMMIT``, served beside this one with its sources
+first on ``PYTHONPATH``, every call interleaved). Prints, in one run on one machine:
 
 - ``lsp hover`` on ``echo`` in ``src/click/utils.py``: a warm ``tether call --attach`` end to end
   (a new process each time: the installed ``tether`` command, which makes the call without
@@ -18,7 +20,7 @@ Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py 
   run has not been asked yet (its trees parsed, its matches not), and the CLI; then the first
   call after ``serve`` is ready, on S fresh servers. Wall time (median, p90) and CPU time: the
   calling process's (the ``tether`` command, or the CLI with its threads), and the served run's
-  process tree's (the run and its search workers) during the call.
+  process and its search workers' during the call (not the language servers it starts).
 
 ``--no-memory`` skips the N separate runs (N language servers at once: minutes on two cores).
 """
@@ -242,12 +244,19 @@ FRESH_PATTERNS = [
 ]
 
 
-def tree_cpu_s(pid: int) -> float:
-    """CPU time (user + system) of `pid` and its descendants, from /proc."""
+def run_cpu_s(pid: int) -> float:
+    """CPU time (user + system) of the run's process `pid` and its search workers (its
+    descendants forked from it, with its command line: not the language servers it warms)."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0
+    try:
+        own = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return 0.0
     for p in [pid, *descendants(pid)]:
         try:
+            if Path(f"/proc/{p}/cmdline").read_bytes() != own:
+                continue
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
@@ -270,20 +279,20 @@ class Timed:
         self.served_cpu: list[float] = []
 
     def run(self, argv: list[str], env: dict[str, str], served: int | None) -> bytes:
-        before_tree = tree_cpu_s(served) if served else 0.0
+        before_tree = run_cpu_s(served) if served else 0.0
         before = child_cpu_s()
         started = time.perf_counter()
         out = subprocess.run(argv, capture_output=True, env=env, timeout=300, check=True)
         self.wall.append(time.perf_counter() - started)
         self.cpu.append(child_cpu_s() - before)
         if served:
-            self.served_cpu.append(tree_cpu_s(served) - before_tree)
+            self.served_cpu.append(run_cpu_s(served) - before_tree)
         return out.stdout
 
     def line(self, what: str) -> str:
         text = f"{what}: wall {ms(self.wall)}, its CPU {ms(self.cpu)}"
         if self.served_cpu:
-            text += f", served run's CPU {ms(self.served_cpu)}"
+            text += f", the run's and its workers' CPU {ms(self.served_cpu)}"
         return text + f" [{len(self.wall)} runs]"
 
 
@@ -304,42 +313,85 @@ def cli_matches(sg: str, project: Path, pattern: str) -> int:
     return len(out.stdout.splitlines())
 
 
-def astgrep_side_by_side(env: dict[str, str], rounds: int = 10, servers: int = 1) -> None:
-    """`tether call --attach ast_grep` on a generated 300-file project beside the ast-grep CLI."""
+def against_env(env: dict[str, str], checkout: Path) -> dict[str, str]:
+    """The environment of a server (and its `tether` command) running `checkout`'s sources
+    (another commit's worktree) first on the path, with its own runtime directory."""
+    runtime = Path(tempfile.mkdtemp(prefix="tether-rt-"))
+    runtime.chmod(0o700)
+    paths = [str(checkout / "core" / "src")]
+    paths += [str(p) for p in sorted((checkout / "plugins").glob("*/src"))]
+    paths += [str(p) for p in sorted((checkout / "contrib").glob("*/src"))]
+    return {**env, "TETHER_RUNTIME_DIR": str(runtime), "PYTHONPATH": os.pathsep.join(paths)}
+
+
+class Side:
+    """One tether (this checkout's, or the one `--against` names) on its own served run."""
+
+    def __init__(self, label: str, env: dict[str, str]) -> None:
+        self.label, self.env = label, env
+        self.first, self.warm, self.fresh = Timed(), Timed(), Timed()
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self, project: Path) -> None:
+        self.proc, _ = serve(project, self.env)
+        meta = tether_grep(self.env, project, PATTERN, self.first, self.proc.pid)
+        parsed = meta.get("files_parsed", "?")
+        print(
+            f"{self.label}: first call after ready {self.first.wall[-1] * 1000:.0f} ms, {parsed} parsed"
+        )
+
+    def stop(self) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        self.proc.wait(60)
+
+    def grep(self, project: Path, pattern: str, timed: Timed) -> Any:
+        assert self.proc is not None
+        return tether_grep(self.env, project, pattern, timed, self.proc.pid)
+
+    def report(self) -> None:
+        what = f"  `tether call --attach` ({self.label})"
+        print(self.first.line(f"{what}, the first call after `serve` is ready"))
+        print(self.warm.line(f"{what}, the same call again (warm)"))
+        print(self.fresh.line(f"{what}, a pattern not asked before (trees warm)"))
+
+
+def astgrep_side_by_side(
+    env: dict[str, str], rounds: int = 10, servers: int = 1, against: Path | None = None
+) -> None:
+    """`tether call --attach ast_grep` on a generated 300-file project beside the ast-grep CLI
+    (and beside another commit's tether, `against`): every measurement interleaved."""
     project = generated_project(Path(tempfile.mkdtemp(prefix="gen300-")))
     sg = shutil.which("ast-grep") or str(Path(sys.executable).parent / "ast-grep")
-    first, warm, fresh, cli = Timed(), Timed(), Timed(), Timed()
+    sides = [Side("this", env)]
+    if against is not None:
+        sides.append(Side(f"before: {against}", against_env(env, against)))
+    cli = Timed()
     for n in range(servers):
-        grep_proc, _ = serve(project, env)
-        meta = tether_grep(env, project, PATTERN, first, grep_proc.pid)
-        print(
-            f"first call after ready: {first.wall[-1] * 1000:.0f} ms, {meta['files_parsed']} parsed"
-        )
-        if n == servers - 1:
-            break
-        grep_proc.terminate()
-        grep_proc.wait(60)
+        for side in sides:
+            side.start(project)
+            if n < servers - 1:
+                side.stop()
     expected = cli_matches(sg, project, PATTERN)
-    assert meta["total"] == expected, (meta["total"], expected)
     for i in range(rounds):
-        meta = tether_grep(env, project, PATTERN, warm, grep_proc.pid)
-        assert meta["total"] == expected and meta["files_parsed"] == 0, meta
-        if i < len(FRESH_PATTERNS):
-            meta = tether_grep(env, project, FRESH_PATTERNS[i], fresh, grep_proc.pid)
-            assert meta["files_parsed"] == 0 and meta["files_reused"] == 0, meta
+        for side in sides:
+            meta = side.grep(project, PATTERN, side.warm)
+            assert meta["total"] == expected and meta.get("files_parsed", 0) == 0, meta
+            if i < len(FRESH_PATTERNS):
+                meta = side.grep(project, FRESH_PATTERNS[i], side.fresh)
+                assert meta.get("files_parsed", 0) == meta.get("files_reused", 0) == 0, meta
         cli.run([sg, "run", "-p", PATTERN, "-l", "python", str(project)], env, None)
     print(f"ast_grep `{PATTERN}` on 300 generated files, {expected} matches (the CLI's too):")
-    print(first.line("  `tether call --attach`, the first call after `serve` is ready"))
-    print(warm.line("  `tether call --attach`, the same call again (warm)"))
-    print(fresh.line("  `tether call --attach`, a pattern not asked before (trees warm)"))
+    for side in sides:
+        side.report()
     print(cli.line("  ast-grep CLI (`ast-grep run -p ... -l python DIR`)"))
     for pattern in FRESH_PATTERNS[: min(rounds, len(FRESH_PATTERNS))]:  # the same matches?
-        meta = tether_grep(env, project, pattern, Timed(), grep_proc.pid)
+        meta = sides[0].grep(project, pattern, Timed())
         theirs = cli_matches(sg, project, pattern)
         same = "same" if meta["total"] == theirs else "DIFFERENT"
-        print(f"  matches of `{pattern}`: tether {meta['total']}, the CLI {theirs} ({same})")
-    grep_proc.terminate()
-    grep_proc.wait(60)
+        print(f"  matches of `{pattern!r}`: tether {meta['total']}, the CLI {theirs} ({same})")
+    for side in sides:
+        side.stop()
 
 
 def _option(argv: list[str], name: str, default: int) -> int:
@@ -355,12 +407,17 @@ def main() -> None:
     argv = [a for a in sys.argv[1:] if a not in ("--no-memory", "--astgrep-only")]
     rounds = _option(argv, "--rounds", 10)
     servers = _option(argv, "--servers", 1)
+    against = None
+    if "--against" in argv:
+        at = argv.index("--against")
+        against = Path(argv[at + 1]).resolve()
+        del argv[at : at + 2]
     runtime = Path(tempfile.mkdtemp(prefix="tether-rt-"))
     runtime.chmod(0o700)
     env = {**os.environ, "TETHER_RUNTIME_DIR": str(runtime)}
     print(f"load before: {os.getloadavg()[0]:.1f} (2 cores)")
     if "--astgrep-only" in sys.argv:
-        astgrep_side_by_side(env, rounds, servers)
+        astgrep_side_by_side(env, rounds, servers, against)
         print(f"load after: {os.getloadavg()[0]:.1f}")
         return
     click = Path(argv[0]).resolve()
@@ -402,7 +459,7 @@ def main() -> None:
     proc.terminate()
     proc.wait(60)
 
-    astgrep_side_by_side(env, rounds, servers)
+    astgrep_side_by_side(env, rounds, servers, against)
     print(f"load after: {os.getloadavg()[0]:.1f}")
 
 
