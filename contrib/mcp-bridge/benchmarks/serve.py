@@ -336,9 +336,8 @@ class Side:
         self.proc, _ = serve(project, self.env)
         meta = tether_grep(self.env, project, PATTERN, self.first, self.proc.pid)
         parsed = meta.get("files_parsed", "?")
-        print(
-            f"{self.label}: first call after ready {self.first.wall[-1] * 1000:.0f} ms, {parsed} parsed"
-        )
+        took = self.first.wall[-1] * 1000
+        print(f"{self.label}: first call after ready {took:.0f} ms, {parsed} files parsed")
 
     def stop(self) -> None:
         assert self.proc is not None
