@@ -204,7 +204,7 @@ def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--no-warm",
         dest="warm",
         action="store_false",
-        help="do not start the workdir's language servers and search workers before the first call",
+        help="prepare nothing before the first call (the workdir's language servers, searches)",
     )
     p.add_argument("--list", action="store_true", help="print the running servers (JSON) and exit")
     p.add_argument(

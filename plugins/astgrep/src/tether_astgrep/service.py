@@ -126,13 +126,15 @@ class AstgrepService:
 
     async def warm(self) -> None:
         """A served run (``tether serve``): searches will come again, so every process keeps
-        what it parses from the first search on (a one-shot run's first search keeps nothing),
-        and the workers start now, off the event loop, not in the first search."""
+        what it parses from the first search on (a one-shot run's first search keeps nothing).
+        Spawned workers (a fresh interpreter each: about a second) start now, off the event
+        loop; forked ones, which start in milliseconds, with the first search, so a served run
+        that never searches has none."""
         self._long_lived = True
         if self._local is not None:
             self._local.cache_from_search = 1
         _, pool = await anyio.to_thread.run_sync(self._engine)
-        if pool is not None:
+        if pool is not None and pool.start_method == "spawn":
             await anyio.to_thread.run_sync(pool.start)
 
     async def aclose(self) -> None:
