@@ -244,6 +244,11 @@ FRESH_PATTERNS = [
 ]
 
 
+def selective(i: int) -> str:
+    """A pattern with a rare literal (one function's name: one match), new for each round."""
+    return f"def f{(37 * i) % 300}_{i % 20}($$$A): $$$B"
+
+
 def run_cpu_s(pid: int) -> float:
     """CPU time (user + system) of the run's process `pid` and its search workers (its
     descendants forked from it, with its command line: not the language servers it warms)."""
@@ -330,6 +335,7 @@ class Side:
     def __init__(self, label: str, env: dict[str, str]) -> None:
         self.label, self.env = label, env
         self.first, self.warm, self.fresh = Timed(), Timed(), Timed()
+        self.selective = Timed()
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self, project: Path) -> None:
@@ -353,6 +359,7 @@ class Side:
         print(self.first.line(f"{what}, the first call after `serve` is ready"))
         print(self.warm.line(f"{what}, the same call again (warm)"))
         print(self.fresh.line(f"{what}, a pattern not asked before (trees warm)"))
+        print(self.selective.line(f"{what}, a selective pattern not asked before (1 match)"))
 
 
 def astgrep_side_by_side(
@@ -365,7 +372,7 @@ def astgrep_side_by_side(
     sides = [Side("this", env)]
     if against is not None:
         sides.append(Side(f"before: {against}", against_env(env, against)))
-    cli = Timed()
+    cli, cli_selective = Timed(), Timed()
     for n in range(servers):
         for side in sides:
             side.start(project)
@@ -379,11 +386,15 @@ def astgrep_side_by_side(
             if i < len(FRESH_PATTERNS):
                 meta = side.grep(project, FRESH_PATTERNS[i], side.fresh)
                 assert meta.get("files_parsed", 0) == meta.get("files_reused", 0) == 0, meta
+            meta = side.grep(project, selective(i), side.selective)
+            assert meta["total"] == 1, meta
         cli.run([sg, "run", "-p", PATTERN, "-l", "python", str(project)], env, None)
+        cli_selective.run([sg, "run", "-p", selective(i), "-l", "python", str(project)], env, None)
     print(f"ast_grep `{PATTERN}` on 300 generated files, {expected} matches (the CLI's too):")
     for side in sides:
         side.report()
     print(cli.line("  ast-grep CLI (`ast-grep run -p ... -l python DIR`)"))
+    print(cli_selective.line("  ast-grep CLI, the selective patterns"))
     for pattern in FRESH_PATTERNS[: min(rounds, len(FRESH_PATTERNS))]:  # the same matches?
         meta = sides[0].grep(project, pattern, Timed())
         theirs = cli_matches(sg, project, pattern)
