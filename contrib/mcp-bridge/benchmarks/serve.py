@@ -301,8 +301,17 @@ class Timed:
         return text + f" [{len(self.wall)} runs]"
 
 
-def tether_grep(env: dict[str, str], project: Path, pattern: str, timed: Timed, served: int) -> Any:
-    args = {"pattern": pattern, "language": "python", "max_results": 10}
+def tether_grep(
+    env: dict[str, str],
+    project: Path,
+    pattern: str,
+    timed: Timed,
+    served: int,
+    path: str | None = None,
+) -> Any:
+    args: dict[str, Any] = {"pattern": pattern, "language": "python", "max_results": 10}
+    if path is not None:
+        args["path"] = path
     argv = [*COMMAND, "call", "ast_grep", json.dumps(args), "--workdir", str(project), "--attach"]
     reply = json.loads(timed.run(argv, env, served))
     assert not reply["is_error"], reply
@@ -335,7 +344,7 @@ class Side:
     def __init__(self, label: str, env: dict[str, str]) -> None:
         self.label, self.env = label, env
         self.first, self.warm, self.fresh = Timed(), Timed(), Timed()
-        self.selective = Timed()
+        self.selective, self.floor = Timed(), Timed()
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self, project: Path) -> None:
@@ -360,6 +369,9 @@ class Side:
         print(self.warm.line(f"{what}, the same call again (warm)"))
         print(self.fresh.line(f"{what}, a pattern not asked before (trees warm)"))
         print(self.selective.line(f"{what}, a selective pattern not asked before (1 match)"))
+        print(
+            self.floor.line(f"{what}, a pattern not found in one file (the attached call's floor)")
+        )
 
 
 def astgrep_side_by_side(
@@ -386,6 +398,8 @@ def astgrep_side_by_side(
             if i < len(FRESH_PATTERNS):
                 meta = side.grep(project, FRESH_PATTERNS[i], side.fresh)
                 assert meta.get("files_parsed", 0) == meta.get("files_reused", 0) == 0, meta
+            assert side.proc is not None
+            tether_grep(side.env, project, "nowhere($A)", side.floor, side.proc.pid, "m000.py")
             meta = side.grep(project, selective(i), side.selective)
             assert meta["total"] == 1, meta
         cli.run([sg, "run", "-p", PATTERN, "-l", "python", str(project)], env, None)
