@@ -85,12 +85,18 @@ class FileResult:
     reused: bool = False
 
 
-class _Entry:
-    __slots__ = ("mtime_ns", "results", "results_cost", "size", "source", "tree")
+def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a file changed: its mtime and its size, its inode (a file replaced by
+    another, as editors and the core's writer do, within the clock's tick and of the same
+    size) and its ctime (an mtime set back, as `rsync -t` or `touch -d` do)."""
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
-    def __init__(self, mtime_ns: int, size: int, source: bytes, tree: ts.Tree) -> None:
-        self.mtime_ns = mtime_ns
-        self.size = size
+
+class _Entry:
+    __slots__ = ("results", "results_cost", "source", "stamp", "tree")
+
+    def __init__(self, stamp: tuple[int, int, int, int], source: bytes, tree: ts.Tree) -> None:
+        self.stamp = stamp
         self.source = source
         self.tree = tree
         # a search's key (ProcessState._slot) -> (its result in this file, the result's cost)
@@ -143,7 +149,7 @@ def _rss_bytes() -> int:
 
 
 class FileCache:
-    """Sources with their parsed trees, keyed by (path, mtime, size), under a byte budget;
+    """Sources with their parsed trees, keyed by path and `file_stamp`, under a byte budget;
     with each, the results of the last few searches in it (``remember``), which go with it.
 
     Admission, not eviction: a file is stored only while it fits, and what is stored stays
@@ -171,7 +177,7 @@ class FileCache:
         entry = self._entries.get(path)
         if entry is None:
             return None
-        if entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
+        if entry.stamp != file_stamp(st):
             del self._entries[path]
             self.used -= entry_cost(entry.source) + entry.results_cost
             return None
@@ -184,7 +190,7 @@ class FileCache:
         if self._rss_full or self.used + cost > self.budget or path in self._entries:
             self.refused += 1
             return None
-        entry = self._entries[path] = _Entry(st.st_mtime_ns, st.st_size, source, tree)
+        entry = self._entries[path] = _Entry(file_stamp(st), source, tree)
         self.used += cost
         return entry
 

@@ -22,6 +22,7 @@ from tether_astgrep.files import RunCommand, list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 
 if TYPE_CHECKING:  # the engine and the pattern compiler are imported by the first search
+    from tether_astgrep.answers import KeptAnswers
     from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerPool
     from tether_astgrep.pattern import CompiledPattern
     from tether_astgrep.rules import CompiledRule
@@ -93,6 +94,7 @@ class AstgrepService:
         self._pool: WorkerPool | None = None
         # a served run (`warm`): searches will come again, so the first one caches too
         self._long_lived = False
+        self._answers: KeptAnswers | None = None  # made by the first search
         self.staged: dict[str, StagedEdit] = {}
         self.resolved: dict[str, str] = {}  # edit id -> accepted / discarded / rejected / failed
         self._edit_ids = itertools.count(1)
@@ -257,15 +259,8 @@ class AstgrepService:
         _check_rewrite(mode, rewrite, compiled)
         keep = max_results if mode == "search" else None
         task = Task(mode, compiled, rewrite, self.config.max_file_bytes, keep=keep)
-        results, stalled = await self._run(task, files)
-        results.sort(key=lambda r: r.path)
-        if keep is not None:
-            results = _first_described(results, keep)
+        results, stalled, others = await self._answer(task, readings, files)
         skipped = Counter(r.skipped for r in results if r.skipped)
-        others: list[tuple[str, int]] = []
-        if not stalled and not any(r.count or r.replaced for r in results):
-            # Nothing found: would the pattern, read another way, find something?
-            others = await self._other_readings(readings[1:], files)
         return SearchOutcome(
             compiled,
             grammar,
@@ -277,6 +272,35 @@ class AstgrepService:
             files_total=len(files),
             stalled=stalled,
         )
+
+    async def _answer(
+        self, task: Task, readings: list[CompiledPattern | CompiledRule], files: list[str]
+    ) -> tuple[list[FileResult], bool, list[tuple[str, int]]]:
+        """Each file's result (by path; the first `task.keep` matches described), whether the
+        search stopped early, and the other readings that find something if it found nothing.
+        On a served run, a search asked again over the same unchanged files is answered as
+        it was (a one-shot run does not pay for looking at every file's stamp first)."""
+        if self._answers is None:
+            from tether_astgrep.answers import KeptAnswers
+
+            self._answers = KeptAnswers()
+        answers = self._answers
+        keeps = self._long_lived and answers.keeps(task)
+        stamps = await answers.stamped(str(self.workdir), files) if keeps else None
+        again = answers.get(task, stamps, files) if stamps is not None else None
+        if again is not None:
+            return again[0], False, again[1]
+        results, stalled = await self._run(task, files)
+        results.sort(key=lambda r: r.path)
+        if task.keep is not None:
+            results = _first_described(results, task.keep)
+        others: list[tuple[str, int]] = []
+        if not stalled and not any(r.count or r.replaced for r in results):
+            # Nothing found: would the pattern, read another way, find something?
+            others = await self._other_readings(readings[1:], files)
+        if stamps is not None and not stalled:
+            answers.put(task, stamps, results, others)
+        return results, stalled, others
 
     def _searched_files(self, target: Path, files: list[str], grammar: Grammar) -> list[str]:
         """The files of `target` the search reads: the file itself, or the listed files of
