@@ -18,7 +18,8 @@ first on ``PYTHONPATH``, every call interleaved). Prints, in one run on one mach
 - ``ast_grep`` on a generated 300-file project (6,000 matches): ``tether call --attach``
   against the ast-grep CLI, R interleaved rounds of: the same call again (warm), a pattern the
   run has not been asked yet (its trees parsed, its matches not), and the CLI; then the first
-  call after ``serve`` is ready, on S fresh servers. Wall time (median, p90) and CPU time: the
+  call after ``serve`` is ready, on S fresh servers (the rounds begin once the served runs'
+  language servers have finished indexing the project: their CPU under 2 % for a second). Wall time (median, p90) and CPU time: the
   calling process's (the ``tether`` command, or the CLI with its threads), and the served run's
   process and its search workers' during the call (not the language servers it starts).
 
@@ -244,6 +245,30 @@ FRESH_PATTERNS = [
 ]
 
 
+def settle(pid: int, timeout_s: float = 120.0) -> float:
+    """Wait until the served run's whole tree (its language servers indexing the project
+    included) used under 2 % of a core for a second; how long that took."""
+    started = time.perf_counter()
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def tree_cpu() -> float:
+        total = 0
+        for p in [pid, *descendants(pid)]:
+            try:
+                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / ticks
+
+    while time.perf_counter() - started < timeout_s:
+        before = tree_cpu()
+        time.sleep(1.0)
+        if tree_cpu() - before < 0.02:
+            break
+    return time.perf_counter() - started
+
+
 def selective(i: int) -> str:
     """A pattern with a rare literal (one function's name: one match), new for each round."""
     return f"def f{(37 * i) % 300}_{i % 20}($$$A): $$$B"
@@ -391,6 +416,9 @@ def astgrep_side_by_side(
             if n < servers - 1:
                 side.stop()
     expected = cli_matches(sg, project, PATTERN)
+    for side in sides:
+        assert side.proc is not None
+        print(f"{side.label}: its language servers settled after {settle(side.proc.pid):.1f} s")
     for i in range(rounds):
         for side in sides:
             meta = side.grep(project, PATTERN, side.warm)
