@@ -1,7 +1,10 @@
 """A served run (``tether serve``) side by side with what a client would do without it.
 
 Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py PATH/TO/click
-[N] [--no-memory]`` (a checkout of pallets/click). Prints, in one run on one machine:
+[N] [--no-memory]`` (a checkout of pallets/click), or ``... serve.py --astgrep-only [--rounds R]
+[--servers S] [--against DIR]`` for the ast_grep part alone (``--against``: another commit's
+worktree, e.g. ``git worktree add /tmp/old COMMIT``, served beside this one with its sources
+first on ``PYTHONPATH``, every call interleaved). Prints, in one run on one machine:
 
 - ``lsp hover`` on ``echo`` in ``src/click/utils.py``: a warm ``tether call --attach`` end to end
   (a new process each time: the installed ``tether`` command, which makes the call without
@@ -16,8 +19,13 @@ Run by hand (not in CI): ``uv run python contrib/mcp-bridge/benchmarks/serve.py 
   server alone makes of N concurrent requests);
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
-- ``ast_grep`` on a generated 300-file project: ``tether call --attach`` against the ast-grep CLI
-  (its first call, which starts the workers and parses, then warm calls).
+- ``ast_grep`` on a generated 300-file project (6,000 matches): ``tether call --attach``
+  against the ast-grep CLI, R interleaved rounds of: the same call again (warm), a pattern the
+  run has not been asked yet (its trees parsed, its matches not), and the CLI; then the first
+  call after ``serve`` is ready, on S fresh servers (the rounds begin once the served runs'
+  language servers have finished indexing the project: their CPU under 2 % for a second). Wall time (median, p90) and CPU time: the
+  calling process's (the ``tether`` command, or the CLI with its threads), and the served run's
+  process and its search workers' during the call (not the language servers it starts).
 
 ``--no-memory`` skips the N separate runs (N language servers at once: minutes on two cores).
 """
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -267,38 +276,252 @@ def generated_project(root: Path, files: int = 300) -> Path:
     return root
 
 
-def astgrep_side_by_side(env: dict[str, str]) -> None:
-    """`tether call --attach ast_grep` on a generated 300-file project beside the ast-grep CLI."""
-    project = generated_project(Path(tempfile.mkdtemp(prefix="gen300-")))
-    grep_proc, _ = serve(project, env)
-    args = {"pattern": PATTERN, "language": "python", "max_results": 10}
-    grep_flags = ("--workdir", str(project), "--attach")
-    first = call(env, "ast_grep", args, *grep_flags, command=COMMAND)  # its cache warm
-    print(f"ast_grep on 300 files, the first `tether call --attach`: {first * 1000:.0f} ms")
-    ours, theirs = [], []
-    sg = shutil.which("ast-grep") or str(Path(sys.executable).parent / "ast-grep")
-    for _ in range(10):
-        ours.append(call(env, "ast_grep", args, *grep_flags, command=COMMAND))
+#: patterns asked once each, on a run whose trees are parsed: matching without reuse
+FRESH_PATTERNS = [
+    "def $F($A, $B): $$$C",
+    "def $F($$$A):\n    $X = $Y\n    return $Z",
+    "$X = $A + $B",
+    "return $X * $Y",
+    "def $F($A, b=1): $$$B",
+    "$A + $B",
+    "$X * $Y",
+    "return $X",
+    "def $F($$$A): return $X * $N",
+    "x = $A + b",
+    "def $F(a, $$$A): $$$B",
+    "$X = a + $Y",
+]
+
+
+def settle(pid: int, timeout_s: float = 120.0) -> float:
+    """Wait until the served run's whole tree (its language servers indexing the project
+    included) used under 2 % of a core for a second; how long that took."""
+    started = time.perf_counter()
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def tree_cpu() -> float:
+        total = 0
+        for p in [pid, *descendants(pid)]:
+            try:
+                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / ticks
+
+    while time.perf_counter() - started < timeout_s:
+        before = tree_cpu()
+        time.sleep(1.0)
+        if tree_cpu() - before < 0.02:
+            break
+    return time.perf_counter() - started
+
+
+def selective(i: int) -> str:
+    """A pattern with a rare literal (one function's name: one match), new for each round."""
+    return f"def f{(37 * i) % 300}_{i % 20}($$$A): $$$B"
+
+
+def run_cpu_s(pid: int) -> float:
+    """CPU time (user + system) of the run's process `pid` and its search workers (its
+    descendants forked from it, with its command line: not the language servers it warms)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    try:
+        own = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return 0.0
+    for p in [pid, *descendants(pid)]:
+        try:
+            if Path(f"/proc/{p}/cmdline").read_bytes() != own:
+                continue
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def child_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Timed:
+    """Wall and CPU times of repeated commands: the command's own (with its threads and
+    children) and the served run's tree's while it ran."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self.served_cpu: list[float] = []
+
+    def run(self, argv: list[str], env: dict[str, str], served: int | None) -> bytes:
+        before_tree = run_cpu_s(served) if served else 0.0
+        before = child_cpu_s()
         started = time.perf_counter()
-        subprocess.run(
-            [sg, "run", "-p", PATTERN, "-l", "python", str(project)],
-            capture_output=True,
-            check=True,
+        out = subprocess.run(argv, capture_output=True, env=env, timeout=300, check=True)
+        self.wall.append(time.perf_counter() - started)
+        self.cpu.append(child_cpu_s() - before)
+        if served:
+            self.served_cpu.append(run_cpu_s(served) - before_tree)
+        return out.stdout
+
+    def line(self, what: str) -> str:
+        text = f"{what}: wall {ms(self.wall)}, its CPU {ms(self.cpu)}"
+        if self.served_cpu:
+            text += f", the run's and its workers' CPU {ms(self.served_cpu)}"
+        return text + f" [{len(self.wall)} runs]"
+
+
+def tether_grep(
+    env: dict[str, str],
+    project: Path,
+    pattern: str,
+    timed: Timed,
+    served: int,
+    path: str | None = None,
+) -> Any:
+    args: dict[str, Any] = {"pattern": pattern, "language": "python", "max_results": 10}
+    if path is not None:
+        args["path"] = path
+    argv = [*COMMAND, "call", "ast_grep", json.dumps(args), "--workdir", str(project), "--attach"]
+    reply = json.loads(timed.run(argv, env, served))
+    assert not reply["is_error"], reply
+    return reply["meta"]
+
+
+def cli_matches(sg: str, project: Path, pattern: str) -> int:
+    out = subprocess.run(
+        [sg, "run", "-p", pattern, "-l", "python", "--json=stream", str(project)],
+        capture_output=True,
+    )
+    assert out.returncode in (0, 1), out.stderr  # 1: no match
+    return len(out.stdout.splitlines())
+
+
+def against_env(env: dict[str, str], checkout: Path) -> dict[str, str]:
+    """The environment of a server (and its `tether` command) running `checkout`'s sources
+    (another commit's worktree) first on the path, with its own runtime directory."""
+    runtime = Path(tempfile.mkdtemp(prefix="tether-rt-"))
+    runtime.chmod(0o700)
+    paths = [str(checkout / "core" / "src")]
+    paths += [str(p) for p in sorted((checkout / "plugins").glob("*/src"))]
+    paths += [str(p) for p in sorted((checkout / "contrib").glob("*/src"))]
+    return {**env, "TETHER_RUNTIME_DIR": str(runtime), "PYTHONPATH": os.pathsep.join(paths)}
+
+
+class Side:
+    """One tether (this checkout's, or the one `--against` names) on its own served run."""
+
+    def __init__(self, label: str, env: dict[str, str]) -> None:
+        self.label, self.env = label, env
+        self.first, self.warm, self.fresh = Timed(), Timed(), Timed()
+        self.selective, self.floor = Timed(), Timed()
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self, project: Path) -> None:
+        self.proc, _ = serve(project, self.env)
+        meta = tether_grep(self.env, project, PATTERN, self.first, self.proc.pid)
+        parsed = meta.get("files_parsed", "?")
+        took = self.first.wall[-1] * 1000
+        print(f"{self.label}: first call after ready {took:.0f} ms, {parsed} files parsed")
+
+    def stop(self) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        self.proc.wait(60)
+
+    def grep(self, project: Path, pattern: str, timed: Timed) -> Any:
+        assert self.proc is not None
+        return tether_grep(self.env, project, pattern, timed, self.proc.pid)
+
+    def report(self) -> None:
+        what = f"  `tether call --attach` ({self.label})"
+        print(self.first.line(f"{what}, the first call after `serve` is ready"))
+        print(self.warm.line(f"{what}, the same call again (warm)"))
+        print(self.fresh.line(f"{what}, a pattern not asked before (trees warm)"))
+        print(self.selective.line(f"{what}, a selective pattern not asked before (1 match)"))
+        print(
+            self.floor.line(f"{what}, a pattern not found in one file (the attached call's floor)")
         )
-        theirs.append(time.perf_counter() - started)
-    print(f"ast_grep on 300 files: `tether call --attach` {ms(ours)}; ast-grep CLI {ms(theirs)}")
-    grep_proc.terminate()
-    grep_proc.wait(60)
+
+
+def astgrep_side_by_side(
+    env: dict[str, str], rounds: int = 10, servers: int = 1, against: Path | None = None
+) -> None:
+    """`tether call --attach ast_grep` on a generated 300-file project beside the ast-grep CLI
+    (and beside another commit's tether, `against`): every measurement interleaved."""
+    project = generated_project(Path(tempfile.mkdtemp(prefix="gen300-")))
+    sg = shutil.which("ast-grep") or str(Path(sys.executable).parent / "ast-grep")
+    sides = [Side("this", env)]
+    if against is not None:
+        sides.append(Side(f"before: {against}", against_env(env, against)))
+    cli, cli_selective = Timed(), Timed()
+    for n in range(servers):
+        for side in sides:
+            side.start(project)
+            if n < servers - 1:
+                side.stop()
+    expected = cli_matches(sg, project, PATTERN)
+    for side in sides:
+        assert side.proc is not None
+        print(f"{side.label}: its language servers settled after {settle(side.proc.pid):.1f} s")
+    for i in range(rounds):
+        for side in sides:
+            meta = side.grep(project, PATTERN, side.warm)
+            assert meta["total"] == expected and meta.get("files_parsed", 0) == 0, meta
+            if i < len(FRESH_PATTERNS):
+                meta = side.grep(project, FRESH_PATTERNS[i], side.fresh)
+                assert meta.get("files_parsed", 0) == meta.get("files_reused", 0) == 0, meta
+            assert side.proc is not None
+            tether_grep(side.env, project, "nowhere($A)", side.floor, side.proc.pid, "m000.py")
+            meta = side.grep(project, selective(i), side.selective)
+            assert meta["total"] == 1, meta
+        cli.run([sg, "run", "-p", PATTERN, "-l", "python", str(project)], env, None)
+        cli_selective.run([sg, "run", "-p", selective(i), "-l", "python", str(project)], env, None)
+    print(f"ast_grep `{PATTERN}` on 300 generated files, {expected} matches (the CLI's too):")
+    for side in sides:
+        side.report()
+    print(cli.line("  ast-grep CLI (`ast-grep run -p ... -l python DIR`)"))
+    print(cli_selective.line("  ast-grep CLI, the selective patterns"))
+    for pattern in FRESH_PATTERNS[: min(rounds, len(FRESH_PATTERNS))]:  # the same matches?
+        meta = sides[0].grep(project, pattern, Timed())
+        theirs = cli_matches(sg, project, pattern)
+        same = "same" if meta["total"] == theirs else "DIFFERENT"
+        print(f"  matches of `{pattern!r}`: tether {meta['total']}, the CLI {theirs} ({same})")
+    for side in sides:
+        side.stop()
+
+
+def _option(argv: list[str], name: str, default: int) -> int:
+    if name not in argv:
+        return default
+    at = argv.index(name)
+    value = int(argv[at + 1])
+    del argv[at : at + 2]
+    return value
 
 
 def main() -> None:
-    argv = [a for a in sys.argv[1:] if a != "--no-memory"]
-    click = Path(argv[0]).resolve()
-    n = int(argv[1]) if len(argv) > 1 else 8
+    argv = [a for a in sys.argv[1:] if a not in ("--no-memory", "--astgrep-only")]
+    rounds = _option(argv, "--rounds", 10)
+    servers = _option(argv, "--servers", 1)
+    against = None
+    if "--against" in argv:
+        at = argv.index("--against")
+        against = Path(argv[at + 1]).resolve()
+        del argv[at : at + 2]
     runtime = Path(tempfile.mkdtemp(prefix="tether-rt-"))
     runtime.chmod(0o700)
     env = {**os.environ, "TETHER_RUNTIME_DIR": str(runtime)}
     print(f"load before: {os.getloadavg()[0]:.1f} (2 cores)")
+    if "--astgrep-only" in sys.argv:
+        astgrep_side_by_side(env, rounds, servers, against)
+        print(f"load after: {os.getloadavg()[0]:.1f}")
+        return
+    click = Path(argv[0]).resolve()
+    n = int(argv[1]) if len(argv) > 1 else 8
 
     started = time.perf_counter()
     cold = [call(env, "lsp", HOVER, "--workdir", str(click), command=COMMAND)]
@@ -334,7 +557,7 @@ def main() -> None:
     proc.terminate()
     proc.wait(60)
 
-    astgrep_side_by_side(env)
+    astgrep_side_by_side(env, rounds, servers, against)
     print(f"load after: {os.getloadavg()[0]:.1f}")
 
 

@@ -34,6 +34,41 @@ async def test_git_runs_as_a_child_of_the_run(astgrep_run, tether_workdir, tmp_p
         assert owners and all(o.startswith(f"{run.owner}/") for o in owners), owners
 
 
+@pytest.mark.parametrize("where", ["no checkout", "checkout", "checkout above", "linked"])
+async def test_git_is_asked_only_where_it_can_find_a_checkout(
+    astgrep_run, tether_workdir, tmp_path, monkeypatch, where
+):
+    """Outside any checkout `git ls-files` only fails: the walk lists the files, and no git
+    process is started (on an untrusted workdir, two per search). Inside one, found from the
+    workdir, a directory above it, or through a symbolic link, git lists them."""
+    real = shutil.which("git")
+    assert real is not None
+    seen = tmp_path / "git-calls"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {seen}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    if where == "checkout":
+        await anyio.run_process([real, "init", "-q", str(tether_workdir)])
+    elif where in ("checkout above", "linked"):
+        await anyio.run_process([real, "init", "-q", str(tether_workdir.parent)])
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+    kw = {}
+    if where == "linked":  # the run's workdir is a link: git finds the checkout all the same
+        link = tmp_path.parent / f"{tmp_path.name}-link"
+        link.symlink_to(tether_workdir)
+        kw["workdir"] = link
+    async with astgrep_run({"a.py": "f(1)\n", "b.py": "f(2)\n"}, **kw) as run:
+        result = await run.call("ast_grep", {"pattern": "f($A)"})
+        assert not result.is_error, result.text_content
+        assert result.meta["total"] == 2
+    calls = seen.read_text().splitlines() if seen.exists() else []
+    if where == "no checkout":
+        assert calls == []
+    else:
+        assert any("ls-files" in c for c in calls), calls
+
+
 async def test_workers_are_adopted_while_they_run_and_released_once_reaped(
     astgrep_run, worker_start
 ):

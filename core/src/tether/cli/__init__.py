@@ -206,7 +206,7 @@ def _add_serve_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--no-warm",
         dest="warm",
         action="store_false",
-        help="do not start the workdir's language servers before the first call",
+        help="prepare nothing before the first call (the workdir's language servers, searches)",
     )
     p.add_argument(
         "--http",

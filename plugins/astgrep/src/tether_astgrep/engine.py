@@ -9,6 +9,7 @@ fresh interpreter (``spawn``) that rebuilds the grammars from their pickled refe
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -41,6 +42,11 @@ ENTRY_OVERHEAD_BYTES = 1024  # the entry, its key, the bytes and Tree objects
 BINARY_SNIFF_BYTES = 8192
 MAX_TEXT_CHARS = 2000  # of a match or capture sent back from a search
 CHUNK_FILES = 32  # most files per message to a worker; two messages in flight per worker
+# Searches whose results a cached file keeps (the most recent ones): a search repeated over
+# unchanged files reuses each file's matches instead of matching its tree again.
+RESULTS_PER_FILE = 8
+RESULT_OVERHEAD_BYTES = 256  # a kept result: the FileResult, its key, its tuple
+MATCH_OVERHEAD_BYTES = 320  # a described match: its tuple, numbers and captures dict
 
 
 @attrs.frozen
@@ -73,16 +79,29 @@ class FileResult:
     lossy_lines: tuple[int, ...] = ()  # matches not rewritten: code between their parts
     kept_lines: tuple[int, ...] = ()  # rewritten, unmentioned code before/after kept as is
     dropped_comments: tuple[tuple[int, str], ...] = ()  # (line, text) the rewrite removes
+    # what this search did with the file: parsed it (no cached tree), or gave the result an
+    # earlier identical search had found in the same cached tree
+    parsed: bool = False
+    reused: bool = False
+
+
+def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells a file changed: its mtime and its size, its inode (a file replaced by
+    another, as editors and the core's writer do, within the clock's tick and of the same
+    size) and its ctime (an mtime set back, as `rsync -t` or `touch -d` do)."""
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
 class _Entry:
-    __slots__ = ("mtime_ns", "size", "source", "tree")
+    __slots__ = ("results", "results_cost", "source", "stamp", "tree")
 
-    def __init__(self, mtime_ns: int, size: int, source: bytes, tree: ts.Tree) -> None:
-        self.mtime_ns = mtime_ns
-        self.size = size
+    def __init__(self, stamp: tuple[int, int, int, int], source: bytes, tree: ts.Tree) -> None:
+        self.stamp = stamp
         self.source = source
         self.tree = tree
+        # a search's key (ProcessState._slot) -> (its result in this file, the result's cost)
+        self.results: dict[int, tuple[FileResult, int]] = {}
+        self.results_cost = 0
 
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -114,6 +133,15 @@ def entry_cost(source: bytes) -> int:
     return len(source) * CACHED_BYTES_PER_SOURCE_BYTE + ENTRY_OVERHEAD_BYTES
 
 
+def result_cost(result: FileResult) -> int:
+    """What keeping a search's result costs (an estimate, in bytes): its described matches'
+    text and captures; a match only counted costs nothing."""
+    cost = RESULT_OVERHEAD_BYTES
+    for m in result.matches:
+        cost += MATCH_OVERHEAD_BYTES + len(m[4]) + sum(len(v) for v in m[5].values())
+    return cost
+
+
 def _rss_bytes() -> int:
     from tether.processes import procinfo  # /proc on Linux, psutil elsewhere
 
@@ -121,7 +149,8 @@ def _rss_bytes() -> int:
 
 
 class FileCache:
-    """Sources with their parsed trees, keyed by (path, mtime, size), under a byte budget.
+    """Sources with their parsed trees, keyed by path and `file_stamp`, under a byte budget;
+    with each, the results of the last few searches in it (``remember``), which go with it.
 
     Admission, not eviction: a file is stored only while it fits, and what is stored stays
     until its file changes. Searches scan the same files in the same order, and evicting old
@@ -136,6 +165,7 @@ class FileCache:
         self.used = 0
         self.hits = 0
         self.refused = 0  # files parsed that did not fit
+        self.reused = 0  # results of an earlier identical search given again
         self._entries: dict[str, _Entry] = {}
         self._rss_base = _rss_bytes()
         self._rss_full = False
@@ -147,21 +177,38 @@ class FileCache:
         entry = self._entries.get(path)
         if entry is None:
             return None
-        if entry.mtime_ns != st.st_mtime_ns or entry.size != st.st_size:
+        if entry.stamp != file_stamp(st):
             del self._entries[path]
-            self.used -= entry_cost(entry.source)
+            self.used -= entry_cost(entry.source) + entry.results_cost
             return None
         self.hits += 1
         return entry
 
-    def offer(self, path: str, st: os.stat_result, source: bytes, tree: ts.Tree) -> bool:
+    def offer(self, path: str, st: os.stat_result, source: bytes, tree: ts.Tree) -> _Entry | None:
+        """The new entry, or None: it did not fit."""
         cost = entry_cost(source)
         if self._rss_full or self.used + cost > self.budget or path in self._entries:
             self.refused += 1
-            return False
-        self._entries[path] = _Entry(st.st_mtime_ns, st.st_size, source, tree)
+            return None
+        entry = self._entries[path] = _Entry(file_stamp(st), source, tree)
         self.used += cost
-        return True
+        return entry
+
+    def remember(self, entry: _Entry, slot: int, result: FileResult) -> None:
+        """Keep `result`, the search `slot`'s in `entry`'s file, while it fits the budget (in
+        place of that search's earlier one; past RESULTS_PER_FILE, the oldest goes)."""
+        old = entry.results.pop(slot, None)
+        if old is None and len(entry.results) >= RESULTS_PER_FILE:
+            old = entry.results.pop(next(iter(entry.results)))
+        if old is not None:
+            entry.results_cost -= old[1]
+            self.used -= old[1]
+        cost = result_cost(result)
+        if self._rss_full or self.used + cost > self.budget:
+            return
+        entry.results[slot] = (result, cost)
+        entry.results_cost += cost
+        self.used += cost
 
     def check_memory(self) -> None:
         """Stop admitting once the process has grown by the budget, whatever the estimate."""
@@ -175,6 +222,7 @@ class FileCache:
             "budget": self.budget,
             "hits": self.hits,
             "refused": self.refused,
+            "reused": self.reused,
             "rss_growth": max(0, _rss_bytes() - self._rss_base),
         }
 
@@ -189,6 +237,7 @@ class ProcessState:
         # what it read, so a worker caches only from the run's second search on.
         self.cache_from_search = cache_from_search
         self.searches = 0
+        self.parsed = 0  # files parsed, all searches
         self._parsers: dict[str, ts.Parser] = {}
         self._matchers: dict[tuple[str, str, bool], Matcher] = {}
         self._rule: RuleMatcher | None = None
@@ -196,6 +245,11 @@ class ProcessState:
         self._words: dict[tuple[bytes, ...], list[bytes]] = {}
         self._caching = False
         self._keep: int | None = None  # matches this task may still describe
+        # A key per search (a pattern with its strictness): a cached file keeps its results
+        # under it. Only patterns: a rule's parts compare by identity, never equal again.
+        self._slots: dict[CompiledPattern, int] = {}
+        self._slot_ids = itertools.count()
+        self._slot: int | None = None
 
     def parser(self, grammar: Grammar) -> ts.Parser:
         parser = self._parsers.get(grammar.id)
@@ -242,10 +296,22 @@ class ProcessState:
         return matcher
 
     def begin(self, task: Task) -> None:
-        """A new search: what it may keep and describe."""
+        """A new search: what it may keep and describe, and the key of its results."""
         self.searches += 1
         self._caching = self.searches >= self.cache_from_search
         self._keep = task.keep
+        self._slot = None
+        if task.mode == "search" and isinstance(task.pattern, CompiledPattern):
+            slot = self._slots.get(task.pattern)
+            if slot is None:
+                if len(self._slots) >= 4096:  # the results of the keys forgotten stay, unused,
+                    self._slots.clear()  # until later searches' results replace them
+                slot = self._slots[task.pattern] = next(self._slot_ids)
+            self._slot = slot
+
+    def stats(self) -> dict[str, int]:
+        """The cache's figures, and how many files this process has parsed."""
+        return {**self.cache.stats(), "parsed": self.parsed}
 
     def run_chunk(
         self, task: Task, root: str, paths: Sequence[str], stop: threading.Event | None = None
@@ -284,6 +350,9 @@ class ProcessState:
         # An edit must stage exactly what is on disk now: never trust the cache for it.
         entry = self.cache.get(path, st) if task.mode == "search" else None
         if entry is not None:
+            again = self._again(entry)
+            if again is not None:
+                return again
             source = entry.source
         else:
             try:
@@ -293,16 +362,36 @@ class ProcessState:
             if source.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
                 return FileResult(path, skipped="binary")
         if not self._may_match(task.pattern, source):
-            return FileResult(path)
-        if entry is not None:
-            tree = entry.tree
+            result = FileResult(path)
+        elif entry is not None:
+            result = self._searched(matcher, path, source, entry.tree)
         else:
             tree = self.parser(grammar).parse(source)
+            self.parsed += 1
             if self._caching and task.mode == "search":
-                self.cache.offer(path, st, source, tree)
-        if task.mode == "edit":
-            return self._edited(task, grammar, matcher, path, source, tree)
-        return self._searched(matcher, path, source, tree)
+                entry = self.cache.offer(path, st, source, tree)
+            if task.mode == "edit":
+                return self._edited(task, grammar, matcher, path, source, tree)
+            result = self._searched(matcher, path, source, tree, parsed=True)
+        if entry is not None and self._slot is not None:
+            self.cache.remember(entry, self._slot, result)
+        return result
+
+    def _again(self, entry: _Entry) -> FileResult | None:
+        """The result an earlier identical search found in this cached (unchanged) file, if
+        it described as many of its matches as this search may still describe; else None."""
+        kept = entry.results.get(self._slot) if self._slot is not None else None
+        if kept is None:
+            return None
+        result, keep = kept[0], self._keep
+        described = len(result.matches)
+        if described < (result.count if keep is None else min(keep, result.count)):
+            return None
+        matches = result.matches if keep is None or described <= keep else result.matches[:keep]
+        if keep is not None:
+            self._keep = keep - len(matches)
+        self.cache.reused += 1
+        return attrs.evolve(result, matches=matches, parsed=False, reused=True)
 
     def _may_match(self, pattern: CompiledPattern | CompiledRule, source: bytes) -> bool:
         """Whether `source` has all the pattern's literals, words and chains (else no match)."""
@@ -356,7 +445,12 @@ class ProcessState:
         )
 
     def _searched(
-        self, matcher: Matcher | RuleMatcher, path: str, source: bytes, tree: ts.Tree
+        self,
+        matcher: Matcher | RuleMatcher,
+        path: str,
+        source: bytes,
+        tree: ts.Tree,
+        parsed: bool = False,
     ) -> FileResult:
         """A search's result for one parsed file: its matches, described up to what the
         search may still keep, and counted past it."""
@@ -365,7 +459,7 @@ class ProcessState:
         has_errors = tree.root_node.has_error
         lost = error_region_lines(tree) if has_errors else 0
         if not count:
-            return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost)
+            return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost, parsed=parsed)
         if self._keep is not None:
             self._keep -= len(found)
         return FileResult(
@@ -374,6 +468,7 @@ class ProcessState:
             count=count,
             parse_errors=has_errors,
             unsearchable_lines=lost,
+            parsed=parsed,
         )
 
 
@@ -451,7 +546,7 @@ def _worker_main(
             except Exception as exc:
                 conn.send(("chunk", task_id, seq, None, f"{type(exc).__name__}: {exc}"))
         elif kind == "stats":
-            conn.send(("stats", msg[1], 0, state.cache.stats(), None))
+            conn.send(("stats", msg[1], 0, state.stats(), None))
 
 
 #: what a spawned worker runs: ``python -c SPAWNED_WORKER FD``, its pipe on descriptor FD; the
@@ -521,6 +616,11 @@ def chunked(paths: Sequence[str], takers: int) -> list[list[str]]:
         out.append(list(paths[k : k + size]))
         k += size
     return out
+
+
+def owned_chunks(paths: Sequence[str]) -> list[list[str]]:
+    """A worker's own files (its shard) in chunks of `CHUNK_FILES`."""
+    return [list(paths[k : k + CHUNK_FILES]) for k in range(0, len(paths), CHUNK_FILES)]
 
 
 class WorkerError(Exception):
@@ -649,6 +749,9 @@ class WorkerPool:
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._closing = False
+        # A run that will search again (a served one): its first search caches too, each
+        # worker the files that hash to it, as later ones do.
+        self.long_lived = False
 
     def serves(self, grammar_id: str) -> bool:
         """Whether the workers can search this grammar (with ``spawn``, only those that
@@ -662,6 +765,13 @@ class WorkerPool:
     @property
     def pids(self) -> list[int]:
         return list(self._procs)
+
+    def start(self) -> None:
+        """Start the workers now (else the first search does), and wait until they serve."""
+        with self._lock:
+            if not self._procs and not self._closing:
+                self._start()
+            self._await_ready()
 
     def _start(self) -> None:
         for _ in range(self.size):
@@ -678,8 +788,9 @@ class WorkerPool:
         from multiprocessing.connection import Pipe  # with pickle: only a run that forks pays
 
         per_worker = self.cache_bytes // self.size
-        # A worker started after the run's first search (a replacement) caches at once.
-        cache_from = 2 if self._searches == 0 else 1
+        # A worker started after the run's first search (a replacement), or for a run that
+        # will search again, caches at once.
+        cache_from = 2 if self._searches == 0 and not self.long_lived else 1
         parent, child = Pipe(duplex=True)
         if self.start_method == "spawn":
             try:
@@ -833,10 +944,14 @@ class WorkerPool:
             # trees where it parsed them. The pool's first search caches nothing (a one-shot
             # call never reuses what it read): it hands the next chunk to whichever worker is
             # free, so a worker slowed by other load on the machine does not hold up the end.
-            shared = self._searches == 0
+            shared = self._searches == 0 and not self.long_lived
             self._searches += 1
+            # Files any worker may take shrink in chunks towards the end (no worker is left with
+            # much); a worker's own files go in whole chunks: nobody else could take them, and
+            # each chunk costs a round trip (a warm search's chunks are done in microseconds).
             queues = [
-                chunked(shard, self.size if shared else 1) for shard in self._shards(paths, shared)
+                chunked(shard, self.size) if shared else owned_chunks(shard)
+                for shard in self._shards(paths, shared)
             ]
             dispatch = _Dispatch(self, task_id, task, root, queues, shared)
             try:

@@ -58,8 +58,21 @@ async def _git(run_command: RunCommand, root: Path, *args: str) -> CommandResult
         return None
 
 
+def outside_any_checkout(root: Path) -> bool:
+    """Whether git would find no repository from `root`: no `.git` in it or in a directory
+    above it, and no `GIT_DIR` or `GIT_WORK_TREE` in the environment it inherits. `git
+    ls-files` there only fails (two processes started on an untrusted workdir: a search's
+    largest cost once its trees are warm), so it is not asked."""
+    if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
+        return False
+    real = root.resolve()  # git looks up from the physical directory
+    return not any(os.path.lexists(d / ".git") for d in (real, *real.parents))
+
+
 async def _git_files(run_command: RunCommand, root: Path) -> list[str] | None:
     """Tracked plus untracked-not-ignored files under `root`, relative to it; None if no git."""
+    if outside_any_checkout(root):
+        return None
     proc = await _git(run_command, root, "ls-files", "-z", "-co", "--exclude-standard", "--", ".")
     if proc is None or not proc.ok or proc.stdout_dropped:
         return None

@@ -22,6 +22,7 @@ from tether_astgrep.files import RunCommand, list_files
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 
 if TYPE_CHECKING:  # the engine and the pattern compiler are imported by the first search
+    from tether_astgrep.answers import KeptAnswers
     from tether_astgrep.engine import FileResult, ProcessState, Task, WorkerPool
     from tether_astgrep.pattern import CompiledPattern
     from tether_astgrep.rules import CompiledRule
@@ -47,6 +48,16 @@ class SearchOutcome:
     def total(self) -> int:
         """Matches found, described or only counted."""
         return sum(r.count for r in self.files)
+
+    @property
+    def parsed(self) -> int:
+        """Files the search parsed (no process had their tree cached)."""
+        return sum(r.parsed for r in self.files)
+
+    @property
+    def reused(self) -> int:
+        """Files whose matches an earlier identical search had found in the same tree."""
+        return sum(r.reused for r in self.files)
 
 
 @attrs.frozen
@@ -79,13 +90,21 @@ class AstgrepService:
         # imports it (tree-sitter matching, the worker pool, multiprocessing)
         self._local: ProcessState | None = None
         self._local_lock = anyio.Lock()
+        self._engine_lock = threading.Lock()  # `warm` makes the engine in a thread
         self._pool: WorkerPool | None = None
+        # a served run (`warm`): searches will come again, so the first one caches too
+        self._long_lived = False
+        self._answers: KeptAnswers | None = None  # made by the first search
         self.staged: dict[str, StagedEdit] = {}
         self.resolved: dict[str, str] = {}  # edit id -> accepted / discarded / rejected / failed
         self._edit_ids = itertools.count(1)
 
     def _engine(self) -> tuple[ProcessState, WorkerPool | None]:
         """The run's own search state and its worker pool (None: no workers), made once."""
+        with self._engine_lock:
+            return self._made_engine()
+
+    def _made_engine(self) -> tuple[ProcessState, WorkerPool | None]:
         if self._local is None:
             from tether_astgrep.engine import ProcessState, WorkerPool
 
@@ -101,8 +120,24 @@ class AstgrepService:
                     on_start=self._on_worker_start,
                     on_exit=self._on_worker_exit,
                 )
-            self._local = ProcessState(self.registry, local, cache_from_search=2)
+            cache_from = 1 if self._long_lived else 2
+            self._local = ProcessState(self.registry, local, cache_from_search=cache_from)
+        if self._pool is not None:
+            self._pool.long_lived = self._long_lived
         return self._local, self._pool
+
+    async def warm(self) -> None:
+        """A served run (``tether serve``): searches will come again, so every process keeps
+        what it parses from the first search on (a one-shot run's first search keeps nothing).
+        Spawned workers (a fresh interpreter each: about a second) start now, off the event
+        loop; forked ones, which start in milliseconds, with the first search, so a served run
+        that never searches has none."""
+        self._long_lived = True
+        if self._local is not None:
+            self._local.cache_from_search = 1
+        _, pool = await anyio.to_thread.run_sync(self._engine)
+        if pool is not None and pool.start_method == "spawn":
+            await anyio.to_thread.run_sync(pool.start)
 
     async def aclose(self) -> None:
         if self._pool is not None:
@@ -118,7 +153,7 @@ class AstgrepService:
         process's if it has no workers. A worker busy with an earlier search is left out."""
         local, pool = self._engine()
         if pool is None:
-            return [local.cache.stats()]
+            return [local.stats()]
         found = await anyio.to_thread.run_sync(pool.stats)
         return [s for s in found if s is not None]
 
@@ -224,15 +259,8 @@ class AstgrepService:
         _check_rewrite(mode, rewrite, compiled)
         keep = max_results if mode == "search" else None
         task = Task(mode, compiled, rewrite, self.config.max_file_bytes, keep=keep)
-        results, stalled = await self._run(task, files)
-        results.sort(key=lambda r: r.path)
-        if keep is not None:
-            results = _first_described(results, keep)
+        results, stalled, others = await self._answer(task, readings, files)
         skipped = Counter(r.skipped for r in results if r.skipped)
-        others: list[tuple[str, int]] = []
-        if not stalled and not any(r.count or r.replaced for r in results):
-            # Nothing found: would the pattern, read another way, find something?
-            others = await self._other_readings(readings[1:], files)
         return SearchOutcome(
             compiled,
             grammar,
@@ -244,6 +272,35 @@ class AstgrepService:
             files_total=len(files),
             stalled=stalled,
         )
+
+    async def _answer(
+        self, task: Task, readings: list[CompiledPattern | CompiledRule], files: list[str]
+    ) -> tuple[list[FileResult], bool, list[tuple[str, int]]]:
+        """Each file's result (by path; the first `task.keep` matches described), whether the
+        search stopped early, and the other readings that find something if it found nothing.
+        On a served run, a search asked again over the same unchanged files is answered as
+        it was (a one-shot run does not pay for looking at every file's stamp first)."""
+        if self._answers is None:
+            from tether_astgrep.answers import KeptAnswers
+
+            self._answers = KeptAnswers()
+        answers = self._answers
+        keeps = self._long_lived and answers.keeps(task)
+        stamps = await answers.stamped(str(self.workdir), files) if keeps else None
+        again = answers.get(task, stamps, files) if stamps is not None else None
+        if again is not None:
+            return again[0], False, again[1]
+        results, stalled = await self._run(task, files)
+        results.sort(key=lambda r: r.path)
+        if task.keep is not None:
+            results = _first_described(results, task.keep)
+        others: list[tuple[str, int]] = []
+        if not stalled and not any(r.count or r.replaced for r in results):
+            # Nothing found: would the pattern, read another way, find something?
+            others = await self._other_readings(readings[1:], files)
+        if stamps is not None and not stalled:
+            answers.put(task, stamps, results, others)
+        return results, stalled, others
 
     def _searched_files(self, target: Path, files: list[str], grammar: Grammar) -> list[str]:
         """The files of `target` the search reads: the file itself, or the listed files of

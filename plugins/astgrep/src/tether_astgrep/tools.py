@@ -293,6 +293,9 @@ async def handle_ast_grep(call: tether.CallContext, args: AstGrepArgs) -> tether
         shown=len(shown),
         files_done=len(outcome.files),
         files_total=outcome.files_total,
+        # the work it took: files parsed, files whose matches an earlier identical search gave
+        files_parsed=outcome.parsed,
+        files_reused=outcome.reused,
         stopped=outcome.stalled,
         interpreted_as=outcome.pattern.interpretation,
         matches=structured,
