@@ -58,10 +58,13 @@ class Match:
     kept_line: int | None = None
 
 
-def _run_span(nodes: list[ts.Node], commas: frozenset[int] = frozenset()) -> tuple[int, int]:
+def _run_span(
+    nodes: list[ts.Node], commas: frozenset[int] = frozenset(), within: tuple[int, int] = (0, -1)
+) -> tuple[int, int]:
     """A `$$$` run's bytes, with the comments at its edges when it reaches its container's
-    opening or closing token: `{ $$$B }` keeps a block's last `// note`; and with the trailing
-    comma of a list it ends (`f(a, b,)`: `a, b,`, as ast-grep captures it)."""
+    opening or closing token: `{ $$$B }` keeps a block's last `// note`; with the trailing
+    comma of a list it ends (`f(a, b,)`: `a, b,`, as ast-grep captures it); and with the code
+    the grammar could not read next to it, inside the match (`within`)."""
     start, end = nodes[0].start_byte, nodes[-1].end_byte
     after = nodes[-1].next_sibling
     while after is not None and after.is_extra:
@@ -89,6 +92,20 @@ def _run_span(nodes: list[ts.Node], commas: frozenset[int] = frozenset()) -> tup
         and (edge is None or edge.type != ",")
     ):
         end = last.end_byte
+    # Code the grammar could not read (an ERROR node, which tree-sitter makes an extra) right
+    # before or after the run is code in the run's place: `template <typename $T> $$$D` takes
+    # the attribute macros tree-sitter-cpp leaves in an ERROR before the function.
+    lo, hi = within
+    edge = nodes[0].prev_sibling
+    while edge is not None and edge.is_extra and edge.start_byte >= lo:
+        if edge.is_error:
+            start = min(start, edge.start_byte)
+        edge = edge.prev_sibling
+    edge = nodes[-1].next_sibling
+    while edge is not None and edge.is_extra and (hi < 0 or edge.end_byte <= hi):
+        if edge.is_error:
+            end = max(end, edge.end_byte)
+        edge = edge.next_sibling
     return start, end
 
 
@@ -211,7 +228,12 @@ class Matcher(Sequences, Unmentioned, Candidates):
         if isinstance(p, MetaVar):
             if not n.is_named:
                 return None
-            if p.container is not None and n.type == p.container and self.grammar.is_list(n):
+            if (
+                p.container is not None
+                and n.type == p.container
+                and self.grammar.is_list(n)
+                and not self.grammar.is_compound(n)
+            ):
                 return None
             return self._bind(p, n, env)
         if n.kind_id not in p.ids:
@@ -312,7 +334,11 @@ class Matcher(Sequences, Unmentioned, Candidates):
             if name.startswith("\0"):
                 continue
             if isinstance(value, list):
-                caps[name] = _run_span(value, self.grammar.list_comma_ids) if value else (-1, -1)
+                caps[name] = (
+                    _run_span(value, self.grammar.list_comma_ids, (start, end))
+                    if value
+                    else (-1, -1)
+                )
             else:
                 caps[name] = (value.start_byte, value.end_byte)
         return Match(
