@@ -136,3 +136,68 @@ def test_a_body_run_takes_the_unread_code_in_it(
     code = f"static int f(int a) {{\n  {body}\n}}\n"
     found = captures(registry, lang, "static int $F($$$P) { $$$B }", code)
     assert found == [{"F": "f", "P": "int a", "B": body}]
+
+
+# A macro call with a body (gtest's `TEST(a, b) { … }`, a `FOR_EACH(x, xs) { … }` loop), every
+# shape × C and C++: C reads it as a call whose `;` is missing, then a block, in the pattern as
+# in the code (it was refused); C++ as a function definition. A written `;` between call and
+# body, or one more argument, is other code.
+MACRO_PLACES = {
+    "top level": "{macro}\nint other(void) {{ return 0; }}\n",
+    "in a function": "void f(void) {{\n  {macro}\n}}\n",
+}
+
+
+def _macro(name: str, args: list[str], semicolon: bool = False) -> str:
+    return f"{name}({', '.join(args)}){';' if semicolon else ''} {{\n    x();\n  }}"
+
+
+@pytest.mark.parametrize("lang", ["c", "cpp"])
+@pytest.mark.parametrize("place", sorted(MACRO_PLACES))
+@pytest.mark.parametrize("arity", [1, 2, 3])
+@pytest.mark.parametrize("name", ["TEST", "$M"])
+def test_a_macro_call_with_a_body_is_read_and_found(
+    registry: GrammarRegistry, lang: str, place: str, arity: int, name: str
+) -> None:
+    from tether_astgrep.testing import find
+
+    metas = [f"$A{i}" for i in range(arity)]
+    pattern = f"{name}({', '.join(metas)}) {{ $$$B }}"
+    args = [f"a{i}" for i in range(arity)]
+    expected = {f"A{i}": a for i, a in enumerate(args)} | {"B": "x();"}
+    if name == "$M":
+        expected["M"] = "TEST"
+    for code_args, semicolon, hits in (
+        (args, False, 1),
+        (args, True, 0),  # `TEST(a); { … }`: a call, then a block
+        ([*args, "extra"], False, 0),
+    ):
+        code = MACRO_PLACES[place].format(macro=_macro("TEST", code_args, semicolon))
+        found = captures(registry, lang, pattern, code)
+        assert found == [expected] * hits, (pattern, code, found)
+        find(registry, lang, pattern, code)  # the literal anchors and the kind query agree
+
+
+# A statement pattern ending in `;` does not find a macro call whose `;` the grammar supplied:
+# the code has none (the literal anchors knew it; the kind query matched it).
+@pytest.mark.parametrize("place", sorted(MACRO_PLACES))
+def test_a_supplied_semicolon_is_no_written_one(registry: GrammarRegistry, place: str) -> None:
+    from tether_astgrep.testing import find
+
+    code = MACRO_PLACES[place].format(macro=_macro("FOR_EACH", ["x", "xs"]))
+    assert find(registry, "c", "FOR_EACH($$$A);", code) == []
+    assert find(registry, "c", "FOR_EACH($$$A)", code) == ["FOR_EACH(x, xs)"]
+
+
+# A fragment cut short is still refused, in every grammar with a statement terminator: only a
+# supplied terminator before more of the fragment makes a reading.
+@pytest.mark.parametrize(("lang", "pattern"), [("c", "if ($X"), ("c", "f($X"), ("cpp", "g($X,")])
+def test_a_fragment_cut_short_is_still_refused(
+    registry: GrammarRegistry, lang: str, pattern: str
+) -> None:
+    from tether_astgrep.pattern import PatternError, compile_pattern
+
+    grammar = registry.get(lang)
+    assert grammar is not None
+    with pytest.raises(PatternError):
+        compile_pattern(pattern, grammar)

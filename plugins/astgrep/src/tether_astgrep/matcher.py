@@ -168,7 +168,7 @@ class Matcher(Sequences, Unmentioned, Candidates):
         children = tuple(self._prep(c) for c in item.children)
         if item.text is None:
             self._fields[id(children)] = (children, item.fields)
-        return _N(ids, item.text, children, item.named, item.optional)
+        return _N(ids, item.text, children, item.named, item.optional, item.missing)
 
     # -- matching ---------------------------------------------------------------------
 
@@ -240,6 +240,9 @@ class Matcher(Sequences, Unmentioned, Candidates):
             inner = self._unwrapped(n)
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
+            # A token the grammar supplied (MISSING) is no written token, and the reverse.
+            if not p.named and n.is_missing != p.missing:
+                return None
             # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
             if (n.child_count == 0 or whole_literal(n)) and (
                 not p.named or n.text == p.text or (self.kind_only and n.is_named)

@@ -22,7 +22,7 @@ Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
 
 
 class _N:
-    __slots__ = ("children", "ids", "named", "optional", "text")
+    __slots__ = ("children", "ids", "missing", "named", "optional", "text")
 
     def __init__(
         self,
@@ -31,12 +31,14 @@ class _N:
         children: tuple[Any, ...],
         named: bool,
         optional: bool = False,
+        missing: bool = False,
     ):
         self.ids = ids
         self.text = text
         self.children = children
         self.named = named
         self.optional = optional
+        self.missing = missing
 
 
 class Sequences:
