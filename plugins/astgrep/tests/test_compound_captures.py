@@ -46,8 +46,33 @@ SWIFT_FORMS = {
         {"X": "case let {T}", "Y": "xs", "B": "g()"},
     ),
 }
+# The forms whose tuple the grammar spells as siblings of the statement (`(`, pattern, `,`,
+# pattern, `)` in the `if`): `$X` binds the bracketed list (ast-grep 0.51.1 finds none of these).
+# A labelled tuple there (`case let (x: a, y: b)`) is left: its labels are siblings too.
+SWIFT_FLAT_FORMS = {
+    "case let": (
+        "switch $S { case let $X: $$$B }",
+        "switch t {\ncase let {T}: g()\n}\n",
+        {"S": "t", "X": "{T}", "B": "g()\n"},  # a case's `statements` end with the line
+    ),
+    "if case let": (
+        "if case let $X = $Y { $$$B }",
+        "if case let {T} = t { g() }\n",
+        {"X": "{T}", "Y": "t", "B": "g()"},
+    ),
+    "guard case let": (
+        "guard case let $X = $Y else { $$$B }",
+        "guard case let {T} = t else { return }\n",
+        {"X": "{T}", "Y": "t", "B": "return"},
+    ),
+}
+SWIFT_FORMS.update(SWIFT_FLAT_FORMS)
 SWIFT_CASES = [
-    (form, arity, shape) for form in SWIFT_FORMS for arity in (2, 3, 4) for shape in _tuples(arity)
+    (form, arity, shape)
+    for form in SWIFT_FORMS
+    for arity in (2, 3, 4)
+    for shape in _tuples(arity)
+    if not (form in SWIFT_FLAT_FORMS and shape == "labelled")
 ]
 
 
@@ -69,6 +94,8 @@ def test_a_swift_tuple_binding_is_captured_whole(
     [
         ("let ({V}) = $Y", "let ({T}) = f()\n"),
         ("for ({V}) in $Y {{ $$$B }}", "for ({T}) in xs { g() }\n"),
+        ("if case let ({V}) = $Y {{ $$$B }}", "if case let ({T}) = t { g() }\n"),
+        ("switch $S {{ case let ({V}): $$$B }}", "switch t {\ncase let ({T}): g()\n}\n"),
     ],
 )
 def test_a_swift_tuple_pattern_finds_its_arity_only(
