@@ -134,6 +134,7 @@ class Matcher(Sequences, Unmentioned, Candidates):
         self._fields: dict[int, tuple[tuple[Any, ...], frozenset[str]]] = {}
         self.items = tuple(self._prep(i) for i in pattern.items)
         self.comma_ids = grammar.comma_ids
+        self.terminator_ids = self._ids.get((grammar.statement_terminator, False), frozenset())
         self.string_ids = grammar.string_ids
         self.code_ids = grammar.code_in_string_ids
         self.cont_ids = grammar.continuation_ids
@@ -240,8 +241,14 @@ class Matcher(Sequences, Unmentioned, Candidates):
             inner = self._unwrapped(n)
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
-            # A token the grammar supplied (MISSING) is no written token, and the reverse.
-            if not p.named and n.is_missing != p.missing:
+            # A statement terminator the grammar supplied (MISSING: a macro call with a body
+            # has no `;`) is no written one, and the reverse. (Another supplied token, a `}`
+            # tree-sitter moved in a region it misread, may stand for one the code has.)
+            if (
+                not p.named
+                and (p.missing or n.kind_id in self.terminator_ids)
+                and n.is_missing != p.missing
+            ):
                 return None
             # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
             if (n.child_count == 0 or whole_literal(n)) and (
