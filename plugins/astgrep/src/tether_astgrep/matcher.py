@@ -134,7 +134,6 @@ class Matcher(Sequences, Unmentioned, Candidates):
         self._fields: dict[int, tuple[tuple[Any, ...], frozenset[str]]] = {}
         self.items = tuple(self._prep(i) for i in pattern.items)
         self.comma_ids = grammar.comma_ids
-        self.terminator_ids = self._ids.get((grammar.statement_terminator, False), frozenset())
         self.string_ids = grammar.string_ids
         self.code_ids = grammar.code_in_string_ids
         self.cont_ids = grammar.continuation_ids
@@ -169,7 +168,12 @@ class Matcher(Sequences, Unmentioned, Candidates):
         children = tuple(self._prep(c) for c in item.children)
         if item.text is None:
             self._fields[id(children)] = (children, item.fields)
-        return _N(ids, item.text, children, item.named, item.optional, item.missing)
+        # A statement terminator the grammar supplied (MISSING: a macro call with a body has
+        # no `;`) is no written one, and the reverse; other tokens either way (a `}`
+        # tree-sitter supplies in a region it misread may stand for one the code has).
+        terminator = not item.named and item.kind == self.grammar.statement_terminator
+        supplied = True if item.missing else (False if terminator else None)
+        return _N(ids, item.text, children, item.named, item.optional, supplied)
 
     # -- matching ---------------------------------------------------------------------
 
@@ -241,15 +245,8 @@ class Matcher(Sequences, Unmentioned, Candidates):
             inner = self._unwrapped(n)
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
-            # A statement terminator the grammar supplied (MISSING: a macro call with a body
-            # has no `;`) is no written one, and the reverse. (Another supplied token, a `}`
-            # tree-sitter moved in a region it misread, may stand for one the code has.)
-            if (
-                not p.named
-                and (p.missing or n.kind_id in self.terminator_ids)
-                and n.is_missing != p.missing
-            ):
-                return None
+            if p.supplied is not None and n.is_missing != p.supplied:
+                return None  # a supplied `;` against a written one (`_prep`)
             # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
             if (n.child_count == 0 or whole_literal(n)) and (
                 not p.named or n.text == p.text or (self.kind_only and n.is_named)

@@ -22,7 +22,7 @@ Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
 
 
 class _N:
-    __slots__ = ("children", "ids", "missing", "named", "optional", "text")
+    __slots__ = ("children", "ids", "named", "optional", "supplied", "text")
 
     def __init__(
         self,
@@ -31,14 +31,15 @@ class _N:
         children: tuple[Any, ...],
         named: bool,
         optional: bool = False,
-        missing: bool = False,
+        supplied: bool | None = None,
     ):
         self.ids = ids
         self.text = text
         self.children = children
         self.named = named
         self.optional = optional
-        self.missing = missing
+        # True: only a token the grammar supplied (MISSING); False: only a written one.
+        self.supplied = supplied
 
 
 class Sequences:
