@@ -401,16 +401,21 @@ def capture_differences(
 ) -> list[tuple[Key, str, str, str]]:
     """(start, name, tether's, ast-grep's) for every capture the two differ on, at the starts
     both have (names one side binds and the other does not: ast-grep omits empty runs). A
-    capture the search result cut (`…(N more characters)`) is compared by what it shows."""
+    capture the search result cut (`…(N more characters)`) is compared by what it shows.
+    Two captures are the same when they are with the comments removed or with them kept: the
+    comment regex also takes a `//` or `/*` inside a string, or one the cut leaves open."""
     out = []
     for key in sorted(set(mine) & set(theirs)):
         a, b = mine[key], theirs[key]
         for name in sorted(set(a) | set(b)):
             x, y = a.get(name, ""), b.get(name, "")
             cut = _CUT.search(x)
-            nx = normalized(x[: cut.start()] if cut else x, comment)
-            ny = normalized(y, comment)
-            if (nx != ny) if cut is None else not ny.startswith(nx):
+            shown = x[: cut.start()] if cut else x
+            same = False
+            for regex in (comment, None) if comment else (None,):
+                nx, ny = normalized(shown, regex), normalized(y, regex)
+                same = same or ((nx == ny) if cut is None else ny.startswith(nx))
+            if not same:
                 out.append((key, name, x, y))
     return out
 

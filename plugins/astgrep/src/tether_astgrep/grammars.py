@@ -303,6 +303,21 @@ class Grammar:
                 fields.append(field)
         return comma and len(fields) > 1
 
+    def is_compound(self, node: ts.Node) -> bool:
+        """Whether `node` is one value made of items of its own kind, opened and closed by
+        tokens (Swift's tuple pattern `(a, b)`, `(x: a, y: b)`, `case let (a, b)`: a `pattern`
+        holding `pattern`s up to a `)`), not a bare list of items (Go's `a, b`, an
+        `expression_list` of expressions; Ruby's `(a, nil)`, an `argument_list` of
+        arguments): a metavariable that stood for one such node binds it whole, as it binds
+        `(a, b)` in a grammar with a tuple kind of its own."""
+        kids = [c for c in node.children if not c.is_extra]
+        if len(kids) < 2 or kids[0].is_named or kids[-1].is_named:
+            return False
+        commas = self.list_comma_ids
+        if kids[0].kind_id in commas or kids[-1].kind_id in commas:
+            return False
+        return any(c.is_named and c.kind_id == node.kind_id for c in kids)
+
     @cached_property
     def comma_ids(self) -> frozenset[int]:
         """Tokens that never count: commas and the grammar's `separators`."""

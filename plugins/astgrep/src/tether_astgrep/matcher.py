@@ -58,10 +58,13 @@ class Match:
     kept_line: int | None = None
 
 
-def _run_span(nodes: list[ts.Node], commas: frozenset[int] = frozenset()) -> tuple[int, int]:
+def _run_span(
+    nodes: list[ts.Node], commas: frozenset[int] = frozenset(), within: tuple[int, int] = (0, -1)
+) -> tuple[int, int]:
     """A `$$$` run's bytes, with the comments at its edges when it reaches its container's
-    opening or closing token: `{ $$$B }` keeps a block's last `// note`; and with the trailing
-    comma of a list it ends (`f(a, b,)`: `a, b,`, as ast-grep captures it)."""
+    opening or closing token: `{ $$$B }` keeps a block's last `// note`; with the trailing
+    comma of a list it ends (`f(a, b,)`: `a, b,`, as ast-grep captures it); and with the code
+    the grammar could not read next to it, inside the match (`within`)."""
     start, end = nodes[0].start_byte, nodes[-1].end_byte
     after = nodes[-1].next_sibling
     while after is not None and after.is_extra:
@@ -89,6 +92,20 @@ def _run_span(nodes: list[ts.Node], commas: frozenset[int] = frozenset()) -> tup
         and (edge is None or edge.type != ",")
     ):
         end = last.end_byte
+    # Code the grammar could not read (an ERROR node, which tree-sitter makes an extra) right
+    # before or after the run is code in the run's place: `template <typename $T> $$$D` takes
+    # the attribute macros tree-sitter-cpp leaves in an ERROR before the function.
+    lo, hi = within
+    edge = nodes[0].prev_sibling
+    while edge is not None and edge.is_extra and edge.start_byte >= lo:
+        if edge.is_error:
+            start = min(start, edge.start_byte)
+        edge = edge.prev_sibling
+    edge = nodes[-1].next_sibling
+    while edge is not None and edge.is_extra and (hi < 0 or edge.end_byte <= hi):
+        if edge.is_error:
+            end = max(end, edge.end_byte)
+        edge = edge.next_sibling
     return start, end
 
 
@@ -151,7 +168,12 @@ class Matcher(Sequences, Unmentioned, Candidates):
         children = tuple(self._prep(c) for c in item.children)
         if item.text is None:
             self._fields[id(children)] = (children, item.fields)
-        return _N(ids, item.text, children, item.named, item.optional)
+        # A statement terminator the grammar supplied (MISSING: a macro call with a body has
+        # no `;`) is no written one, and the reverse; other tokens either way (a `}`
+        # tree-sitter supplies in a region it misread may stand for one the code has).
+        terminator = not item.named and item.kind == self.grammar.statement_terminator
+        supplied = True if item.missing else (False if terminator else None)
+        return _N(ids, item.text, children, item.named, item.optional, supplied)
 
     # -- matching ---------------------------------------------------------------------
 
@@ -211,13 +233,20 @@ class Matcher(Sequences, Unmentioned, Candidates):
         if isinstance(p, MetaVar):
             if not n.is_named:
                 return None
-            if p.container is not None and n.type == p.container and self.grammar.is_list(n):
+            if (
+                p.container is not None
+                and n.type == p.container
+                and self.grammar.is_list(n)
+                and not self.grammar.is_compound(n)
+            ):
                 return None
             return self._bind(p, n, env)
         if n.kind_id not in p.ids:
             inner = self._unwrapped(n)
             return None if inner is None else self._node(p, inner, env)
         if p.text is not None:
+            if p.supplied is not None and n.is_missing != p.supplied:
+                return None  # a supplied `;` against a written one (`_prep`)
             # Unnamed tokens compare by kind, as in ast-grep (`#  define` is a `#define`).
             if (n.child_count == 0 or whole_literal(n)) and (
                 not p.named or n.text == p.text or (self.kind_only and n.is_named)
@@ -312,7 +341,11 @@ class Matcher(Sequences, Unmentioned, Candidates):
             if name.startswith("\0"):
                 continue
             if isinstance(value, list):
-                caps[name] = _run_span(value, self.grammar.list_comma_ids) if value else (-1, -1)
+                caps[name] = (
+                    _run_span(value, self.grammar.list_comma_ids, (start, end))
+                    if value
+                    else (-1, -1)
+                )
             else:
                 caps[name] = (value.start_byte, value.end_byte)
         return Match(

@@ -56,6 +56,10 @@ class PNode:
     # field the pattern's node leaves empty (`return_type`, `type_parameters`) is an optional
     # part the pattern does not mention (the pattern parsed without it).
     fields: frozenset[str] = frozenset()
+    # A token the grammar supplied where the fragment has none (MISSING: C's `;` after a
+    # macro call with a body, `FOR_EACH($X, $Y) { $$$B }`): it matches only a token the
+    # grammar supplied in the code too, never a written one.
+    missing: bool = False
 
 
 PItem = PNode | MetaVar
@@ -298,6 +302,9 @@ def _convert_leaf(
     slot: tuple[int, int] | None,
 ) -> PNode:
     """A leaf (or a literal compared whole): its text, recorded among the literals."""
+    if node.is_missing:
+        literals.append((b"", 0, 0, None))  # no text: a chain break
+        return PNode(node.type, node.is_named, b"", missing=True)
     if not node.is_named and text.startswith(b"#"):
         # A preprocessor directive's token (`#define`) is a regex: `#  define` is one too.
         literals.append((b"", 0, 0, None))
@@ -418,6 +425,8 @@ def _read(
     parser: ts.Parser,
     tried: dict[str, str],
     as_names: list[tuple[CompiledPattern, str]] | None = None,
+    *,
+    missing_ok: bool = False,
 ) -> tuple[CompiledPattern, str] | None:
     """The fragment read in one rung (and the kind it was read as, before unwrapping).
 
@@ -427,7 +436,9 @@ def _read(
     first spelling was refused there."""
     for substituted, mapping in variants:
         for terminator in scaffold.terminators:
-            read = _read_one(scaffold, text, substituted, mapping, terminator, grammar, parser)
+            read = _read_one(
+                scaffold, text, substituted, mapping, terminator, grammar, parser, missing_ok
+            )
             label = scaffold.rung + (f" (+{terminator!r})" if terminator else "")
             if isinstance(read, str):
                 tried.setdefault(label, read)
@@ -441,6 +452,44 @@ def _read(
             if as_names is not None and grammar.soft_keywords.issuperset(words):
                 as_names.append(read)
     return None
+
+
+def _only_missing_tokens(root: ts.Node, start: int, end: int, terminator: str) -> bool:
+    """Whether the only defects of a scaffolded fragment are statement terminators the grammar
+    supplied inside it, before more of the fragment (MISSING leaves): C reads
+    `FOR_EACH(x, xs) { … }` as a call whose `;` is missing, then a block, in the code as in the
+    pattern. A fragment cut short (`def f(`, a `)` missing) is still refused."""
+    found = False
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_missing:
+            if node.type != terminator or node.is_named or not start <= node.start_byte < end:
+                return False
+            found = True
+        elif node.is_error:
+            return False
+        elif node.has_error:
+            stack.extend(node.children)
+    return found
+
+
+def _with_missing_tokens(
+    text: str,
+    variants: Sequence[Variant],
+    grammar: Grammar,
+    parser: ts.Parser,
+    scaffolds: Sequence[Scaffold],
+) -> list[CompiledPattern]:
+    """The first reading in which the grammar supplies statement terminators the fragment
+    lacks, for a fragment no rung reads cleanly (a macro call with a body in C)."""
+    if not grammar.statement_terminator:
+        return []
+    for scaffold in scaffolds:
+        read = _read(scaffold, text, variants, grammar, parser, {}, missing_ok=True)
+        if read is not None:
+            return [read[0]]
+    return []
 
 
 def _error_at(root: ts.Node, src: bytes, start: int) -> str:
@@ -467,15 +516,20 @@ def _read_one(
     terminator: str,
     grammar: Grammar,
     parser: ts.Parser,
+    missing_ok: bool = False,
 ) -> tuple[CompiledPattern, str] | str:
-    """The reading, or why there is none in this rung."""
+    """The reading, or why there is none in this rung (`missing_ok`: also one where the grammar
+    supplied a token the fragment lacks, as it does in the code)."""
     body = substituted + terminator
     indented = "\n".join(scaffold.indent + line for line in body.split("\n"))
     prefix = (scaffold.prefix + scaffold.indent).encode()
     src = (scaffold.prefix + indented + scaffold.suffix).encode()
     end = len((scaffold.prefix + indented).encode())
     tree = parser.parse(src)
-    if tree.root_node.has_error:
+    fragment = (len(prefix), end - len(terminator.encode()))
+    if tree.root_node.has_error and not (
+        missing_ok and _only_missing_tokens(tree.root_node, *fragment, grammar.statement_terminator)
+    ):
         return _error_at(tree.root_node, src, len(prefix))
     lost = lost_text(tree.root_node, src, len(prefix), end, grammar.string_ids)
     if lost is not None:
@@ -567,6 +621,8 @@ def compile_readings(
                 found.append(reading)
     if not found and as_names:
         found.append(as_names[0][0])
+    if not found:
+        found.extend(_with_missing_tokens(text, variants, grammar, reader.parser, scaffolds))
     if not found:
         raise _not_parseable(grammar, tried)
     return [_with_strictness(c, strictness) for c in found]

@@ -1298,7 +1298,11 @@ class RuleMatcher:
         caps: dict[str, tuple[int, int]] = {}
         for name, value in env.items():
             if isinstance(value, list):
-                caps[name] = _run_span(value, self.grammar.list_comma_ids) if value else (-1, -1)
+                caps[name] = (
+                    _run_span(value, self.grammar.list_comma_ids, (node.start_byte, node.end_byte))
+                    if value
+                    else (-1, -1)
+                )
             else:
                 caps[name] = (value.start_byte, value.end_byte)
         start: tuple[int, int] = tuple(node.start_point)  # type: ignore[assignment]

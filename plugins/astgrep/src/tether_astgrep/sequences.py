@@ -22,7 +22,7 @@ Env = dict[str, Any]  # name -> ts.Node (single) or list[ts.Node] (multi)
 
 
 class _N:
-    __slots__ = ("children", "ids", "named", "optional", "text")
+    __slots__ = ("children", "ids", "named", "optional", "supplied", "text")
 
     def __init__(
         self,
@@ -31,12 +31,15 @@ class _N:
         children: tuple[Any, ...],
         named: bool,
         optional: bool = False,
+        supplied: bool | None = None,
     ):
         self.ids = ids
         self.text = text
         self.children = children
         self.named = named
         self.optional = optional
+        # True: only a token the grammar supplied (MISSING); False: only a written one.
+        self.supplied = supplied
 
 
 class Sequences:
@@ -88,7 +91,9 @@ class Sequences:
             if e2 is not None:
                 env, i, j = e2, i + 1, j + 1
                 continue
-            if self.strict or isinstance(p, MetaVar):
+            if isinstance(p, MetaVar):
+                return None if cs[j].is_named else self._bracketed(p, ps, i, cs, j, env, whole)
+            if self.strict:
                 return None
             state = self._skip(ps, i, cs, j, env)
             if state is None:
@@ -151,6 +156,30 @@ class Sequences:
             if r is not None:
                 return r
         return None
+
+    def _bracketed(
+        self,
+        p: MetaVar,
+        ps: tuple[Any, ...],
+        i: int,
+        cs: list[ts.Node],
+        j: int,
+        env: Env,
+        whole: bool,
+    ) -> Env | None:
+        """`$X` over a list between two tokens that the grammar spells as siblings of the node
+        around it (Swift's `case let (a, b)`: `(`, pattern, `,`, pattern, `)` in the `if`): the
+        whole bracketed list, as it binds a tuple the grammar makes one node. Only items a
+        list comma separates count; `$X` never binds a lone token."""
+        k = j + 1
+        while k < len(cs) and cs[k].is_named:
+            k += 1
+        if p.multi or k - j < 3 or k == len(cs):
+            return None
+        if not all(self.grammar.listed(c) for c in cs[j + 1 : k]):
+            return None
+        e2 = self._bind(p, cs[j : k + 1], env)
+        return None if e2 is None else self._seq(ps, i + 1, cs, k + 1, e2, whole=whole)
 
     def _absorbing(
         self,
