@@ -27,6 +27,7 @@ from tether.workdir.reading import Reader, UnreadableFile
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
 from tether_astgrep.pattern import CompiledPattern
+from tether_astgrep.recovery import Recovery, recover, region_rows
 from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
 from tether_astgrep.rules import CompiledRule, RuleMatcher
 
@@ -63,6 +64,9 @@ class FileResult:
     parse_errors: bool = False
     # Lines inside ERROR nodes: code the grammar could not read, where a match may be lost.
     unsearchable_lines: int = 0
+    # Lines of ERROR regions a search read again with a few tokens respelled or blanked
+    # (`recovery.py`); `unsearchable_lines` counts what is still unread after that.
+    reread_lines: int = 0
     # edit mode
     original: bytes | None = None
     new: bytes | None = None
@@ -76,13 +80,16 @@ class FileResult:
 
 
 class _Entry:
-    __slots__ = ("mtime_ns", "size", "source", "tree")
+    __slots__ = ("mtime_ns", "recovery", "size", "source", "tree")
 
-    def __init__(self, mtime_ns: int, size: int, source: bytes, tree: ts.Tree) -> None:
+    def __init__(
+        self, mtime_ns: int, size: int, source: bytes, tree: ts.Tree, recovery: Recovery | None
+    ) -> None:
         self.mtime_ns = mtime_ns
         self.size = size
         self.source = source
         self.tree = tree
+        self.recovery = recovery
 
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -154,12 +161,19 @@ class FileCache:
         self.hits += 1
         return entry
 
-    def offer(self, path: str, st: os.stat_result, source: bytes, tree: ts.Tree) -> bool:
-        cost = entry_cost(source)
+    def offer(
+        self,
+        path: str,
+        st: os.stat_result,
+        source: bytes,
+        tree: ts.Tree,
+        recovery: Recovery | None = None,
+    ) -> bool:
+        cost = entry_cost(source) * (2 if recovery is not None else 1)
         if self._rss_full or self.used + cost > self.budget or path in self._entries:
             self.refused += 1
             return False
-        self._entries[path] = _Entry(st.st_mtime_ns, st.st_size, source, tree)
+        self._entries[path] = _Entry(st.st_mtime_ns, st.st_size, source, tree, recovery)
         self.used += cost
         return True
 
@@ -294,15 +308,21 @@ class ProcessState:
                 return FileResult(path, skipped="binary")
         if not self._may_match(task.pattern, source):
             return FileResult(path)
+        recovery = None
         if entry is not None:
-            tree = entry.tree
+            tree, recovery = entry.tree, entry.recovery
         else:
+            began = time.perf_counter()
             tree = self.parser(grammar).parse(source)
+            if task.mode == "search" and tree.root_node.has_error:
+                # a rewrite is never made from a re-read tree: edits use the plain parse
+                took = time.perf_counter() - began
+                recovery = recover(self.parser(grammar), source, tree, grammar, took)
             if self._caching and task.mode == "search":
-                self.cache.offer(path, st, source, tree)
+                self.cache.offer(path, st, source, tree, recovery)
         if task.mode == "edit":
             return self._edited(task, grammar, matcher, path, source, tree)
-        return self._searched(matcher, path, source, tree)
+        return self._searched(matcher, path, source, tree, recovery)
 
     def _may_match(self, pattern: CompiledPattern | CompiledRule, source: bytes) -> bool:
         """Whether `source` has all the pattern's literals, words and chains (else no match)."""
@@ -356,16 +376,35 @@ class ProcessState:
         )
 
     def _searched(
-        self, matcher: Matcher | RuleMatcher, path: str, source: bytes, tree: ts.Tree
+        self,
+        matcher: Matcher | RuleMatcher,
+        path: str,
+        source: bytes,
+        tree: ts.Tree,
+        recovery: Recovery | None = None,
     ) -> FileResult:
         """A search's result for one parsed file: its matches, described up to what the
-        search may still keep, and counted past it."""
-        # past what this task may still describe, matches are counted, not built
-        found, count = matcher.find_counted(tree, source, self._keep)
+        search may still keep, and counted past it. A file the grammar could not read whole
+        is searched in its re-read tree, without the matches a blanked run touches."""
         has_errors = tree.root_node.has_error
-        lost = error_region_lines(tree) if has_errors else 0
+        reread = 0
+        if recovery is not None:
+            kept = [
+                m
+                for m in matcher.find(recovery.tree, source)
+                if recovery.admits(source, m.start_byte, m.end_byte)
+            ]
+            count = len(kept)
+            found = kept if self._keep is None else kept[: self._keep]
+            lost, reread = recovery.unread_after, recovery.reread
+        else:
+            # past what this task may still describe, matches are counted, not built
+            found, count = matcher.find_counted(tree, source, self._keep)
+            lost = error_region_lines(tree) if has_errors else 0
         if not count:
-            return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost)
+            return FileResult(
+                path, parse_errors=has_errors, unsearchable_lines=lost, reread_lines=reread
+            )
         if self._keep is not None:
             self._keep -= len(found)
         return FileResult(
@@ -374,23 +413,13 @@ class ProcessState:
             count=count,
             parse_errors=has_errors,
             unsearchable_lines=lost,
+            reread_lines=reread,
         )
 
 
 def error_region_lines(tree: ts.Tree) -> int:
     """How many lines ERROR nodes cover (tree-sitter-kotlin leaves a whole class as one)."""
-    lines: set[int] = set()
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if not node.has_error:
-            continue
-        if node.is_error and node.end_byte > node.start_byte:
-            end = node.end_point[0] - (node.end_point[1] == 0)
-            lines.update(range(node.start_point[0], max(end, node.start_point[0]) + 1))
-            continue
-        stack.extend(node.children)
-    return len(lines)
+    return len(region_rows(tree))
 
 
 def _skip_reason(exc: UnreadableFile) -> str:
