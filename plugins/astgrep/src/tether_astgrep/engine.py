@@ -389,11 +389,7 @@ class ProcessState:
         has_errors = tree.root_node.has_error
         reread = 0
         if recovery is not None:
-            kept = [
-                m
-                for m in matcher.find(recovery.tree, source)
-                if recovery.admits(source, m.start_byte, m.end_byte)
-            ]
+            kept = _merged(matcher, source, tree, recovery)
             count = len(kept)
             found = kept if self._keep is None else kept[: self._keep]
             lost, reread = recovery.unread_after, recovery.reread
@@ -415,6 +411,26 @@ class ProcessState:
             unsearchable_lines=lost,
             reread_lines=reread,
         )
+
+
+def _merged(
+    matcher: Matcher | RuleMatcher, source: bytes, tree: ts.Tree, recovery: Recovery
+) -> list[Match]:
+    """A file's matches where the grammar could not parse all of it: the plain parse's
+    where the re-read tree does not decide (`Recovery.speaks_for`), as before, and the
+    re-read tree's it shows (`Recovery.holds`)."""
+    out = {
+        (m.start_byte, m.end_byte): m
+        for m in matcher.find(tree, source)
+        if not recovery.speaks_for(source, m.start_byte, m.end_byte)
+    }
+    starts = {start for start, _ in out}
+    for m in matcher.find(recovery.tree, source):
+        if m.start_byte not in starts and recovery.holds(
+            source, m.start_byte, m.end_byte, m.captures.values()
+        ):
+            out[(m.start_byte, m.end_byte)] = m
+    return [out[k] for k in sorted(out, key=lambda k: (k[0], -k[1]))]
 
 
 def error_region_lines(tree: ts.Tree) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 import tree_sitter as ts
@@ -61,13 +61,46 @@ class Recovery:
     unread_before: int  # lines ERROR nodes of the plain parse span
     unread_after: int  # lines ERROR nodes still span, or blanked
     reread: int  # lines of the first that are read now
+    still: tuple[tuple[int, int], ...] = ()  # byte ranges of ERROR nodes left in `tree`
+
+    def speaks_for(self, source: bytes, start: int, end: int) -> bool:
+        """Whether the re-read tree decides about a match over [start, end): it lies in no
+        ERROR node left there, and `admits` it. Where it does not, the plain parse's answer
+        stands (a match inside an ERROR node, beside a macro line left out, as before)."""
+        return self.admits(source, start, end) and not any(
+            a < end and b > start for a, b in self.still
+        )
+
+    def holds(
+        self, source: bytes, start: int, end: int, captures: Iterable[tuple[int, int]] = ()
+    ) -> bool:
+        """Whether a match of the re-read tree over [start, end) is shown: no blanked run
+        borders it, and each blanked run or ERROR node left inside it lies within what one
+        metavariable captured (`$$$B` of `namespace $N { $$$B }`: code the pattern says
+        nothing of, shown as written). An ERROR node around it is as in a plain parse."""
+        spans = [(a, b) for a, b in captures if a >= 0]
+
+        def captured(a: int, b: int) -> bool:
+            return any(s <= a and b <= e for s, e in spans)
+
+        for a, b in self.blanked:
+            if a < end and b > start and not captured(a, b):
+                return False
+        for a, b in self.still:
+            if start <= a and b <= end and not captured(a, b):
+                return False
+        return self._unbordered(source, start, end)
 
     def admits(self, source: bytes, start: int, end: int) -> bool:
         """Whether a match over [start, end) reads only code as written: it holds no blanked
         run and has only code (not whitespace alone) between itself and each one."""
+        if any(a < end and b > start for a, b in self.blanked):
+            return False
+        return self._unbordered(source, start, end)
+
+    def _unbordered(self, source: bytes, start: int, end: int) -> bool:
+        """No blanked run right beside [start, end): only whitespace between, no empty line."""
         for a, b in self.blanked:
-            if a < end and b > start:
-                return False
             if a >= end and _adjacent(source[end:a]):
                 return False
             if b <= start and _adjacent(source[b:start]):
@@ -607,7 +640,18 @@ def recover(
         len(spans),
         len(unread),
         len(spans - unread),
+        tuple(_error_spans(final)),
     )
+
+
+def _error_spans(tree: ts.Tree) -> Iterator[tuple[int, int]]:
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            yield node.start_byte, max(node.end_byte, node.start_byte + 1)
+        elif node.has_error:
+            stack.extend(node.children)
 
 
 def region_rows(tree: ts.Tree) -> set[int]:
