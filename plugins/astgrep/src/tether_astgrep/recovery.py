@@ -33,8 +33,8 @@ import tree_sitter as ts
 from tether_astgrep.grammars import Grammar
 
 MAX_TRIALS = 80  # parses per file
-PARSES_OF_TIME = 8.0  # the time a file's recovery may take, in plain parses of it
-MIN_SECONDS = 0.1
+PARSES_OF_TIME = 4.0  # the time a file's recovery may take, in plain parses of it
+MIN_SECONDS = 0.02
 ERROR_NODE_LINES = 2
 MAX_PER_ERROR = 24  # edits tried per error
 SMALL_ROWS = 3  # an ERROR node this short may be blanked whole
@@ -45,6 +45,8 @@ _CLOSE = {v: k for k, v in _OPEN.items()}
 _BRACKETS = frozenset(("(", ")", "[", "]", "{", "}"))
 _QUOTES = frozenset((b'"', b"'", b"`", b'"""', b"'''"))
 _FILL = b"qzjxkvwy"
+_MACRO = re.compile(rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9_]")  # FMT_CONSTEXPR, GTEST_API_
+_MACRO_WORD = re.compile(rb"(?<![\w$])" + _MACRO.pattern + rb"(?![\w$])")
 # One edit tried: byte spans (each respelled, or blanked) and which of the two.
 _Edit = tuple[tuple[tuple[int, int], ...], bool]
 _WORDISH = re.compile(rb"[A-Za-z0-9_$\"'`]")
@@ -60,7 +62,7 @@ class Recovery:
     respelled: tuple[tuple[int, int], ...]  # keyword tokens read as names
     unread_before: int  # lines ERROR nodes of the plain parse span
     unread_after: int  # lines ERROR nodes still span, or blanked
-    reread: int  # lines of the first that are read now
+    reread: int  # lines the plain parse left in ERROR nodes that are read now
     still: tuple[tuple[int, int], ...] = ()  # byte ranges of ERROR nodes left in `tree`
 
     def speaks_for(self, source: bytes, start: int, end: int) -> bool:
@@ -196,10 +198,9 @@ class _Search:
         row = self.text.count(b"\n", 0, offset)
         return row, offset - (self.text.rfind(b"\n", 0, offset) + 1)
 
-    def blank_rows(self, extra: tuple[int, int] | None = None) -> set[int]:
+    def blank_rows(self, extra: tuple[tuple[int, int], ...] = ()) -> set[int]:
         rows = set(self.kept_rows)
-        if extra is not None:
-            a, b = extra
+        for a, b in extra:
             rows.update(range(self.point(a)[0], self.point(max(a, b - 1))[0] + 1))
         return rows
 
@@ -223,8 +224,7 @@ class _Search:
             old.edit(start, end, end, p0, p1, p1)
         tree = self.parser.parse(text, old)
         rows, count = error_rows(tree)
-        blank = None if respell else spans[0]
-        return _cost(count, len(rows | self.blank_rows(blank))), text, tree
+        return _cost(count, len(rows | self.blank_rows(() if respell else spans))), text, tree
 
     def fresh_word(self, word: bytes) -> bytes | None:
         """A name as long as `word` that no token of the file spells."""
@@ -243,6 +243,7 @@ class _Search:
 
     def run(self) -> None:
         self.skip_to = -1
+        self.macros()
         while self.budget_left():
             target = self.first_error(self.tree)
             if target is None:
@@ -252,6 +253,41 @@ class _Search:
 
     def budget_left(self) -> bool:
         return self.trials < MAX_TRIALS and time.perf_counter() < self.deadline
+
+    def macros(self) -> None:
+        """Every unknown macro beside an error, left out at once, if that mends more than
+        it costs: an all-caps word alone on the line above the error (`FMT_BEGIN_NAMESPACE`)
+        or just before it on its line (`FMT_CONSTEXPR inline void f()`, which the parser reads
+        as a type before `inline`). C and C++ code names its macros so; a grammar with no
+        such words never gets this edit."""
+        spans: set[tuple[int, int]] = set()
+        for target in _innermost_errors(self.tree):
+            line_start = self.text.rfind(b"\n", 0, target.start_byte) + 1
+            found = [
+                m.span() for m in _MACRO_WORD.finditer(self.text, line_start, target.start_byte)
+            ][-3:]
+            above_end = max(line_start - 1, 0)
+            above = self.text[self.text.rfind(b"\n", 0, above_end) + 1 : above_end]
+            if _MACRO.fullmatch(above.strip()):
+                at = self.text.rfind(b"\n", 0, above_end) + 1 + above.index(above.strip())
+                found.append((at, at + len(above.strip())))
+            for a, b in found:
+                leaf = self.tree.root_node.descendant_for_byte_range(a, b)
+                if (
+                    leaf is not None
+                    and leaf.is_named
+                    and leaf.child_count == 0
+                    and (leaf.start_byte, leaf.end_byte) == (a, b)
+                    and self.text[b : b + 1] != b"("
+                ):
+                    spans.add((a, b))
+        if not spans:
+            return
+        tried = self.attempt(tuple(sorted(spans)), False)
+        if tried is not None and tried[0] < self.score:
+            self.score, self.text, self.tree = tried
+            self.blanked.extend(sorted(spans))
+            self.kept_rows = self.blank_rows(tuple(spans))
 
     def first_error(self, tree: ts.Tree) -> ts.Node | None:
         """The first innermost error not given up on."""
@@ -293,7 +329,7 @@ class _Search:
         self.score, self.text, self.tree, spans, respell = best
         (self.respelled if respell else self.blanked).extend(spans)
         if not respell:
-            self.kept_rows = self.blank_rows(spans[0])
+            self.kept_rows = self.blank_rows(spans)
         return True
 
     def _mended(self, tree: ts.Tree, target: ts.Node, spans: tuple[tuple[int, int], ...]) -> bool:
@@ -630,8 +666,11 @@ def recover(
         return None
     spans = region_rows(tree)
     unread = region_rows(final) | search.blank_rows()
-    if len(unread) >= len(spans):
-        return None  # no line more is searched
+    # the lines read now: of the ERROR nodes' own tokens, or of their spans (a class whose
+    # constructor head the parser could not place spans more than the tokens it skipped)
+    read_now = max(len(before_rows - rows - search.blank_rows()), len(spans - unread))
+    if not read_now or len(unread) > len(spans):
+        return None  # no line more is read, or more are said to be unsearchable
     return Recovery(
         final,
         search.text,
@@ -639,7 +678,7 @@ def recover(
         tuple(search.respelled),
         len(spans),
         len(unread),
-        len(spans - unread),
+        read_now,
         tuple(_error_spans(final)),
     )
 
