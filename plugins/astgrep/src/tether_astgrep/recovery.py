@@ -23,6 +23,7 @@ each incremental) and runs only for files whose parse has an error.
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -32,11 +33,12 @@ import tree_sitter as ts
 
 from tether_astgrep.grammars import Grammar
 
-MAX_TRIALS = 80  # parses per file
-PARSES_OF_TIME = 4.0  # the time a file's recovery may take, in plain parses of it
-MIN_SECONDS = 0.02
+MAX_TRIALS = 32  # parses per file
+PARSES_OF_TIME = 6.0  # the time a file's recovery may take, in plain parses of it
+MIN_SECONDS = 0.05
+MAX_FAILED = 3  # errors in a row no edit mends, before the search gives up
 ERROR_NODE_LINES = 2
-MAX_PER_ERROR = 24  # edits tried per error
+MAX_PER_ERROR = 12  # edits tried per error
 SMALL_ROWS = 3  # an ERROR node this short may be blanked whole
 MAX_BLANK_ROWS = 12  # a blanked run spans at most this many lines
 WINDOW_ROWS = 8  # lines of a large ERROR node where a blanked run may start
@@ -189,14 +191,16 @@ class _Search:
         self.spellings: dict[bytes, bytes] = {}
         self.trials = 0
         self.skip_to = -1
+        self.line_starts = [0, *(m.end() for m in re.finditer(b"\n", source))]
         self.kept_rows: set[int] = set()  # the blanked runs' lines
         self.deadline = 0.0
         rows, count = error_rows(tree)
         self.score = _cost(count, len(rows))
 
     def point(self, offset: int) -> tuple[int, int]:
-        row = self.text.count(b"\n", 0, offset)
-        return row, offset - (self.text.rfind(b"\n", 0, offset) + 1)
+        """(row, byte column) of `offset`: every edit keeps the line breaks where they are."""
+        row = bisect.bisect_right(self.line_starts, offset) - 1
+        return row, offset - self.line_starts[row]
 
     def blank_rows(self, extra: tuple[tuple[int, int], ...] = ()) -> set[int]:
         rows = set(self.kept_rows)
@@ -244,11 +248,15 @@ class _Search:
     def run(self) -> None:
         self.skip_to = -1
         self.macros()
-        while self.budget_left():
+        failed = 0  # errors in a row no edit mended: past a few, the rest will not be either
+        while self.budget_left() and failed < MAX_FAILED:
             target = self.first_error(self.tree)
             if target is None:
                 return
-            if not self.improve(target):
+            if self.improve(target):
+                failed = 0
+            else:
+                failed += 1
                 self.skip_to = target.start_byte
 
     def budget_left(self) -> bool:
