@@ -281,6 +281,73 @@ def test_code_right_beside_a_left_out_macro_is_not_reported(
     assert [c["X"] for c in caps(search(state, tmp_path, "cpp", "return $X;", code))] == ["1"]
 
 
+PREFIXES = ("MY", "FMT", "SPDLOG")
+
+
+def _header_program(prefix: str) -> str:
+    """A header in the shape of fmt's `format.h`: a `#if` on an `<include>` the grammar cannot
+    read, a namespace macro on its own line, attribute macros before declarations."""
+    return (
+        f"#ifndef {prefix}_H_\n"
+        f"#define {prefix}_H_\n"
+        f"#if {prefix}_HAS_INCLUDE(<string_view>) && \\\n"
+        f"    ({prefix}_CPLUSPLUS >= 201703L)\n"
+        f"#  define {prefix}_USE_STRING_VIEW\n"
+        "#endif\n\n"
+        f"{prefix}_BEGIN_NAMESPACE\n\n"
+        "namespace detail {\n"
+        f"{prefix}_CONSTEXPR inline void assume(bool condition) {{\n"
+        "  (void)condition;\n"
+        "}\n"
+        f"{prefix}_CONSTEXPR20 inline auto count(int n) -> int {{\n"
+        "  return n;\n"
+        "}\n"
+        "}  // namespace detail\n\n"
+        f"{prefix}_END_NAMESPACE\n"
+        f"#endif  // {prefix}_H_\n"
+    )
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_namespace_among_attribute_macros_is_read_with_its_whole_body(
+    state: ProcessState, registry: GrammarRegistry, tmp_path: Path, prefix: str
+) -> None:
+    _usable(registry, "cpp")
+    code = _header_program(prefix)
+    assert _plain_parse_fails(registry, "cpp", code)
+    found = search(state, tmp_path, "cpp", "namespace $N { $$$B }", code)
+    assert [c["N"] for c in caps(found)] == ["detail"], found
+    body = caps(found)[0]["B"]
+    assert body.startswith(f"{prefix}_CONSTEXPR inline void assume") and body.endswith("}")
+    returns = search(state, tmp_path, "cpp", "return $X;", code)
+    assert [c["X"] for c in caps(returns)] == ["n"]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_class_with_an_export_macro_holds_declarations_not_calls(
+    state: ProcessState, registry: GrammarRegistry, tmp_path: Path, prefix: str
+) -> None:
+    """`class GTEST_API_ AssertHelper {` reads as a function whose body holds calls: with
+    the macro left out, a constructor's declaration is no call statement."""
+    _usable(registry, "cpp")
+    code = (
+        f"{prefix}_BEGIN_NAMESPACE\n\n"
+        f"class {prefix}_API Helper {{\n"
+        " public:\n"
+        "  Helper(int type,\n"
+        "         const char* file);\n"
+        "  void f();\n"
+        "};\n\n"
+        f"{prefix}_CONSTEXPR inline void g(int x) {{\n"
+        "  h(x);\n"
+        "}\n\n"
+        f"{prefix}_END_NAMESPACE\n"
+    )
+    assert _plain_parse_fails(registry, "cpp", code)
+    found = search(state, tmp_path, "cpp", "$F($$$A);", code)
+    assert texts(found) == ["h(x);"], found
+
+
 # -- the mechanism, on every grammar --------------------------------------------------------------
 
 GARBAGE = ")))}}}]]] @@@ ((( ;"

@@ -418,7 +418,7 @@ def _merged(
 ) -> list[Match]:
     """A file's matches where the grammar could not parse all of it: the plain parse's
     where the re-read tree does not decide (`Recovery.speaks_for`), as before, and the
-    re-read tree's it shows (`Recovery.holds`)."""
+    re-read tree's it shows (`Recovery.held`)."""
     out = {
         (m.start_byte, m.end_byte): m
         for m in matcher.find(tree, source)
@@ -426,10 +426,11 @@ def _merged(
     }
     starts = {start for start, _ in out}
     for m in matcher.find(recovery.tree, source):
-        if m.start_byte not in starts and recovery.holds(
-            source, m.start_byte, m.end_byte, m.captures.values()
-        ):
-            out[(m.start_byte, m.end_byte)] = m
+        if m.start_byte in starts:
+            continue
+        caps = recovery.held(source, m.start_byte, m.end_byte, m.captures)
+        if caps is not None:
+            out[(m.start_byte, m.end_byte)] = attrs.evolve(m, captures=caps)
     return [out[k] for k in sorted(out, key=lambda k: (k[0], -k[1]))]
 
 

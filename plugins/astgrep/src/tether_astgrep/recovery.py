@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Mapping
 
 import attrs
 import tree_sitter as ts
@@ -48,6 +48,9 @@ _BRACKETS = frozenset(("(", ")", "[", "]", "{", "}"))
 _QUOTES = frozenset((b'"', b"'", b"`", b'"""', b"'''"))
 _FILL = b"qzjxkvwy"
 _MACRO = re.compile(rb"[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9_]")  # FMT_CONSTEXPR, GTEST_API_
+_CLASS_MACRO = re.compile(
+    rb"\b(?:class|struct|union)[ \t]+([A-Z][A-Z0-9]*_[A-Z0-9_]*)[ \t]+(?=[A-Za-z_])"
+)
 _MACRO_WORD = re.compile(rb"(?<![\w$])" + _MACRO.pattern + rb"(?![\w$])")
 # One edit tried: byte spans (each respelled, or blanked) and which of the two.
 _Edit = tuple[tuple[tuple[int, int], ...], bool]
@@ -75,25 +78,32 @@ class Recovery:
             a < end and b > start for a, b in self.still
         )
 
-    def holds(
-        self, source: bytes, start: int, end: int, captures: Iterable[tuple[int, int]] = ()
-    ) -> bool:
-        """Whether a match of the re-read tree over [start, end) is shown: no blanked run
-        borders it, and each blanked run or ERROR node left inside it lies within what one
-        metavariable captured (`$$$B` of `namespace $N { $$$B }`: code the pattern says
-        nothing of, shown as written). An ERROR node around it is as in a plain parse."""
-        spans = [(a, b) for a, b in captures if a >= 0]
-
-        def captured(a: int, b: int) -> bool:
-            return any(s <= a and b <= e for s, e in spans)
-
+    def held(
+        self, source: bytes, start: int, end: int, captures: Mapping[str, tuple[int, int]]
+    ) -> dict[str, tuple[int, int]] | None:
+        """A match of the re-read tree over [start, end) as shown, or None if it is not:
+        no blanked run borders it, and each blanked run or ERROR node left inside it lies
+        within what one metavariable captured (`$$$B` of `namespace $N { $$$B }`: code the
+        pattern says nothing of, shown as written), a capture being widened over a run left
+        out at its edge (`FMT_CONSTEXPR` before the first declaration) so it stays whole. An
+        ERROR node around the match is as in a plain parse. Returns the captures."""
+        spans = {name: span for name, span in captures.items() if span[0] >= 0}
         for a, b in self.blanked:
-            if a < end and b > start and not captured(a, b):
-                return False
+            if a >= end or b <= start:
+                continue
+            name = next((n for n, (s, e) in spans.items() if s <= a and b <= e), None)
+            if name is None:
+                name = next((n for n, (s, e) in spans.items() if _edge(source, a, b, s, e)), None)
+                if name is None:
+                    return None
+                s, e = spans[name]
+                spans[name] = (min(s, a), max(e, b))
         for a, b in self.still:
-            if start <= a and b <= end and not captured(a, b):
-                return False
-        return self._unbordered(source, start, end)
+            if start <= a and b <= end and not any(s <= a and b <= e for s, e in spans.values()):
+                return None
+        if not self._unbordered(source, start, end):
+            return None
+        return {**captures, **spans}
 
     def admits(self, source: bytes, start: int, end: int) -> bool:
         """Whether a match over [start, end) reads only code as written: it holds no blanked
@@ -110,6 +120,12 @@ class Recovery:
             if b <= start and _adjacent(source[b:start]):
                 return False
         return True
+
+
+def _edge(source: bytes, a: int, b: int, s: int, e: int) -> bool:
+    """Whether the run [a, b) stands right at an edge of the capture [s, e): only
+    whitespace between."""
+    return (b <= s and not source[b:s].strip()) or (a >= e and not source[e:a].strip())
 
 
 def _adjacent(gap: bytes) -> bool:
@@ -203,9 +219,22 @@ class _Search:
         return row, offset - self.line_starts[row]
 
     def blank_rows(self, extra: tuple[tuple[int, int], ...] = ()) -> set[int]:
+        """The lines left without code by the kept blanked runs and `extra`: a line where a
+        macro word was left out but code stays is read."""
         rows = set(self.kept_rows)
         for a, b in extra:
-            rows.update(range(self.point(a)[0], self.point(max(a, b - 1))[0] + 1))
+            for row in range(self.point(a)[0], self.point(max(a, b - 1))[0] + 1):
+                start = self.line_starts[row]
+                end = self.source.find(b"\n", start)
+                end = len(self.source) if end < 0 else end
+                left = [(max(a, start), min(b, end))]
+                code = bytearray(self.source[start:end])
+                for x, y in [*left, *((p, q) for p, q in self.blanked if p < end and q > start)]:
+                    code[max(x, start) - start : min(y, end) - start] = b" " * (
+                        min(y, end) - max(x, start)
+                    )
+                if not bytes(code).strip():
+                    rows.add(row)
         return rows
 
     def attempt(
@@ -263,22 +292,21 @@ class _Search:
         return self.trials < MAX_TRIALS and time.perf_counter() < self.deadline
 
     def macros(self) -> None:
-        """Every unknown macro beside an error, left out at once, if that mends more than
-        it costs: an all-caps word alone on the line above the error (`FMT_BEGIN_NAMESPACE`)
-        or just before it on its line (`FMT_CONSTEXPR inline void f()`, which the parser reads
-        as a type before `inline`). C and C++ code names its macros so; a grammar with no
-        such words never gets this edit."""
-        spans: set[tuple[int, int]] = set()
+        """Unknown macros left out at once, if that mends more than it costs: beside an error,
+        an all-caps word alone on the line above it (`FMT_BEGIN_NAMESPACE`) or just before it
+        on its line (`FMT_CONSTEXPR inline void f()`, which the parser reads as a type before
+        `inline`); anywhere, one between `class` or `struct` and the name (`class GTEST_API_
+        AssertHelper {`, else read as a function whose body holds calls). C and C++ code
+        names its macros so; a grammar with no such words never gets this edit."""
+        spans: set[tuple[int, int]] = {m.span(1) for m in _CLASS_MACRO.finditer(self.text)}
         for target in _innermost_errors(self.tree):
             line_start = self.text.rfind(b"\n", 0, target.start_byte) + 1
             found = [
                 m.span() for m in _MACRO_WORD.finditer(self.text, line_start, target.start_byte)
             ][-3:]
-            above_end = max(line_start - 1, 0)
-            above = self.text[self.text.rfind(b"\n", 0, above_end) + 1 : above_end]
-            if _MACRO.fullmatch(above.strip()):
-                at = self.text.rfind(b"\n", 0, above_end) + 1 + above.index(above.strip())
-                found.append((at, at + len(above.strip())))
+            above = _line_above(self.text, line_start)
+            if above is not None and _MACRO.fullmatch(self.text[above[0] : above[1]]):
+                found.append(above)
             for a, b in found:
                 leaf = self.tree.root_node.descendant_for_byte_range(a, b)
                 if (
@@ -587,6 +615,19 @@ def _has_word(source: bytes, word: bytes) -> bool:
             return True
         pos = source.find(word, pos + 1)
     return False
+
+
+def _line_above(text: bytes, line_start: int) -> tuple[int, int] | None:
+    """The span of the code on the last non-empty line before the one at `line_start`."""
+    end = line_start - 1
+    while end > 0:
+        start = text.rfind(b"\n", 0, end) + 1
+        line = text[start:end]
+        if line.strip():
+            lead = len(line) - len(line.lstrip())
+            return start + lead, start + len(line.rstrip())
+        end = start - 1
+    return None
 
 
 def _row_offset(text: bytes, row: int) -> int:
