@@ -346,6 +346,9 @@ def test_a_class_with_an_export_macro_holds_declarations_not_calls(
     assert _plain_parse_fails(registry, "cpp", code)
     found = search(state, tmp_path, "cpp", "$F($$$A);", code)
     assert texts(found) == ["h(x);"], found
+    # a single metavariable is one node: never widened over the macro left out beside it
+    classes = search(state, tmp_path, "cpp", "class $C { $$$B };", code)
+    assert all(" " not in c["C"] for c in caps(classes)), classes
 
 
 # -- the mechanism, on every grammar --------------------------------------------------------------

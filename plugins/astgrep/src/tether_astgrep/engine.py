@@ -26,7 +26,7 @@ from tether.text import truncate
 from tether.workdir.reading import Reader, UnreadableFile
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
-from tether_astgrep.pattern import CompiledPattern
+from tether_astgrep.pattern import CompiledPattern, MetaVar
 from tether_astgrep.recovery import Recovery, recover, region_rows
 from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
 from tether_astgrep.rules import CompiledRule, RuleMatcher
@@ -428,10 +428,26 @@ def _merged(
     for m in matcher.find(recovery.tree, source):
         if m.start_byte in starts:
             continue
-        caps = recovery.held(source, m.start_byte, m.end_byte, m.captures)
+        caps = recovery.held(source, m.start_byte, m.end_byte, m.captures, _runs(matcher))
         if caps is not None:
             out[(m.start_byte, m.end_byte)] = attrs.evolve(m, captures=caps)
     return [out[k] for k in sorted(out, key=lambda k: (k[0], -k[1]))]
+
+
+def _runs(matcher: Matcher | RuleMatcher) -> frozenset[str]:
+    """The names of a pattern's `$$$` metavariables (a rule's: none)."""
+    if not isinstance(matcher, Matcher):
+        return frozenset()
+    names: set[str] = set()
+    stack: list[Any] = [*matcher.pattern.items, *(a for x in matcher.pattern.also for a in x.items)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, MetaVar):
+            if item.multi and item.name:
+                names.add(item.name)
+        else:
+            stack.extend(item.children)
+    return frozenset(names)
 
 
 def error_region_lines(tree: ts.Tree) -> int:

@@ -79,13 +79,19 @@ class Recovery:
         )
 
     def held(
-        self, source: bytes, start: int, end: int, captures: Mapping[str, tuple[int, int]]
+        self,
+        source: bytes,
+        start: int,
+        end: int,
+        captures: Mapping[str, tuple[int, int]],
+        runs: frozenset[str] = frozenset(),
     ) -> dict[str, tuple[int, int]] | None:
         """A match of the re-read tree over [start, end) as shown, or None if it is not:
         no blanked run borders it, and each blanked run or ERROR node left inside it lies
         within what one metavariable captured (`$$$B` of `namespace $N { $$$B }`: code the
-        pattern says nothing of, shown as written), a capture being widened over a run left
-        out at its edge (`FMT_CONSTEXPR` before the first declaration) so it stays whole. An
+        pattern says nothing of, shown as written), a `$$$` capture (named in `runs`) being
+        widened over a run left out at its edge (`FMT_CONSTEXPR` before the first
+        declaration) so it stays whole; a single one (`$C`) is one node, never widened. An
         ERROR node around the match is as in a plain parse. Returns the captures."""
         spans = {name: span for name, span in captures.items() if span[0] >= 0}
         for a, b in self.blanked:
@@ -93,7 +99,10 @@ class Recovery:
                 continue
             name = next((n for n, (s, e) in spans.items() if s <= a and b <= e), None)
             if name is None:
-                name = next((n for n, (s, e) in spans.items() if _edge(source, a, b, s, e)), None)
+                name = next(
+                    (n for n, (s, e) in spans.items() if n in runs and _edge(source, a, b, s, e)),
+                    None,
+                )
                 if name is None:
                     return None
                 s, e = spans[name]
