@@ -34,8 +34,9 @@ import tree_sitter as ts
 from tether_astgrep.grammars import Grammar
 
 MAX_TRIALS = 32  # parses per file
-PARSES_OF_TIME = 6.0  # the time a file's recovery may take, in plain parses of it
-MIN_SECONDS = 0.05
+PARSES_OF_TIME = 30.0  # a guard: the time a recovery may take, in plain parses of the file
+MIN_SECONDS = 0.5
+BYTES_PARSED = 5_000_000  # the parses of a large file: 30 of fmt's format.h (164 KB)
 MAX_FAILED = 3  # errors in a row no edit mends, before the search gives up
 ERROR_NODE_LINES = 2
 MAX_PER_ERROR = 12  # edits tried per error
@@ -298,7 +299,10 @@ class _Search:
                 self.skip_to = target.start_byte
 
     def budget_left(self) -> bool:
-        return self.trials < MAX_TRIALS and time.perf_counter() < self.deadline
+        """Parses left: at most `MAX_TRIALS`, fewer for a large file (`BYTES_PARSED`), so what
+        a search finds does not depend on the machine's load; the deadline only guards."""
+        trials = min(MAX_TRIALS, BYTES_PARSED // max(len(self.source), 1))
+        return self.trials < trials and time.perf_counter() < self.deadline
 
     def macros(self) -> None:
         """Unknown macros left out at once, if that mends more than it costs: beside an error,
