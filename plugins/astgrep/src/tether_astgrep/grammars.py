@@ -127,6 +127,10 @@ class Grammar:
     # pattern reading that takes one for a name (`switch ($X) {…}` as a method named
     # `switch`) is refused, so the ladder goes on to the reading meant.
     keywords: frozenset[str] = frozenset()
+    # Kinds a pattern node also matches when it holds nothing but metavariables and tokens
+    # (Kotlin's `class $C { $$$B }` reads its body as an `enum_class_body`, a lone name being an
+    # enum entry to tree-sitter-kotlin 1.1.0: it is any class body).
+    body_aliases: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     # Keywords the language also allows as names (Kotlin's soft and modifier keywords: `var
     # final`, `val by`). Where the parser takes one for a keyword and fails, a search re-reads
     # the region with it spelled as a name (`recovery.py`); no other keyword is ever respelled.

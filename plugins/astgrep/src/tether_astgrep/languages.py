@@ -268,6 +268,7 @@ def optional_grammars() -> list[Grammar]:
             typed_placeholders=("{}: _T", "{} -> _", "val {}: _T", "val {}: _T\n"),
             name_keywords=_KOTLIN_NAME_KEYWORDS,
             name_keyword_scopes=frozenset({"block", "lambda_literal"}),
+            body_aliases={"enum_class_body": ("class_body",)},
         ),
         Grammar(
             id="lua",
