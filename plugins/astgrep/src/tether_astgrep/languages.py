@@ -255,8 +255,11 @@ def optional_grammars() -> list[Grammar]:
                 ),
                 decorator_rung("annotation", "", "fun _t() {}"),
             ),
-            # `@Suppress($$$A)` is an annotation before it is an annotated `($$$A)`
+            # `@Suppress($$$A)` is an annotation before it is an annotated `($$$A)`; and both:
+            # tree-sitter-kotlin 1.1.0 reads a top-level `@Throws(X::class)` before `fun`, after
+            # a `package` line or a class, as an annotated `(X::class)` (with no error)
             read_first_at={"annotated_expression": ("annotation", "annotations")},
+            also_read={"annotated_expression": ("expression",)},
             string_kinds=frozenset(
                 {"string_literal", "multiline_string_literal", "character_literal"}
             ),
