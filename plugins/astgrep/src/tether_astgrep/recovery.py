@@ -4,21 +4,27 @@ or blanked, every other byte where it was.
 tree-sitter-kotlin 1.1.0 reads `var final = false; final = true` up to the second `final`, which
 it takes for a modifier, and from there leaves the rest of the class in one ERROR node; a
 primary constructor written on the line after its class (`class A\\ninternal constructor(…)`)
-does the same, as does an unknown macro on its own line in C++ (`FMT_BEGIN_NAMESPACE`). Every
-match in such a region is lost. Here the file is parsed again with one edit at a time near the
-first error, kept when it shrinks what the parser cannot read:
+does the same, as do C++'s unknown macros (`FMT_BEGIN_NAMESPACE` on its own line,
+`FMT_CONSTEXPR inline void f()`, `class GTEST_API_ X {`). Every match in such a region is lost,
+or worse, read from a wrong tree. Here a file whose parse has an error is parsed again with
+edits near its errors, each kept when the parser then reads further:
 
-- **respell**: a keyword token becomes a name of the same length (`final` -> `qqqqq`), a word
-  no other token of the file spells: the parser then reads it as the name the language allows
-  there (Kotlin's soft keywords). A match holding it is kept: the word *is* that name.
-- **blank**: a short balanced run of tokens becomes spaces (newlines kept): an unknown macro, a
-  constructor head the grammar cannot place. No match may hold, touch or border a blanked run
-  (only whitespace between): the tree there reads code that is not the code.
+- **respell**: a keyword the language also allows as a name (`Grammar.name_keywords`, inside
+  `Grammar.name_keyword_scopes`, with an operator beside it) becomes another name of the same
+  length that no token of the file spells (`final` -> `qzzzz`): the parser reads it as the
+  name it is. A match holding it is kept: the word *is* that name.
+- **blank**: a short balanced run of code becomes spaces (line breaks kept): an ERROR node of
+  a few tokens, a line from its first token, a declaration's head up to the end of the
+  bracketed group holding the error; and, in one edit first, every all-caps macro beside an
+  error or between `class` and a name (`macros`).
 
 Edits never move a byte, so positions, lines and the texts of matches (read from the original
-source) are those of the file. The result says how many lines were re-read and how many stay
-unread (still in ERROR nodes, or blanked). The search is bounded (`MAX_TRIALS` parses per file,
-each incremental) and runs only for files whose parse has an error.
+source) are those of the file. The search engine (`engine._merged`) takes the re-read tree's
+matches where it decides (`Recovery.held`: no run left out in or beside a match but inside a
+`$$$` capture) and the plain parse's elsewhere, so a re-read never loses a match. The result
+says how many lines were re-read and how many stay unread. The budget is counted in parses
+(`MAX_TRIALS`, `BYTES_PARSED`, each parse incremental), so what a search finds does not depend
+on the machine's load; the time limit only guards.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ PARSES_OF_TIME = 30.0  # a guard: the time a recovery may take, in plain parses 
 MIN_SECONDS = 0.5
 BYTES_PARSED = 5_000_000  # the parses of a large file: 30 of fmt's format.h (164 KB)
 MAX_FAILED = 3  # errors in a row no edit mends, before the search gives up
-ERROR_NODE_LINES = 2
+ERROR_NODE_LINES = 2  # an error node costs as much as this many unread lines (`_cost`)
 MAX_PER_ERROR = 12  # edits tried per error
 SMALL_ROWS = 3  # an ERROR node this short may be blanked whole
 MAX_BLANK_ROWS = 12  # a blanked run spans at most this many lines
