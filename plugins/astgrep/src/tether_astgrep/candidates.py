@@ -22,7 +22,14 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def query_source(root: PNode, budget: int = 48, *, tokens: bool = True, texts: bool = True) -> str:
+def query_source(
+    root: PNode,
+    budget: int = 48,
+    *,
+    tokens: bool = True,
+    texts: bool = True,
+    loose: frozenset[str] = frozenset(),
+) -> str:
     """A tree-sitter query that every match of `root` satisfies (and most non-matches fail).
 
     Children are listed in order without anchors, so comments and other extras in the
@@ -40,6 +47,8 @@ def query_source(root: PNode, budget: int = 48, *, tokens: bool = True, texts: b
             return "(_)"
         if not node.named:
             return _quote(node.kind)
+        if node.kind in loose:  # it may match another kind too (`Grammar.body_aliases`)
+            return "(_)"
         if node.text is not None and not texts:
             return f"({node.kind})"
         if node.text is not None:
@@ -156,7 +165,10 @@ class Candidates:
             assert isinstance(first, PNode)
             try:
                 source = query_source(
-                    first, tokens=not self.skip_goal_tokens, texts=not self.kind_only
+                    first,
+                    tokens=not self.skip_goal_tokens,
+                    texts=not self.kind_only,
+                    loose=frozenset(self.grammar.body_aliases),
                 )
                 self._query = ts.Query(self.grammar.ts_language, source + " @c")
             except Exception:  # a kind the query language cannot name: fall back to a walk

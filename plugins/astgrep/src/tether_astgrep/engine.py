@@ -27,7 +27,8 @@ from tether.text import truncate
 from tether.workdir.reading import Reader, UnreadableFile
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.matcher import Match, Matcher
-from tether_astgrep.pattern import CompiledPattern
+from tether_astgrep.pattern import CompiledPattern, MetaVar
+from tether_astgrep.recovery import Recovery, recover, region_rows
 from tether_astgrep.rewrite import SyntaxCheck, apply_matches, check_syntax
 from tether_astgrep.rules import CompiledRule, RuleMatcher
 
@@ -69,6 +70,9 @@ class FileResult:
     parse_errors: bool = False
     # Lines inside ERROR nodes: code the grammar could not read, where a match may be lost.
     unsearchable_lines: int = 0
+    # Lines of ERROR regions a search read again with a few tokens respelled or blanked
+    # (`recovery.py`); `unsearchable_lines` counts what is still unread after that.
+    reread_lines: int = 0
     # edit mode
     original: bytes | None = None
     new: bytes | None = None
@@ -93,12 +97,19 @@ def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 class _Entry:
-    __slots__ = ("results", "results_cost", "source", "stamp", "tree")
+    __slots__ = ("recovery", "results", "results_cost", "source", "stamp", "tree")
 
-    def __init__(self, stamp: tuple[int, int, int, int], source: bytes, tree: ts.Tree) -> None:
+    def __init__(
+        self,
+        stamp: tuple[int, int, int, int],
+        source: bytes,
+        tree: ts.Tree,
+        recovery: Recovery | None,
+    ) -> None:
         self.stamp = stamp
         self.source = source
         self.tree = tree
+        self.recovery = recovery
         # a search's key (ProcessState._slot) -> (its result in this file, the result's cost)
         self.results: dict[int, tuple[FileResult, int]] = {}
         self.results_cost = 0
@@ -129,8 +140,10 @@ def has_word(source: bytes, word: bytes) -> bool:
     return False
 
 
-def entry_cost(source: bytes) -> int:
-    return len(source) * CACHED_BYTES_PER_SOURCE_BYTE + ENTRY_OVERHEAD_BYTES
+def entry_cost(source: bytes, reread: bool = False) -> int:
+    """What keeping a file's source and tree costs (an estimate, in bytes); a file re-read
+    past its grammar's errors (``recovery``) keeps a second tree."""
+    return (len(source) * CACHED_BYTES_PER_SOURCE_BYTE + ENTRY_OVERHEAD_BYTES) * (1 + reread)
 
 
 def result_cost(result: FileResult) -> int:
@@ -179,18 +192,26 @@ class FileCache:
             return None
         if entry.stamp != file_stamp(st):
             del self._entries[path]
-            self.used -= entry_cost(entry.source) + entry.results_cost
+            reread = entry.recovery is not None
+            self.used -= entry_cost(entry.source, reread) + entry.results_cost
             return None
         self.hits += 1
         return entry
 
-    def offer(self, path: str, st: os.stat_result, source: bytes, tree: ts.Tree) -> _Entry | None:
+    def offer(
+        self,
+        path: str,
+        st: os.stat_result,
+        source: bytes,
+        tree: ts.Tree,
+        recovery: Recovery | None = None,
+    ) -> _Entry | None:
         """The new entry, or None: it did not fit."""
-        cost = entry_cost(source)
+        cost = entry_cost(source, recovery is not None)
         if self._rss_full or self.used + cost > self.budget or path in self._entries:
             self.refused += 1
             return None
-        entry = self._entries[path] = _Entry(file_stamp(st), source, tree)
+        entry = self._entries[path] = _Entry(file_stamp(st), source, tree, recovery)
         self.used += cost
         return entry
 
@@ -364,15 +385,21 @@ class ProcessState:
         if not self._may_match(task.pattern, source):
             result = FileResult(path)
         elif entry is not None:
-            result = self._searched(matcher, path, source, entry.tree)
+            result = self._searched(matcher, path, source, entry.tree, entry.recovery)
         else:
+            began = time.perf_counter()
             tree = self.parser(grammar).parse(source)
             self.parsed += 1
+            recovery = None
+            if task.mode == "search" and tree.root_node.has_error:
+                # a rewrite is never made from a re-read tree: edits use the plain parse
+                took = time.perf_counter() - began
+                recovery = recover(self.parser(grammar), source, tree, grammar, took)
             if self._caching and task.mode == "search":
-                entry = self.cache.offer(path, st, source, tree)
+                entry = self.cache.offer(path, st, source, tree, recovery)
             if task.mode == "edit":
                 return self._edited(task, grammar, matcher, path, source, tree)
-            result = self._searched(matcher, path, source, tree, parsed=True)
+            result = self._searched(matcher, path, source, tree, recovery, parsed=True)
         if entry is not None and self._slot is not None:
             self.cache.remember(entry, self._slot, result)
         return result
@@ -450,16 +477,31 @@ class ProcessState:
         path: str,
         source: bytes,
         tree: ts.Tree,
+        recovery: Recovery | None = None,
         parsed: bool = False,
     ) -> FileResult:
         """A search's result for one parsed file: its matches, described up to what the
-        search may still keep, and counted past it."""
-        # past what this task may still describe, matches are counted, not built
-        found, count = matcher.find_counted(tree, source, self._keep)
+        search may still keep, and counted past it. A file the grammar could not read whole
+        is searched in its re-read tree, without the matches a blanked run touches."""
         has_errors = tree.root_node.has_error
-        lost = error_region_lines(tree) if has_errors else 0
+        reread = 0
+        if recovery is not None:
+            kept = _merged(matcher, source, tree, recovery)
+            count = len(kept)
+            found = kept if self._keep is None else kept[: self._keep]
+            lost, reread = recovery.unread_after, recovery.reread
+        else:
+            # past what this task may still describe, matches are counted, not built
+            found, count = matcher.find_counted(tree, source, self._keep)
+            lost = error_region_lines(tree) if has_errors else 0
         if not count:
-            return FileResult(path, parse_errors=has_errors, unsearchable_lines=lost, parsed=parsed)
+            return FileResult(
+                path,
+                parse_errors=has_errors,
+                unsearchable_lines=lost,
+                reread_lines=reread,
+                parsed=parsed,
+            )
         if self._keep is not None:
             self._keep -= len(found)
         return FileResult(
@@ -469,23 +511,50 @@ class ProcessState:
             parse_errors=has_errors,
             unsearchable_lines=lost,
             parsed=parsed,
+            reread_lines=reread,
         )
+
+
+def _merged(
+    matcher: Matcher | RuleMatcher, source: bytes, tree: ts.Tree, recovery: Recovery
+) -> list[Match]:
+    """A file's matches where the grammar could not parse all of it: the plain parse's
+    where the re-read tree does not decide (`Recovery.speaks_for`), as before, and the
+    re-read tree's it shows (`Recovery.held`)."""
+    out = {
+        (m.start_byte, m.end_byte): m
+        for m in matcher.find(tree, source)
+        if not recovery.speaks_for(source, m.start_byte, m.end_byte)
+    }
+    starts = {start for start, _ in out}
+    for m in matcher.find(recovery.tree, source):
+        if m.start_byte in starts:
+            continue
+        caps = recovery.held(source, m.start_byte, m.end_byte, m.captures, _runs(matcher))
+        if caps is not None:
+            out[(m.start_byte, m.end_byte)] = attrs.evolve(m, captures=caps)
+    return [out[k] for k in sorted(out, key=lambda k: (k[0], -k[1]))]
+
+
+def _runs(matcher: Matcher | RuleMatcher) -> frozenset[str]:
+    """The names of a pattern's `$$$` metavariables (a rule's: none)."""
+    if not isinstance(matcher, Matcher):
+        return frozenset()
+    names: set[str] = set()
+    stack: list[Any] = [*matcher.pattern.items, *(a for x in matcher.pattern.also for a in x.items)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, MetaVar):
+            if item.multi and item.name:
+                names.add(item.name)
+        else:
+            stack.extend(item.children)
+    return frozenset(names)
 
 
 def error_region_lines(tree: ts.Tree) -> int:
     """How many lines ERROR nodes cover (tree-sitter-kotlin leaves a whole class as one)."""
-    lines: set[int] = set()
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if not node.has_error:
-            continue
-        if node.is_error and node.end_byte > node.start_byte:
-            end = node.end_point[0] - (node.end_point[1] == 0)
-            lines.update(range(node.start_point[0], max(end, node.start_point[0]) + 1))
-            continue
-        stack.extend(node.children)
-    return len(lines)
+    return len(region_rows(tree))
 
 
 def _skip_reason(exc: UnreadableFile) -> str:

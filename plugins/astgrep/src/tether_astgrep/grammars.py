@@ -127,6 +127,18 @@ class Grammar:
     # pattern reading that takes one for a name (`switch ($X) {…}` as a method named
     # `switch`) is refused, so the ladder goes on to the reading meant.
     keywords: frozenset[str] = frozenset()
+    # Kinds a pattern node also matches when it holds nothing but metavariables and tokens
+    # (Kotlin's `class $C { $$$B }` reads its body as an `enum_class_body`, a lone name being an
+    # enum entry to tree-sitter-kotlin 1.1.0: it is any class body).
+    body_aliases: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    # Keywords the language also allows as names (Kotlin's soft and modifier keywords: `var
+    # final`, `val by`). Where the parser takes one for a keyword and fails, a search re-reads
+    # the region with it spelled as a name (`recovery.py`); no other keyword is ever respelled.
+    name_keywords: frozenset[str] = frozenset()
+    # Where such a word may be read as a name: inside nodes of these kinds (Kotlin's code
+    # blocks and lambdas; never a class body, where `get() = x` after an annotation is a
+    # getter the parser could not place, not a call).
+    name_keyword_scopes: frozenset[str] = frozenset()
     # Spellings (`str.format` with the placeholder) for a `$$$X` standing alone in a body
     # that holds no statements: impl items, struct fields, match arms, switch cases…
     # Tried in order after the plain placeholder, in every rung.

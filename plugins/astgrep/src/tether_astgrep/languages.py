@@ -24,6 +24,16 @@ from tether_astgrep.grammars import (
 _HASH_COMMENT = r"#[^\n]*+"
 
 
+# Kotlin's soft keywords and modifier keywords: names everywhere they are not keywords.
+_KOTLIN_NAME_KEYWORDS = frozenset(
+    "by catch constructor delegate dynamic field file finally get import init param property "
+    "receiver set setparam value where abstract actual annotation companion const crossinline "
+    "data enum expect external final infix inline inner internal lateinit noinline open "
+    "operator out override private protected public reified sealed suspend tailrec "
+    "vararg".split()
+)
+
+
 def _members_first(ladder: tuple[Scaffold, ...]) -> tuple[Scaffold, ...]:
     """The class member rung first: where a function body reads `init {…}`, `deinit {…}` or
     `companion object {…}` as a call or an expression, a class body reads what they are."""
@@ -245,8 +255,11 @@ def optional_grammars() -> list[Grammar]:
                 ),
                 decorator_rung("annotation", "", "fun _t() {}"),
             ),
-            # `@Suppress($$$A)` is an annotation before it is an annotated `($$$A)`
+            # `@Suppress($$$A)` is an annotation before it is an annotated `($$$A)`; and both:
+            # tree-sitter-kotlin 1.1.0 reads a top-level `@Throws(X::class)` before `fun`, after
+            # a `package` line or a class, as an annotated `(X::class)` (with no error)
             read_first_at={"annotated_expression": ("annotation", "annotations")},
+            also_read={"annotated_expression": ("expression",)},
             string_kinds=frozenset(
                 {"string_literal", "multiline_string_literal", "character_literal"}
             ),
@@ -256,6 +269,9 @@ def optional_grammars() -> list[Grammar]:
             # a parameter; a `when` entry; a class member; one alone in a one-line body
             # (`object $O { $$$B }`), which Kotlin ends with a line break
             typed_placeholders=("{}: _T", "{} -> _", "val {}: _T", "val {}: _T\n"),
+            name_keywords=_KOTLIN_NAME_KEYWORDS,
+            name_keyword_scopes=frozenset({"block", "lambda_literal"}),
+            body_aliases={"enum_class_body": ("class_body",)},
         ),
         Grammar(
             id="lua",

@@ -165,6 +165,11 @@ class Matcher(Sequences, Unmentioned, Candidates):
         if isinstance(item, MetaVar):
             return item
         ids = self._ids.get((item.kind, item.named), frozenset())
+        if item.kind in self.grammar.body_aliases and all(
+            isinstance(c, MetaVar) or not c.named for c in item.children
+        ):
+            for alias in self.grammar.body_aliases[item.kind]:
+                ids |= self._ids.get((alias, True), frozenset())
         children = tuple(self._prep(c) for c in item.children)
         if item.text is None:
             self._fields[id(children)] = (children, item.fields)

@@ -387,10 +387,12 @@ UNSEARCHABLE_SHOWN = 5
 
 def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
     """Files with code the grammar could not parse (ERROR regions), where a match may be lost:
-    a warning line and `meta["unsearchable"]` ({files, lines, paths: the first few})."""
+    a warning line and `meta["unsearchable"]` ({files, lines, paths: the first few, reread:
+    the lines a search read again past the grammar's errors, `recovery.py`})."""
     hit = [r for r in outcome.files if r.unsearchable_lines]
+    reread_note, reread = _reread(outcome)
     if not hit:
-        return None, {"files": 0, "lines": 0, "paths": []}
+        return reread_note, {"files": 0, "lines": 0, "paths": [], "reread": reread}
     worst = sorted(hit, key=lambda r: (-r.unsearchable_lines, r.path))[:UNSEARCHABLE_SHOWN]
     total = sum(r.unsearchable_lines for r in hit)
     where = ", ".join(f"{r.path} ({plural(r.unsearchable_lines, 'line')})" for r in worst)
@@ -401,7 +403,27 @@ def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
         f"({where}{more})"
     )
     paths = [{"path": r.path, "lines": r.unsearchable_lines} for r in worst]
-    return line, {"files": len(hit), "lines": total, "paths": paths}
+    if reread_note:
+        line += "\n" + reread_note
+    return line, {"files": len(hit), "lines": total, "paths": paths, "reread": reread}
+
+
+def _reread(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
+    """The note on regions the grammar could not parse that the search read again."""
+    hit = [r for r in outcome.files if r.reread_lines]
+    if not hit:
+        return None, {"files": 0, "lines": 0, "paths": []}
+    worst = sorted(hit, key=lambda r: (-r.reread_lines, r.path))[:UNSEARCHABLE_SHOWN]
+    total = sum(r.reread_lines for r in hit)
+    where = ", ".join(f"{r.path} ({plural(r.reread_lines, 'line')})" for r in worst)
+    more = f" and {len(hit) - len(worst)} more" if len(hit) > len(worst) else ""
+    note = (
+        f"note: {plural(total, 'line')} the {outcome.grammar.id} grammar could not parse were "
+        "searched by reading a keyword as a name or leaving a short run of code out; no match "
+        f"that holds or borders code left out is shown ({where}{more})"
+    )
+    paths = [{"path": r.path, "lines": r.reread_lines} for r in worst]
+    return note, {"files": len(hit), "lines": total, "paths": paths}
 
 
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
