@@ -193,6 +193,7 @@ def test_every_core_hook_is_documented_and_tested():
         "tether_preview_diagnostics",
         "tether_process_result",
         "tether_resources",
+        "tether_serve_http",
         "tether_tools",
     ]
     here = Path(__file__).resolve()

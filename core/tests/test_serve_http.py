@@ -91,3 +91,67 @@ def test_loopback_needs_no_flag(host):
 def test_a_remote_address_is_refused_without_the_flag():
     with pytest.raises(ConfigError, match=r"--http: '10\.0\.0\.1' is not a loopback"):
         http_address("10.0.0.1:8765", allow_remote=False)
+
+
+def test_hook_tether_serve_http(tmp_path):
+    """The first plugin that answers serves the endpoint the core bound, with one 0600 token
+    file per surface, which the core removes when the endpoint closes; None is no answer."""
+    import argparse
+    import socket as socketlib
+    import stat
+
+    import anyio
+
+    import tether
+    from tether.cli.serve_http import http_endpoint
+
+    seen = []
+
+    class Server:
+        @tether.hookimpl
+        def tether_serve_http(self, endpoint):
+            seen.append(endpoint)
+
+            async def serve() -> None:
+                return None
+
+            return serve
+
+    class Declines:
+        @tether.hookimpl(tryfirst=True)
+        def tether_serve_http(self, endpoint):
+            return None
+
+    with socketlib.socket() as probe:  # a free loopback port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ns = argparse.Namespace(
+        http=f"127.0.0.1:{port}",
+        http_surface=["main=default", "sub=plan"],
+        allow_remote=False,
+        surface="default",
+    )
+    base = tmp_path / "server"
+
+    async def main(plugins) -> tuple[dict, object]:
+        async with tether.open_run(
+            tmp_path, conversation_id="c", plugins=plugins, entry_points=False
+        ) as run:
+            async with http_endpoint(ns, run, tmp_path / "server.sock", base) as (record, serve):
+                endpoint = seen[-1]
+                assert endpoint.listener.getsockname()[1] == port
+                assert endpoint.surfaces == {"main": "default", "sub": "plan"}
+                for name, path in endpoint.token_files.items():
+                    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+                    assert endpoint.tokens[path.read_text().strip()] == endpoint.surfaces[name]
+                return record, serve
+
+    record, serve = anyio.run(main, [Declines(), Server()])
+    assert record["http"]["url"] == f"http://127.0.0.1:{port}/mcp"
+    assert set(record["http"]["token_files"]) == {"main", "sub"}
+    assert callable(serve) and len(seen) == 1
+    assert not list(tmp_path.glob("server.*.token"))  # removed with the endpoint
+
+    with pytest.raises(ConfigError, match="pip install tether-mcp-bridge"):
+        anyio.run(main, [Declines()])
+    assert not list(tmp_path.glob("server.*.token"))
