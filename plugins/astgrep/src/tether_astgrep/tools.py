@@ -389,41 +389,47 @@ def _unsearchable(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
     """Files with code the grammar could not parse (ERROR regions), where a match may be lost:
     a warning line and `meta["unsearchable"]` ({files, lines, paths: the first few, reread:
     the lines a search read again past the grammar's errors, `recovery.py`})."""
-    hit = [r for r in outcome.files if r.unsearchable_lines]
     reread_note, reread = _reread(outcome)
-    if not hit:
+    counted = _files_by_lines(outcome, "unsearchable_lines")
+    if counted is None:
         return reread_note, {"files": 0, "lines": 0, "paths": [], "reread": reread}
-    worst = sorted(hit, key=lambda r: (-r.unsearchable_lines, r.path))[:UNSEARCHABLE_SHOWN]
-    total = sum(r.unsearchable_lines for r in hit)
-    where = ", ".join(f"{r.path} ({plural(r.unsearchable_lines, 'line')})" for r in worst)
-    more = f" and {len(hit) - len(worst)} more" if len(hit) > len(worst) else ""
+    where, meta = counted
     line = (
-        f"warning: {plural(len(hit), 'file')} with code the {outcome.grammar.id} grammar could "
-        f"not parse: {plural(total, 'line')} not searchable, where matches may be missing "
-        f"({where}{more})"
+        f"warning: {plural(meta['files'], 'file')} with code the {outcome.grammar.id} grammar "
+        f"could not parse: {plural(meta['lines'], 'line')} not searchable, where matches may be "
+        f"missing ({where})"
     )
-    paths = [{"path": r.path, "lines": r.unsearchable_lines} for r in worst]
     if reread_note:
         line += "\n" + reread_note
-    return line, {"files": len(hit), "lines": total, "paths": paths, "reread": reread}
+    return line, {**meta, "reread": reread}
 
 
 def _reread(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
     """The note on regions the grammar could not parse that the search read again."""
-    hit = [r for r in outcome.files if r.reread_lines]
-    if not hit:
+    counted = _files_by_lines(outcome, "reread_lines")
+    if counted is None:
         return None, {"files": 0, "lines": 0, "paths": []}
-    worst = sorted(hit, key=lambda r: (-r.reread_lines, r.path))[:UNSEARCHABLE_SHOWN]
-    total = sum(r.reread_lines for r in hit)
-    where = ", ".join(f"{r.path} ({plural(r.reread_lines, 'line')})" for r in worst)
-    more = f" and {len(hit) - len(worst)} more" if len(hit) > len(worst) else ""
+    where, meta = counted
     note = (
-        f"note: {plural(total, 'line')} the {outcome.grammar.id} grammar could not parse were "
-        "searched by reading a keyword as a name or leaving a short run of code out; no match "
-        f"that holds or borders code left out is shown ({where}{more})"
+        f"note: {plural(meta['lines'], 'line')} the {outcome.grammar.id} grammar could not parse "
+        "were searched by reading a keyword as a name or leaving a short run of code out; no "
+        f"match that holds or borders code left out is shown ({where})"
     )
-    paths = [{"path": r.path, "lines": r.reread_lines} for r in worst]
-    return note, {"files": len(hit), "lines": total, "paths": paths}
+    return note, meta
+
+
+def _files_by_lines(outcome: SearchOutcome, field: str) -> tuple[str, dict[str, Any]] | None:
+    """The files with lines counted in `field` ("unsearchable_lines", "reread_lines"): the
+    worst few named ("a.kt (3 lines), … and N more") and {files, lines, paths}; None if none."""
+    hit = [(getattr(r, field), r.path) for r in outcome.files if getattr(r, field)]
+    if not hit:
+        return None
+    worst = sorted(hit, key=lambda h: (-h[0], h[1]))[:UNSEARCHABLE_SHOWN]
+    total = sum(n for n, _ in hit)
+    where = ", ".join(f"{path} ({plural(n, 'line')})" for n, path in worst)
+    more = f" and {len(hit) - len(worst)} more" if len(hit) > len(worst) else ""
+    paths = [{"path": path, "lines": n} for n, path in worst]
+    return where + more, {"files": len(hit), "lines": total, "paths": paths}
 
 
 async def handle_ast_edit(call: tether.CallContext, args: AstEditArgs) -> tether.ToolResult:
