@@ -85,6 +85,11 @@ class Grammar:
     # What ends a statement when the grammar requires it (C's and Dart's `;`): a `$$$X` standing
     # alone as a statement (`{ $$$BODY }`) is parsed as `X;` so that it reads as statements.
     statement_terminator: str = ""
+    # Closing tokens a fragment may leave for the grammar to supply at its end, the node they
+    # close standing for itself whatever it encloses (the C preprocessor's `#endif`: a person
+    # writes `#ifdef $X` to find the directive). The supplied token is no part of the pattern,
+    # so at smart strictness the code's body and its own `#endif` are unmentioned trailing code.
+    supplied_closers: frozenset[str] = frozenset()
     # The one exception to "first clean rung wins": a fragment that an earlier rung reads as
     # one of these kinds looks like a declaration (Dart reads `void f() {…}` in a block as a
     # local function), so the declaration rung is tried first; the value is what that reading
@@ -540,6 +545,7 @@ def builtin_grammars() -> list[Grammar]:
             ),
             comment_regex=C_COMMENT,
             statement_terminator=";",
+            supplied_closers=frozenset({"#endif"}),  # `#ifdef $X`, `#if $C`: the directive
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
             item_fillers=("int {0};",),
         ),

@@ -99,6 +99,7 @@ def optional_grammars() -> list[Grammar]:
             # `{ $$$B }` reads as statements (`B;`), as in C: a function body, not a brace
             # initializer (`auto $F($$$P) -> $R { $$$B }`)
             statement_terminator=";",
+            supplied_closers=frozenset({"#endif"}),  # `#ifdef $X`, `#if $C`: the directive
             typed_placeholders=(
                 "{};",
             ),  # a statement: `{ $$$B }` (an enum's `{ $$$V }` needs none)
@@ -137,6 +138,7 @@ def optional_grammars() -> list[Grammar]:
             ),
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=C_COMMENT + r"|#[^\n]*+",  # `#region`, `#pragma`… lines are extras too
+            supplied_closers=frozenset({"#endif"}),  # `#if $C`: the directive
             # a parameter; a statement (a bare name is none); a member; a switch arm
             typed_placeholders=("_T {}", "{}();", "_T {};", "{} => _"),
         ),

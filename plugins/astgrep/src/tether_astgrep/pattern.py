@@ -339,6 +339,13 @@ def _convert_children(
                 i += 2
                 continue
         kid = kids[i]
+        if kid.is_missing and kid.type in grammar.supplied_closers:
+            # The `#endif` of `#ifdef $X` (`supplied_closers`): matched when the code has it
+            # there (an empty block, which is all `cst` finds), never required.
+            literals.append((b"", 0, 0, None))
+            out.append(PNode(kid.type, kid.is_named, kid.type.encode(), optional=True))
+            i += 1
+            continue
         if (
             out
             and isinstance(out[-1], MetaVar)
@@ -454,17 +461,27 @@ def _read(
     return None
 
 
-def _only_missing_tokens(root: ts.Node, start: int, end: int, terminator: str) -> bool:
+def _only_missing_tokens(root: ts.Node, src: bytes, start: int, end: int, grammar: Grammar) -> bool:
     """Whether the only defects of a scaffolded fragment are statement terminators the grammar
-    supplied inside it, before more of the fragment (MISSING leaves): C reads
+    supplied inside it, before more of the fragment (MISSING leaves), or closing tokens it
+    supplied after the whole fragment (`Grammar.supplied_closers`): C reads
     `FOR_EACH(x, xs) { … }` as a call whose `;` is missing, then a block, in the code as in the
-    pattern. A fragment cut short (`def f(`, a `)` missing) is still refused."""
+    pattern; `#ifdef $X` as the directive with its `#endif` missing. A fragment cut short
+    (`def f(`, a `)` missing) is still refused."""
     found = False
     stack = [root]
     while stack:
         node = stack.pop()
         if node.is_missing:
-            if node.type != terminator or node.is_named or not start <= node.start_byte < end:
+            closer = node.type in grammar.supplied_closers and not node.is_named
+            if closer and start <= node.start_byte and not src[node.start_byte : end].strip():
+                found = True
+                continue
+            if (
+                node.type != grammar.statement_terminator
+                or node.is_named
+                or not start <= node.start_byte < end
+            ):
                 return False
             found = True
         elif node.is_error:
@@ -482,8 +499,9 @@ def _with_missing_tokens(
     scaffolds: Sequence[Scaffold],
 ) -> list[CompiledPattern]:
     """The first reading in which the grammar supplies statement terminators the fragment
-    lacks, for a fragment no rung reads cleanly (a macro call with a body in C)."""
-    if not grammar.statement_terminator:
+    lacks (a macro call with a body in C), or a closing token at its end (`#ifdef $X` without
+    its `#endif`), for a fragment no rung reads cleanly."""
+    if not grammar.statement_terminator and not grammar.supplied_closers:
         return []
     for scaffold in scaffolds:
         read = _read(scaffold, text, variants, grammar, parser, {}, missing_ok=True)
@@ -528,7 +546,7 @@ def _read_one(
     tree = parser.parse(src)
     fragment = (len(prefix), end - len(terminator.encode()))
     if tree.root_node.has_error and not (
-        missing_ok and _only_missing_tokens(tree.root_node, *fragment, grammar.statement_terminator)
+        missing_ok and _only_missing_tokens(tree.root_node, src, *fragment, grammar)
     ):
         return _error_at(tree.root_node, src, len(prefix))
     lost = lost_text(tree.root_node, src, len(prefix), end, grammar.string_ids)
