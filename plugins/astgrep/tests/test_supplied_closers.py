@@ -51,6 +51,10 @@ PLACES = {
     "top level": "{D}\n{decl}\n#endif\n{decl}\n",
     "top level, else branch": "{D}\n{decl}\n#else\n{decl}\n#endif\n",
     "top level, empty": "{D}\n#endif\n",
+    # the newline token after the directive runs on over a blank line (`\n\n`): the literal
+    # anchors took it for `\n` and missed the block the kind query finds
+    "top level, blank line": "{D}\n\n{decl}\n\n#endif\n",
+    "in a function, blank line": "{open}\n{D}\n\n  {stmt}\n#endif\n{close}\n",
     "in a function": "{open}\n{D}\n  {stmt}\n#endif\n{close}\n",
     "in a function, elif": "{open}\n{D}\n  {stmt}\n#elif OTHER\n  {stmt}\n#endif\n{close}\n",
     "nested": "{D}\n#if INNER\n{decl}\n#endif\n#endif\n",

@@ -86,7 +86,9 @@ def _anchors(pattern: CompiledPattern) -> list[tuple[bytes, tuple[int, ...]]]:
             if node.text is not None:
                 if node.optional:
                     continue
-                if node.text and (node.named or not node.text.startswith(b"#")):
+                # A token that is whitespace (the C preprocessor's `\n` after `#if X`) is no
+                # anchor: the code's may run on (`\n\n` before a blank line).
+                if node.text.strip() and (node.named or not node.text.startswith(b"#")):
                     anchors.setdefault(node.text, set()).add(depth)
             else:
                 stack.extend((c, depth + 1) for c in node.children)
