@@ -77,6 +77,34 @@ def _code(lang: str, place: str, directive: str) -> str:
     return PLACES[place].format(D=directive, decl=decl, open=open_, close=close, stmt=stmt)
 
 
+def _directive_variants(grammar: Grammar) -> list[str]:
+    """The grammar's other kinds for a conditional directive in one context (C#'s
+    `preproc_if_in_attribute_list`, a `#if` among a member's attributes)."""
+    lang = grammar.ts_language
+    names = {lang.node_kind_for_id(i) for i in range(lang.node_kind_count)}
+    return sorted(
+        n
+        for n in names
+        if n and n.startswith(("preproc_if_", "preproc_ifdef_")) and lang.id_for_node_kind(n, True)
+    )
+
+
+@pytest.mark.parametrize("lang", CLOSING)
+def test_every_context_kind_of_a_directive_is_an_alias(lang: str) -> None:
+    grammar = next(g for g in all_grammars() if g.id == lang)
+    aliased = {a for kinds in grammar.kind_aliases.values() for a in kinds}
+    assert set(_directive_variants(grammar)) <= aliased
+
+
+def test_a_directive_among_attributes_is_found(registry: GrammarRegistry) -> None:
+    code = (
+        "class K {\n    [Theory]\n#if FEATURE_X\n    [InlineData(1)]\n#endif\n"
+        "    public void T(int a) {}\n}\n"
+    )
+    assert captures(registry, "csharp", "#if $C", code) == [{"C": "FEATURE_X"}]
+    assert len(find(registry, "csharp", "#if FEATURE_X", code)) == 1
+
+
 def test_every_grammar_that_supplies_an_endif_has_cases() -> None:
     assert CLOSING, "no grammar reads a lone `#if X` with its `#endif` missing"
     assert sorted(PARTS) == CLOSING

@@ -170,7 +170,8 @@ class Candidates:
                     first,
                     tokens=not self.skip_goal_tokens,
                     texts=not self.kind_only,
-                    loose=frozenset(self.grammar.body_aliases),
+                    loose=frozenset(self.grammar.body_aliases)
+                    | frozenset(self.grammar.kind_aliases),
                 )
                 self._query = ts.Query(self.grammar.ts_language, source + " @c")
             except Exception:  # a kind the query language cannot name: fall back to a walk

@@ -136,6 +136,10 @@ class Grammar:
     # (Kotlin's `class $C { $$$B }` reads its body as an `enum_class_body`, a lone name being an
     # enum entry to tree-sitter-kotlin 1.1.0: it is any class body).
     body_aliases: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    # Kinds a pattern node also matches whatever it holds: the grammar's names for the same
+    # construct in one context (C#'s `#if` among a member's attributes is a
+    # `preproc_if_in_attribute_list`; `#if $C` and `#if DEBUG` find it too).
+    kind_aliases: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     # Keywords the language also allows as names (Kotlin's soft and modifier keywords: `var
     # final`, `val by`). Where the parser takes one for a keyword and fails, a search re-reads
     # the region with it spelled as a name (`recovery.py`); no other keyword is ever respelled.

@@ -139,6 +139,8 @@ def optional_grammars() -> list[Grammar]:
             code_in_string_kinds=frozenset({"interpolation"}),
             comment_regex=C_COMMENT + r"|#[^\n]*+",  # `#region`, `#pragma`… lines are extras too
             supplied_closers=frozenset({"#endif"}),  # `#if $C`: the directive
+            # the same directive among a member's attributes is another kind
+            kind_aliases={"preproc_if": ("preproc_if_in_attribute_list",)},
             # a parameter; a statement (a bare name is none); a member; a switch arm
             typed_placeholders=("_T {}", "{}();", "_T {};", "{} => _"),
         ),

@@ -170,6 +170,8 @@ class Matcher(Sequences, Unmentioned, Candidates):
         ):
             for alias in self.grammar.body_aliases[item.kind]:
                 ids |= self._ids.get((alias, True), frozenset())
+        for alias in self.grammar.kind_aliases.get(item.kind, ()) if item.named else ():
+            ids |= self._ids.get((alias, True), frozenset())
         children = tuple(self._prep(c) for c in item.children)
         if item.text is None:
             self._fields[id(children)] = (children, item.fields)
