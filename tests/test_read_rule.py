@@ -29,8 +29,9 @@ ALLOWED = {
     "(O_NOFOLLOW, locked, never read), never in the workdir",
     "core/src/tether/cli/serve.py": "a served run's own files in the per-user runtime directory "
     "(lock, record, log: 0600, O_NOFOLLOW), never in the workdir",
-    "contrib/mcp-bridge/src/tether_mcp_bridge/server.py": "the HTTP endpoint's bearer-token file "
-    "it creates (0600, O_EXCL | O_NOFOLLOW) in the runtime directory",
+    "core/src/tether/cli/serve_http.py": "the HTTP endpoint's bearer-token files it creates "
+    "(0600, O_EXCL | O_NOFOLLOW) beside the served run's socket in the runtime directory, never "
+    "in the workdir",
     "core/src/tether/processes/_landlock_exec.py": "an O_PATH handle on the run's own directory and the "
     "device files a confined program may write (Landlock rules), never a workdir file's content",
 }
