@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from serve import bare_server, clients, loop_cpu, quantile, serve, warm_up
+from serve import Conn, bare_server, clients, loop_cpu, quantile, serve, warm_up
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of process ``pid``, every thread of it (its worker threads' trips too)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ms(values: list[float]) -> str:
@@ -41,21 +47,32 @@ def runtime_env(sources: Path | None) -> dict[str, str]:
 
 
 async def rounds_of(click: Path, servers: dict[str, tuple[Any, Path]], n: int, rounds: int) -> None:
-    for _, sock in servers.values():
+    for name, (_, sock) in servers.items():
         await warm_up(sock)
         await clients(sock, n, 5)
+        conn = await Conn.open(sock, "plan")
+        _, reply = await conn.hover()
+        await conn.stream.aclose()
+        stale = "another process changed" in reply["content"][0]["text"]
+        print(f"{name}: its hovers carry a stale-files note: {stale}")
     async with bare_server(click) as bare:
         for round_ in range(1, rounds + 1):
-            for name, (proc, sock) in servers.items():
+            order = list(servers.items())
+            for name, (proc, sock) in order if round_ % 2 else order[::-1]:  # ABBA
                 load = os.getloadavg()[0]
                 row = []
                 for k, hovers in ((1, 100), (n, 40)):
                     before, started = loop_cpu(proc.pid), time.perf_counter()
+                    whole = process_cpu(proc.pid)
                     times = await clients(sock, k, hovers)
                     busy = loop_cpu(proc.pid) - before
                     cpu = busy / len(times) * 1000
+                    every = (process_cpu(proc.pid) - whole) / len(times) * 1000
                     share = busy / (time.perf_counter() - started)
-                    text = f"{ms(times)}, loop {cpu:.2f} ms CPU (busy {share:.0%} of the time)"
+                    text = (
+                        f"{ms(times)}, loop {cpu:.2f} ms CPU (busy {share:.0%} of the time), "
+                        f"all threads {every:.2f} ms"
+                    )
                     row.append((statistics.median(times), text))
                 ratio = row[1][0] / row[0][0]
                 print(
