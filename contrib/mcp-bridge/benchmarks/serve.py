@@ -15,8 +15,9 @@ first on ``PYTHONPATH``, every call interleaved). Prints, in one run on one mach
   beside one connection's (rounds of each alternated, so both see the same load), the CPU the
   served run's event loop spends per hover (its main thread's, from ``/proc``), the clients'
   own CPU per hover (all N are tasks of this process), and how many basedpyright processes
-  serve them; beside them, a bare LSP client's hovers, one at a time and N at once (what the
-  server alone makes of N concurrent requests);
+  serve them; beside them, a bare LSP client's hovers in the same shape (1 client, and N
+  clients each asking its next hover when its last is answered, on one connection; halves
+  alternated): what the server alone makes of N concurrent requests;
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
 - ``ast_grep`` on a generated 300-file project (6,000 matches): ``tether call --attach``
@@ -32,6 +33,7 @@ first on ``PYTHONPATH``, every call interleaved). Prints, in one run on one mach
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -41,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +184,10 @@ async def clients(path: Path, n: int, rounds: int) -> list[float]:
     return times
 
 
-async def bare_hover(workdir: Path, rounds: int, n: int = 1) -> list[float]:
+@contextlib.asynccontextmanager
+async def bare_server(workdir: Path) -> AsyncIterator[BareHovers]:
+    """basedpyright through the bare LSP client (:class:`bench_lsp.BareClient`), the hover's
+    document open and a first hover answered: the floor a served run's hovers stand on."""
     from tether_lsp import BUILTIN_SERVERS
 
     spec = next(spec for spec in BUILTIN_SERVERS if spec.id == "basedpyright")
@@ -200,17 +206,42 @@ async def bare_hover(workdir: Path, rounds: int, n: int = 1) -> list[float]:
             if await client.request("textDocument/hover", params):
                 break
             await anyio.sleep(0.2)
+        hovers = BareHovers(client, params)
+        await hovers.run(n=8, rounds=5)  # warmed up as the served runs are
+        yield hovers
+
+
+class BareHovers:
+    """Hovers of the bare client, in the same shape as :func:`clients`: ``n`` clients, each
+    asking its next hover when its last one is answered (a closed loop), on one connection
+    to the server as a served run has."""
+
+    def __init__(self, client: BareClient, params: dict[str, Any]) -> None:
+        self.client, self.params = client, params
+
+    async def run(self, n: int, rounds: int) -> list[float]:
         times: list[float] = []
 
         async def asker() -> None:
             for _ in range(rounds):
                 started = time.perf_counter()
-                await client.request("textDocument/hover", params)
+                assert await self.client.request("textDocument/hover", self.params)
                 times.append(time.perf_counter() - started)
 
-        async with anyio.create_task_group() as tg:  # n clients, each one hover at a time
+        async with anyio.create_task_group() as tg:
             for _ in range(n):
                 tg.start_soon(asker)
+        return times
+
+
+async def bare_floor(workdir: Path, n: int, rounds: int = 40) -> dict[int, list[float]]:
+    """The bare client's hovers, 1 at a time against ``n`` in flight, in alternated halves
+    (as :func:`concurrency` takes a served run's)."""
+    times: dict[int, list[float]] = {1: [], n: []}
+    async with bare_server(workdir) as bare:
+        for _ in range(2):
+            for k in times:
+                times[k] += await bare.run(k, rounds // 2)
     return times
 
 
@@ -537,9 +568,13 @@ def main() -> None:
         full.append(call(env, "lsp", HOVER, *attach, command=FULL_CLI))
     print(f"warm `tether call --attach lsp hover` end to end (the tether command): {ms(lean)}")
     print(f"the same through the full command line (python -m tether.cli): {ms(full)}")
-    print(f"bare LSP hover (basedpyright, warm): {ms(anyio.run(bare_hover, click, 50))}")
-    bare_n = anyio.run(bare_hover, click, 40, n)
-    print(f"bare LSP hovers, {n} at once (each of {n} tasks one at a time): {ms(bare_n)}")
+    bare = anyio.run(bare_floor, click, n)
+    print(f"bare LSP hover (basedpyright, warm), 1 client, {len(bare[1])}: {ms(bare[1])}")
+    print(
+        f"bare LSP hovers, {n} clients each one at a time ({len(bare[n])}, halves alternated "
+        f"with the 1 client's): {ms(bare[n])}; ratio "
+        f"{statistics.median(bare[n]) / statistics.median(bare[1]):.1f}"
+    )
 
     concurrency(proc, sock, n)
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")

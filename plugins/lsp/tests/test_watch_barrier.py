@@ -166,3 +166,103 @@ def test_an_open_document_another_process_rewrote_is_answered_on_its_new_text(
                 assert f"lib.py:{pad + 1}:" in answer, (pad, answer)
             answer = caller.ok(action="definition", file="use.py", line=pad + 6, symbol="local")
             assert f"use.py:{pad + 3}:" in answer, (pad, answer)
+
+
+#: changes another process makes under a watched root, and whether :meth:`TreeWatch.quiet` may
+#: still say nothing changed (only a skipped directory's)
+QUIET_CASES = [
+    ("write", "a.py", False),
+    ("write", "pkg/deep/c.py", False),
+    ("write", "pkg/new.py", False),
+    ("remove", "pkg/b.py", False),
+    ("write", "newdir/d.py", False),
+    ("rmdir", "pkg/deep", False),
+    ("write", ".git/x.py", True),
+    ("write", "node_modules/m/y.py", True),
+]
+
+
+@pytest.mark.parametrize(("op", "rel", "quiet"), QUIET_CASES, ids=[c[1] for c in QUIET_CASES])
+def test_quiet_says_nothing_changed_only_when_nothing_did_and_reads_no_change(
+    tree: Path, op: str, rel: str, quiet: bool
+) -> None:
+    """The event loop's look (no wait, no directory read): True only when the barrier's event
+    is all there is; a change is left queued, so the next :meth:`changed` still names it (or
+    says to scan)."""
+    watch = TreeWatch(str(tree), skipped_dir)
+    try:
+        assert watch.quiet() and watch.quiet()  # again and again: the barrier's event is read
+        _run(f"{op}:{tree / rel}")
+        assert watch.quiet() is quiet
+        if not quiet:
+            assert not watch.quiet()  # still queued: nothing was read
+            found = watch.changed()
+            assert found is None or str(tree / rel) in found, found
+        assert watch.quiet()  # all read: quiet again
+    finally:
+        watch.close()
+
+
+def test_quiet_that_reads_an_event_not_its_own_makes_the_next_call_scan(tree: Path) -> None:
+    watch = TreeWatch(str(tree), skipped_dir)
+    try:
+        watch._barrier_wd = -2  # its own event no longer recognised: whatever it read is lost
+        assert not watch.quiet()
+        assert watch.changed() is None  # the caller scans; the watch is rebuilt
+        assert watch.quiet()
+    finally:
+        watch.close()
+
+
+#: how another process changes the open document ``use.py`` between two queries: each must be
+#: seen by the next one, whether the root's watch sees it or not (a hard link elsewhere: only
+#: the document's own lstat does)
+OPEN_CHANGES = ["rewrite the same size", "through a hard link outside the workdir", "rename over"]
+
+CHANGE = """
+import os, pathlib, sys
+how, path, text, link = sys.argv[1:5]
+if how == "rename over":
+    tmp = path + ".tmp"
+    pathlib.Path(tmp).write_text(text)
+    os.replace(tmp, path)
+else:
+    with open(link if how.startswith("through") else path, "r+") as f:  # the same inode
+        f.write(text)
+        f.truncate()
+"""
+
+
+def test_an_open_document_changed_by_another_process_is_seen_by_the_next_query_every_way(
+    tmp_path: Path,
+) -> None:
+    """Queries on an unchanged disk refresh on the event loop (the watch quiet, every open
+    document's lstat as it was synced); each way another process changes the open document
+    makes the next query look again and answer on the new text — a change through a hard link
+    outside the workdir too, which no inotify watch of the root sees."""
+    need("basedpyright-langserver")
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    (workdir / "pyproject.toml").write_text('[project]\nname = "w"\nversion = "0"\n')
+    use = workdir / "use.py"
+    use.write_text(_named("aaaa"))
+    link = tmp_path / "elsewhere" / "link.py"
+    link.parent.mkdir()
+    link.hardlink_to(use)
+    with open_lsp_run(workdir, {"servers": {"python": ["basedpyright"]}}) as run:
+        caller = Caller(run)
+        assert "aaaa" in caller.ok(action="hover", file="use.py", line=4, symbol="aaaa")
+        for round_, how in enumerate(OPEN_CHANGES * 2):
+            name = "bcde"[round_ % 4] * 4  # the same length: the same size
+            subprocess.run(
+                [sys.executable, "-c", CHANGE, how, str(use), _named(name), str(link)], check=True
+            )
+            if how == "rename over":  # the link is now another file: make it this one again
+                link.unlink()
+                link.hardlink_to(use)
+            answer = caller.ok(action="hover", file="use.py", line=4, symbol=name)
+            assert name in answer, (how, answer)
+
+
+def _named(name: str) -> str:
+    return f"def {name}() -> int:\n    return 1\n\n{name}()\n"

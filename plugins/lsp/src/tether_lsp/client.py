@@ -110,6 +110,9 @@ class LspClient:
         #: counts the ends of server work (progress end, a diagnostics refresh request)
         self.settled = 0
         self.started_at = time.monotonic()
+        #: the start is over (initialized, its files scanned, its watch on): until then no
+        #: query may use it (the supervisor hands it out only then)
+        self.started = False
         self.crash_counted = False
         self._seq = 0
         #: the root's inotify watch (Linux), so a query stats only the files changed since the
@@ -203,6 +206,7 @@ class LspClient:
         if self.settings or self.spec.waits_for_configuration:
             # pyright only pulls its configuration once told it changed (pyright#11103)
             await self.notify("workspace/didChangeConfiguration", {"settings": dict(self.settings)})
+        self.started = True
 
     def _capabilities(self) -> dict[str, Any]:
         if not self.spec.pull_diagnostics:

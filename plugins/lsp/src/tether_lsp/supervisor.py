@@ -226,6 +226,11 @@ class LspSupervisor(ServerTable):
         async with lock:
             self._refuse_when_closed()
             current = self._clients.get(key)
+            if current is not None and not current.started:
+                # a start abandoned halfway (the call that made it was cancelled): started anew
+                await current.close()
+                self._forget(key, current)
+                current = None
             if current is not None and current.check_running():
                 if not current.hang.due(self.config.restart_after_timeouts):
                     return current
@@ -264,10 +269,17 @@ class LspSupervisor(ServerTable):
             return client
 
     def _running(self, key: tuple[str, Path]) -> LspClient | None:
-        """The client of ``key`` when it runs and is not due a restart (no lock, no I/O)."""
+        """The client of ``key`` when it runs, its start is over and it is not due a restart
+        (no lock, no I/O). One still starting is not handed out here: the caller waits on the
+        key's lock for the start, never syncs documents into a server not yet initialized."""
         current = self._clients.get(key)
         restart_after = self.config.restart_after_timeouts
-        if current is not None and not current.hang.due(restart_after) and current.check_running():
+        if (
+            current is not None
+            and current.started
+            and not current.hang.due(restart_after)
+            and current.check_running()
+        ):
             return current
         return None
 

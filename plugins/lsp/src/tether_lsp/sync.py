@@ -286,6 +286,13 @@ class DocumentSync:
         refresh begun after it came ran (another query's) does not look at the disk again,
         so N concurrent queries cost two refreshes, not N one after the other."""
         came = self._refreshes_begun
+        if not self.lock.locked():
+            # nothing under way (a refresh, a write, a preview): a refresh that finds nothing
+            # changed is made here, with no await (no other task runs meanwhile, as under the
+            # lock), so queries on an unchanged disk never queue behind each other's look
+            doc = self._quick_query(path)
+            if doc is not None:
+                return doc, False, False
         async with self.lock:
             number, refreshed = self._refresh_ended
             if number <= came:
@@ -304,16 +311,58 @@ class DocumentSync:
                 sent = True
             return doc, refreshed, sent
 
+    def _quick_query(self, path: Path) -> OpenDocument | None:
+        """``path``'s open document when a refresh made now finds nothing changed and nothing
+        was sent to the document since the last one (:meth:`_unchanged_now`, counted as a
+        refresh); else None, and the query refreshes under the lock."""
+        doc = self.documents.get(path_to_uri(path))
+        if (
+            doc is None
+            or doc.generation < self.generation
+            or self._refreshed_docs.get(doc.uri) != _sent_state(doc)
+            or not self._unchanged_now()
+        ):
+            return None
+        self._refreshes_begun += 1
+        self._refresh_ended = (self._refreshes_begun, False)
+        self._refreshed_docs = {uri: _sent_state(doc) for uri, doc in self.documents.items()}
+        return doc
+
+    def _unchanged_now(self) -> bool:
+        """Nothing changed on disk since the last refresh, told on the event loop without
+        waiting: every open document's ``lstat`` is what it was last synced with (the test the
+        refresh's look makes: the same mtime and size, not read again; the metadata call
+        ``confine`` makes on the loop for every query) and the root's watch has nothing queued
+        but its barrier (:meth:`TreeWatch.quiet`). False for anything else — no watch, a change
+        queued, a text sent that the disk does not hold, a file gone or not a regular file —
+        and the refresh looks off the loop as before."""
+        for doc in self.documents.values():
+            if doc.size < 0:
+                return False
+            try:
+                info = os.stat(doc.path, follow_symlinks=False)
+            except OSError:
+                return False
+            if not S_ISREG(info.st_mode) or (info.st_mtime_ns, info.st_size) != (
+                doc.mtime_ns,
+                doc.size,
+            ):
+                return False
+        watch = self.client.watch
+        return watch is not None and watch.quiet()
+
     async def _refresh(self) -> bool:
         self._refreshes_begun += 1
         number = self._refreshes_begun
-        sent: list[OpenDocument] = []
-        refreshed = await self._refresh_files(sent)
-        if refreshed:
-            # the documents sent by this refresh are on the new state; the others are not
-            self.generation += 1
-            for doc in sent:
-                doc.generation = self.generation
+        refreshed = False
+        if not self._unchanged_now():  # else no trip off the loop: nothing to look at
+            sent: list[OpenDocument] = []
+            refreshed = await self._refresh_files(sent)
+            if refreshed:
+                # the documents sent by this refresh are on the new state; the others are not
+                self.generation += 1
+                for doc in sent:
+                    doc.generation = self.generation
         self._refresh_ended = (number, refreshed)
         self._refreshed_docs = {uri: _sent_state(doc) for uri, doc in self.documents.items()}
         return refreshed
