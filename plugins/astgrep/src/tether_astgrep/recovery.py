@@ -18,6 +18,21 @@ edits near its errors, each kept when the parser then reads further:
   bracketed group holding the error; and, in one edit first, every all-caps macro beside an
   error or between `class` and a name (`macros`).
 
+- **directives** (`Grammar.conditional_directives`): a conditional directive line (`#if`,
+  `#ifdef`, … `#endif`) the parser could not place (in a parameter list, an enum, between a
+  method's head and its body: tree-sitter-c-sharp then reads the whole file as one ERROR
+  node) is left out, every such line at once, with every branch kept or only the first
+  (`{ body }` under `#if`, `;` under `#else`), whichever reads more; first, an angled header
+  name in such a line (`__has_include(<string_view>)`, which neither tree-sitter-c nor -cpp
+  reads in a condition) is spelled as a name of its length (`_sys_stat_h_`). A directive
+  line left out stands apart: code beside it is not one construct with it.
+- **island**: the directive lines alone, every other byte a space, parsed once more, so a
+  directive the plain parse could not read is found with its condition (`#if $C`, `#ifdef
+  $X`). A match of that tree is shown only if it starts such a line and each capture lies on
+  it (read from the file's bytes), only for a pattern of one line (it says nothing of the code
+  the directive governs, which the island did not read: `#if $C` then `#endif` is never
+  searched there), and as that line alone: its text holds no byte left out.
+
 Edits never move a byte, so positions, lines and the texts of matches (read from the original
 source) are those of the file. The search engine (`engine._merged`) takes the re-read tree's
 matches where it decides (`Recovery.held`: no run left out in or beside a match but inside a
@@ -307,11 +322,16 @@ class _Search:
         return rows
 
     def attempt(
-        self, spans: tuple[tuple[int, int], ...], respell: bool, apart: bool = False
+        self,
+        spans: tuple[tuple[int, int], ...],
+        respell: bool,
+        apart: bool = False,
+        counted: tuple[tuple[int, int], ...] = (),
     ) -> tuple[tuple[int, int], bytes, ts.Tree] | None:
         """The score, text and tree with each span respelled or blanked (same length), or
         None when no name is left to respell with. `apart`: the spans are directive lines,
-        blanked without counting as unread (the island reads them), or (with `respell`)
+        blanked without counting as unread (the island reads them) but for those also in
+        `counted` (code left out with them), or (with `respell`)
         the angled header names to read as names (`_as_name`)."""
         self.trials += 1
         text = self.text
@@ -331,7 +351,7 @@ class _Search:
             old.edit(start, end, end, p0, p1, p1)
         tree = self.parser.parse(text, old)
         rows, count = error_rows(tree)
-        extra = () if respell or apart else spans
+        extra = counted if apart else () if respell else spans
         return _cost(count, len(rows | self.blank_rows(extra))), text, tree
 
     def fresh_word(self, word: bytes) -> bytes | None:
@@ -424,7 +444,9 @@ class _Search:
         # `;` under `#else`): whichever reads more
         best = None
         for spans, alternatives in ((lines, []), self._first_branches(lines)):
-            tried = self.attempt(tuple(spans + alternatives), False, apart=True)
+            tried = self.attempt(
+                tuple(spans + alternatives), False, apart=True, counted=tuple(alternatives)
+            )
             if tried is not None and tried[0] < (self.score if best is None else best[0][0]):
                 best = tried, spans, alternatives
         if best is not None:
