@@ -141,8 +141,10 @@ class Recovery:
     def speaks_for(self, source: bytes, start: int, end: int) -> bool:
         """Whether the re-read tree decides about a match over [start, end): it lies in no
         ERROR node left there, and `admits` it. Where it does not, the plain parse's answer
-        stands (a match inside an ERROR node, beside a macro line left out, as before)."""
-        return self.admits(source, start, end) and not any(
+        stands (a match inside an ERROR node, beside a macro line left out, as before); it
+        stands too beside a directive line left out (`i =` under `#ifndef X` then `#endif`
+        then `b->wds = 1;`: the re-read joins them, the plain parse reads the statement)."""
+        return self.admits(source, start, end, directives=True) and not any(
             a < end and b > start for a, b in self.still
         )
 
@@ -182,16 +184,18 @@ class Recovery:
             return None
         return {**captures, **spans}
 
-    def admits(self, source: bytes, start: int, end: int) -> bool:
+    def admits(self, source: bytes, start: int, end: int, directives: bool = False) -> bool:
         """Whether a match over [start, end) reads only code as written: it holds no blanked
-        run and has only code (not whitespace alone) between itself and each one."""
+        run and has only code (not whitespace alone) between itself and each one (each but
+        a directive line, unless `directives`)."""
         if any(a < end and b > start for a, b in self.blanked):
             return False
-        return self._unbordered(source, start, end)
+        return self._unbordered(source, start, end, directives)
 
-    def _unbordered(self, source: bytes, start: int, end: int) -> bool:
-        """No blanked run right beside [start, end): only whitespace between, no empty line."""
-        apart = set(self.apart)
+    def _unbordered(self, source: bytes, start: int, end: int, directives: bool = False) -> bool:
+        """No blanked run right beside [start, end): only whitespace between, no empty line;
+        a directive line left out counts only with `directives`."""
+        apart = set() if directives else set(self.apart)
         for a, b in self.blanked:
             if (a, b) in apart:
                 continue  # a directive line stands apart from the code beside it
