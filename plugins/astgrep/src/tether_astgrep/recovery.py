@@ -445,16 +445,20 @@ class _Search:
         if not lines:
             return
         # every branch kept (a parameter in each), or only the first (`{ body }` under `#if`,
-        # `;` under `#else`): whichever reads more
+        # `;` under `#else`): whichever leaves fewer lines in ERROR regions or left out (a
+        # few stray tokens left may still hold a whole class in an ERROR node)
         best = None
         for spans, alternatives in ((lines, []), self._first_branches(lines)):
             tried = self.attempt(
                 tuple(spans + alternatives), False, apart=True, counted=tuple(alternatives)
             )
-            if tried is not None and tried[0] < (self.score if best is None else best[0][0]):
-                best = tried, spans, alternatives
+            if tried is None or tried[0] >= self.score:
+                continue
+            key = (len(region_rows(tried[2]) | self.blank_rows(tuple(alternatives))), tried[0])
+            if best is None or key < best[0]:
+                best = key, tried, spans, alternatives
         if best is not None:
-            (self.score, self.text, self.tree), spans, alternatives = best
+            _, (self.score, self.text, self.tree), spans, alternatives = best
             self.blanked.extend(spans + alternatives)
             self.apart.extend(spans)
             self.kept_rows = self.blank_rows(tuple(alternatives))
