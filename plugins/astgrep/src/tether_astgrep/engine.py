@@ -533,7 +533,32 @@ def _merged(
         caps = recovery.held(source, m.start_byte, m.end_byte, m.captures, _runs(matcher))
         if caps is not None:
             out[(m.start_byte, m.end_byte)] = attrs.evolve(m, captures=caps)
+    out.update(_island_matches(matcher, source, recovery, {start for start, _ in out}))
     return [out[k] for k in sorted(out, key=lambda k: (k[0], -k[1]))]
+
+
+def _island_matches(
+    matcher: Matcher | RuleMatcher, source: bytes, recovery: Recovery, starts: set[int]
+) -> dict[tuple[int, int], Match]:
+    """The matches of the island tree (`Recovery.island`: the directive lines alone) where no
+    other match starts, each shown as its directive line. Only a pattern of one line is
+    searched there: it says nothing of the code the directive governs, which the island did
+    not read (`#if $C`, `#ifdef $X`; never `#if $C … #endif`, nor a rule)."""
+    if recovery.island is None or not isinstance(matcher, Matcher):
+        return {}
+    if "\n" in matcher.pattern.source.strip():
+        return {}
+    out: dict[tuple[int, int], Match] = {}
+    for m in matcher.find(recovery.island, source):
+        end = recovery.island_end(m.start_byte, m.captures)
+        if end is None or m.start_byte in starts:
+            continue
+        row = m.start_point[0] + source.count(b"\n", m.start_byte, end)
+        column = end - (source.rfind(b"\n", 0, end) + 1)
+        out[(m.start_byte, end)] = attrs.evolve(
+            m, end_byte=end, end_point=(row, column), lossy_line=None, kept_line=None
+        )
+    return out
 
 
 def _runs(matcher: Matcher | RuleMatcher) -> frozenset[str]:

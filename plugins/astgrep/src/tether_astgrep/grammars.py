@@ -148,6 +148,11 @@ class Grammar:
     # blocks and lambdas; never a class body, where `get() = x` after an annotation is a
     # getter the parser could not place, not a call).
     name_keyword_scopes: frozenset[str] = frozenset()
+    # The conditional preprocessor directives (`if`, `ifdef`, … `endif`, each spelled after a
+    # `#` at the start of a line). Where the grammar does not accept one (a `#if` inside a
+    # parameter list, an enum), a search re-reads the region with those lines left out and
+    # reads the directives themselves as an island (`recovery.py`).
+    conditional_directives: frozenset[str] = frozenset()
     # Spellings (`str.format` with the placeholder) for a `$$$X` standing alone in a body
     # that holds no statements: impl items, struct fields, match arms, switch cases…
     # Tried in order after the plain placeholder, in every rung.
@@ -552,6 +557,7 @@ def builtin_grammars() -> list[Grammar]:
             supplied_closers=frozenset({"#endif"}),  # `#ifdef $X`, `#if $C`: the directive
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
             item_fillers=("int {0};",),
+            conditional_directives=CONDITIONAL_DIRECTIVES,
         ),
         Grammar(
             id="go",
@@ -615,6 +621,11 @@ def builtin_grammars() -> list[Grammar]:
             },
         ),
     ]
+
+
+CONDITIONAL_DIRECTIVES = frozenset(
+    ("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif")
+)
 
 
 def all_grammars() -> list[Grammar]:

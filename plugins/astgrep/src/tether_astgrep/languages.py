@@ -14,6 +14,7 @@ from __future__ import annotations
 from tether_astgrep.grammars import (
     BRACE_TERMINATORS,
     C_COMMENT,
+    CONDITIONAL_DIRECTIVES,
     Grammar,
     Scaffold,
     braced_ladder,
@@ -103,6 +104,7 @@ def optional_grammars() -> list[Grammar]:
             typed_placeholders=(
                 "{};",
             ),  # a statement: `{ $$$B }` (an enum's `{ $$$V }` needs none)
+            conditional_directives=CONDITIONAL_DIRECTIVES,
         ),
         Grammar(
             id="csharp",
@@ -141,6 +143,7 @@ def optional_grammars() -> list[Grammar]:
             supplied_closers=frozenset({"#endif"}),  # `#if $C`: the directive
             # the same directive among a member's attributes is another kind
             kind_aliases={"preproc_if": ("preproc_if_in_attribute_list",)},
+            conditional_directives=CONDITIONAL_DIRECTIVES,
             # a parameter; a statement (a bare name is none); a member; a switch arm
             typed_placeholders=("_T {}", "{}();", "_T {};", "{} => _"),
         ),

@@ -18,6 +18,21 @@ edits near its errors, each kept when the parser then reads further:
   bracketed group holding the error; and, in one edit first, every all-caps macro beside an
   error or between `class` and a name (`macros`).
 
+- **directives** (`Grammar.conditional_directives`): a conditional directive line (`#if`,
+  `#ifdef`, … `#endif`) the parser could not place (in a parameter list, an enum, between a
+  method's head and its body: tree-sitter-c-sharp then reads the whole file as one ERROR
+  node) is left out, every such line at once, with every branch kept or only the first
+  (`{ body }` under `#if`, `;` under `#else`), whichever reads more; first, an angled header
+  name in such a line (`__has_include(<string_view>)`, which neither tree-sitter-c nor -cpp
+  reads in a condition) is spelled as a name of its length (`_sys_stat_h_`). A directive
+  line left out stands apart: code beside it is not one construct with it.
+- **island**: the directive lines alone, every other byte a space, parsed once more, so a
+  directive the plain parse could not read is found with its condition (`#if $C`, `#ifdef
+  $X`). A match of that tree is shown only if it starts such a line and each capture lies on
+  it (read from the file's bytes), only for a pattern of one line (it says nothing of the code
+  the directive governs, which the island did not read: `#if $C` then `#endif` is never
+  searched there), and as that line alone: its text holds no byte left out.
+
 Edits never move a byte, so positions, lines and the texts of matches (read from the original
 source) are those of the file. The search engine (`engine._merged`) takes the re-read tree's
 matches where it decides (`Recovery.held`: no run left out in or beside a match but inside a
@@ -30,6 +45,7 @@ on the machine's load; the time limit only guards.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import time
 from collections.abc import Iterator, Mapping
@@ -62,6 +78,31 @@ _MACRO_WORD = re.compile(rb"(?<![\w$])" + _MACRO.pattern + rb"(?![\w$])")
 # One edit tried: byte spans (each respelled, or blanked) and which of the two.
 _Edit = tuple[tuple[tuple[int, int], ...], bool]
 _WORDISH = re.compile(rb"[A-Za-z0-9_$\"'`]")
+# an angled header name as an argument: `__has_include(<string_view>)`
+_ANGLED = re.compile(rb"\(\s*(<[^<>()\"'\s]+>)\s*\)")
+_NOT_NAME = re.compile(rb"[^A-Za-z0-9_]")
+
+
+def _as_name(header: bytes) -> bytes:
+    """`<sys/stat.h>` as a name of its length (`_sys_stat_h_`): tree-sitter-c and -cpp read
+    neither an angled nor a quoted header name as an argument in a condition."""
+    return _NOT_NAME.sub(b"_", header)
+
+
+def directive_lines(text: bytes, words: frozenset[str]) -> list[tuple[int, int]]:
+    """The conditional directives of `text` (`Grammar.conditional_directives`): each from its
+    `#` to the end of its line, `\\` continuation lines included, trailing blanks not."""
+    if not words:
+        return []
+    return [m.span(1) for m in _directive_regex(words).finditer(text)]
+
+
+@functools.cache
+def _directive_regex(words: frozenset[str]) -> re.Pattern[bytes]:
+    alternatives = b"|".join(re.escape(w.encode()) for w in sorted(words, key=len, reverse=True))
+    return re.compile(
+        rb"(?m)^[ \t]*(#[ \t]*(?:" + alternatives + rb")\b(?:[^\n]*\\\r?\n)*[^\n]*?)[ \t\r]*$"
+    )
 
 
 @attrs.frozen
@@ -76,12 +117,34 @@ class Recovery:
     unread_after: int  # lines ERROR nodes still span, or blanked
     reread: int  # lines the plain parse left in ERROR nodes that are read now
     still: tuple[tuple[int, int], ...] = ()  # byte ranges of ERROR nodes left in `tree`
+    # blanked runs that are whole directive lines: code beside one is not one construct with it
+    apart: tuple[tuple[int, int], ...] = ()
+    requoted: tuple[tuple[int, int], ...] = ()  # `<x.h>` of `__has_include(<x.h>)`, read as a name
+    # The conditional directive lines alone, every other byte a space (`_island`), and those of
+    # them the plain parse left in ERROR nodes: where a match of the island tree may start.
+    island: ts.Tree | None = None
+    island_lines: tuple[tuple[int, int], ...] = ()
+
+    def island_end(self, start: int, captures: Mapping[str, tuple[int, int]]) -> int | None:
+        """Where a match of the island tree starting at `start` is shown to end, or None if
+        it is not shown: it starts a directive line the plain parse could not read and each
+        capture lies on that line (its condition, read from the file's own bytes). It is
+        shown as that line alone: the code the directive governs was not read in the
+        island, so the match's text holds no byte left out."""
+        line = next(((a, b) for a, b in self.island_lines if a == start), None)
+        if line is None:
+            return None
+        if any(a >= 0 and not (line[0] <= a and b <= line[1]) for a, b in captures.values()):
+            return None
+        return line[1]
 
     def speaks_for(self, source: bytes, start: int, end: int) -> bool:
         """Whether the re-read tree decides about a match over [start, end): it lies in no
         ERROR node left there, and `admits` it. Where it does not, the plain parse's answer
-        stands (a match inside an ERROR node, beside a macro line left out, as before)."""
-        return self.admits(source, start, end) and not any(
+        stands (a match inside an ERROR node, beside a macro line left out, as before); it
+        stands too beside a directive line left out (`i =` under `#ifndef X` then `#endif`
+        then `b->wds = 1;`: the re-read joins them, the plain parse reads the statement)."""
+        return self.admits(source, start, end, directives=True) and not any(
             a < end and b > start for a, b in self.still
         )
 
@@ -121,16 +184,21 @@ class Recovery:
             return None
         return {**captures, **spans}
 
-    def admits(self, source: bytes, start: int, end: int) -> bool:
+    def admits(self, source: bytes, start: int, end: int, directives: bool = False) -> bool:
         """Whether a match over [start, end) reads only code as written: it holds no blanked
-        run and has only code (not whitespace alone) between itself and each one."""
+        run and has only code (not whitespace alone) between itself and each one (each but
+        a directive line, unless `directives`)."""
         if any(a < end and b > start for a, b in self.blanked):
             return False
-        return self._unbordered(source, start, end)
+        return self._unbordered(source, start, end, directives)
 
-    def _unbordered(self, source: bytes, start: int, end: int) -> bool:
-        """No blanked run right beside [start, end): only whitespace between, no empty line."""
+    def _unbordered(self, source: bytes, start: int, end: int, directives: bool = False) -> bool:
+        """No blanked run right beside [start, end): only whitespace between, no empty line;
+        a directive line left out counts only with `directives`."""
+        apart = set() if directives else set(self.apart)
         for a, b in self.blanked:
+            if (a, b) in apart:
+                continue  # a directive line stands apart from the code beside it
             if a >= end and _adjacent(source[end:a]):
                 return False
             if b <= start and _adjacent(source[b:start]):
@@ -211,8 +279,12 @@ class _Search:
         tree: ts.Tree,
         words: frozenset[str],
         scopes: frozenset[str] = frozenset(),
+        directives: frozenset[str] = frozenset(),
     ):
         self.parser = parser
+        self.directives = directives
+        self.apart: list[tuple[int, int]] = []
+        self.requoted: list[tuple[int, int]] = []
         self.source = source
         self.text = source
         self.tree = tree
@@ -254,26 +326,37 @@ class _Search:
         return rows
 
     def attempt(
-        self, spans: tuple[tuple[int, int], ...], respell: bool
+        self,
+        spans: tuple[tuple[int, int], ...],
+        respell: bool,
+        apart: bool = False,
+        counted: tuple[tuple[int, int], ...] = (),
     ) -> tuple[tuple[int, int], bytes, ts.Tree] | None:
         """The score, text and tree with each span respelled or blanked (same length), or
-        None when no name is left to respell with."""
+        None when no name is left to respell with. `apart`: the spans are directive lines,
+        blanked without counting as unread (the island reads them) but for those also in
+        `counted` (code left out with them), or (with `respell`)
+        the angled header names to read as names (`_as_name`)."""
         self.trials += 1
         text = self.text
         old = self.tree.copy()
         for start, end in spans:
-            if respell:
+            new: bytes | None
+            if respell and apart:
+                new = _as_name(self.text[start:end])
+            elif respell:
                 new = self.fresh_word(self.text[start:end])
-                if new is None:
-                    return None
             else:
                 new = bytes(b if b in b"\r\n" else 32 for b in self.text[start:end])
+            if new is None:
+                return None
             text = text[:start] + new + text[end:]
             p0, p1 = self.point(start), self.point(end)
             old.edit(start, end, end, p0, p1, p1)
         tree = self.parser.parse(text, old)
         rows, count = error_rows(tree)
-        return _cost(count, len(rows | self.blank_rows(() if respell else spans))), text, tree
+        extra = counted if apart else () if respell else spans
+        return _cost(count, len(rows | self.blank_rows(extra))), text, tree
 
     def fresh_word(self, word: bytes) -> bytes | None:
         """A name as long as `word` that no token of the file spells."""
@@ -293,6 +376,7 @@ class _Search:
     def run(self) -> None:
         self.skip_to = -1
         self.macros()
+        self.conditionals()
         failed = 0  # errors in a row no edit mended: past a few, the rest will not be either
         while self.budget_left() and failed < MAX_FAILED:
             target = self.first_error(self.tree)
@@ -343,6 +427,79 @@ class _Search:
             self.score, self.text, self.tree = tried
             self.blanked.extend(sorted(spans))
             self.kept_rows = self.blank_rows(tuple(spans))
+
+    def conditionals(self) -> None:
+        """Conditional directive lines the parser could not place (`#if` in a parameter list,
+        an enum, between a method's head and body), each whole line left out at once, if
+        that mends more than it costs; first the angled header names of those lines
+        (`__has_include(<string_view>)`) read as names of their length, which the C and
+        C++ grammars cannot read in a condition. Two parses at most; none for a grammar without directives."""
+        lines = self._stuck_directives()
+        angled = tuple(m.span(1) for a, b in lines for m in _ANGLED.finditer(self.text, a, b))
+        if angled:
+            tried = self.attempt(angled, True, apart=True)
+            if tried is not None and tried[0] < self.score:
+                self.score, self.text, self.tree = tried
+                self.requoted.extend(angled)
+                lines = self._stuck_directives()
+        if not lines:
+            return
+        # every branch kept (a parameter in each), or only the first (`{ body }` under `#if`,
+        # `;` under `#else`): whichever leaves fewer lines in ERROR regions or left out (a
+        # few stray tokens left may still hold a whole class in an ERROR node)
+        best = None
+        for spans, alternatives in ((lines, []), self._first_branches(lines)):
+            tried = self.attempt(
+                tuple(spans + alternatives), False, apart=True, counted=tuple(alternatives)
+            )
+            if tried is None or tried[0] >= self.score:
+                continue
+            key = (len(region_rows(tried[2]) | self.blank_rows(tuple(alternatives))), tried[0])
+            if best is None or key < best[0]:
+                best = key, tried, spans, alternatives
+        if best is not None:
+            _, (self.score, self.text, self.tree), spans, alternatives = best
+            self.blanked.extend(spans + alternatives)
+            self.apart.extend(spans)
+            self.kept_rows = self.blank_rows(tuple(alternatives))
+
+    def _first_branches(
+        self, lines: list[tuple[int, int]]
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The directive lines outside `#else`/`#elif` branches, and those branches (each
+        from its first `#else`/`#elif` to the end of its `#endif`), of the groups `lines`
+        holds whole; every line and no branch when one is open at the end."""
+        kept: list[tuple[int, int]] = []
+        branches: list[tuple[int, int]] = []
+        stack: list[int | None] = []  # per open group: where its alternative starts, if seen
+        for a, b in lines:
+            word = self.text[a + 1 : b].lstrip().split(maxsplit=1)[0]
+            inside = any(x is not None for x in stack)
+            if word.startswith(b"if"):
+                stack.append(None)
+            elif word.startswith(b"el") and stack:
+                if stack[-1] is None:
+                    stack[-1] = a
+                continue
+            elif word.startswith(b"endif") and stack:
+                start = stack.pop()
+                if start is not None:
+                    if not any(x is not None for x in stack):
+                        branches.append((start, b))
+                    continue
+            if not inside:
+                kept.append((a, b))
+        if any(x is not None for x in stack):
+            return lines, []
+        return kept, branches
+
+    def _stuck_directives(self) -> list[tuple[int, int]]:
+        """The conditional directive lines that start on a line ERROR nodes span."""
+        if not self.directives:
+            return []
+        rows = stuck_rows(self.tree)
+        spans = directive_lines(self.text, self.directives)
+        return [(a, b) for a, b in spans if self.point(a)[0] in rows]
 
     def first_error(self, tree: ts.Tree) -> ts.Node | None:
         """The first innermost error not given up on."""
@@ -716,15 +873,40 @@ def recover(
     """The file re-read past its ERROR regions, or None when no edit helped. The keywords
     respelled are the grammar's `name_keywords`, within its `name_keyword_scopes`; `parse_seconds`,
     how long the plain parse took: the search stops after `PARSES_OF_TIME` times that (at
-    least `MIN_SECONDS`), keeping what it found so far."""
+    least `MIN_SECONDS`), keeping what it found so far. Conditional directive lines in ERROR
+    regions are also read as an island (`_island`, one parse more)."""
     if not tree.root_node.has_error:
         return None
-    search = _Search(parser, source, tree, grammar.name_keywords, grammar.name_keyword_scopes)
+    search = _Search(
+        parser,
+        source,
+        tree,
+        grammar.name_keywords,
+        grammar.name_keyword_scopes,
+        grammar.conditional_directives,
+    )
     search.deadline = time.perf_counter() + max(MIN_SECONDS, PARSES_OF_TIME * parse_seconds)
-    before_rows, before_nodes = error_rows(tree)
     search.run()
-    if not search.blanked and not search.respelled:
+    spans = region_rows(tree)
+    got = _reread(parser, search, tree, grammar, spans)
+    island = _island(parser, source, stuck_rows(tree), grammar.conditional_directives)
+    if island is None:
+        return got
+    island_tree, lines = island
+    if got is None:  # no edit helped: the plain parse, and the island's directive lines
+        rows = {source.count(b"\n", 0, a) for a, _ in lines}
+        got = Recovery(tree, source, (), (), len(spans), len(spans), len(rows))
+        got = attrs.evolve(got, still=tuple(_error_spans(tree)))
+    return attrs.evolve(got, island=island_tree, island_lines=lines)
+
+
+def _reread(
+    parser: ts.Parser, search: _Search, tree: ts.Tree, grammar: Grammar, spans: set[int]
+) -> Recovery | None:
+    """The re-read parse `search` found, or None if it reads no line more."""
+    if not search.blanked and not search.respelled and not search.requoted:
         return None
+    before_rows, before_nodes = error_rows(tree)
     final = parser.parse(search.text)  # the kept edits read afresh, not incrementally
     rows, nodes = error_rows(final)
     if _cost(nodes, len(rows | search.blank_rows())) >= _cost(before_nodes, len(before_rows)):
@@ -732,7 +914,6 @@ def recover(
     scopes = grammar.name_keyword_scopes
     if not all(_read_as_name(final, a, b, search.text, scopes) for a, b in search.respelled):
         return None
-    spans = region_rows(tree)
     unread = region_rows(final) | search.blank_rows()
     # the lines read now: of the ERROR nodes' own tokens, or of their spans (a class whose
     # constructor head the parser could not place spans more than the tokens it skipped)
@@ -748,7 +929,30 @@ def recover(
         len(unread),
         read_now,
         tuple(_error_spans(final)),
+        tuple(search.apart),
+        tuple(search.requoted),
     )
+
+
+def _island(
+    parser: ts.Parser, source: bytes, rows: set[int], words: frozenset[str]
+) -> tuple[ts.Tree, tuple[tuple[int, int], ...]] | None:
+    """The file's conditional directive lines parsed alone, every other byte a space (line
+    breaks kept), angled header names in them read as names (`_as_name`); and those of them that start
+    on a line ERROR nodes span. None when there are none: a directive the grammar could not
+    place (`#ifdef` in an enum) is then read with its condition, whatever the code around."""
+    lines = directive_lines(source, words)
+    starts = [0, *(m.end() for m in re.finditer(b"\n", source))]
+    stuck = tuple((a, b) for a, b in lines if bisect.bisect_right(starts, a) - 1 in rows)
+    if not stuck:
+        return None
+    text = bytearray(b if b in b"\r\n" else 32 for b in source)
+    for a, b in lines:
+        text[a:b] = source[a:b]
+        for m in _ANGLED.finditer(source, a, b):
+            x, y = m.span(1)
+            text[x:y] = _as_name(source[x:y])
+    return parser.parse(bytes(text)), stuck
 
 
 def _error_spans(tree: ts.Tree) -> Iterator[tuple[int, int]]:
@@ -759,6 +963,21 @@ def _error_spans(tree: ts.Tree) -> Iterator[tuple[int, int]]:
             yield node.start_byte, max(node.end_byte, node.start_byte + 1)
         elif node.has_error:
             stack.extend(node.children)
+
+
+def stuck_rows(tree: ts.Tree) -> set[int]:
+    """The rows ERROR nodes span, and the first row of each directive holding an error (a
+    `#if` in an enum whose last member lacks the `,` the parser wants before `#endif`)."""
+    rows = region_rows(tree)
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if not node.has_error:
+            continue
+        if node.child_count and node.children[0].type.startswith("#"):
+            rows.add(node.start_point[0])
+        stack.extend(node.children)
+    return rows
 
 
 def region_rows(tree: ts.Tree) -> set[int]:

@@ -412,7 +412,8 @@ def _reread(outcome: SearchOutcome) -> tuple[str | None, dict[str, Any]]:
     where, meta = counted
     note = (
         f"note: {plural(meta['lines'], 'line')} the {outcome.grammar.id} grammar could not parse "
-        "were searched by reading a keyword as a name or leaving a short run of code out; no "
+        "were searched by reading a keyword as a name, leaving a short run of code or a "
+        "misplaced #if line out, or reading the directive lines alone; no "
         f"match that holds or borders code left out is shown ({where})"
     )
     return note, meta
