@@ -5,7 +5,7 @@ already up), spoken over the server's Unix socket with the standard library alon
 Importing :mod:`tether` (the run machinery, attrs, the plugin manager) takes a few hundred
 milliseconds before anything is done; a call on a warm server needs none of it. This module
 sits outside the ``tether`` package (importing ``tether.anything`` runs ``tether/__init__``), and
-imports only ``os``, ``sys``, ``json``, ``socket`` and the like, so such a call costs the
+imports only ``os``, ``sys``, ``socket``, json's C half and the like, so such a call costs the
 interpreter's start and one round trip. Whatever it cannot do alone it hands, before any request
 is sent, to the full command line (:func:`tether.cli.main`), which gives the same answer the
 slow way or says what is wrong: no live server (``--warm`` then starts one), an argument it does
@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
-import json
 import os
 import signal
 import socket
@@ -29,6 +27,11 @@ import stat
 import struct
 import sys
 from collections.abc import Callable
+
+try:  # json's C half: reading and writing JSON without json's module, which imports `re`
+    import _json  # (json's import is ~4 ms of this command's ~35 ms start)
+except ImportError:  # pragma: no cover - an interpreter without it
+    _json = None  # type: ignore[assignment]
 
 # typing and pathlib cost the command's start more than the rest of its imports together
 TYPE_CHECKING = False
@@ -45,6 +48,83 @@ ATTACH_TIMEOUT_S = 30.0
 _VALUE_FLAGS = {"--workdir", "--config", "--conversation", "--surface"}
 _BARE_FLAGS = {"--trust-workdir", "--vibe", "--text", "--warm"}
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+# --- JSON, as json.loads and json.dumps read and write it ---------------------------------------
+
+_CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}
+
+
+class _Reading:
+    """What json's C scanner reads of its context: ``json.loads``' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = _CONSTANTS.__getitem__
+
+
+class _ReadingFinite(_Reading):
+    @staticmethod
+    def parse_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+
+_SCANNERS: dict[bool, Callable[[str, int], tuple[Any, int]]] = {}
+_WHITESPACE = " \t\n\r"
+
+
+def loads(text: str | bytes, *, finite: bool = False) -> Any:
+    """``json.loads(text)`` (``finite``: NaN and Infinity refused, a ValueError): a ValueError
+    for anything that is not one JSON document, a RecursionError for one nested too deep."""
+    if _json is None:  # pragma: no cover
+        return _slow_loads(text, finite)
+    if isinstance(text, bytes):
+        if text.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")) or b"\0" in text[:4]:
+            return _slow_loads(text, finite)  # a BOM, UTF-16 or 32: json.loads tells which
+        text = text.decode("utf-8", "surrogatepass")  # (json.loads' decoding of UTF-8)
+    scan = _SCANNERS.get(finite)
+    if scan is None:
+        context = _ReadingFinite if finite else _Reading
+        scan = _SCANNERS[finite] = _json.make_scanner(context)  # type: ignore[arg-type]
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = scan(text, start)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    except RecursionError:
+        raise
+    except Exception:  # a malformed document: the C half words it with json's module
+        return _slow_loads(text, finite)
+    if text[end:].strip(_WHITESPACE):
+        raise ValueError("not one JSON document")
+    return value
+
+
+def _slow_loads(text: str | bytes, finite: bool) -> Any:
+    import json
+
+    return json.loads(text, parse_constant=_ReadingFinite.parse_constant if finite else None)
+
+
+def _no_default(value: object) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def dumps(value: Any, *, allow_nan: bool = True) -> str:
+    """``json.dumps(value)`` with its defaults (ASCII only, ``", "`` and ``": "``)."""
+    if _json is None:  # pragma: no cover
+        import json
+
+        return json.dumps(value, allow_nan=allow_nan)
+    if isinstance(value, str):
+        return str(_json.encode_basestring_ascii(value))
+    encode = _json.make_encoder(
+        {}, _no_default, _json.encode_basestring_ascii, None, ": ", ", ", False, False, allow_nan
+    )
+    return "".join(encode(value, 0))
 
 
 # --- where servers live, and which socket may be used ------------------------------------------
@@ -92,11 +172,25 @@ def socket_problem(path: StrPath) -> str | None:
     return None
 
 
+def _sha256(data: bytes) -> str:
+    """SHA-256 of ``data`` in hex, by the interpreter's own module where it has one: ``hashlib``
+    loads OpenSSL first (~3 ms of every attached call's ~35 ms start)."""
+    for name in ("_sha2", "_sha256"):  # Python 3.12 and later; 3.11
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        return str(module.sha256(data).hexdigest())
+    import hashlib  # an interpreter built without them
+
+    return hashlib.sha256(data).hexdigest()
+
+
 def server_key(workdir: StrPath, config: StrPath | None, *, trust_workdir: bool, vibe: bool) -> str:
     """What a server is found by: its workdir (resolved), its configuration file and its run
     flags."""
     ident = [os.fspath(workdir), os.path.realpath(config) if config else None, trust_workdir, vibe]
-    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
+    return _sha256(dumps(ident).encode())[:16]
 
 
 def server_alive(lock: StrPath) -> bool:
@@ -150,9 +244,9 @@ def _reply_line(line: bytes, request_id: int) -> bytes:
     head = b'{"id": %d, ' % request_id
     if line.startswith(head):
         return b"{" + line[len(head) :]
-    reply = json.loads(line)
+    reply = loads(line)
     reply.pop("id", None)
-    return json.dumps(reply).replace("\x7f", "\\u007f").encode() + b"\n"
+    return dumps(reply).replace("\x7f", "\\u007f").encode() + b"\n"
 
 
 # --- ``tether call ... --attach``, read and made -----------------------------------------------
@@ -255,7 +349,7 @@ class AttachedCall:
             attach["surface"] = self.surface
         if self.conversation is not None:
             attach["conversation"] = self.conversation
-        return json.dumps({"attach": attach}).encode() + b"\n"
+        return dumps({"attach": attach}).encode() + b"\n"
 
 
 class _Stopped(BaseException):
@@ -280,7 +374,7 @@ def _connect(path: str, call: AttachedCall) -> tuple[socket.socket, BinaryIO] | 
             raise ConnectionRefusedError
         sock.sendall(call.attach_line())
         stream = sock.makefile("rb")
-        ready = json.loads(stream.readline() or b"null")
+        ready = loads(stream.readline() or b"null")
         if not isinstance(ready, dict) or ready.get("ready") is not True:
             raise ConnectionRefusedError
     except (OSError, ValueError):
@@ -294,7 +388,7 @@ def call_served(call: AttachedCall) -> int | None:
     """Make ``call`` on its served run and print the reply as ``tether call`` does; None when
     it is not made here (nothing was sent: the full command line takes over)."""
     try:
-        args = json.loads(call.args, parse_constant=_refuse_constant)
+        args = loads(call.args, finite=True)
     except (ValueError, RecursionError):
         return None
     path = call.endpoint()
@@ -307,7 +401,7 @@ def call_served(call: AttachedCall) -> int | None:
     previous = {sig: signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
     try:
         request = {"id": 1, "tool": call.tool, "args": args}
-        sock.sendall(json.dumps(request, allow_nan=False).encode() + b"\n")
+        sock.sendall(dumps(request, allow_nan=False).encode() + b"\n")
         line = _reply_to(stream)
     except _Stopped as stopped:
         # the connection's close cancels the call on the server (this call, no other)
@@ -331,7 +425,7 @@ def call_served(call: AttachedCall) -> int | None:
         sock.close()
     out = sys.stdout.buffer
     if reply is None and line:
-        reply = json.loads(line)
+        reply = loads(line)
         if not call.text:
             out.write(_reply_line(line, 1))
             out.flush()
@@ -341,7 +435,7 @@ def call_served(call: AttachedCall) -> int | None:
     if call.text:
         print_text(reply, out)
     else:
-        out.write(json.dumps(reply).replace("\x7f", "\\u007f").encode() + b"\n")
+        out.write(dumps(reply).replace("\x7f", "\\u007f").encode() + b"\n")
         out.flush()
     return code if code is not None else 1 if reply.get("is_error") else 0
 
@@ -353,15 +447,11 @@ def _reply_to(stream: BinaryIO) -> bytes:
         line = stream.readline()
         if not line:
             return b""
-        message = json.loads(line)
+        message = loads(line)
         if not isinstance(message, dict):
             continue
         if message.get("id") == 1 or ("id" in message and message["id"] is None):
             return line
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _error(text: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,6 +111,9 @@ def test_a_call_on_a_served_run_imports_nothing_of_tether(served, form):
     assert "_tether_attach" in modules
     heavy = {m for m in modules if m.split(".")[0] in ("tether", "anyio", "attrs", "attr")}
     heavy |= {m for m in modules if m.startswith("tether_") or m in ("argparse", "asyncio")}
+    # nor OpenSSL (hashlib loads it first: ~3 ms of a ~35 ms start) for the server's key, nor
+    # json's module, which imports `re` (~4 ms): json's C half reads and writes the lines
+    heavy |= {m for m in modules if m in ("hashlib", "_hashlib", "json", "re")}
     assert not heavy, sorted(heavy)
 
 
@@ -264,3 +268,77 @@ def test_every_command_line_it_reads_is_read_as_the_full_parser_reads_it(capsys)
         got = {name: getattr(call, name) for name in (*FIELDS, "workdir", "config", "surface")}
         assert got == expected, argv
     assert taken > 200  # the generator reaches the lean reader, not only the full one
+
+
+#: documents the command reads (arguments, the server's lines): valid, malformed, not finite
+DOCUMENTS = [
+    "{}",
+    ' {"a": [1, 2.5, -0.0, 1e999, "caf\\u00e9", "\\ud800", null, true, false, {"x": {}}]} \n',
+    '{"b": 12345678901234567890123, "c": "\\u007f\\u202e"}',
+    '"s"',
+    "1",
+    "NaN",
+    '{"a": -Infinity}',
+    "[1,2",
+    "{",
+    '{"a"',
+    '{"a":}',
+    "[1,]",
+    '"unterminated',
+    '"bad \\x escape"',
+    '"a control \x01"',
+    '{"a":1} x',
+    "\ufeff{}",
+    "",
+    "   ",
+    "[" * 5000 + "]" * 5000,
+]
+
+
+@pytest.mark.parametrize("finite", [False, True], ids=["json", "finite"])
+@pytest.mark.parametrize("document", DOCUMENTS, ids=range(len(DOCUMENTS)))
+def test_its_json_reads_as_json_loads(document: str, finite: bool) -> None:
+    """The command reads JSON with json's C half alone (json's module imports `re`): the same
+    values, and a ValueError (or RecursionError) where json.loads raises one."""
+    import _tether_attach
+
+    def refuse(name: str) -> Any:
+        raise ValueError(name)
+
+    def outcome(read: Any) -> tuple[str, str]:
+        try:
+            return "value", repr(read())
+        except RecursionError:
+            return "error", "RecursionError"
+        except ValueError:
+            return "error", "ValueError"
+
+    expected = outcome(lambda: json.loads(document, parse_constant=refuse if finite else None))
+    assert outcome(lambda: _tether_attach.loads(document, finite=finite)) == expected
+    assert outcome(lambda: _tether_attach.loads(document.encode("utf-8", "surrogatepass"))) == (
+        outcome(lambda: json.loads(document.encode("utf-8", "surrogatepass")))
+    )
+
+
+VALUES: list[Any] = [
+    {},
+    {"a": [1, 2.5, -0.0, "caf\u00e9 \x7f \ud800 \u202e", None, True, {"x": []}], "b": 10**30},
+    "a string\n",
+    [1e300, float("inf"), float("nan")],
+    {"id": 1, "tool": "t", "args": {"k": "v"}},
+    ["/x", None, False, True],
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_its_json_writes_as_json_dumps(value: Any) -> None:
+    import _tether_attach
+
+    assert _tether_attach.dumps(value) == json.dumps(value)
+    try:
+        expected = json.dumps(value, allow_nan=False)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _tether_attach.dumps(value, allow_nan=False)
+    else:
+        assert _tether_attach.dumps(value, allow_nan=False) == expected

@@ -353,6 +353,12 @@ def selective(i: int) -> str:
     return f"def f{(37 * i) % 300}_{i % 20}($$$A): $$$B"
 
 
+def everywhere(i: int) -> str:
+    """`PATTERN` with a metavariable named anew for each round: another search (no answer or
+    result of an earlier one applies), the same 6,000 matches."""
+    return f"def $F{i}($$$A): $$$B"
+
+
 def run_cpu_s(pid: int) -> float:
     """CPU time (user + system) of the run's process `pid` and its search workers (its
     descendants forked from it, with its command line: not the language servers it warms)."""
@@ -412,8 +418,12 @@ def tether_grep(
     timed: Timed,
     served: int,
     path: str | None = None,
+    max_results: int | None = 10,
 ) -> Any:
-    args: dict[str, Any] = {"pattern": pattern, "language": "python", "max_results": 10}
+    """The call's meta; ``max_results`` None: the tool's default (50)."""
+    args: dict[str, Any] = {"pattern": pattern, "language": "python"}
+    if max_results is not None:
+        args["max_results"] = max_results
     if path is not None:
         args["path"] = path
     argv = [*COMMAND, "call", "ast_grep", json.dumps(args), "--workdir", str(project), "--attach"]
@@ -448,7 +458,7 @@ class Side:
     def __init__(self, label: str, env: dict[str, str]) -> None:
         self.label, self.env = label, env
         self.first, self.warm, self.fresh = Timed(), Timed(), Timed()
-        self.selective, self.floor = Timed(), Timed()
+        self.selective, self.floor, self.everywhere = Timed(), Timed(), Timed()
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self, project: Path) -> None:
@@ -463,9 +473,9 @@ class Side:
         self.proc.terminate()
         self.proc.wait(60)
 
-    def grep(self, project: Path, pattern: str, timed: Timed) -> Any:
+    def grep(self, project: Path, pattern: str, timed: Timed, max_results: int | None = 10) -> Any:
         assert self.proc is not None
-        return tether_grep(self.env, project, pattern, timed, self.proc.pid)
+        return tether_grep(self.env, project, pattern, timed, self.proc.pid, None, max_results)
 
     def report(self) -> None:
         what = f"  `tether call --attach` ({self.label})"
@@ -473,6 +483,12 @@ class Side:
         print(self.warm.line(f"{what}, the same call again (warm)"))
         print(self.fresh.line(f"{what}, a pattern not asked before (trees warm)"))
         print(self.selective.line(f"{what}, a selective pattern not asked before (1 match)"))
+        print(
+            self.everywhere.line(
+                f"{what}, an all-matching pattern not asked before (6,000 matches), the "
+                "tool's default max_results"
+            )
+        )
         print(
             self.floor.line(f"{what}, a pattern not found in one file (the attached call's floor)")
         )
@@ -488,7 +504,7 @@ def astgrep_side_by_side(
     sides = [Side("this", env)]
     if against is not None:
         sides.append(Side(f"before: {against}", against_env(env, against)))
-    cli, cli_selective = Timed(), Timed()
+    cli, cli_selective, cli_everywhere = Timed(), Timed(), Timed()
     for n in range(servers):
         for side in sides:
             side.start(project)
@@ -507,15 +523,21 @@ def astgrep_side_by_side(
                 assert meta.get("files_parsed", 0) == meta.get("files_reused", 0) == 0, meta
             assert side.proc is not None
             tether_grep(side.env, project, "nowhere($A)", side.floor, side.proc.pid, "m000.py")
-            meta = side.grep(project, selective(i), side.selective)
+            meta = side.grep(project, selective(i), side.selective, None)
             assert meta["total"] == 1, meta
+            meta = side.grep(project, everywhere(i), side.everywhere, None)
+            assert meta["total"] == expected and meta.get("files_reused", 0) == 0, meta
         cli.run([sg, "run", "-p", PATTERN, "-l", "python", str(project)], env, None)
         cli_selective.run([sg, "run", "-p", selective(i), "-l", "python", str(project)], env, None)
+        cli_everywhere.run(
+            [sg, "run", "-p", everywhere(i), "-l", "python", str(project)], env, None
+        )
     print(f"ast_grep `{PATTERN}` on 300 generated files, {expected} matches (the CLI's too):")
     for side in sides:
         side.report()
     print(cli.line("  ast-grep CLI (`ast-grep run -p ... -l python DIR`)"))
     print(cli_selective.line("  ast-grep CLI, the selective patterns"))
+    print(cli_everywhere.line("  ast-grep CLI, the all-matching patterns named anew"))
     for pattern in FRESH_PATTERNS[: min(rounds, len(FRESH_PATTERNS))]:  # the same matches?
         meta = sides[0].grep(project, pattern, Timed())
         theirs = cli_matches(sg, project, pattern)

@@ -231,6 +231,32 @@ async def test_an_empty_reading_names_a_reading_that_finds_matches(astgrep_run: 
         )
 
 
+@pytest.mark.anyio
+async def test_other_readings_are_read_only_for_a_search_that_finds_nothing(
+    astgrep_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Reading a pattern in every rung of its grammar costs milliseconds: a search that finds
+    # something needs only the reading it searches with.
+    from tether_astgrep import pattern
+
+    asked: list[int] = []
+    real = pattern.compile_readings
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("most", 1))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pattern, "compile_readings", counted)
+    files = {"a.ts": "class A {\n  name: string;\n}\n", "b.py": "print(a)\n"}
+    async with astgrep_run(files) as run:
+        found = await run.call("ast_grep", {"pattern": "print($X)", "path": "b.py"})
+        assert found.meta["total"] == 1
+        assert asked == [1]
+        empty = await run.call("ast_grep", {"pattern": "$X: $Y", "path": "a.ts"})
+        assert "note: read as public field definition (as a class member)" in empty.text_content
+        assert asked[1] == 1 and max(asked[2:]) > 1
+
+
 # -- 4. `$` inside an identifier is code -------------------------------------------------------
 
 ZOD_TS = "const a: core.$ZodType = core.$ZodAsyncError();\nconst $Z = 1;\n"

@@ -97,7 +97,16 @@ def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 class _Entry:
-    __slots__ = ("recovery", "results", "results_cost", "source", "stamp", "tree")
+    __slots__ = (
+        "recovery",
+        "results",
+        "results_cost",
+        "sig",
+        "sig_cost",
+        "source",
+        "stamp",
+        "tree",
+    )
 
     def __init__(
         self,
@@ -113,6 +122,9 @@ class _Entry:
         # a search's key (ProcessState._slot) -> (its result in this file, the result's cost)
         self.results: dict[int, tuple[FileResult, int]] = {}
         self.results_cost = 0
+        # its tree's nodes' significant children, by node id (`Matcher.sig_memo`), and their cost
+        self.sig: dict[int, list[ts.Node]] | None = None
+        self.sig_cost = 0
 
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -182,6 +194,7 @@ class FileCache:
         self._entries: dict[str, _Entry] = {}
         self._rss_base = _rss_bytes()
         self._rss_full = False
+        self._memo_full = False  # a tree's children did not fit: keep no more till some go
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -193,7 +206,8 @@ class FileCache:
         if entry.stamp != file_stamp(st):
             del self._entries[path]
             reread = entry.recovery is not None
-            self.used -= entry_cost(entry.source, reread) + entry.results_cost
+            self.used -= entry_cost(entry.source, reread) + entry.results_cost + entry.sig_cost
+            self._memo_full = False
             return None
         self.hits += 1
         return entry
@@ -230,6 +244,29 @@ class FileCache:
         entry.results[slot] = (result, cost)
         entry.results_cost += cost
         self.used += cost
+
+    def memo(self, entry: _Entry) -> dict[int, list[ts.Node]] | None:
+        """Where a search over `entry`'s tree keeps its nodes' children (`Matcher.sig_memo`),
+        or None: the cache is full, or the file was re-read past its grammar's errors (two
+        trees, whose node ids may be the same)."""
+        if entry.recovery is not None or (entry.sig is None and self._memo_full):
+            return None
+        if entry.sig is None:
+            entry.sig = {}
+        return entry.sig
+
+    def charge_memo(self, entry: _Entry, added: int) -> None:
+        """`entry`'s children memo grew by `added` bytes: kept while it fits the budget, else
+        dropped whole (and no other is started until files change)."""
+        if not added:
+            return
+        if self._rss_full or self.used + added > self.budget:
+            self.used -= entry.sig_cost
+            entry.sig, entry.sig_cost = None, 0
+            self._memo_full = True
+            return
+        entry.sig_cost += added
+        self.used += added
 
     def check_memory(self) -> None:
         """Stop admitting once the process has grown by the budget, whatever the estimate."""
@@ -385,7 +422,7 @@ class ProcessState:
         if not self._may_match(task.pattern, source):
             result = FileResult(path)
         elif entry is not None:
-            result = self._searched(matcher, path, source, entry.tree, entry.recovery)
+            result = self._searched_cached(matcher, path, source, entry)
         else:
             began = time.perf_counter()
             tree = self.parser(grammar).parse(source)
@@ -419,6 +456,22 @@ class ProcessState:
             self._keep = keep - len(matches)
         self.cache.reused += 1
         return attrs.evolve(result, matches=matches, parsed=False, reused=True)
+
+    def _searched_cached(
+        self, matcher: Matcher | RuleMatcher, path: str, source: bytes, entry: _Entry
+    ) -> FileResult:
+        """`_searched` over a cached tree, its nodes' children taken from (and kept in) the
+        entry's memo."""
+        memo = self.cache.memo(entry) if isinstance(matcher, Matcher) else None
+        if memo is None:
+            return self._searched(matcher, path, source, entry.tree, entry.recovery)
+        assert isinstance(matcher, Matcher)
+        matcher.sig_memo, matcher.sig_added = memo, 0
+        try:
+            return self._searched(matcher, path, source, entry.tree, entry.recovery)
+        finally:
+            matcher.sig_memo = None
+            self.cache.charge_memo(entry, matcher.sig_added)
 
     def _may_match(self, pattern: CompiledPattern | CompiledRule, source: bytes) -> bool:
         """Whether `source` has all the pattern's literals, words and chains (else no match)."""

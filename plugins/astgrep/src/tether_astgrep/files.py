@@ -89,6 +89,13 @@ async def _git_files(run_command: RunCommand, root: Path) -> list[str] | None:
 
 
 def _walk_files(reader: Reader) -> FileListing:
+    """The regular files under the reader's root, top down, each directory's files and then
+    its subdirectories by name, honouring every .gitignore met on the way down; neither a
+    symlink (to a file or a directory) nor what a directory that cannot be listed holds.
+
+    Each directory is listed once with ``os.scandir``, whose entries say their type without a
+    system call per file (the kernel's ``d_type``; a filesystem that gives none is asked by
+    ``lstat``, as before): 300 ``lstat`` calls were 1.5 ms of every warm search."""
     root = reader.root
     out: list[str] = []
     unreadable: list[str] = []
@@ -104,36 +111,62 @@ def _walk_files(reader: Reader) -> FileListing:
                 return True
         return False
 
-    for dirpath, dirnames, filenames in os.walk(root):
+    pending: list[tuple[str, str]] = [(str(root), "")]  # (directory, relative to root)
+    while pending:
+        dirpath, rel_dir = pending.pop()
         reader.check()
-        rel_dir = os.path.relpath(dirpath, root)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
-        if ".gitignore" in filenames:
-            import pathspec  # only a directory with a .gitignore and no git pays for it
-            import re2
-
+        try:
+            with os.scandir(dirpath) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # as os.walk: a directory that cannot be listed holds nothing
+        dirnames, filenames = [], []
+        for entry in entries:
             try:
-                text = reader.read_text(Path(dirpath) / ".gitignore", errors="replace")
-                # RE2, not pathspec's default backtracking backend: the globs are the
-                # checkout's, and `a**********b` against a file named `a`*60 never ends there
-                spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines(), backend="re2")
-                specs.append((rel_dir, spec))
-            except (UnreadableFile, ValueError, re2.error):
-                # Its rules stay unapplied; the caller must say so, or ignored files would be
-                # searched (and edited) without a word.
-                unreadable.append(f"{rel_dir}/.gitignore" if rel_dir else ".gitignore")
-        keep = []
+                if entry.is_dir(follow_symlinks=False):
+                    dirnames.append(entry.name)
+                elif not (entry.is_symlink() and entry.is_dir()):  # a link to a directory
+                    # is neither walked nor a file (nor a `.gitignore` to read)
+                    filenames.append((entry.name, entry.is_file(follow_symlinks=False)))
+            except OSError:
+                filenames.append((entry.name, False))
+        if any(name == ".gitignore" for name, _ in filenames):
+            _read_ignore(reader, dirpath, rel_dir, specs, unreadable)
+        for f, regular in sorted(filenames):
+            rel = f"{rel_dir}/{f}" if rel_dir else f
+            if regular and not ignored(rel, False):
+                out.append(rel)
+        kept = []
         for d in sorted(dirnames):
             rel = f"{rel_dir}/{d}" if rel_dir else d
             if d == ".git" or ignored(rel, True):
                 continue
-            keep.append(d)
-        dirnames[:] = keep
-        for f in sorted(filenames):
-            rel = f"{rel_dir}/{f}" if rel_dir else f
-            if not ignored(rel, False) and _regular(os.path.join(dirpath, f)):
-                out.append(rel)
+            kept.append((os.path.join(dirpath, d), rel))
+        pending.extend(reversed(kept))  # the first by name is walked next
     return FileListing(out, unreadable)
+
+
+def _read_ignore(
+    reader: Reader,
+    dirpath: str,
+    rel_dir: str,
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]],
+    unreadable: list[str],
+) -> None:
+    """The rules of `dirpath`'s .gitignore added to `specs`, or its name to `unreadable`."""
+    import pathspec  # only a directory with a .gitignore and no git pays for it
+    import re2
+
+    try:
+        text = reader.read_text(Path(dirpath) / ".gitignore", errors="replace")
+        # RE2, not pathspec's default backtracking backend: the globs are the checkout's, and
+        # `a**********b` against a file named `a`*60 never ends there
+        spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines(), backend="re2")
+        specs.append((rel_dir, spec))
+    except (UnreadableFile, ValueError, re2.error):
+        # Its rules stay unapplied; the caller must say so, or ignored files would be
+        # searched (and edited) without a word.
+        unreadable.append(f"{rel_dir}/.gitignore" if rel_dir else ".gitignore")
 
 
 async def list_files(workdir: Path, target: Path, run_command: RunCommand) -> FileListing:

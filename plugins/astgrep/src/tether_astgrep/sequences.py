@@ -51,6 +51,9 @@ class Sequences:
     any_trailing: bool
     track: bool
     cont_ids: frozenset[int]
+    wrapper_ids: frozenset[int]
+    # `_run_plan`'s, by the id of the children tuple and the run's index (with the tuple)
+    _run_plans: dict[tuple[int, int], tuple[tuple[Any, ...], Any]]
 
     if TYPE_CHECKING:  # defined by `Matcher` and `Unmentioned`
 
@@ -68,30 +71,34 @@ class Sequences:
     def _seq(
         self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env, *, whole: bool
     ) -> Env | None:
+        # (each item is a MetaVar or an `_N`: one type check per item)
+        end_ps, end_cs = len(ps), len(cs)
         while True:
-            if i == len(ps):
+            if i == end_ps:
                 return self._seq_end(cs, j, env, whole=whole)
             p = ps[i]
-            if isinstance(p, MetaVar) and p.multi:
-                return self._seq_run(ps, i, cs, j, env, whole=whole)
-            if isinstance(p, _N) and p.optional:
-                if j < len(cs) and (e2 := self._node(p, cs[j], env)) is not None:
+            var = isinstance(p, MetaVar)
+            if var:
+                if p.multi:
+                    return self._seq_run(ps, i, cs, j, env, whole=whole)
+            elif p.optional:
+                if j < end_cs and (e2 := self._node(p, cs[j], env)) is not None:
                     env, j = e2, j + 1
                 i += 1
                 continue
-            if j == len(cs):
-                if self.skip_goal_tokens and isinstance(p, _N) and p.text is not None:
+            if j == end_cs:
+                if self.skip_goal_tokens and not var and p.text is not None:
                     if not p.named:
                         i += 1
                         continue
                 return None
-            if isinstance(p, MetaVar) and self.cont_ids:
+            if var and self.cont_ids:
                 return self._absorbing(p, ps, i, cs, j, env, whole=whole)
             e2 = self._node(p, cs[j], env)
             if e2 is not None:
                 env, i, j = e2, i + 1, j + 1
                 continue
-            if isinstance(p, MetaVar):
+            if var:
                 return None if cs[j].is_named else self._bracketed(p, ps, i, cs, j, env, whole)
             if self.strict:
                 return None
@@ -123,32 +130,23 @@ class Sequences:
         self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env, *, whole: bool
     ) -> Env | None:
         """`ps[i]` is a `$$$` run: the first length of it after which the rest matches."""
-        p = ps[i]
-        rest = ps[i + 1 :]
-        last = all(isinstance(q, _N) and q.optional for q in rest)
+        p, rest, last, closing = self._run_plan(ps, i)
         ks: Any = [len(cs)] if last and whole else range(j, len(cs) + 1)
         if rest and last and whole and len(cs) > j and self._node(rest[0], cs[-1], env) is not None:
             ks = [len(cs) - 1]  # the run ends before the token it may end with
-        # Before the pattern's next token (`}` in `{ $$$M }`), a token that is not it belongs
-        # to the run (a member's `;`), not to code the pattern leaves unmentioned.
-        nxt = rest[0] if rest else None
-        closing: frozenset[int] | None = (
-            nxt.ids
-            if isinstance(nxt, _N)
-            and not nxt.named
-            and nxt.text is not None
-            and not nxt.optional
-            and not self.skip_goal_tokens
-            else None
-        )
         for k in ks:
-            if (
-                closing is not None
-                and k < len(cs)
-                and not cs[k].is_named
-                and cs[k].kind_id not in closing
-            ):
-                continue
+            if closing is not None and k < len(cs):
+                c = cs[k]
+                if c.kind_id not in closing and (
+                    not c.is_named
+                    # what `_seq` would find at `k`: a named node that is not the token, no
+                    # wrapper of it, and not skippable (an item of a list never is)
+                    or (
+                        c.kind_id not in self.wrapper_ids
+                        and (self.strict or self.grammar.listed(c))
+                    )
+                ):
+                    continue
             e2 = self._bind(p, cs[j:k], env)
             if e2 is None:
                 continue
@@ -156,6 +154,31 @@ class Sequences:
             if r is not None:
                 return r
         return None
+
+    def _run_plan(
+        self, ps: tuple[Any, ...], i: int
+    ) -> tuple[MetaVar, tuple[Any, ...], bool, frozenset[int] | None]:
+        """What `_seq_run` needs of the pattern at `ps[i]`, worked out once per pattern node:
+        the run, the items after it, whether those are all optional, and the ids of the token
+        that must come right after it (`}` in `{ $$$M }`): before it, a token that is not it
+        belongs to the run (a member's `;`), not to code the pattern leaves unmentioned."""
+        key = (id(ps), i)
+        plan = self._run_plans.get(key)
+        if plan is None or plan[0] is not ps:
+            rest = ps[i + 1 :]
+            nxt = rest[0] if rest else None
+            closing: frozenset[int] | None = (
+                nxt.ids
+                if isinstance(nxt, _N)
+                and not nxt.named
+                and nxt.text is not None
+                and not nxt.optional
+                and not self.skip_goal_tokens
+                else None
+            )
+            last = all(isinstance(q, _N) and q.optional for q in rest)
+            plan = self._run_plans[key] = (ps, (ps[i], rest, last, closing))
+        return plan[1]
 
     def _bracketed(
         self,

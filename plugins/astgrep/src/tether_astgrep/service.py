@@ -259,7 +259,14 @@ class AstgrepService:
         _check_rewrite(mode, rewrite, compiled)
         keep = max_results if mode == "search" else None
         task = Task(mode, compiled, rewrite, self.config.max_file_bytes, keep=keep)
-        results, stalled, others = await self._answer(task, readings, files)
+
+        def other_readings() -> list[CompiledPattern | CompiledRule]:
+            # read only for a search that found nothing: reading the pattern in every rung of
+            # the grammar costs 1.5-3 ms, a warm search's whole matching for a rare pattern
+            more = 1 + OTHER_READINGS
+            return _readings(pattern, rule, grammar, strictness, mode, rewrite, more)[0][1:]
+
+        results, stalled, others = await self._answer(task, other_readings, files)
         skipped = Counter(r.skipped for r in results if r.skipped)
         return SearchOutcome(
             compiled,
@@ -274,7 +281,10 @@ class AstgrepService:
         )
 
     async def _answer(
-        self, task: Task, readings: list[CompiledPattern | CompiledRule], files: list[str]
+        self,
+        task: Task,
+        other_readings: Callable[[], list[CompiledPattern | CompiledRule]],
+        files: list[str],
     ) -> tuple[list[FileResult], bool, list[tuple[str, int]]]:
         """Each file's result (by path; the first `task.keep` matches described), whether the
         search stopped early, and the other readings that find something if it found nothing.
@@ -297,7 +307,7 @@ class AstgrepService:
         others: list[tuple[str, int]] = []
         if not stalled and not any(r.count or r.replaced for r in results):
             # Nothing found: would the pattern, read another way, find something?
-            others = await self._other_readings(readings[1:], files)
+            others = await self._other_readings(other_readings(), files)
         if stamps is not None and not stalled:
             answers.put(task, stamps, results, others)
         return results, stalled, others
@@ -395,9 +405,10 @@ def _readings(
     strictness: str,
     mode: str,
     rewrite: str | None,
+    most: int = 1,
 ) -> tuple[list[CompiledPattern | CompiledRule], str | None]:
-    """The compiled rule, or the pattern's readings (the one to search first), and the
-    rewrite (the rule's fix when it has one)."""
+    """The compiled rule, or the pattern's readings (the one to search first, then up to
+    `most - 1` others), and the rewrite (the rule's fix when it has one)."""
     from tether_astgrep.pattern import PatternError, compile_readings
 
     if rule is not None:
@@ -417,7 +428,7 @@ def _readings(
     assert pattern is not None
     try:
         readings: list[CompiledPattern | CompiledRule] = list(
-            compile_readings(pattern, grammar, strictness=strictness, most=1 + OTHER_READINGS)
+            compile_readings(pattern, grammar, strictness=strictness, most=most)
         )
     except PatternError as exc:
         raise tether.ToolError(str(exc)) from None
