@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recovery_helpers import plain_parse_fails, search, usable
 
-from tether.testing import require_real
-from tether_astgrep.engine import FileResult, ProcessState, Task
+from tether_astgrep.engine import FileResult, ProcessState
 from tether_astgrep.grammars import GrammarRegistry
 from tether_astgrep.matcher import Matcher
 from tether_astgrep.pattern import compile_pattern
@@ -26,33 +26,6 @@ from tether_astgrep.pattern import compile_pattern
 @pytest.fixture(scope="module")
 def state(registry: GrammarRegistry) -> ProcessState:
     return ProcessState(registry, 1 << 24)
-
-
-def _usable(registry: GrammarRegistry, language: str) -> None:
-    grammar = registry.get(language)
-    assert grammar is not None
-    missing = grammar.missing()
-    if missing:
-        require_real(missing)
-        pytest.skip(missing)
-
-
-def _plain_parse_fails(registry: GrammarRegistry, language: str, code: str) -> bool:
-    grammar = registry.get(language)
-    assert grammar is not None
-    return bool(grammar.parser().parse(code.encode()).root_node.has_error)
-
-
-def search(
-    state: ProcessState, tmp_path: Path, language: str, pattern: str, code: str
-) -> FileResult:
-    grammar = state.registry.get(language)
-    assert grammar is not None
-    name = f"f{abs(hash((pattern, code)))}{grammar.extensions[0]}"
-    (tmp_path / name).write_text(code)
-    compiled = compile_pattern(pattern, grammar)
-    [result] = state.run(Task("search", compiled, None, 2_000_000), str(tmp_path), [name])
-    return result
 
 
 KINDS = {
@@ -109,11 +82,11 @@ CASES = [
 def test_the_directive_cases_are_errors_for_the_grammars(registry: GrammarRegistry) -> None:
     """Most generated variants fail in the plain parse, in each language."""
     for language in KINDS:
-        _usable(registry, language)
+        usable(registry, language)
         failing = [
             c
             for c in CASES
-            if c[0] == language and _plain_parse_fails(registry, language, _program(*c)[0])
+            if c[0] == language and plain_parse_fails(registry, language, _program(*c)[0])
         ]
         assert len(failing) >= 3, (language, failing)
 
@@ -132,9 +105,9 @@ def test_a_misplaced_directive_is_found_and_the_code_around_it_read(
     place: str,
     alternative: bool,
 ) -> None:
-    _usable(registry, language)
+    usable(registry, language)
     code, line = _program(language, kind, place, alternative)
-    if not _plain_parse_fails(registry, language, code):
+    if not plain_parse_fails(registry, language, code):
         pytest.skip("the grammar reads this one")
     pattern, name = PATTERNS[kind]
     found = search(state, tmp_path, language, pattern, code)
@@ -158,9 +131,9 @@ def test_a_directive_read_as_an_island_shows_no_code_it_did_not_read(
     """The island read the directive lines alone: a match found there is shown as its own
     line(s), and a pattern that says what the directive governs is not searched there (the
     island would read it as governing nothing)."""
-    _usable(registry, language)
+    usable(registry, language)
     code, _ = _program(language, kind, place, alternative)
-    if not _plain_parse_fails(registry, language, code):
+    if not plain_parse_fails(registry, language, code):
         pytest.skip("the grammar reads this one")
     pattern, _ = PATTERNS[kind]
     found = search(state, tmp_path, language, pattern, code)
@@ -188,7 +161,7 @@ def test_an_angled_header_name_in_a_condition_is_read(
 ) -> None:
     """`__has_include(<string_view>)`: tree-sitter-c and -cpp read no header name as an
     argument; the re-read spells it as a name of its length, the match shows it as written."""
-    _usable(registry, language)
+    usable(registry, language)
     code = (
         "#if defined(__has_include)\n"
         f"#if __has_include(<{header}>)\n"
@@ -198,7 +171,7 @@ def test_an_angled_header_name_in_a_condition_is_read(
         "#endif\n"
         "int g(int x) {\n  return 7;\n}\n"
     )
-    assert _plain_parse_fails(registry, language, code)
+    assert plain_parse_fails(registry, language, code)
     found = search(state, tmp_path, language, "#if $C", code)
     assert _captures(found) == [
         (1, {"C": "defined(__has_include)"}),
@@ -213,11 +186,11 @@ def test_a_file_the_grammar_reads_is_searched_as_before(
     state: ProcessState, registry: GrammarRegistry, tmp_path: Path, language: str
 ) -> None:
     """No error, no re-read: the directive is the whole group, as in a plain parse."""
-    _usable(registry, language)
+    usable(registry, language)
     code = "#if FEATURE_X\nint g(int x) {\n  return 7;\n}\n#endif\n"
     if language == "csharp":
         code = "class A\n{\n" + code + "}\n"
-    assert not _plain_parse_fails(registry, language, code)
+    assert not plain_parse_fails(registry, language, code)
     found = search(state, tmp_path, language, "#if $C", code)
     assert [m[4].splitlines()[-1] for m in found.matches] == ["#endif"]
     assert found.reread_lines == 0

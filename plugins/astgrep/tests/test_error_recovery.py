@@ -15,45 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from recovery_helpers import plain_parse_fails, search, usable
 
-from tether.testing import require_real
-from tether_astgrep.engine import FileResult, ProcessState, Task
+from tether_astgrep.engine import FileResult, ProcessState
 from tether_astgrep.grammars import GrammarRegistry
-from tether_astgrep.pattern import compile_pattern
 from tether_astgrep.recovery import recover
 
 
 @pytest.fixture(scope="module")
 def state(registry: GrammarRegistry) -> ProcessState:
     return ProcessState(registry, 1 << 24)
-
-
-def _usable(registry: GrammarRegistry, language: str) -> None:
-    grammar = registry.get(language)
-    assert grammar is not None
-    missing = grammar.missing()
-    if missing:
-        require_real(missing)
-        pytest.skip(missing)
-
-
-def _plain_parse_fails(registry: GrammarRegistry, language: str, code: str) -> bool:
-    grammar = registry.get(language)
-    assert grammar is not None
-    return bool(grammar.parser().parse(code.encode()).root_node.has_error)
-
-
-def search(
-    state: ProcessState, tmp_path: Path, language: str, pattern: str, code: str
-) -> FileResult:
-    """One file searched the way the `ast_grep` tool searches it (the engine, fresh)."""
-    grammar = state.registry.get(language)
-    assert grammar is not None
-    name = f"f{abs(hash((pattern, code)))}{grammar.extensions[0]}"
-    (tmp_path / name).write_text(code)
-    compiled = compile_pattern(pattern, grammar)
-    [result] = state.run(Task("search", compiled, None, 2_000_000), str(tmp_path), [name])
-    return result
 
 
 def texts(result: FileResult) -> list[str]:
@@ -94,8 +65,8 @@ NAME_CASES = [
 
 def test_the_name_cases_are_errors_for_the_grammar(registry: GrammarRegistry) -> None:
     """The generated cases still exercise the recovery: most fail in the plain parse."""
-    _usable(registry, "kotlin")
-    failing = [c for c in NAME_CASES if _plain_parse_fails(registry, "kotlin", _name_program(*c))]
+    usable(registry, "kotlin")
+    failing = [c for c in NAME_CASES if plain_parse_fails(registry, "kotlin", _name_program(*c))]
     assert len(failing) >= 8, failing
 
 
@@ -103,9 +74,9 @@ def test_the_name_cases_are_errors_for_the_grammar(registry: GrammarRegistry) ->
 def test_a_keyword_used_as_a_name_is_read_as_one(
     state: ProcessState, registry: GrammarRegistry, tmp_path: Path, word: str, statement: str
 ) -> None:
-    _usable(registry, "kotlin")
+    usable(registry, "kotlin")
     code = _name_program(word, statement)
-    if not _plain_parse_fails(registry, "kotlin", code):
+    if not plain_parse_fails(registry, "kotlin", code):
         pytest.skip("tree-sitter-kotlin reads this one")
     stmt = statement.format(w=word)
     found = search(state, tmp_path, "kotlin", "if ($C) { $$$B }", code)
@@ -123,7 +94,7 @@ def test_a_respelled_word_never_equals_another_name(
     """The parse reads the word as another name of its length, one no token of the file
     spells: a capture compared with another (`$A.write($A)`) never equals a name spelled like
     a replacement the recovery could have chosen."""
-    _usable(registry, "kotlin")
+    usable(registry, "kotlin")
     fills = [c + d * (len(word) - 1) for c in "qzjxkvwy" for d in "qzjxkvwy"][:3]
     lines = "\n".join(f"      {word}.write({fill})" for fill in fills)
     code = (
@@ -137,7 +108,7 @@ def test_a_respelled_word_never_equals_another_name(
         "  }\n"
         "}\n"
     )
-    assert _plain_parse_fails(registry, "kotlin", code)
+    assert plain_parse_fails(registry, "kotlin", code)
     found = search(state, tmp_path, "kotlin", "$A.write($A)", code)
     assert texts(found) == ["other.write(other)"], found
     assert found.reread_lines > 0
@@ -171,9 +142,9 @@ CONSTRUCTOR_CASES = list(itertools.product(CONSTRUCTOR_MODIFIERS, (False, True))
 def test_a_constructor_on_the_next_line_is_left_out_not_its_class(
     state: ProcessState, registry: GrammarRegistry, tmp_path: Path, modifiers: str, nested: bool
 ) -> None:
-    _usable(registry, "kotlin")
+    usable(registry, "kotlin")
     code = _constructor_program(modifiers, nested)
-    if not _plain_parse_fails(registry, "kotlin", code):
+    if not plain_parse_fails(registry, "kotlin", code):
         pytest.skip("tree-sitter-kotlin reads this one")
     found = search(state, tmp_path, "kotlin", "fun $F(): $T { $$$B }", code)
     assert caps(found) == [{"F": "f", "T": "Int", "B": "return d"}], (code, found)
@@ -184,11 +155,11 @@ def test_a_constructor_on_the_next_line_is_left_out_not_its_class(
 
 
 def test_the_constructor_cases_are_errors_for_the_grammar(registry: GrammarRegistry) -> None:
-    _usable(registry, "kotlin")
+    usable(registry, "kotlin")
     failing = [
         c
         for c in CONSTRUCTOR_CASES
-        if _plain_parse_fails(registry, "kotlin", _constructor_program(*c))
+        if plain_parse_fails(registry, "kotlin", _constructor_program(*c))
     ]
     assert len(failing) >= 6, failing
 
@@ -202,7 +173,7 @@ ANNOTATIONS = ('@JvmName("size")', "@Synchronized", '@Suppress("x")')
 def test_an_annotated_getter_on_its_own_line(
     state: ProcessState, registry: GrammarRegistry, tmp_path: Path, annotation: str
 ) -> None:
-    _usable(registry, "kotlin")
+    usable(registry, "kotlin")
     code = (
         "class A {\n"
         "  val size: Int\n"
@@ -213,7 +184,7 @@ def test_an_annotated_getter_on_its_own_line(
         "  }\n"
         "}\n"
     )
-    if not _plain_parse_fails(registry, "kotlin", code):
+    if not plain_parse_fails(registry, "kotlin", code):
         pytest.skip("tree-sitter-kotlin reads this one")
     found = search(state, tmp_path, "kotlin", "fun $F(): $T { $$$B }", code)
     assert caps(found) == [{"F": "f", "T": "Int", "B": "return size"}], found
@@ -225,9 +196,9 @@ def test_an_annotated_getter_on_its_own_line(
 def test_a_multi_dollar_string_is_left_out_with_its_statement(
     state: ProcessState, registry: GrammarRegistry, tmp_path: Path, text: str
 ) -> None:
-    _usable(registry, "kotlin")
+    usable(registry, "kotlin")
     code = f"fun g() {{\n  val json = {text}\n\n  val other = parse(json)\n  return other\n}}\n"
-    if not _plain_parse_fails(registry, "kotlin", code):
+    if not plain_parse_fails(registry, "kotlin", code):
         pytest.skip("tree-sitter-kotlin reads this one")
     found = search(state, tmp_path, "kotlin", "val $X = $Y", code)
     assert caps(found) == [{"X": "other", "Y": "parse(json)"}], found
@@ -258,9 +229,9 @@ def _macro_program(begin: str, end: str, gap: str) -> str:
 def test_a_macro_line_is_left_out_and_what_follows_read(
     state: ProcessState, registry: GrammarRegistry, tmp_path: Path, begin: str, end: str
 ) -> None:
-    _usable(registry, "cpp")
+    usable(registry, "cpp")
     code = _macro_program(begin, end, "\n")
-    assert _plain_parse_fails(registry, "cpp", code)
+    assert plain_parse_fails(registry, "cpp", code)
     found = search(state, tmp_path, "cpp", "namespace $N { $$$B }", code)
     assert [c["N"] for c in caps(found)] == ["detail", "other"], (code, found)
     returns = search(state, tmp_path, "cpp", "return $X;", code)
@@ -273,9 +244,9 @@ def test_code_right_beside_a_left_out_macro_is_not_reported(
 ) -> None:
     """`FMT_EXPORT` then `class X` on the next line may be one declaration: with no empty line
     between, a match that starts or ends right beside code left out is not reported."""
-    _usable(registry, "cpp")
+    usable(registry, "cpp")
     code = f"{begin}\nnamespace detail {{\nint f() {{ return 1; }}\n}}\n{end}\n"
-    assert _plain_parse_fails(registry, "cpp", code)
+    assert plain_parse_fails(registry, "cpp", code)
     found = search(state, tmp_path, "cpp", "namespace $N { $$$B }", code)
     assert found.count == 0, found
     assert [c["X"] for c in caps(search(state, tmp_path, "cpp", "return $X;", code))] == ["1"]
@@ -312,9 +283,9 @@ def _header_program(prefix: str) -> str:
 def test_a_namespace_among_attribute_macros_is_read_with_its_whole_body(
     state: ProcessState, registry: GrammarRegistry, tmp_path: Path, prefix: str
 ) -> None:
-    _usable(registry, "cpp")
+    usable(registry, "cpp")
     code = _header_program(prefix)
-    assert _plain_parse_fails(registry, "cpp", code)
+    assert plain_parse_fails(registry, "cpp", code)
     found = search(state, tmp_path, "cpp", "namespace $N { $$$B }", code)
     assert [c["N"] for c in caps(found)] == ["detail"], found
     body = caps(found)[0]["B"]
@@ -329,7 +300,7 @@ def test_a_class_with_an_export_macro_holds_declarations_not_calls(
 ) -> None:
     """`class GTEST_API_ AssertHelper {` reads as a function whose body holds calls: with
     the macro left out, a constructor's declaration is no call statement."""
-    _usable(registry, "cpp")
+    usable(registry, "cpp")
     code = (
         f"{prefix}_BEGIN_NAMESPACE\n\n"
         f"class {prefix}_API Helper {{\n"
@@ -343,7 +314,7 @@ def test_a_class_with_an_export_macro_holds_declarations_not_calls(
         "}\n\n"
         f"{prefix}_END_NAMESPACE\n"
     )
-    assert _plain_parse_fails(registry, "cpp", code)
+    assert plain_parse_fails(registry, "cpp", code)
     found = search(state, tmp_path, "cpp", "$F($$$A);", code)
     assert texts(found) == ["h(x);"], found
     # a single metavariable is one node: never widened over the macro left out beside it
