@@ -14,6 +14,7 @@ import pytest
 from lsp_testkit import WRITE_AUTO, copy_project, need
 
 import tether
+import tether_lsp.sync
 
 #: (server binary, project, file asked about, line, symbol, the declaring file, its docstring)
 CASES = [
@@ -103,6 +104,23 @@ def test_concurrent_queries_share_refreshes_and_see_a_later_change(case, tmp_pat
                 f"{CONCURRENT} queries on an unchanged disk made {trips} thread trips"
             )
             assert not client.sync.lock.locked()
+
+            # past QUICK_LOOK_MAX_DOCUMENTS open documents the look is not made on the loop:
+            # the refresh goes to a thread again, and the answers are the same
+            trips = 0
+            replies.clear()
+            cap = tether_lsp.sync.QUICK_LOOK_MAX_DOCUMENTS
+            tether_lsp.sync.QUICK_LOOK_MAX_DOCUMENTS = 0
+            anyio.to_thread.run_sync = counted_trip  # type: ignore[assignment]
+            try:
+                async with anyio.create_task_group() as tg:
+                    for _ in range(CONCURRENT):
+                        tg.start_soon(ask)
+            finally:
+                anyio.to_thread.run_sync = run_sync  # type: ignore[assignment]
+                tether_lsp.sync.QUICK_LOOK_MAX_DOCUMENTS = cap
+            assert all(not r.is_error and symbol in r.text_content for r in replies), replies
+            assert trips >= 1, "past the cap, a query's look stayed on the event loop"
 
             # a change on disk made while queries are in flight: a query that comes after it
             # is answered on the new text, not on a refresh another query began before it

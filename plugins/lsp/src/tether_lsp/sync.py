@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 FILE_EVENTS_SETTLE_S = 3.0
 #: files changed on disk sent as open documents, per query, to a server that watches no files
 OPEN_CHANGED_LIMIT = 20
+#: past this many open documents, a query's look at them (one lstat each) is not made on the
+#: event loop: the refresh looks off the loop, under the documents' lock, as for any change
+QUICK_LOOK_MAX_DOCUMENTS = 64
 
 
 def unconfirmed_of(events: list[types.FileEvent], why: str) -> dict[Path, str]:
@@ -335,7 +338,10 @@ class DocumentSync:
         ``confine`` makes on the loop for every query) and the root's watch has nothing queued
         but its barrier (:meth:`TreeWatch.quiet`). False for anything else — no watch, a change
         queued, a text sent that the disk does not hold, a file gone or not a regular file —
-        and the refresh looks off the loop as before."""
+        and the refresh looks off the loop as before; False, without looking, past
+        ``QUICK_LOOK_MAX_DOCUMENTS`` open documents (the loop's cost stays bounded)."""
+        if len(self.documents) > QUICK_LOOK_MAX_DOCUMENTS:
+            return False
         for doc in self.documents.values():
             if doc.size < 0:
                 return False
