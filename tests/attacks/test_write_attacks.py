@@ -129,8 +129,11 @@ def test_a_directory_flipping_to_a_symlink_during_writes_never_lets_one_out(tmp_
         ) as run:
             flipper = threading.Thread(target=flip)
             flipper.start()
+            n, deadline = 0, time.monotonic() + 120
             try:
-                for n in range(150):
+                # at least 150 calls, and on until the flipper has flipped often enough
+                # for the race to mean something: a loaded machine gives it fewer turns
+                while n < 150 or (flips <= 50 and time.monotonic() < deadline):
                     kind = n % 3
                     if kind == 0:
                         await run.call("write", {"path": "sub/f.txt", "content": f"w{n}\n"})
@@ -139,17 +142,18 @@ def test_a_directory_flipping_to_a_symlink_during_writes_never_lets_one_out(tmp_
                     else:
                         patch = f"--- /dev/null\n+++ b/sub/p{n}.txt\n@@ -0,0 +1 @@\n+p\n"
                         await run.call("apply_patch", {"patch": patch})
+                    n += 1
             finally:
                 stop.set()
                 flipper.join()
-        return 150
+        return n
 
     tries = anyio.run(attack_calls)
     escaped = sorted(set(tree(outside)) - {"f.txt"}) + (
         ["f.txt changed"] if (outside / "f.txt").read_text() != "a\n" else []
     )
     tally.record("escapes", held=not escaped)
-    assert tries == 150 and flips > 50 and not escaped, (flips, escaped)
+    assert tries >= 150 and flips > 50 and not escaped, (tries, flips, escaped)
 
 
 def sha(data: bytes) -> str:
