@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tether.processes.managed import owned_by
+from tether.testing import default_signals
 
 HARNESS = r"""
 import json, sys, anyio, tether
@@ -40,7 +41,10 @@ def wait_for(predicate, timeout_s=10.0):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
 def test_a_harness_killed_with_a_run_open_leaves_no_process(tmp_path, sig):
     harness = subprocess.Popen(
-        [sys.executable, "-c", HARNESS, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HARNESS, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,
     )
     try:
         owner = json.loads(harness.stdout.readline())["owner"]
@@ -72,6 +76,7 @@ def start_session(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
     assert json.loads(proc.stdout.readline())["ready"] is True  # the session's first line
     send(proc, {"id": 1, "tool": "echo_exec", "args": {"argv": DAEMONS, "background": True}})
@@ -147,6 +152,7 @@ def test_a_signalled_call_leaves_no_process(tmp_path, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
     try:
         assert wait_for(lambda: len(marked_children(proc)) >= 3)

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tether.testing import require_real
+from tether.testing import default_signals, require_real
 
 SIGNALS = [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
 # a vibe worker whose children and a double-forked grandchild outlive nothing
@@ -250,15 +250,6 @@ def test_a_killed_harness_leaves_no_process(tmp_path, sig, tally, marked):
     finally:
         proc.kill()
         proc.wait()
-
-
-def default_signals() -> None:
-    """In the child before exec: the signals at their default action. A process inherits an
-    ignored signal (a CI step started under ``nohup`` ignores SIGHUP), and a harness that
-    ignores SIGHUP does not end on it: what is tested is tether's close, not the parent's
-    dispositions."""
-    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 def harness(work: Path, config: Path, calls: list[Any]) -> subprocess.Popen[str]:

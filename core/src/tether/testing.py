@@ -15,6 +15,7 @@ and makes a forgotten ``await check_plugin_contract(run)`` fail its test (:func:
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -41,6 +42,15 @@ def require_real(ok: bool, what: str) -> None:
     if os.environ.get(REQUIRE_REAL_ENV, "") not in ("", "0"):
         pytest.fail(f"required real component missing: {what} ({REQUIRE_REAL_ENV} is set)")
     pytest.skip(f"real component missing: {what}")
+
+
+def default_signals() -> None:
+    """``preexec_fn`` for a child a test will signal: SIGHUP, SIGTERM and SIGINT at their default
+    action. A child inherits an ignored signal (a CI step started under ``nohup`` ignores
+    SIGHUP), and such a child does not end on it: the test is of tether's close, not of the
+    dispositions of whatever started pytest."""
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 @pytest.fixture
