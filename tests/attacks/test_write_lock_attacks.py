@@ -314,8 +314,12 @@ def test_random_kills_under_contention_leave_no_partial_change(tmp_path, tally, 
         # one change left alone: the state it leads to, and how long it takes beside the others
         status, duration = attempt(-1)
         assert status == 0
-        new = change_tree(work)
-        assert new != old
+        # seen under the lock, like every state compared with it: the second writer's temp file
+        # of side.txt is in the workdir while it writes (1 snapshot in 20 taken without the lock
+        # held one, or lost it mid-walk, and a whole change then counted as partial)
+        with workdir_lock(work):
+            new = change_tree(work)
+        assert new != old and not any(".tether-" in name for name in new), sorted(new)[:5]
         rng = random.Random(20261202)
         for _ in range(KILLS):
             with workdir_lock(work):
@@ -347,7 +351,16 @@ def test_random_kills_under_contention_leave_no_partial_change(tmp_path, tally, 
                 side_lost=lost_side,
                 mid_change=int(mid),
             )
-            assert whole and not temps and not lost_side, sorted(set(after) ^ set(old))[:10]
+            assert whole and not temps and not lost_side, {
+                "status": status,
+                "mid_change": mid,
+                "not_new": sorted(k for k in set(after) | set(new) if after.get(k) != new.get(k))[
+                    :10
+                ],
+                "not_old": sorted(k for k in set(after) | set(old) if after.get(k) != old.get(k))[
+                    :10
+                ],
+            }
     finally:
         side.close()
         zygote.stdin.close()
