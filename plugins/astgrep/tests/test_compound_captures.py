@@ -205,6 +205,63 @@ def test_a_macro_call_with_a_body_is_read_and_found(
         find(registry, lang, pattern, code)  # the literal anchors and the kind query agree
 
 
+# The same macro with arguments no parameter can be (Catch2's `TEST_CASE("name", "[tag]")`,
+# `FOR_EACH(x, xs.all)`): the code is a call whose `;` the grammar supplied, then a block, while
+# the pattern with metavariables reads as a function definition. Found by neither tool before;
+# the pattern now also reads as the call and the block. Every argument kind × arity × place ×
+# C and C++, by captures; a written `;` or one more argument is still other code.
+ARGUMENTS = {
+    "string": '"vectors can be sized"',
+    "tag": '"[vector][!mayfail]"',
+    "number": "42",
+    "negative": "-1",
+    "char": "'c'",
+    "member": "xs.all",
+    "call": "get(x)",
+    "sum": "a + b",
+    "cast": "(int)n",
+}
+
+
+@pytest.mark.parametrize("lang", ["c", "cpp"])
+@pytest.mark.parametrize("place", sorted(MACRO_PLACES))
+@pytest.mark.parametrize("arity", [1, 2])
+@pytest.mark.parametrize("kind", sorted(ARGUMENTS))
+@pytest.mark.parametrize("run", [False, True])
+def test_a_macro_call_whose_arguments_are_no_parameters_is_found(
+    registry: GrammarRegistry, lang: str, place: str, arity: int, kind: str, run: bool
+) -> None:
+    args = [ARGUMENTS[kind], *["second"] * (arity - 1)]
+    if run:  # `TEST_CASE($$$A) { $$$B }`: the arguments as one run
+        pattern, expected = "TEST_CASE($$$A) { $$$B }", {"A": ", ".join(args), "B": "x();"}
+    else:
+        metas = [f"$A{i}" for i in range(arity)]
+        pattern = f"TEST_CASE({', '.join(metas)}) {{ $$$B }}"
+        expected = {f"A{i}": a for i, a in enumerate(args)} | {"B": "x();"}
+    for code_args, semicolon, hits in (
+        (args, False, 1),
+        (args, True, 0),  # `TEST_CASE("x"); { … }`: a call, then a block
+        ([*args, "extra"], False, int(run)),  # one more argument: only a run takes it
+    ):
+        code = MACRO_PLACES[place].format(macro=_macro("TEST_CASE", code_args, semicolon))
+        found = captures(registry, lang, pattern, code)
+        if hits and run:
+            expected["A"] = ", ".join(code_args)
+        assert found == [expected] * hits, (pattern, code, found)
+
+
+# Nested: a `SECTION("…") { … }` inside a `TEST_CASE`, each found once, by its own pattern.
+def test_sections_inside_a_test_case_are_found_each_once(registry: GrammarRegistry) -> None:
+    code = (
+        'TEST_CASE("outer", "[t]") {\n  int v = 1;\n'
+        '  SECTION("one") {\n    v = 2;\n  }\n  SECTION(name(3)) {\n    v = 3;\n  }\n}\n'
+    )
+    found = captures(registry, "cpp", "SECTION($S) { $$$B }", code)
+    assert found == [{"S": '"one"', "B": "v = 2;"}, {"S": "name(3)", "B": "v = 3;"}]
+    outer = captures(registry, "cpp", "TEST_CASE($$$A) { $$$B }", code)
+    assert [c["A"] for c in outer] == ['"outer", "[t]"']
+
+
 # A statement pattern ending in `;` does not find a macro call whose `;` the grammar supplied:
 # the code has none (the literal anchors knew it; the kind query matched it).
 @pytest.mark.parametrize("place", sorted(MACRO_PLACES))

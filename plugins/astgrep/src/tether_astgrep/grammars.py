@@ -112,6 +112,12 @@ class Grammar:
     # and matches of every reading count (Dart: `final String $N;` reads as a local variable
     # in a block, a field in a class body, a top-level variable; a person means all three).
     also_read: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    # Kinds a fragment `NAME(…) { … }` may read as where the same text with other arguments is
+    # a call whose statement terminator the grammar supplied, then a block: C reads
+    # `FOR_EACH(x, xs) { … }` as a function definition, `FOR_EACH(x, xs.all) { … }` and
+    # Catch2's `TEST_CASE("name") { … }` as a call and a block. A pattern read as one of these
+    # kinds also finds the other shape (`tether_astgrep.pattern._also_call_with_body`).
+    call_with_body: frozenset[str] = frozenset()
     # Named kinds that are leading modifiers (Dart's `abstract`, `sealed`): like kinds named
     # `…modifier…` (Rust's `visibility_modifier`), a pattern that does not mention one still
     # matches code that has it.
@@ -555,6 +561,7 @@ def builtin_grammars() -> list[Grammar]:
             comment_regex=C_COMMENT,
             statement_terminator=";",
             supplied_closers=frozenset({"#endif"}),  # `#ifdef $X`, `#if $C`: the directive
+            call_with_body=frozenset({"function_definition"}),  # `FOR_EACH(x, xs.all) { … }`
             string_kinds=frozenset({"string_literal", "char_literal", "system_lib_string"}),
             item_fillers=("int {0};",),
             conditional_directives=CONDITIONAL_DIRECTIVES,

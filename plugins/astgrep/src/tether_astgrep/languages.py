@@ -101,6 +101,7 @@ def optional_grammars() -> list[Grammar]:
             # initializer (`auto $F($$$P) -> $R { $$$B }`)
             statement_terminator=";",
             supplied_closers=frozenset({"#endif"}),  # `#ifdef $X`, `#if $C`: the directive
+            call_with_body=frozenset({"function_definition"}),  # `TEST_CASE("x") { … }`
             typed_placeholders=(
                 "{};",
             ),  # a statement: `{ $$$B }` (an enum's `{ $$$V }` needs none)

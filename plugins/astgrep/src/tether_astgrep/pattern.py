@@ -634,6 +634,7 @@ def compile_readings(
         compiled = _as_declaration(reader, compiled, kind, scaffold, declaration)
         compiled, earlier = _read_first(reader, compiled, kind, scaffold, scaffolds)
         compiled = _also_read(reader, compiled, kind, scaffold)
+        compiled = _also_call_with_body(reader, compiled, kind)
         for reading in (compiled, earlier):
             if reading is not None and all(reading.items != f.items for f in found):
                 found.append(reading)
@@ -738,6 +739,58 @@ def _also_read(
             if extra is not None:
                 compiled = _union(compiled, extra[0])
     return compiled
+
+
+# `NAME(` opening a fragment: a definition without a type before its name, or a macro call
+_CALL_START = re.compile(r"\s*[A-Za-z_]\w*\s*\(")
+
+
+def _also_call_with_body(reader: _Reader, compiled: CompiledPattern, kind: str) -> CompiledPattern:
+    """`compiled`, a definition `NAME(…) { … }` without a type (`Grammar.call_with_body`),
+    whose matches also include those of the same text read as a macro call whose terminator
+    the grammar supplied, then a block: the shape of the code when an argument is no
+    parameter (`TEST_CASE("name") { … }`). That reading spells each metavariable between the
+    parentheses as a string literal, which no parameter can be."""
+    grammar, text = reader.grammar, reader.text
+    start = _CALL_START.match(text)
+    if kind not in grammar.call_with_body or start is None:
+        return compiled
+    close = _closing_paren(text, start.end() - 1)
+    inside = {
+        i
+        for i, m in enumerate(METAVAR_RE.finditer(text))
+        if start.end() <= m.start() and m.end() <= close
+    }
+    statement = next((s for s in grammar.scaffolds if s.rung == "statement"), None)
+    if not inside or statement is None:  # no argument can differ from a parameter
+        return compiled
+    respell = dict.fromkeys(inside, STRING_PLACEHOLDER)
+    variant = placeholders_for(
+        text, grammar.statement_terminator, None, grammar.metavar_template, respell
+    )
+    read = _read(statement, text, [variant], grammar, reader.parser, {}, missing_ok=True)
+    if read is None or not any(_supplies_terminator(i, grammar) for i in read[0].items):
+        return compiled
+    call = attrs.evolve(read[0], interpretation="a macro call with a body (as a statement)")
+    return _union(compiled, call)
+
+
+def _closing_paren(text: str, opening: int) -> int:
+    """The index of the `)` closing the `(` at `opening` (the end of `text` if none)."""
+    depth = 0
+    for i in range(opening, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return len(text)
+
+
+def _supplies_terminator(item: PItem, grammar: Grammar) -> bool:
+    if isinstance(item, MetaVar):
+        return False
+    if item.missing:
+        return item.kind == grammar.statement_terminator
+    return any(_supplies_terminator(child, grammar) for child in item.children)
 
 
 def _not_parseable(grammar: Grammar, tried: Mapping[str, str]) -> PatternError:
