@@ -228,16 +228,19 @@ ARGUMENTS = {
 @pytest.mark.parametrize("arity", [1, 2])
 @pytest.mark.parametrize("kind", sorted(ARGUMENTS))
 @pytest.mark.parametrize("run", [False, True])
+@pytest.mark.parametrize("name", ["TEST_CASE", "$M"])
 def test_a_macro_call_whose_arguments_are_no_parameters_is_found(
-    registry: GrammarRegistry, lang: str, place: str, arity: int, kind: str, run: bool
+    registry: GrammarRegistry, lang: str, place: str, arity: int, kind: str, run: bool, name: str
 ) -> None:
     args = [ARGUMENTS[kind], *["second"] * (arity - 1)]
     if run:  # `TEST_CASE($$$A) { $$$B }`: the arguments as one run
-        pattern, expected = "TEST_CASE($$$A) { $$$B }", {"A": ", ".join(args), "B": "x();"}
+        pattern, expected = f"{name}($$$A) {{ $$$B }}", {"A": ", ".join(args), "B": "x();"}
     else:
         metas = [f"$A{i}" for i in range(arity)]
-        pattern = f"TEST_CASE({', '.join(metas)}) {{ $$$B }}"
+        pattern = f"{name}({', '.join(metas)}) {{ $$$B }}"
         expected = {f"A{i}": a for i, a in enumerate(args)} | {"B": "x();"}
+    if name == "$M":
+        expected["M"] = "TEST_CASE"
     for code_args, semicolon, hits in (
         (args, False, 1),
         (args, True, 0),  # `TEST_CASE("x"); { … }`: a call, then a block

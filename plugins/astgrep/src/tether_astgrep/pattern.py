@@ -741,8 +741,8 @@ def _also_read(
     return compiled
 
 
-# `NAME(` opening a fragment: a definition without a type before its name, or a macro call
-_CALL_START = re.compile(r"\s*[A-Za-z_]\w*\s*\(")
+# `NAME(` (or `$M(`) opening a fragment: a definition without a type, or a macro call
+_CALL_START = re.compile(r"\s*(?:[A-Za-z_]\w*|\$[A-Z_][A-Z0-9_]*)\s*\(")
 
 
 def _also_call_with_body(reader: _Reader, compiled: CompiledPattern, kind: str) -> CompiledPattern:
