@@ -3,9 +3,11 @@ what the machine needs said when it cannot."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -71,6 +73,49 @@ async def test_attach_by_pid_without_gdb_says_what_the_machine_needs(
                 or "; /proc/sys/kernel/yama/ptrace_scope is " in text
             ), text
         assert program.returncode is None
+    finally:
+        kill_tree(program.pid)
+        await program.aclose()
+
+
+# gdb 13 on a CPU with AMX cannot write a process's registers, and debugpy's injection through
+# it left the Python program it attached to dead (errno 514). tether asks gdb to set a vector
+# register of a process of its own first. The real broken gdb is a matter of the machine (this
+# suite's CI installs a working one), so here one speaks its words: gdb's batch output.
+BROKEN_GDB = """#!/bin/sh
+echo "Program stopped."
+echo "0x00007ffff7fe4b70 in _start () from /lib64/ld-linux-x86-64.so.2"
+echo "Couldn't write extended state status: Bad address."
+echo '$1 = 0'
+"""
+
+
+async def test_attach_by_pid_with_a_gdb_that_cannot_write_registers_is_refused_untouched(
+    dbg, debug_run, py_workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = await _forever(py_workdir)
+    try:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        gdb = bin_dir / "gdb"
+        gdb.write_text(BROKEN_GDB)
+        gdb.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+        async with debug_run(py_workdir) as run:
+            started = time.monotonic()
+            text = await dbg.error(run, op="attach", pid=program.pid)
+            took = time.monotonic() - started
+            assert text.startswith(
+                f"attach by pid refused before pid {program.pid} was touched: the gdb on PATH "
+                f"({gdb}) cannot write a process's registers on this machine"
+            ), text
+            assert "(Couldn't write extended state status: Bad address.)" in text
+            assert "gdb 14 or newer" in text and "attach by port" in text
+            assert took < 10, took  # not the adapter's 20 s wait for an injection that failed
+            status = await dbg.ok(run, op="status")
+            assert "no debug session" in status.lower(), status
+        await anyio.sleep(0.3)
+        assert program.returncode is None  # never attached, never harmed
     finally:
         kill_tree(program.pid)
         await program.aclose()

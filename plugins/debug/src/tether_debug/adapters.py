@@ -3,6 +3,7 @@ call-time availability check: a root marker AND a command that resolves and runs
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -214,6 +215,11 @@ class DebugAdapter:
         """What attaching by pid needs of the machine, said when it fails ('' if nothing)."""
         return ""
 
+    async def pid_attach_refusal(self, run: Run) -> str | None:
+        """Why attaching by pid would fail here and harm the process on the way, found before
+        the process is touched (None: nothing found). Nothing is checked by default."""
+        return None
+
     def is_log_point_output(self, body: Mapping[str, Any]) -> bool:
         """Whether an ``output`` event's body is a log point's message rather than the program's
         own output. By default: one that names where it was produced (a source path and a line),
@@ -262,6 +268,62 @@ async def _command_lines(run: Run, argv: Sequence[str]) -> list[str]:
 
 _ROOTS_TIMEOUT_S = 15.0
 _PTRACE_SCOPE = Path("/proc/sys/kernel/yama/ptrace_scope")
+
+# gdb sets a vector register of a process it started (`true`, stopped at its first
+# instruction) and prints it back: what an inferior call, debugpy's injection, needs. gdb 13
+# on a CPU with AMX cannot ("Couldn't write extended state status: Bad address"; gdb 14 knows
+# that register layout), and the injection then corrupts the process it attached to (seen: a
+# Python program died of an unknown errno 514).
+_GDB_PROBE = (
+    "-nx",
+    "-batch",
+    "-ex",
+    "starti",
+    "-ex",
+    "set var $xmm0.v4_int32[0] = 7",
+    "-ex",
+    "print $xmm0.v4_int32[0]",
+    "--args",
+)
+_GDB_PROBE_TIMEOUT_S = 30.0
+_GDB_PRINTED = re.compile(r"^\$1 = (-?\d+)$", re.M)
+# a gdb's verdict, by its path and modification time: probed once per process
+_gdb_verdicts: dict[tuple[str, int], str | None] = {}
+
+
+async def _gdb_cannot_write_registers(run: Run) -> str | None:
+    """Why the gdb on PATH cannot write a process's registers, in its own words; None when it
+    can, or when the probe says nothing sure (no gdb, no ptrace: said after an attach fails)."""
+    gdb, true = shutil.which("gdb"), shutil.which("true")
+    if gdb is None or true is None:
+        return None
+    try:
+        key = (gdb, os.stat(gdb).st_mtime_ns)
+    except OSError:
+        return None
+    if key not in _gdb_verdicts:
+        try:
+            result = await run.run_command([gdb, *_GDB_PROBE, true], timeout_s=_GDB_PROBE_TIMEOUT_S)
+        except OSError:
+            return None
+        out = result.stdout.decode("utf-8", "replace") + "\n" + result.stderr
+        printed = _GDB_PRINTED.search(out)
+        verdict = None
+        if printed is not None and printed.group(1) != "7":
+            said = [line.strip() for line in out.splitlines() if "ouldn't write" in line]
+            verdict = said[0] if said else f"it printed {printed.group(1)} where it had set 7"
+        _gdb_verdicts[key] = verdict
+    why = _gdb_verdicts[key]
+    if why is None:
+        return None
+    return (
+        f"the gdb on PATH ({gdb}) cannot write a process's registers on this machine: set to 7, "
+        f"a vector register of a process it started read back otherwise ({why[:200]}); "
+        "debugpy's injection through it would leave the process corrupted. gdb 14 or newer "
+        "writes them (it knows the register state of CPUs with AMX): put one first on PATH "
+        "(a prebuilt one: pip install gdb-for-pwndbg, whose bin directory holds gdb), or start "
+        "the program under debugpy (python -m debugpy --listen PORT prog.py) and attach by port"
+    )
 
 
 def _ptrace_needs(how: str) -> str:
@@ -374,6 +436,9 @@ class Debugpy(DebugAdapter):
 
     def pid_attach_needs(self) -> str:
         return _ptrace_needs("debugpy injects its debug server into the process with gdb")
+
+    async def pid_attach_refusal(self, run: Run) -> str | None:
+        return await _gdb_cannot_write_registers(run)
 
     def ignores_library_code(self, start_arguments: Mapping[str, Any]) -> str | None:
         if not start_arguments.get("justMyCode"):

@@ -141,6 +141,8 @@ async def op_attach(
     adapter = await _attach_adapter(supervisor, port is not None, adapter_name)
     if pid is not None and not is_alive(pid):
         raise ArgumentError("pid", f"no process with pid {pid} is running")
+    if pid is not None and (refusal := await adapter.pid_attach_refusal(supervisor.run)):
+        raise ToolError(f"attach by pid refused before pid {pid} was touched: {refusal}")
     found = await _attach_availability(supervisor, adapter, pid)
     session = DebugSession(
         run=supervisor.run,
