@@ -3,11 +3,13 @@ what the machine needs said when it cannot."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -19,19 +21,25 @@ from tether.testing import require_real
 pytestmark = pytest.mark.anyio
 
 
-async def _forever(workdir: Path) -> anyio.abc.Process:
-    return await anyio.open_process(
+@contextlib.asynccontextmanager
+async def _forever(workdir: Path) -> AsyncIterator[anyio.abc.Process]:
+    """The fixture's endless Python program, its tree killed at the end."""
+    program = await anyio.open_process(
         [sys.executable, str(workdir / "forever.py")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    try:
+        yield program
+    finally:
+        kill_tree(program.pid)
+        await program.aclose()
 
 
 async def test_attach_to_a_python_process_by_pid(dbg, debug_run, py_workdir: Path) -> None:
     require_real(shutil.which("gdb") is not None, "gdb (apt-get install gdb)")
-    program = await _forever(py_workdir)
-    try:
+    async with _forever(py_workdir) as program:
         await anyio.sleep(0.5)  # past the interpreter's start-up
         async with debug_run(py_workdir) as run:
             text = await dbg.ok(run, op="attach", pid=program.pid)
@@ -47,16 +55,12 @@ async def test_attach_to_a_python_process_by_pid(dbg, debug_run, py_workdir: Pat
             assert done.startswith(f"Terminated the debugpy session of pid {program.pid}: detached")
         await anyio.sleep(0.3)
         assert program.returncode is None  # detached, not killed
-    finally:
-        kill_tree(program.pid)
-        await program.aclose()
 
 
 async def test_attach_by_pid_without_gdb_says_what_the_machine_needs(
     dbg, debug_run, py_workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    program = await _forever(py_workdir)
-    try:
+    async with _forever(py_workdir) as program:
         empty = tmp_path / "bin"
         empty.mkdir()
         monkeypatch.setenv("PATH", str(empty))  # debugpy's injector finds no gdb
@@ -73,9 +77,6 @@ async def test_attach_by_pid_without_gdb_says_what_the_machine_needs(
                 or "; /proc/sys/kernel/yama/ptrace_scope is " in text
             ), text
         assert program.returncode is None
-    finally:
-        kill_tree(program.pid)
-        await program.aclose()
 
 
 # gdb 13 on a CPU with AMX cannot write a process's registers, and debugpy's injection through
@@ -93,8 +94,7 @@ echo '$1 = 0'
 async def test_attach_by_pid_with_a_gdb_that_cannot_write_registers_is_refused_untouched(
     dbg, debug_run, py_workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    program = await _forever(py_workdir)
-    try:
+    async with _forever(py_workdir) as program:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         gdb = bin_dir / "gdb"
@@ -116,6 +116,3 @@ async def test_attach_by_pid_with_a_gdb_that_cannot_write_registers_is_refused_u
             assert "no debug session" in status.lower(), status
         await anyio.sleep(0.3)
         assert program.returncode is None  # never attached, never harmed
-    finally:
-        kill_tree(program.pid)
-        await program.aclose()
