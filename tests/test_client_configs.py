@@ -1,6 +1,7 @@
 """The documented way to put `tether` on PATH from this checkout, and the client configurations
-that use it, run as written: the README's `uv tool install` line (offline, from uv's cache of
-the workspace's own sync: nothing is fetched), then Claude Code's `claude mcp add` and
+that use it, run as written: the README's `uv tool install` line (the workspace's locked
+versions as constraints: what CI's sync installed, its wheels from uv's cache; the registry
+asked only for what a fresh cache lacks), then Claude Code's `claude mcp add` and
 `claude mcp list` (Claude Code from npm, as the bridge's client tests install their clients),
 and the `mcp` SDK's configuration page."""
 
@@ -38,11 +39,26 @@ def tool_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = {
         k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
     }
+    # Offline, a resolution needs the registry's index pages in uv's cache, which a `--frozen`
+    # sync never fetches (a fresh machine's CI failed so): the lock's versions as constraints
+    # instead, so the tool gets what CI tested and its wheels come from the cache.
+    exported = subprocess.run(
+        ["uv", "export", "--frozen", "--all-packages", "--all-extras", "--no-hashes", "-q"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    pins = [line for line in exported.splitlines() if re.match(r"[A-Za-z0-9][^ ]*==", line)]
+    constraints = root / "constraints.txt"
+    constraints.write_text("\n".join(pins) + "\n")
     env |= {
         "UV_TOOL_DIR": str(root / "tools"),
         "UV_TOOL_BIN_DIR": str(root / "bin"),
         "UV_PYTHON_DOWNLOADS": "never",
-        "UV_OFFLINE": "1",  # from the cache the workspace's sync filled: nothing is fetched
+        "UV_CONSTRAINT": str(constraints),
     }
     out = subprocess.run(
         shlex.split(line), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
