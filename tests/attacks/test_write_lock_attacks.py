@@ -210,6 +210,11 @@ def change_tree(work: Path) -> dict[str, bytes | str]:
     return out
 
 
+def differing(a: dict[str, bytes | str], b: dict[str, bytes | str]) -> list[str]:
+    """The first ten paths whose entry differs between two trees (or is in one only)."""
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))[:10]
+
+
 @pytest.fixture
 def burners() -> Iterator[int]:
     """``nproc`` × 2 busy Python loops beside the test (each ends by itself after 15 minutes;
@@ -354,12 +359,8 @@ def test_random_kills_under_contention_leave_no_partial_change(tmp_path, tally, 
             assert whole and not temps and not lost_side, {
                 "status": status,
                 "mid_change": mid,
-                "not_new": sorted(k for k in set(after) | set(new) if after.get(k) != new.get(k))[
-                    :10
-                ],
-                "not_old": sorted(k for k in set(after) | set(old) if after.get(k) != old.get(k))[
-                    :10
-                ],
+                "not_new": differing(after, new),
+                "not_old": differing(after, old),
             }
     finally:
         side.close()
