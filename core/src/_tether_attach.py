@@ -5,7 +5,8 @@ already up), spoken over the server's Unix socket with the standard library alon
 Importing :mod:`tether` (the run machinery, attrs, the plugin manager) takes a few hundred
 milliseconds before anything is done; a call on a warm server needs none of it. This module
 sits outside the ``tether`` package (importing ``tether.anything`` runs ``tether/__init__``), and
-imports only ``os``, ``sys``, ``socket``, json's C half and the like, so such a call costs the
+imports only ``os``, ``sys``, the C halves of ``socket``, ``signal`` and ``json`` and the like
+(their Python halves import ``enum``, ``selectors`` and ``re``), so such a call costs the
 interpreter's start and one round trip. Whatever it cannot do alone it hands, before any request
 is sent, to the full command line (:func:`tether.cli.main`), which gives the same answer the
 slow way or says what is wrong: no live server (``--warm`` then starts one), an argument it does
@@ -18,11 +19,11 @@ every client alike: where servers keep their sockets, which socket may be truste
 
 from __future__ import annotations
 
+import _signal
+import _socket
 import errno
 import fcntl
 import os
-import signal
-import socket
 import stat
 import struct
 import sys
@@ -47,7 +48,8 @@ ATTACH_TIMEOUT_S = 30.0
 #: the flags of ``tether call`` this module reads itself: those taking a value, then the others
 _VALUE_FLAGS = {"--workdir", "--config", "--conversation", "--surface"}
 _BARE_FLAGS = {"--trust-workdir", "--vibe", "--text", "--warm"}
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+#: the signals that stop a call, by name (``signal.Signals`` would import ``enum``)
+_STOP_SIGNALS = {_signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP", _signal.SIGINT: "SIGINT"}
 
 
 # --- JSON, as json.loads and json.dumps read and write it ---------------------------------------
@@ -209,9 +211,9 @@ def server_alive(lock: StrPath) -> bool:
     return False
 
 
-def peer_uid(sock: socket.socket) -> int:
+def peer_uid(sock: _socket.socket) -> int:
     """The uid of the process at the other end of a Unix socket (SO_PEERCRED)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
     return int(struct.unpack("3i", creds)[1])
 
 
@@ -361,26 +363,39 @@ def _raise_stopped(signum: int, frame: object) -> None:
     raise _Stopped(signum)
 
 
-def _connect(path: str, call: AttachedCall) -> tuple[socket.socket, BinaryIO] | None:
+def _io_timeout(sock: _socket.socket, seconds: float) -> None:
+    """Bound each blocking connect, send and receive on ``sock`` (0: unbounded). The kernel's
+    timeouts, not ``settimeout``, which makes the descriptor non-blocking: the buffered reader
+    over it would then read nothing instead of waiting."""
+    whole = int(seconds)
+    timeval = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
+    for option in (_socket.SO_RCVTIMEO, _socket.SO_SNDTIMEO):
+        sock.setsockopt(_socket.SOL_SOCKET, option, timeval)
+
+
+def _connect(path: str, call: AttachedCall) -> tuple[_socket.socket, BinaryIO] | None:
     """A connection on ``path`` attached with ``call``'s surface, or None when it cannot be
-    trusted or the server refused it (the full command line then says why)."""
+    trusted or the server refused it (the full command line then says why). Its lines are
+    read through a buffered reader over the socket's descriptor (``socket.makefile`` is the
+    Python half's)."""
     if socket_problem(path) is not None:
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM | _socket.SOCK_CLOEXEC)
+    stream = open(sock.fileno(), "rb", closefd=False)  # closed by call_served, or below
     try:
-        sock.settimeout(ATTACH_TIMEOUT_S)
+        _io_timeout(sock, ATTACH_TIMEOUT_S)
         sock.connect(path)
         if peer_uid(sock) != os.getuid():
             raise ConnectionRefusedError
         sock.sendall(call.attach_line())
-        stream = sock.makefile("rb")
         ready = loads(stream.readline() or b"null")
         if not isinstance(ready, dict) or ready.get("ready") is not True:
             raise ConnectionRefusedError
+        _io_timeout(sock, 0)  # the call's own time is bounded by the served run
     except (OSError, ValueError):
+        stream.close()
         sock.close()
         return None
-    sock.settimeout(None)  # the call's own time is bounded by the served run
     return sock, stream
 
 
@@ -398,14 +413,14 @@ def call_served(call: AttachedCall) -> int | None:
     if connected is None:
         return None
     sock, stream = connected
-    previous = {sig: signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
+    previous = {sig: _signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
     try:
         request = {"id": 1, "tool": call.tool, "args": args}
         sock.sendall(dumps(request, allow_nan=False).encode() + b"\n")
         line = _reply_to(stream)
     except _Stopped as stopped:
         # the connection's close cancels the call on the server (this call, no other)
-        name = signal.Signals(stopped.signum).name
+        name = _STOP_SIGNALS[stopped.signum]
         line = None
         reply: dict[str, Any] | None = _error(
             f"{call.tool} was stopped: tether call received {name}; its call on the served "
@@ -420,7 +435,7 @@ def call_served(call: AttachedCall) -> int | None:
         reply, code = None, None
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            _signal.signal(sig, handler)
         stream.close()
         sock.close()
     out = sys.stdout.buffer
