@@ -388,7 +388,8 @@ def _connect(path: str, call: AttachedCall) -> tuple[_socket.socket, BinaryIO] |
         if peer_uid(sock) != os.getuid():
             raise ConnectionRefusedError
         sock.sendall(call.attach_line())
-        ready = loads(stream.readline() or b"null")
+        line = stream.readline()  # what came before the timeout: whole only with its newline
+        ready = loads(line) if line.endswith(b"\n") else None
         if not isinstance(ready, dict) or ready.get("ready") is not True:
             raise ConnectionRefusedError
         _io_timeout(sock, 0)  # the call's own time is bounded by the served run

@@ -345,3 +345,39 @@ def test_its_json_writes_as_json_dumps(value: Any) -> None:
             _tether_attach.dumps(value, allow_nan=False)
     else:
         assert _tether_attach.dumps(value, allow_nan=False) == expected
+
+
+@pytest.mark.parametrize("says", [b"", b'{"ready": tr', b'{"ready": true}'], ids=repr)
+def test_a_server_that_never_finishes_its_attach_line_is_given_up_on(tmp_path, monkeypatch, says):
+    """A socket whose server accepts, then says nothing, half a line, or its ready line without
+    the newline: the client gives up after its attach timeout (nothing sent but the attach
+    line; the full command line takes over) instead of waiting for ever."""
+    import _socket
+    import threading
+
+    import _tether_attach
+
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    path = str(runtime / "s.sock")
+    listener = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(1)
+    held: list[Any] = []
+
+    def accept() -> None:
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # _socket's accept
+        held.append(_socket.socket(fileno=fd))
+        held[-1].sendall(says)
+
+    threading.Thread(target=accept, daemon=True).start()
+    monkeypatch.setattr(_tether_attach, "ATTACH_TIMEOUT_S", 0.5)
+    call = AttachedCall.parse(["call", "echo", "{}", "--attach", path])
+    assert call is not None
+    started = time.monotonic()
+    assert _tether_attach._connect(path, call) is None
+    assert 0.4 < time.monotonic() - started < 5
+    for sock in held:
+        sock.close()
+    listener.close()
