@@ -204,3 +204,32 @@ async def test_terminate_reaches_the_group_after_its_leader_exited():
         await proc.terminate(grace_s=0.3)
         assert not [p for p in stragglers if is_alive(p)]
         tg.cancel_scope.cancel()
+
+
+async def test_pending_request_waited_for_by_several_callers_outlives_the_one_that_leaves():
+    """A request several callers wait for stays pending until it is answered or its last
+    caller stops waiting: one caller timing out leaves the others their answer."""
+    pending = PendingRequests()
+    pending.register(7)
+    answers: list[object] = []
+
+    async def patient() -> None:
+        answers.append(await pending.wait(7, 5))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(patient)
+        tg.start_soon(patient)
+        await anyio.sleep(0.01)
+        assert pending.waiting(7) == 2
+        with pytest.raises(TimeoutError):
+            await pending.wait(7, 0.02)  # a third caller gives up first
+        assert 7 in pending and pending.waiting(7) == 2
+        pending.register(7)  # registering again keeps the callers' waiter
+        assert pending.resolve(7, {"result": "shared"})
+    assert answers == [{"result": "shared"}] * 2
+    assert 7 not in pending and pending.waiting(7) == 0
+
+    pending.register(8)
+    with pytest.raises(TimeoutError):
+        await pending.wait(8, 0.01)  # its only caller left: nothing waits for it any more
+    assert 8 not in pending

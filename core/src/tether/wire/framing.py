@@ -232,26 +232,36 @@ class FramedWriter:
 
 
 class _Waiter:
-    __slots__ = ("error", "event", "message")
+    __slots__ = ("error", "event", "message", "waiting")
 
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.message: Any = None
         self.error: BaseException | None = None
+        #: the callers in :meth:`PendingRequests.wait` for it now
+        self.waiting = 0
 
 
 class PendingRequests:
     """Requests sent and not yet answered, keyed by id.
 
     ``register(id)`` before sending, then ``await wait(id, timeout)``; the reader task calls
-    ``resolve(id, message)``; ``fail_all(exc)`` wakes every waiter when the peer dies.
+    ``resolve(id, message)``; ``fail_all(exc)`` wakes every waiter when the peer dies. Several
+    callers may wait for one id (a request that answers them all): the id stays pending until
+    it is answered or its last caller stops waiting (:meth:`waiting` counts them).
     """
 
     def __init__(self) -> None:
         self._waiters: dict[Any, _Waiter] = {}
 
     def register(self, request_id: Any) -> None:
-        self._waiters[request_id] = _Waiter()
+        """Await ``request_id`` from now on (a no-op when it is pending already)."""
+        self._waiters.setdefault(request_id, _Waiter())
+
+    def waiting(self, request_id: Any) -> int:
+        """How many callers wait for ``request_id`` now."""
+        waiter = self._waiters.get(request_id)
+        return 0 if waiter is None else waiter.waiting
 
     def resolve(self, request_id: Any, message: Any) -> bool:
         waiter = self._waiters.get(request_id)
@@ -282,11 +292,16 @@ class PendingRequests:
         if waiter is None:
             self.register(request_id)
             waiter = self._waiters[request_id]
+        waiter.waiting += 1
         try:
             with anyio.fail_after(timeout):
                 await waiter.event.wait()
         finally:
-            self._waiters.pop(request_id, None)
+            waiter.waiting -= 1
+            if (waiter.event.is_set() or not waiter.waiting) and (
+                self._waiters.get(request_id) is waiter
+            ):
+                del self._waiters[request_id]
         if waiter.error is not None:
             raise waiter.error
         return waiter.message
