@@ -10,7 +10,8 @@ answers references (312), workspace and document symbols (250) and code actions 
 than the caps let through. Every line holding "BAD" gets an error diagnostic, pushed after each
 didOpen/didChange, and a quick fix when code actions are asked for it. MODE ``slow`` answers
 hover after SLOW_S seconds (a first answer that takes longer than the client's timeout) and
-pushes its diagnostics SLOW_S seconds after each change. Every message it receives is appended
+pushes its diagnostics SLOW_S seconds after each change; ``slow=S`` does so after S seconds,
+each hover answer naming its request's id, and logs each didOpen/didChange with its text's length. Every message it receives is appended
 to LOG (one method name a line; a hover with its id). MODE ``spin`` computes a hover for SPIN_S
 seconds, burning CPU and reading nothing meanwhile (a busy single-threaded server). MODE
 ``huge`` answers hover with HUGE_BYTES of contents (over a client's lowered message limit).
@@ -39,6 +40,10 @@ MANY_REFERENCES = 312
 MANY_SYMBOLS = 250
 MANY_ACTIONS = 60
 SLOW_S = 6.0
+#: ``slow=S``: ``slow`` with SLOW_S = S, its hover answers naming their request's id
+NAMED = MODE.startswith("slow=")
+if NAMED:
+    MODE, SLOW_S = "slow", float(MODE.removeprefix("slow="))
 SPIN_S = 8.0
 HUGE_BYTES = 2_000_000
 STDIN = open(0, "rb", buffering=0)
@@ -105,7 +110,7 @@ async def later(delay: float, writer: FramedWriter, message: dict[str, Any]) -> 
 
 def hover_answer(request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
     line = params["position"]["line"]
-    value = f"slow hover of line {line + 1}"
+    value = f"slow hover of line {line + 1}" + (f" (request {request_id})" if NAMED else "")
     return {"jsonrpc": "2.0", "id": request_id, "result": {"contents": value}}
 
 
@@ -129,6 +134,11 @@ async def serve(group: anyio.abc.TaskGroup) -> None:
         shown = message.get("params", {}).get("id", "") if method == "$/cancelRequest" else ""
         if method == "textDocument/hover":
             shown = request_id
+        elif NAMED and method in ("textDocument/didOpen", "textDocument/didChange"):
+            params = message["params"]
+            shown = len(
+                params.get("textDocument", {}).get("text") or params["contentChanges"][-1]["text"]
+            )
         log(f"{method} {shown}".strip())
         if method == "initialize":
             if MODE == "hang-init":

@@ -69,11 +69,38 @@ NotificationHandler = Callable[[str, dict[str, Any]], None]
 
 #: requests whose answer is never kept past their timeout (the connection's own lifecycle)
 _NEVER_KEPT = frozenset({"initialize", "shutdown", "$/tether/ping"})
+#: queries that only read the server's state: an identical one asked while one is in flight,
+#: with nothing sent to the server in between, waits for that one's answer (see
+#: :meth:`RpcConnection.request`)
+JOINABLE = frozenset(
+    {
+        "textDocument/hover",
+        "textDocument/definition",
+        "textDocument/declaration",
+        "textDocument/typeDefinition",
+        "textDocument/implementation",
+        "textDocument/references",
+        "textDocument/documentSymbol",
+        "textDocument/prepareCallHierarchy",
+        "callHierarchy/incomingCalls",
+        "callHierarchy/outgoingCalls",
+        "workspace/symbol",
+    }
+)
 #: kept requests per server, and how long one is kept before it is cancelled
 KEPT_LIMIT = 8
 KEPT_FOR_S = 300.0
 # A message the server sends over this is skipped unread; the server stays usable.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+
+
+@attrs.frozen
+class InFlight:
+    """A joinable request sent and not yet answered, and what had been sent before it."""
+
+    request_id: int
+    #: :attr:`RpcConnection.sent_notifications` when it was sent
+    after: int
 
 
 @attrs.define
@@ -119,6 +146,10 @@ class RpcConnection:
         self._next_id = 0
         self._pending = PendingRequests()
         self._kept: dict[str, KeptRequest] = {}
+        self._in_flight: dict[str, InFlight] = {}
+        #: notifications sent to the server (document changes among them): a query asked
+        #: after one is never answered with the answer of a query asked before it
+        self.sent_notifications = 0
         self._writer: FramedWriter | None = None
         self._changed = anyio.Event()
         self._group: anyio.abc.TaskGroup | None = None
@@ -244,6 +275,8 @@ class RpcConnection:
             raise ServerGone(self.gone_message()) from exc
 
     async def notify(self, method: str, params: Any) -> None:
+        if method != "$/cancelRequest":
+            self.sent_notifications += 1
         await self._send({"method": method, "params": params})
 
     async def _dispatch(self, message: dict[str, Any]) -> None:
@@ -285,14 +318,28 @@ class RpcConnection:
     async def request(self, method: str, params: Any, *, timeout_s: float | None = None) -> Any:
         """Send ``method`` and wait (bounded) for its answer. A request that times out while
         the server runs is kept, not cancelled (:class:`StillComputing`): the next identical
-        request waits for that same answer instead of starting the work over."""
+        request waits for that same answer instead of starting the work over.
+
+        A :data:`JOINABLE` query identical to one still in flight, with no notification sent
+        to the server since that one was sent (no document changed), waits for its answer
+        too: several agents asking the same thing at once cost the server one answer. The
+        request is cancelled only when the last of its callers gives up on it."""
         key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
         kept = self._kept.get(key)
         timeout = self._timeout_for(method, kept, timeout_s)
+        in_flight = self._in_flight.get(key)
         if kept is not None:
             request_id = kept.request_id
+        elif (
+            in_flight is not None
+            and in_flight.after == self.sent_notifications
+            and in_flight.request_id in self._pending
+        ):
+            request_id = in_flight.request_id
         else:
-            request_id = await self._send_request(method, params)
+            request_id = await self._send_request(
+                method, params, key if method in JOINABLE else None
+            )
         skipped_before = self.messages_skipped
         try:
             message = await self._pending.wait(request_id, timeout)
@@ -328,8 +375,13 @@ class RpcConnection:
                 f"{self.name} did not answer {method} within {timeout:g} s (request cancelled)"
             ) from None
         except BaseException:
-            self._kept.pop(key, None)
+            if not self._pending.waiting(request_id):
+                self._kept.pop(key, None)
             raise
+        finally:
+            in_flight = self._in_flight.get(key)
+            if in_flight is not None and in_flight.request_id not in self._pending:
+                del self._in_flight[key]
         self._kept.pop(key, None)
         self._answered.add(method)
         return self._result_of(method, message)
@@ -343,15 +395,23 @@ class RpcConnection:
             return self.request_timeout_s
         return self.first_request_timeout_s
 
-    async def _send_request(self, method: str, params: Any) -> int:
-        """Send a new request, its answer awaited from now on; its id."""
+    async def _send_request(self, method: str, params: Any, joinable: str | None = None) -> int:
+        """Send a new request, its answer awaited from now on; its id. With ``joinable`` (the
+        request's key), identical requests join it from now on, while it is being sent too."""
         self._next_id += 1
         request_id = self._next_id
         self._pending.register(request_id)
+        if joinable is not None:
+            self._in_flight[joinable] = InFlight(request_id, self.sent_notifications)
         try:
             await self._send({"id": request_id, "method": method, "params": params})
         except tether.ToolError:
+            # a caller that joined it meanwhile was woken with the error (the connection
+            # is gone: every pending request failed)
             self._pending.discard(request_id)
+            in_flight = self._in_flight.get(joinable) if joinable is not None else None
+            if in_flight is not None and in_flight.request_id == request_id:
+                del self._in_flight[joinable]  # type: ignore[arg-type]
             raise
         return request_id
 
@@ -384,7 +444,12 @@ class RpcConnection:
         self.hang.timed_out(*activity({self.process.pid, *descendants(self.process.pid)}))
 
     async def _cancel(self, request_id: int) -> None:
+        if self._pending.waiting(request_id):
+            return  # another caller still waits for its answer: the last one cancels it
         self._pending.discard(request_id)
+        for key, in_flight in list(self._in_flight.items()):
+            if in_flight.request_id == request_id:
+                del self._in_flight[key]
         if self.alive:
             try:
                 await self.notify("$/cancelRequest", {"id": request_id})
