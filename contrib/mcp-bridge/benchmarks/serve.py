@@ -17,7 +17,12 @@ first on ``PYTHONPATH``, every call interleaved). Prints, in one run on one mach
   own CPU per hover (all N are tasks of this process), and how many basedpyright processes
   serve them; beside them, a bare LSP client's hovers in the same shape (1 client, and N
   clients each asking its next hover when its last is answered, on one connection; halves
-  alternated): what the server alone makes of N concurrent requests;
+  alternated): what the server alone makes of N concurrent requests; both twice: every client
+  asking the same hover (identical queries in flight together share one server request), then
+  each its own (the names of the file's first N functions: nothing to share); and each of
+  these again with every client pausing 0–40 ms between its hovers (an agent's own time
+  between calls, far shorter than a model's), where the closed loop is the worst case: a
+  single event loop serves N clients that never pause one after another;
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
 - ``ast_grep`` on a generated 300-file project (6,000 matches): ``tether call --attach``
@@ -36,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -56,6 +62,8 @@ from bench_lsp import BareClient, open_document
 
 HOVER = {"action": "hover", "file": "src/click/utils.py", "line": 252, "symbol": "echo"}
 PATTERN = "def $F($$$A): $$$B"
+#: an agent's mean time between two calls of its own, for the rows that are not a closed loop
+THINK_MS = 20.0
 TETHER = [sys.executable, "-m", "tether"]
 #: the installed command (its console script), as a shell or a skill runs it
 COMMAND = [str(Path(sys.executable).parent / "tether")]
@@ -144,10 +152,10 @@ class Conn:
         await conn.reader.receive_line()
         return conn
 
-    async def hover(self) -> tuple[float, dict[str, Any]]:
+    async def hover(self, args: dict[str, Any] = HOVER) -> tuple[float, dict[str, Any]]:
         self.ids += 1
         started = time.perf_counter()
-        request = {"id": self.ids, "tool": "lsp", "args": HOVER}
+        request = {"id": self.ids, "tool": "lsp", "args": args}
         await self.stream.send(json.dumps(request).encode() + b"\n")
         while True:
             reply = json.loads(await self.reader.receive_line())
@@ -166,19 +174,44 @@ async def warm_up(path: Path) -> None:
     await conn.stream.aclose()
 
 
-async def clients(path: Path, n: int, rounds: int) -> list[float]:
+def distinct_hovers(workdir: Path, n: int) -> list[dict[str, Any]]:
+    """``n`` different hovers in HOVER's file: the names of its first ``n`` functions, each
+    where it is defined."""
+    lines = (workdir / str(HOVER["file"])).read_text().splitlines()
+    found = [
+        {**HOVER, "line": i, "symbol": line.split("def ", 1)[1].split("(", 1)[0]}
+        for i, line in enumerate(lines, 1)
+        if line.startswith("def ")
+    ]
+    assert len(found) >= n, found
+    return found[:n]
+
+
+async def clients(
+    path: Path,
+    n: int,
+    rounds: int,
+    hovers: list[dict[str, Any]] | None = None,
+    think_ms: float = 0.0,
+) -> list[float]:
+    """``n`` connections, each asking its hover (``hovers[i]``, else all HOVER) ``rounds``
+    times, its next when its last is answered — at once, or after a pause drawn between 0 and
+    twice ``think_ms`` (an agent's own time between two calls)."""
     conns = [await Conn.open(path, "plan" if i % 2 else "default") for i in range(n)]
     times: list[float] = []
+    pauses = random.Random(n)
 
-    async def run(conn: Conn) -> None:
+    async def run(conn: Conn, args: dict[str, Any]) -> None:
         for _ in range(rounds):
-            elapsed, reply = await conn.hover()
+            if think_ms:
+                await anyio.sleep(pauses.uniform(0, 2 * think_ms) / 1000)
+            elapsed, reply = await conn.hover(args)
             assert not reply["is_error"], reply
             times.append(elapsed)
 
     async with anyio.create_task_group() as tg:
-        for conn in conns:
-            tg.start_soon(run, conn)
+        for i, conn in enumerate(conns):
+            tg.start_soon(run, conn, hovers[i] if hovers else HOVER)
     for conn in conns:
         await conn.stream.aclose()
     return times
@@ -208,6 +241,7 @@ async def bare_server(workdir: Path) -> AsyncIterator[BareHovers]:
             await anyio.sleep(0.2)
         hovers = BareHovers(client, params)
         await hovers.run(n=8, rounds=5)  # warmed up as the served runs are
+        await hovers.run(n=8, rounds=5, distinct=True)
         yield hovers
 
 
@@ -218,36 +252,60 @@ class BareHovers:
 
     def __init__(self, client: BareClient, params: dict[str, Any]) -> None:
         self.client, self.params = client, params
+        target = Path(params["textDocument"]["uri"].removeprefix("file://"))
+        lines = target.read_text().splitlines()
+        self.distinct = [
+            {
+                **params,
+                "position": {
+                    "line": h["line"] - 1,
+                    "character": lines[h["line"] - 1].index(h["symbol"]),
+                },
+            }
+            for h in distinct_hovers(target.parents[2], 8)
+        ]
 
-    async def run(self, n: int, rounds: int) -> list[float]:
+    async def run(self, n: int, rounds: int, distinct: bool = False) -> list[float]:
+        """With ``distinct``, asker ``i`` asks :func:`distinct_hovers`' ``i``-th."""
         times: list[float] = []
 
-        async def asker() -> None:
+        async def asker(params: dict[str, Any]) -> None:
             for _ in range(rounds):
                 started = time.perf_counter()
-                assert await self.client.request("textDocument/hover", self.params)
+                assert await self.client.request("textDocument/hover", params)
                 times.append(time.perf_counter() - started)
 
         async with anyio.create_task_group() as tg:
-            for _ in range(n):
-                tg.start_soon(asker)
+            for i in range(n):
+                tg.start_soon(asker, self.distinct[i] if distinct else self.params)
         return times
 
 
-async def bare_floor(workdir: Path, n: int, rounds: int = 40) -> dict[int, list[float]]:
+async def bare_floor(
+    workdir: Path, n: int, rounds: int = 40, distinct: bool = False
+) -> dict[int, list[float]]:
     """The bare client's hovers, 1 at a time against ``n`` in flight, in alternated halves
-    (as :func:`concurrency` takes a served run's)."""
+    (as :func:`concurrency` takes a served run's); with ``distinct``, different hovers."""
     times: dict[int, list[float]] = {1: [], n: []}
     async with bare_server(workdir) as bare:
         for _ in range(2):
             for k in times:
-                times[k] += await bare.run(k, rounds // 2)
+                times[k] += await bare.run(k, rounds // 2, distinct)
     return times
 
 
-def concurrency(proc: subprocess.Popen[str], sock: Path, n: int, rounds: int = 40) -> None:
+def concurrency(
+    proc: subprocess.Popen[str],
+    sock: Path,
+    n: int,
+    rounds: int = 40,
+    hovers: list[dict[str, Any]] | None = None,
+    think_ms: float = 0.0,
+) -> None:
     """1 and ``n`` connections' hovers, in alternated halves; per hover: latency, the served
-    run's loop CPU and this process's (the clients') CPU."""
+    run's loop CPU and this process's (the clients') CPU. With ``hovers``, connection ``i``
+    asks ``hovers[i]`` (and the 1 connection, in turn, each of them); ``think_ms``: see
+    :func:`clients`."""
     times: dict[int, list[float]] = {1: [], n: []}
     loop = dict.fromkeys(times, 0.0)
     client = dict.fromkeys(times, 0.0)
@@ -255,7 +313,13 @@ def concurrency(proc: subprocess.Popen[str], sock: Path, n: int, rounds: int = 4
     for _ in range(2):
         for k in times:
             loop_before, client_before = loop_cpu(proc.pid), time.process_time()
-            times[k] += anyio.run(clients, sock, k, rounds // 2)
+            if hovers and k == 1:
+                for args in hovers:
+                    times[k] += anyio.run(
+                        clients, sock, 1, max(1, rounds // 2 // n), [args], think_ms
+                    )
+            else:
+                times[k] += anyio.run(clients, sock, k, rounds // 2, hovers, think_ms)
             loop[k] += loop_cpu(proc.pid) - loop_before
             client[k] += time.process_time() - client_before
             servers[k] |= pids_in_tree(proc.pid, "basedpyright")
@@ -263,10 +327,10 @@ def concurrency(proc: subprocess.Popen[str], sock: Path, n: int, rounds: int = 4
         (1, "1 connection"),
         (n, f"{n} connections ({n // 2} plan, {n - n // 2} default)"),
     ):
-        hovers = len(times[k])
+        count = len(times[k])
         print(
             f"{label}: hover {ms(times[k])}; per hover the served run's loop "
-            f"{loop[k] / hovers * 1000:.2f} ms CPU, the clients' {client[k] / hovers * 1000:.2f} ms"
+            f"{loop[k] / count * 1000:.2f} ms CPU, the clients' {client[k] / count * 1000:.2f} ms"
         )
     ratio = statistics.median(times[n]) / statistics.median(times[1])
     print(f"p50 of {n} connections / p50 of 1: {ratio:.1f}")
@@ -590,15 +654,20 @@ def main() -> None:
         full.append(call(env, "lsp", HOVER, *attach, command=FULL_CLI))
     print(f"warm `tether call --attach lsp hover` end to end (the tether command): {ms(lean)}")
     print(f"the same through the full command line (python -m tether.cli): {ms(full)}")
-    bare = anyio.run(bare_floor, click, n)
-    print(f"bare LSP hover (basedpyright, warm), 1 client, {len(bare[1])}: {ms(bare[1])}")
-    print(
-        f"bare LSP hovers, {n} clients each one at a time ({len(bare[n])}, halves alternated "
-        f"with the 1 client's): {ms(bare[n])}; ratio "
-        f"{statistics.median(bare[n]) / statistics.median(bare[1]):.1f}"
-    )
-
-    concurrency(proc, sock, n)
+    for distinct in (False, True):
+        what = "different hovers (a function name each)" if distinct else "the same hover"
+        print(f"-- {n} clients asking {what}:")
+        bare = anyio.run(bare_floor, click, n, 40, distinct)
+        print(f"bare LSP hover (basedpyright, warm), 1 client, {len(bare[1])}: {ms(bare[1])}")
+        print(
+            f"bare LSP hovers, {n} clients each one at a time ({len(bare[n])}, halves "
+            f"alternated with the 1 client's): {ms(bare[n])}; ratio "
+            f"{statistics.median(bare[n]) / statistics.median(bare[1]):.1f}"
+        )
+        hovers = distinct_hovers(click, n) if distinct else None
+        concurrency(proc, sock, n, hovers=hovers)
+        print(f"the same, each client pausing 0–{2 * THINK_MS:.0f} ms between its hovers:")
+        concurrency(proc, sock, n, hovers=hovers, think_ms=THINK_MS)
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")
 
     if "--no-memory" not in sys.argv:
