@@ -18,6 +18,24 @@ from tether_lsp.tools import Action
 
 FIXTURES = Path(__file__).parent / "fixtures"
 WRITE_AUTO = {"approval": {"read": "auto", "write": "auto", "exec": "ask"}}
+#: a real process speaking LSP, scripted to misbehave (its docstring lists the modes)
+FAKE_SERVER = str(Path(__file__).parent / "fake_lsp_server.py")
+
+
+def fake_server(mode: str = "ok", log: Path | None = None, sid: str = "fake") -> Any:
+    """The spec of :data:`FAKE_SERVER` in ``mode``, answering ``.<sid>`` files of a project
+    marked by ``fake.toml``, logging what it is sent to ``log``."""
+    from tether.processes.launch import SAFE
+    from tether_lsp import ServerSpec
+
+    return ServerSpec(
+        id=sid,
+        untrusted=SAFE,
+        language=sid,
+        extensions={f".{sid}": sid},
+        command=(sys.executable, FAKE_SERVER, mode, *((str(log),) if log else ())),
+        root_markers=("fake.toml",),
+    )
 
 
 def copy_project(name: str, into: Path) -> Path:

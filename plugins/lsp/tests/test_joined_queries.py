@@ -10,22 +10,21 @@ answered S seconds after it was asked, naming its request's id; every message it
 from __future__ import annotations
 
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from lsp_testkit import WRITE_AUTO
+from lsp_testkit import WRITE_AUTO, fake_server
 
 import tether
-from tether.processes.launch import SAFE
 from tether_lsp import ServerSpec
 
 pytestmark = pytest.mark.anyio
 
-FAKE = str(Path(__file__).parent / "fake_lsp_server.py")
+#: the fake server writes its log outside the workdir, which confinement would deny
+FAKE = True
 
 
 class Slow:
@@ -34,16 +33,7 @@ class Slow:
 
     @tether.hookimpl
     def tether_lsp_servers(self) -> list[ServerSpec]:
-        return [
-            ServerSpec(
-                id="fake",
-                untrusted=SAFE,
-                language="fake",
-                extensions={".fake": "fake"},
-                command=(sys.executable, FAKE, f"slow={self.delay_s}", str(self.log)),
-                root_markers=("fake.toml",),
-            )
-        ]
+        return [fake_server(f"slow={self.delay_s}", self.log)]
 
 
 def hover(line: int) -> dict[str, Any]:
