@@ -181,9 +181,10 @@ class Plans:
         children of `n` (a token of the kind after it, a wrapper, a named node that is not
         an item of a list): its closing-token filter, with `listed` read from `n.children`."""
         wrappers, strict, listed_at = self.wrapper_ids, self.strict, self.grammar.listed_at
+        commas = self.grammar.list_comma_ids
 
         def ends_early(n: ts.Node, cs: list[ts.Node], end: int) -> bool:
-            kids: list[ts.Node] | None = None
+            kids: list[ts.Node] = []
             at = 0
             for k in range(r, end):
                 c = cs[k]
@@ -196,11 +197,22 @@ class Plans:
                     return True
                 if strict:
                     continue
-                if kids is None:
+                if not kids:
                     kids = n.children
-                while at < len(kids) and kids[at] != c:
+                # `cs` is taken from `n.children`, whose nodes py-tree-sitter keeps: the same
+                # objects (else the run is left to `_seq_run`)
+                while at < len(kids) and kids[at] is not c:
                     at += 1
-                if at == len(kids) or not listed_at(n, kids, at):
+                if at == len(kids):
+                    return True
+                # a comma right before or after it (what `listed_at` looks at first)
+                near = kids[at - 1] if at else None
+                if near is not None and near.kind_id in commas and not near.is_extra:
+                    continue
+                near = kids[at + 1] if at + 1 < len(kids) else None
+                if near is not None and near.kind_id in commas and not near.is_extra:
+                    continue
+                if not listed_at(n, kids, at):
                     return True
             return False
 
