@@ -166,3 +166,40 @@ def test_listed_at_is_listed(registry: GrammarRegistry) -> None:
                 assert grammar.listed_at(parent, kids, k) == grammar.listed(kid), (language, kid)
                 checked += 1
     assert checked > 3000
+
+
+def run_then_token(items: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The first children tuple in a prepared pattern with a `$$$` run right before a token."""
+    for item in items:
+        kids = getattr(item, "children", ())
+        for i, q in enumerate(kids[:-1]):
+            nxt = kids[i + 1]
+            if getattr(q, "multi", False) and getattr(nxt, "text", None) is not None:
+                return tuple(kids[: i + 2])
+        found = run_then_token(kids)
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("language", ["python", *sorted(SHAPES)])
+def test_a_node_refused_after_a_run_is_one_skip_refuses(
+    registry: GrammarRegistry, language: str
+) -> None:
+    grammar = registry.get(language)
+    assert grammar is not None
+    try:
+        matcher = Matcher(compile_pattern("f($$$A)", grammar), grammar)
+    except PatternError:
+        pytest.skip("no call pattern")
+    ps = run_then_token(matcher.items)
+    if ps is None or not ps[-1].ids.isdisjoint(matcher.clause_ids):
+        pytest.skip("no run before a token")
+    text = "".join(sources()) if language == "python" else textwrap.dedent(SHAPES[language][1])
+    refused = 0
+    for node in named_nodes(grammar.parser().parse(text.encode())):
+        if node.kind_id in matcher.wrapper_ids or not matcher._refused_after_run(node):
+            continue
+        assert matcher._skip(ps, len(ps) - 1, [node], 0, {}) is None, node
+        refused += 1
+    assert refused > 10

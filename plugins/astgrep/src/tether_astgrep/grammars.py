@@ -411,6 +411,12 @@ class Grammar:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.wrapper_kinds)
 
     @cached_property
+    def inner_token_ids(self) -> frozenset[int]:
+        """The kinds `inner_tokens` names, under any parent."""
+        inner = frozenset(name for names in self.inner_tokens.values() for name in names)
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in inner)
+
+    @cached_property
     def string_ids(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.string_kinds)
 

@@ -34,6 +34,7 @@ class Plans:
     kind_only: bool
     cont_ids: frozenset[int]
     wrapper_ids: frozenset[int]
+    clause_ids: frozenset[int]
     sig_memo: dict[int, list[ts.Node]] | None
 
     if TYPE_CHECKING:  # defined by `Matcher` and `Sequences`
@@ -43,6 +44,8 @@ class Plans:
         def _sig(self, node: ts.Node) -> list[ts.Node]: ...
 
         def _bind(self, var: MetaVar, value: Any, env: Env) -> Env | None: ...
+
+        def _refused_after_run(self, c: ts.Node) -> bool: ...
 
         def _seq(
             self,
@@ -182,6 +185,11 @@ class Plans:
         an item of a list): its closing-token filter, with `listed` read from `n.children`."""
         wrappers, strict, listed_at = self.wrapper_ids, self.strict, self.grammar.listed_at
         commas = self.grammar.list_comma_ids
+        # `_seq_run` tries an end before a named node unless it is an item of a list; there
+        # `_skip` refuses most nodes anyway, and then that end fails: no need to ask.
+        refused = (
+            self._refused_after_run if closing.isdisjoint(self.clause_ids) else lambda c: False
+        )
 
         def ends_early(n: ts.Node, cs: list[ts.Node], end: int) -> bool:
             kids: list[ts.Node] = []
@@ -195,7 +203,7 @@ class Plans:
                     continue
                 if kind in wrappers:
                     return True
-                if strict:
+                if strict or refused(c):
                     continue
                 if not kids:
                     kids = n.children

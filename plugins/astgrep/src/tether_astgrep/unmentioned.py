@@ -82,6 +82,16 @@ class Unmentioned:
             return env, i + 1, j
         return None
 
+    def _refused_after_run(self, c: ts.Node) -> bool:
+        """Whether `_skip` surely refuses the named node `c` at `ps[i]`, a token right after a
+        `$$$` run (`ps[i - 1]`), when goal tokens are not skipped and the token is no clause:
+        there it skips only a token (`_is_token`: a leaf) or an inner token; an unmentioned part
+        never comes right after a run (`_unmentioned_part`). A plan then knows a run does not
+        end before `c` without asking whether `c` is an item of a list (plans.py)."""
+        return c.kind_id not in self.grammar.inner_token_ids and (
+            c.child_count > 0 or not self._is_token(c)
+        )
+
     def _is_token(self, c: ts.Node) -> bool:
         """Whether `c` is a token: unnamed, or a keyword the grammar makes a named leaf
         (Swift's `throws`); a value leaf (`true`, `nil`, `this`, a name) never is
