@@ -196,9 +196,9 @@ def test_a_node_refused_after_a_run_is_one_skip_refuses(
     if ps is None or not ps[-1].ids.isdisjoint(matcher.clause_ids):
         pytest.skip("no run before a token")
     text = "".join(sources()) if language == "python" else textwrap.dedent(SHAPES[language][1])
-    refused = 0
+    refused, refusal = 0, matcher._after_run_refusal()
     for node in named_nodes(grammar.parser().parse(text.encode())):
-        if node.kind_id in matcher.wrapper_ids or not matcher._refused_after_run(node):
+        if node.kind_id in matcher.wrapper_ids or not refusal(node):
             continue
         assert matcher._skip(ps, len(ps) - 1, [node], 0, {}) is None, node
         refused += 1

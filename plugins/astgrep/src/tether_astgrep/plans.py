@@ -45,7 +45,7 @@ class Plans:
 
         def _bind(self, var: MetaVar, value: Any, env: Env) -> Env | None: ...
 
-        def _refused_after_run(self, c: ts.Node) -> bool: ...
+        def _after_run_refusal(self) -> Callable[[ts.Node], bool]: ...
 
         def _seq(
             self,
@@ -188,7 +188,7 @@ class Plans:
         # `_seq_run` tries an end before a named node unless it is an item of a list; there
         # `_skip` refuses most nodes anyway, and then that end fails: no need to ask.
         refused = (
-            self._refused_after_run if closing.isdisjoint(self.clause_ids) else lambda c: False
+            self._after_run_refusal() if closing.isdisjoint(self.clause_ids) else lambda c: False
         )
 
         def ends_early(n: ts.Node, cs: list[ts.Node], end: int) -> bool:
