@@ -2,7 +2,8 @@
 over Python functions, calls and assignments of many shapes (parameters with defaults,
 comments, trailing commas, `*`, `/`, a lone parameter, return types, decorators, repeated
 metavariables) at every strictness, and over every language's typical pattern; the comparison
-is shown to fail on a wrong plan. `Grammar.listed_at` is `Grammar.listed` read from a list."""
+is shown to fail on a wrong plan; no run is bound to a kept children list itself.
+`Grammar.listed_at` is `Grammar.listed` read from a list."""
 
 from __future__ import annotations
 
@@ -81,6 +82,9 @@ def differences(matcher: Matcher, tree: ts.Tree, memo: dict[int, Any] | None) ->
         general = matcher._node(top, node, {})
         if planned != general:
             out.append(f"{node.type} {node.text!r}: plan {planned}, _node {general}")
+        kept = {id(kids) for kids in (memo or {}).values()}
+        if any(id(value) in kept for value in (planned or {}).values()):
+            out.append(f"{node.type} {node.text!r}: a run bound to the kept children list")
     return out
 
 

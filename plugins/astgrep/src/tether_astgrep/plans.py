@@ -175,7 +175,8 @@ class Plans:
                 return general(p, n, env)
             memo = self.sig_memo
             cs = memo.get(n.id) if memo is not None else None
-            return bind_run(self._sig(n) if cs is None else cs, env)
+            # a copy, as `_seq_run` binds: the kept list never goes into a match
+            return bind_run((self._sig(n) if cs is None else cs)[:], env)
 
         return lone
 
