@@ -13,7 +13,8 @@ The work is shared out by what it does: `Candidates` (candidates.py) finds the n
 `Sequences` (sequences.py) matches children lists with their `$$$` runs, `Unmentioned`
 (unmentioned.py) skips what the pattern leaves out; `Matcher` compares one node, binds
 metavariables and builds the matches. They are mixins of one class, so a call between them
-is an ordinary method call (the hot loop has no added indirection).
+is an ordinary method call (the hot loop has no added indirection). `Plans` (plans.py)
+compiles a one-node pattern's nodes into functions that do the common case of `_node` sooner.
 """
 
 from __future__ import annotations
