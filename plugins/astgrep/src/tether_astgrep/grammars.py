@@ -319,6 +319,25 @@ class Grammar:
         field = parent.field_name_for_child(_index(parent, node))
         return field is not None and field == parent.field_name_for_child(_index(parent, before))
 
+    def listed_at(self, parent: ts.Node, kids: list[ts.Node], k: int) -> bool:
+        """`listed(kids[k])`, where `kids` are all of `parent`'s children: the same rule read
+        from the list, without asking tree-sitter for siblings (`test_listed_at`)."""
+        commas = self.list_comma_ids
+        b = k - 1
+        while b >= 0 and kids[b].is_extra:
+            b -= 1
+        if b >= 0 and kids[b].kind_id in commas:
+            return True
+        a = k + 1
+        while a < len(kids) and kids[a].is_extra:
+            a += 1
+        if a < len(kids) and kids[a].kind_id in commas:
+            return True
+        if b < 0 or not kids[k].is_named or not kids[b].is_named:
+            return False
+        field = parent.field_name_for_child(k)
+        return field is not None and field == parent.field_name_for_child(b)
+
     def is_list(self, node: ts.Node) -> bool:
         """Whether `node` holds more than one item of a list (commas between its children, or
         a field repeated)."""
@@ -390,6 +409,12 @@ class Grammar:
     @cached_property
     def wrapper_ids(self) -> frozenset[int]:
         return frozenset(i for i, n in enumerate(self.kind_names) if n in self.wrapper_kinds)
+
+    @cached_property
+    def inner_token_ids(self) -> frozenset[int]:
+        """The kinds `inner_tokens` names, under any parent."""
+        inner = frozenset(name for names in self.inner_tokens.values() for name in names)
+        return frozenset(i for i, n in enumerate(self.kind_names) if n in inner)
 
     @cached_property
     def string_ids(self) -> frozenset[int]:

@@ -13,7 +13,8 @@ The work is shared out by what it does: `Candidates` (candidates.py) finds the n
 `Sequences` (sequences.py) matches children lists with their `$$$` runs, `Unmentioned`
 (unmentioned.py) skips what the pattern leaves out; `Matcher` compares one node, binds
 metavariables and builds the matches. They are mixins of one class, so a call between them
-is an ordinary method call (the hot loop has no added indirection).
+is an ordinary method call (the hot loop has no added indirection). `Plans` (plans.py)
+compiles a one-node pattern's nodes into functions that do the common case of `_node` sooner.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tether_astgrep.pattern import (
     PNode,
     whole_literal,
 )
+from tether_astgrep.plans import Plan, Plans
 from tether_astgrep.sequences import _N, Env, Sequences
 from tether_astgrep.unmentioned import Unmentioned
 
@@ -115,7 +117,7 @@ def _run_span(
     return start, end
 
 
-class Matcher(Sequences, Unmentioned, Candidates):
+class Matcher(Sequences, Plans, Unmentioned, Candidates):
     """A pattern prepared for one grammar (kind names resolved to kind ids)."""
 
     def __init__(self, pattern: CompiledPattern, grammar: Grammar, *, track: bool = False) -> None:
@@ -173,6 +175,11 @@ class Matcher(Sequences, Unmentioned, Candidates):
         # Built on first use: a pattern with literal anchors never needs it, and compiling a
         # query can take long in a large grammar (Swift: 90 s for one `guard` pattern).
         self._query_pending = isinstance(first, PNode) and grammar.query_candidates
+        # A one-node pattern's candidates go to its plan (`_node`'s answer, sooner).
+        top = self.items[0]
+        self._top_plan: Plan | None = (
+            self._plan(top) if not track and len(self.items) == 1 and isinstance(top, _N) else None
+        )
 
     def _prep(self, item: PItem) -> Any:
         if isinstance(item, MetaVar):
@@ -321,9 +328,9 @@ class Matcher(Sequences, Unmentioned, Candidates):
         out: list[_Raw] = []
         if len(self.items) == 1:
             p = self.items[0]
-            node_match = self._node
+            plan = self._top_plan
             for cand in self._candidates(root, source):
-                env = node_match(p, cand, {})
+                env = self._node(p, cand, {}) if plan is None else plan(cand, {})
                 if env is not None:
                     out.append((cand.start_byte, cand.end_byte, [cand], env))
         else:

@@ -69,8 +69,18 @@ class Sequences:
         ) -> tuple[Env, int, int] | None: ...
 
     def _seq(
-        self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env, *, whole: bool
+        self,
+        ps: tuple[Any, ...],
+        i: int,
+        cs: list[ts.Node],
+        j: int,
+        env: Env,
+        *,
+        whole: bool,
+        tried: bool = False,
     ) -> Env | None:
+        """`ps[i:]` against `cs[j:]`; `tried`: a plan (plans.py) has found that `ps[i]`, a
+        plain part, does not match `cs[j]`."""
         # (each item is a MetaVar or an `_N`: one type check per item)
         end_ps, end_cs = len(ps), len(cs)
         while True:
@@ -94,10 +104,11 @@ class Sequences:
                 return None
             if var and self.cont_ids:
                 return self._absorbing(p, ps, i, cs, j, env, whole=whole)
-            e2 = self._node(p, cs[j], env)
+            e2 = None if tried else self._node(p, cs[j], env)
             if e2 is not None:
                 env, i, j = e2, i + 1, j + 1
                 continue
+            tried = False
             if var:
                 return None if cs[j].is_named else self._bracketed(p, ps, i, cs, j, env, whole)
             if self.strict:
@@ -127,7 +138,14 @@ class Sequences:
         return env
 
     def _seq_run(
-        self, ps: tuple[Any, ...], i: int, cs: list[ts.Node], j: int, env: Env, *, whole: bool
+        self,
+        ps: tuple[Any, ...],
+        i: int,
+        cs: list[ts.Node],
+        j: int,
+        env: Env,
+        *,
+        whole: bool,
     ) -> Env | None:
         """`ps[i]` is a `$$$` run: the first length of it after which the rest matches."""
         p, rest, last, closing = self._run_plan(ps, i)

@@ -9,6 +9,7 @@ unmentioned. In edit mode every skip is recorded, so a rewrite keeps it or repor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import tree_sitter as ts
@@ -81,6 +82,30 @@ class Unmentioned:
         if goal_token:
             return env, i + 1, j
         return None
+
+    def _after_run_refusal(self) -> Callable[[ts.Node], bool]:
+        """A function of a named node `c`: whether `_skip` surely refuses it at `ps[i]`, a token
+        right after a `$$$` run (`ps[i - 1]`), when goal tokens are not skipped and the token is
+        no clause. There it skips only a token (`_is_token`: a leaf, never one of a value kind
+        that is no keyword kind) or an inner token; an unmentioned part never comes right after
+        a run (`_unmentioned_part`). A plan then knows a run does not end before `c` without
+        asking whether `c` is an item of a list (plans.py)."""
+        inner, keywords = self.grammar.inner_token_ids, self.grammar.keyword_kinds
+        values: dict[int, bool] = {}  # by kind: a value kind, no keyword kind
+
+        def refused(c: ts.Node) -> bool:
+            kind = c.kind_id
+            if kind in inner:
+                return False
+            if c.child_count:
+                return True
+            value = values.get(kind)
+            if value is None:
+                name = c.type
+                value = values[kind] = name not in keywords and self.grammar.is_value_kind(name)
+            return value or not self._is_token(c)
+
+        return refused
 
     def _is_token(self, c: ts.Node) -> bool:
         """Whether `c` is a token: unnamed, or a keyword the grammar makes a named leaf
