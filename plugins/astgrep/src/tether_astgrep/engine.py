@@ -98,6 +98,7 @@ def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
 
 class _Entry:
     __slots__ = (
+        "cands",
         "recovery",
         "results",
         "results_cost",
@@ -124,6 +125,9 @@ class _Entry:
         self.results_cost = 0
         # its tree's nodes' significant children, by node id (`Matcher.sig_memo`), and their cost
         self.sig: dict[int, list[ts.Node]] | None = None
+        # its anchored candidates, by what decides them (`Matcher.cand_memo`), made and
+        # dropped with `sig`, their cost counted in `sig_cost`
+        self.cands: dict[tuple[Any, ...], list[ts.Node]] | None = None
         self.sig_cost = 0
 
 
@@ -246,13 +250,14 @@ class FileCache:
         self.used += cost
 
     def memo(self, entry: _Entry) -> dict[int, list[ts.Node]] | None:
-        """Where a search over `entry`'s tree keeps its nodes' children (`Matcher.sig_memo`),
-        or None: the cache is full, or the file was re-read past its grammar's errors (two
-        trees, whose node ids may be the same)."""
+        """Where a search over `entry`'s tree keeps its nodes' children (`Matcher.sig_memo`;
+        beside it, `entry.cands` keeps its anchored candidates: `Matcher.cand_memo`), or None:
+        the cache is full, or the file was re-read past its grammar's errors (two trees, whose
+        node ids may be the same)."""
         if entry.recovery is not None or (entry.sig is None and self._memo_full):
             return None
         if entry.sig is None:
-            entry.sig = {}
+            entry.sig, entry.cands = {}, {}
         return entry.sig
 
     def charge_memo(self, entry: _Entry, added: int) -> None:
@@ -262,7 +267,7 @@ class FileCache:
             return
         if self._rss_full or self.used + added > self.budget:
             self.used -= entry.sig_cost
-            entry.sig, entry.sig_cost = None, 0
+            entry.sig, entry.cands, entry.sig_cost = None, None, 0
             self._memo_full = True
             return
         entry.sig_cost += added
@@ -466,11 +471,11 @@ class ProcessState:
         if memo is None:
             return self._searched(matcher, path, source, entry.tree, entry.recovery)
         assert isinstance(matcher, Matcher)
-        matcher.sig_memo, matcher.sig_added = memo, 0
+        matcher.sig_memo, matcher.cand_memo, matcher.sig_added = memo, entry.cands, 0
         try:
             return self._searched(matcher, path, source, entry.tree, entry.recovery)
         finally:
-            matcher.sig_memo = None
+            matcher.sig_memo = matcher.cand_memo = None
             self.cache.charge_memo(entry, matcher.sig_added)
 
     def _may_match(self, pattern: CompiledPattern | CompiledRule, source: bytes) -> bool:
