@@ -10,6 +10,7 @@ fresh interpreter (``spawn``) that rebuilds the grammars from their pickled refe
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import re
 import threading
@@ -87,6 +88,27 @@ class FileResult:
     # earlier identical search had found in the same cached tree
     parsed: bool = False
     reused: bool = False
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its fields in order (what a worker sends the run for each file); a
+        result that only counts matches (most of a search's: past the page, its matches are
+        counted, not described) as its path, count and flags alone: a quarter of the bytes,
+        unpickled in half the time."""
+        if _others(self) == _OTHERS_UNSET:
+            return _counted, (self.path, self.count, self.parsed, self.reused)
+        return FileResult, _fields(self)
+
+
+_fields = operator.attrgetter(*(a.name for a in attrs.fields(FileResult)))
+_COUNTED = ("path", "count", "parsed", "reused")
+# the other fields, and what they are in a result that only counts
+_others = operator.attrgetter(*(a.name for a in attrs.fields(FileResult) if a.name not in _COUNTED))
+_OTHERS_UNSET = _others(FileResult(""))
+
+
+def _counted(path: str, count: int, parsed: bool, reused: bool) -> FileResult:
+    """A `FileResult` that says only how many matches its file has (`FileResult.__reduce__`)."""
+    return FileResult(path, count=count, parsed=parsed, reused=reused)
 
 
 def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
