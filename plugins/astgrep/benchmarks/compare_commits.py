@@ -8,9 +8,10 @@
 
 The corpus: every `--every`th `.py` file of this Python's stdlib and all of tether's core (not
 a test; not in CI). Each file is parsed once; each pattern of `PATTERNS`, at each strictness,
-is matched against every tree twice: all matches with the tree's children kept (as a cached
-tree is searched), then the first `--keep` with none kept. The dump holds, per search and
-file, the count and each match's byte span, captures, edit span and noted lines.
+is matched against every tree twice: all matches with the tree's children and anchored
+candidates kept (as a cached tree is searched), then the first `--keep` with none kept. The
+dump holds, per search and file, the count and each match's byte span, captures, edit span
+and noted lines.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ def dump(out: Path, every: int, keep: int) -> None:
     assert python is not None
     parser = python.parser()
     files = [(p, p.read_bytes()) for p in corpus(every)]
-    trees = [(str(p), source, parser.parse(source), {}) for p, source in files]
+    # each tree with its children and anchored candidates kept, across patterns
+    trees = [(str(p), source, parser.parse(source), {}, {}) for p, source in files]
     result: dict[str, Any] = {}
     for pattern in PATTERNS:
         for strictness in STRICTNESS:
@@ -115,12 +117,13 @@ def dump(out: Path, every: int, keep: int) -> None:
             matcher = Matcher(compiled, python)
             for limit in (None, keep):
                 searched = []
-                for path, source, tree, memo in trees:
+                for path, source, tree, memo, cands in trees:
                     matcher.sig_memo = memo if limit is None else None
+                    matcher.cand_memo = cands if limit is None else None  # (none before it)
                     found, count = matcher.find_counted(tree, source, limit)
                     if count:
                         searched.append([path, count, [_plain(m) for m in found]])
-                matcher.sig_memo = None
+                matcher.sig_memo = matcher.cand_memo = None
                 result[f"{pattern}|{strictness}|{limit}"] = searched
     out.write_text(json.dumps(result))
     print(

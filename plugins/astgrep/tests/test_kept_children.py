@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from test_languages import SHAPES
 
+from tether_astgrep.candidates import Candidates
 from tether_astgrep.engine import FileResult, ProcessState, Task, entry_cost
 from tether_astgrep.grammars import Grammar, GrammarRegistry
 from tether_astgrep.pattern import STRICTNESS, PatternError, compile_pattern
@@ -241,3 +242,38 @@ def test_kept_children_count_against_the_budget_and_go_with_their_file(
     assert _answer(kept) == _answer(_cold(registry, grammar, tmp_path, "$F2($$$A)") or [])
     assert not any(e.sig for e in tight.cache._entries.values())
     _consistent(tight)
+
+
+def test_a_new_pattern_over_kept_trees_finds_no_anchored_candidates_again(
+    registry: GrammarRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The anchored candidates of a kept tree are kept with it (`Matcher.cand_memo`): a pattern
+    with the same anchors (its metavariables renamed) looks for none of them again; one with
+    other anchors finds its own."""
+    grammar = registry.get("python")
+    assert grammar is not None
+    _write(tmp_path, grammar, PYTHON, copies=4)
+    state = _kept(registry)
+    _search(state, grammar, tmp_path, "def $F($$$A): $$$B")  # parses, keeps the trees
+    first = _search(state, grammar, tmp_path, "def $G($$$A): $$$B")  # keeps the candidates
+    looked: list[object] = []
+    anchored = Candidates._anchored
+
+    def counted(self: Candidates, root: Any, source: bytes) -> Any:
+        looked.append(root)
+        return anchored(self, root, source)
+
+    monkeypatch.setattr(Candidates, "_anchored", counted)
+    again = _search(state, grammar, tmp_path, "def $H($$$A): $$$B")
+    assert first is not None and again is not None
+    assert looked == []
+    monkeypatch.undo()
+    cold = _cold(registry, grammar, tmp_path, "def $H($$$A): $$$B")
+    assert _answer(again) == _answer(cold or [])
+    assert sum(r.count for r in again) == sum(r.count for r in first) == 12
+    monkeypatch.setattr(Candidates, "_anchored", counted)
+    other = _search(state, grammar, tmp_path, "return $X * $Y")
+    assert len(looked) == 4  # other anchors: its own candidates, once per file
+    assert other is not None
+    assert _answer(other) == _answer(_cold(registry, grammar, tmp_path, "return $X * $Y") or [])
+    _consistent(state)

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import tree_sitter as ts
 
-from tether_astgrep.candidates import Candidates, _anchors
+from tether_astgrep.candidates import SIG_LIST_BYTES, SIG_NODE_BYTES, Candidates, _anchors
 from tether_astgrep.grammars import Grammar
 from tether_astgrep.pattern import (
     STRICTNESS,
@@ -38,13 +38,7 @@ from tether_astgrep.plans import Plan, Plans
 from tether_astgrep.sequences import _N, Env, Sequences
 from tether_astgrep.unmentioned import Unmentioned
 
-_Raw = tuple[int, int, list[ts.Node], Env]
-# What keeping a node's significant children costs (`Matcher.sig_memo`), in bytes: the list and
-# its dict slot, and per child its Node object with the children list py-tree-sitter caches in
-# it. Measured as resident-memory growth over 222 files of CPython's stdlib and tether's core
-# searched with nine patterns (137,734 lists, 419,131 children: 53 MB): ~126 per child.
-SIG_LIST_BYTES = 120
-SIG_NODE_BYTES = 128  # a match not built yet: start, end, nodes, env
+_Raw = tuple[int, int, list[ts.Node], Env]  # a match not built yet: start, end, nodes, env
 
 
 @attrs.frozen
@@ -146,6 +140,7 @@ class Matcher(Sequences, Plans, Unmentioned, Candidates):
         # not from tree-sitter again (a fifth of matching a pattern that matches everywhere).
         # Set by the engine around the search of such a tree; `sig_added` is what it grew by.
         self.sig_memo: dict[int, list[ts.Node]] | None = None
+        self.cand_memo: dict[tuple[Any, ...], list[ts.Node]] | None = None  # (`Candidates`)
         self.sig_added = 0
         self.items = tuple(self._prep(i) for i in pattern.items)
         self.comma_ids = grammar.comma_ids
