@@ -22,7 +22,8 @@ first on ``PYTHONPATH``, every call interleaved). Prints, in one run on one mach
   each its own (the names of the file's first N functions: nothing to share); and each of
   these again with every client pausing 0–40 ms between its hovers (an agent's own time
   between calls, far shorter than a model's), where the closed loop is the worst case: a
-  single event loop serves N clients that never pause one after another;
+  single event loop serves N clients that never pause one after another; and the same closed
+  loop with the ``echo`` tool, which does nothing (the floor of any tool);
 - memory: the served run's process tree with N connections, against N separate one-run
   processes (``tether session``, one run each, as N ``tether mcp`` are) that each answered a hover;
 - ``ast_grep`` on a generated 300-file project (6,000 matches): ``tether call --attach``
@@ -71,8 +72,9 @@ COMMAND = [str(Path(sys.executable).parent / "tether")]
 FULL_CLI = [sys.executable, "-m", "tether.cli"]
 
 
-def ms(values: list[float]) -> str:
-    return f"{statistics.median(values) * 1000:.0f} ms (p90 {quantile(values, 0.9) * 1000:.0f})"
+def ms(values: list[float], digits: int = 0) -> str:
+    median, p90 = statistics.median(values) * 1000, quantile(values, 0.9) * 1000
+    return f"{median:.{digits}f} ms (p90 {p90:.{digits}f})"
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -152,10 +154,12 @@ class Conn:
         await conn.reader.receive_line()
         return conn
 
-    async def hover(self, args: dict[str, Any] = HOVER) -> tuple[float, dict[str, Any]]:
+    async def hover(
+        self, args: dict[str, Any] = HOVER, tool: str = "lsp"
+    ) -> tuple[float, dict[str, Any]]:
         self.ids += 1
         started = time.perf_counter()
-        request = {"id": self.ids, "tool": "lsp", "args": args}
+        request = {"id": self.ids, "tool": tool, "args": args}
         await self.stream.send(json.dumps(request).encode() + b"\n")
         while True:
             reply = json.loads(await self.reader.receive_line())
@@ -193,10 +197,12 @@ async def clients(
     rounds: int,
     hovers: list[dict[str, Any]] | None = None,
     think_ms: float = 0.0,
+    tool: str = "lsp",
 ) -> list[float]:
     """``n`` connections, each asking its hover (``hovers[i]``, else all HOVER) ``rounds``
     times, its next when its last is answered — at once, or after a pause drawn between 0 and
-    twice ``think_ms`` (an agent's own time between two calls)."""
+    twice ``think_ms`` (an agent's own time between two calls). With ``tool`` "echo", each
+    call is the echo tool's instead (``hovers`` then its arguments)."""
     conns = [await Conn.open(path, "plan" if i % 2 else "default") for i in range(n)]
     times: list[float] = []
     pauses = random.Random(n)
@@ -205,7 +211,7 @@ async def clients(
         for _ in range(rounds):
             if think_ms:
                 await anyio.sleep(pauses.uniform(0, 2 * think_ms) / 1000)
-            elapsed, reply = await conn.hover(args)
+            elapsed, reply = await conn.hover(args, tool)
             assert not reply["is_error"], reply
             times.append(elapsed)
 
@@ -338,6 +344,20 @@ def concurrency(
         f"basedpyright processes in the served run's tree (a Python shim and node per server): "
         f"{len(servers[1])} after 1 connection's rounds, {len(servers[n])} after {n}'s, "
         f"the same ones: {servers[1] == servers[n]}"
+    )
+
+
+def echo_floor(sock: Path, n: int, rounds: int = 40) -> None:
+    """The same closed loop with the echo tool (the session protocol and the call pipeline,
+    no work): what one event loop makes of ``n`` clients that never pause, whatever the tool."""
+    times: dict[int, list[float]] = {1: [], n: []}
+    for _ in range(3):
+        for k in times:
+            times[k] += anyio.run(clients, sock, k, rounds, [{"message": "hi"}] * k, 0.0, "echo")
+    ratio = statistics.median(times[n]) / statistics.median(times[1])
+    print(
+        f"the echo tool, back to back: 1 connection {ms(times[1], 2)}, {n} connections "
+        f"{ms(times[n], 2)}; ratio {ratio:.1f}"
     )
 
 
@@ -668,6 +688,7 @@ def main() -> None:
         concurrency(proc, sock, n, hovers=hovers)
         print(f"the same, each client pausing 0–{2 * THINK_MS:.0f} ms between its hovers:")
         concurrency(proc, sock, n, hovers=hovers, think_ms=THINK_MS)
+    echo_floor(sock, n)
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")
 
     if "--no-memory" not in sys.argv:
