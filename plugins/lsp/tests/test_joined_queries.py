@@ -161,22 +161,26 @@ async def test_a_query_asked_after_a_change_is_never_answered_by_one_asked_befor
             assert not result.is_error, result.text_content
             asked.append((began, answered_by(result.text_content)))
 
-        async def change(at: float, n: int) -> None:
-            await anyio.sleep(at)
-            text = f"alpha one\nalpha two {'x' * n}\n"
-            if rng.random() < 0.5:
-                (workdir / "main.fake").write_text(text)
-            else:
-                done = await run.call("write", {"path": "main.fake", "content": text})
-                assert not done.is_error, done.text_content
-            texts.append(len(text))
-            made.append(time.monotonic())
+        async def changes(at: list[float]) -> None:
+            # one after another: a `write` call returns after its diagnostics, and a change
+            # on disk meanwhile would make the order they were made in differ from the
+            # order they reached the disk in
+            started = time.monotonic()
+            for n, moment in enumerate(at, 1):
+                await anyio.sleep(max(0.0, started + moment - time.monotonic()))
+                text = f"alpha one\nalpha two {'x' * n}\n"
+                if rng.random() < 0.5:
+                    (workdir / "main.fake").write_text(text)
+                else:
+                    done = await run.call("write", {"path": "main.fake", "content": text})
+                    assert not done.is_error, done.text_content
+                texts.append(len(text))
+                made.append(time.monotonic())  # on disk by now (a caller before: older text)
 
         async with anyio.create_task_group() as tg:
             for _ in range(12):
                 tg.start_soon(caller, rng.uniform(0, 1.2))
-            for n in range(1, 4):
-                tg.start_soon(change, rng.uniform(0, 1.2), n)
+            tg.start_soon(changes, sorted(rng.uniform(0, 1.2) for _ in range(3)))
 
         # the text the server held when each hover was sent: the last one it was told of
         held: dict[int, int] = {}
