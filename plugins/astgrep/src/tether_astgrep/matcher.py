@@ -127,11 +127,7 @@ class Matcher(Sequences, Plans, Unmentioned, Candidates):
         # Edit mode records what the match consumed, so a rewrite keeps what it skipped.
         self.track = track
         self._also = [Matcher(a, grammar, track=track) for a in pattern.also]
-        lang = grammar.ts_language
-        self._ids: dict[tuple[str, bool], frozenset[int]] = {}
-        for i, name in enumerate(grammar.kind_names):
-            key = (name, lang.node_kind_is_named(i))
-            self._ids[key] = self._ids.get(key, frozenset()) | {i}
+        self._kind_ids(grammar)
         # The fields each pattern node fills, by its children tuple (`_seq`'s `ps`).
         self._fields: dict[int, tuple[tuple[Any, ...], frozenset[str]]] = {}
         self._run_plans = {}
@@ -148,21 +144,6 @@ class Matcher(Sequences, Plans, Unmentioned, Candidates):
         self.code_ids = grammar.code_in_string_ids
         self.cont_ids = grammar.continuation_ids
         self.wrapper_ids = grammar.wrapper_ids
-        # Clauses (`except_clause`, `elif_clause`, `else_clause`…) the pattern does not mention
-        # may come before the one it does, as trailing ones may come after.
-        self.clause_ids = frozenset(
-            i
-            for i, n in enumerate(grammar.kind_names)
-            if n.endswith("_clause") or n in grammar.clause_kinds
-        )
-        # Leading modifiers the pattern does not mention (`pub`, Dart's `abstract`): named
-        # kinds called `…modifier…`, and those the grammar lists in `modifier_kinds`.
-        lang = grammar.ts_language
-        self.modifier_ids = frozenset(
-            i
-            for i, n in enumerate(grammar.kind_names)
-            if lang.node_kind_is_named(i) and ("modifier" in n or n in grammar.modifier_kinds)
-        )
         self._query: ts.Query | None = None
         first = pattern.items[0]
         self._anchors = _anchors(pattern)
@@ -174,6 +155,29 @@ class Matcher(Sequences, Plans, Unmentioned, Candidates):
         top = self.items[0]
         self._top_plan: Plan | None = (
             self._plan(top) if not track and len(self.items) == 1 and isinstance(top, _N) else None
+        )
+
+    def _kind_ids(self, grammar: Grammar) -> None:
+        """The grammar's kind ids the matching looks up: by (name, named), the clauses, the
+        modifiers."""
+        lang = grammar.ts_language
+        self._ids: dict[tuple[str, bool], frozenset[int]] = {}
+        for i, name in enumerate(grammar.kind_names):
+            key = (name, lang.node_kind_is_named(i))
+            self._ids[key] = self._ids.get(key, frozenset()) | {i}
+        # Clauses (`except_clause`, `elif_clause`, `else_clause`…) the pattern does not mention
+        # may come before the one it does, as trailing ones may come after.
+        self.clause_ids = frozenset(
+            i
+            for i, n in enumerate(grammar.kind_names)
+            if n.endswith("_clause") or n in grammar.clause_kinds
+        )
+        # Leading modifiers the pattern does not mention (`pub`, Dart's `abstract`): named
+        # kinds called `…modifier…`, and those the grammar lists in `modifier_kinds`.
+        self.modifier_ids = frozenset(
+            i
+            for i, n in enumerate(grammar.kind_names)
+            if lang.node_kind_is_named(i) and ("modifier" in n or n in grammar.modifier_kinds)
         )
 
     def _prep(self, item: PItem) -> Any:

@@ -327,19 +327,7 @@ class RpcConnection:
         key = f"{method} {json.dumps(params, sort_keys=True, default=str)}"
         kept = self._kept.get(key)
         timeout = self._timeout_for(method, kept, timeout_s)
-        in_flight = self._in_flight.get(key)
-        if kept is not None:
-            request_id = kept.request_id
-        elif (
-            in_flight is not None
-            and in_flight.after == self.sent_notifications
-            and in_flight.request_id in self._pending
-        ):
-            request_id = in_flight.request_id
-        else:
-            request_id = await self._send_request(
-                method, params, key if method in JOINABLE else None
-            )
+        request_id = await self._request_id_for(key, method, params, kept)
         skipped_before = self.messages_skipped
         try:
             message = await self._pending.wait(request_id, timeout)
@@ -385,6 +373,22 @@ class RpcConnection:
         self._kept.pop(key, None)
         self._answered.add(method)
         return self._result_of(method, message)
+
+    async def _request_id_for(
+        self, key: str, method: str, params: Any, kept: KeptRequest | None
+    ) -> int:
+        """The request whose answer a call with ``key`` waits for: the kept one, else an
+        identical one in flight with nothing sent to the server since, else a new one."""
+        if kept is not None:
+            return kept.request_id
+        in_flight = self._in_flight.get(key)
+        if (
+            in_flight is not None
+            and in_flight.after == self.sent_notifications
+            and in_flight.request_id in self._pending
+        ):
+            return in_flight.request_id
+        return await self._send_request(method, params, key if method in JOINABLE else None)
 
     def _timeout_for(self, method: str, kept: KeptRequest | None, timeout_s: float | None) -> float:
         """The wait for an answer: the caller's, else the first request of a method waits
