@@ -347,6 +347,24 @@ def concurrency(
     )
 
 
+def shapes(proc: subprocess.Popen[str], sock: Path, click: Path, n: int, distinct: bool) -> None:
+    """``n`` clients asking the same hover (or, ``distinct``, each its own): the bare server
+    alone, then the served run, back to back and with pauses."""
+    what = "different hovers (a function name each)" if distinct else "the same hover"
+    print(f"-- {n} clients asking {what}:")
+    bare = anyio.run(bare_floor, click, n, 40, distinct)
+    print(f"bare LSP hover (basedpyright, warm), 1 client, {len(bare[1])}: {ms(bare[1])}")
+    print(
+        f"bare LSP hovers, {n} clients each one at a time ({len(bare[n])}, halves "
+        f"alternated with the 1 client's): {ms(bare[n])}; ratio "
+        f"{statistics.median(bare[n]) / statistics.median(bare[1]):.1f}"
+    )
+    hovers = distinct_hovers(click, n) if distinct else None
+    concurrency(proc, sock, n, hovers=hovers)
+    print(f"the same, each client pausing 0–{2 * THINK_MS:.0f} ms between its hovers:")
+    concurrency(proc, sock, n, hovers=hovers, think_ms=THINK_MS)
+
+
 def echo_floor(sock: Path, n: int, rounds: int = 40) -> None:
     """The same closed loop with the echo tool (the session protocol and the call pipeline,
     no work): what one event loop makes of ``n`` clients that never pause, whatever the tool."""
@@ -675,19 +693,7 @@ def main() -> None:
     print(f"warm `tether call --attach lsp hover` end to end (the tether command): {ms(lean)}")
     print(f"the same through the full command line (python -m tether.cli): {ms(full)}")
     for distinct in (False, True):
-        what = "different hovers (a function name each)" if distinct else "the same hover"
-        print(f"-- {n} clients asking {what}:")
-        bare = anyio.run(bare_floor, click, n, 40, distinct)
-        print(f"bare LSP hover (basedpyright, warm), 1 client, {len(bare[1])}: {ms(bare[1])}")
-        print(
-            f"bare LSP hovers, {n} clients each one at a time ({len(bare[n])}, halves "
-            f"alternated with the 1 client's): {ms(bare[n])}; ratio "
-            f"{statistics.median(bare[n]) / statistics.median(bare[1]):.1f}"
-        )
-        hovers = distinct_hovers(click, n) if distinct else None
-        concurrency(proc, sock, n, hovers=hovers)
-        print(f"the same, each client pausing 0–{2 * THINK_MS:.0f} ms between its hovers:")
-        concurrency(proc, sock, n, hovers=hovers, think_ms=THINK_MS)
+        shapes(proc, sock, click, n, distinct)
     echo_floor(sock, n)
     print(f"served run's tree RSS: {rss_tree(proc.pid) / 2**20:.0f} MiB")
 
