@@ -367,9 +367,8 @@ class RpcConnection:
                 self._kept.pop(key, None)
             raise
         finally:
-            in_flight = self._in_flight.get(key)
-            if in_flight is not None and in_flight.request_id not in self._pending:
-                del self._in_flight[key]
+            if request_id not in self._pending:
+                self._drop_in_flight(key, request_id)
         self._kept.pop(key, None)
         self._answered.add(method)
         return self._result_of(method, message)
@@ -389,6 +388,13 @@ class RpcConnection:
         ):
             return in_flight.request_id
         return await self._send_request(method, params, key if method in JOINABLE else None)
+
+    def _drop_in_flight(self, key: str, request_id: int) -> None:
+        """Identical requests no longer join ``request_id`` (answered, failed, or left by
+        every caller)."""
+        in_flight = self._in_flight.get(key)
+        if in_flight is not None and in_flight.request_id == request_id:
+            del self._in_flight[key]
 
     def _timeout_for(self, method: str, kept: KeptRequest | None, timeout_s: float | None) -> float:
         """The wait for an answer: the caller's, else the first request of a method waits
@@ -413,9 +419,8 @@ class RpcConnection:
             # a caller that joined it meanwhile was woken with the error (the connection
             # is gone: every pending request failed)
             self._pending.discard(request_id)
-            in_flight = self._in_flight.get(joinable) if joinable is not None else None
-            if in_flight is not None and in_flight.request_id == request_id:
-                del self._in_flight[joinable]  # type: ignore[arg-type]
+            if joinable is not None:
+                self._drop_in_flight(joinable, request_id)
             raise
         return request_id
 
